@@ -1,0 +1,33 @@
+#include "framework/device/cpu/swiglu.h"
+
+#include <cmath>
+
+namespace hai::cpu {
+
+void swiglu_forward(const Tensor& out, const Tensor& gate, const Tensor& up) {
+  const float* g = gate.data<float>();  // [N, F]
+  const float* u = up.data<float>();    // [N, F]
+  float* o = out.data<float>();         // [N, F]
+  for (int64_t i = 0; i < gate.numel(); ++i) {
+    float sigmoid = 1.0f / (1.0f + std::exp(-g[i]));
+    o[i] = g[i] * sigmoid * u[i];
+  }
+}
+
+void swiglu_backward(const Tensor& d_gate, const Tensor& d_up, const Tensor& d_out, const Tensor& gate,
+                     const Tensor& up) {
+  const float* g = gate.data<float>();   // [N, F]
+  const float* u = up.data<float>();     // [N, F]
+  const float* dy = d_out.data<float>(); // [N, F]
+  float* dg = d_gate.data<float>();      // [N, F]
+  float* du = d_up.data<float>();        // [N, F]
+  for (int64_t i = 0; i < gate.numel(); ++i) {
+    float sigmoid = 1.0f / (1.0f + std::exp(-g[i]));
+    float silu = g[i] * sigmoid;
+    // d silu / dg = sigmoid * (1 + g * (1 - sigmoid))
+    dg[i] = dy[i] * u[i] * sigmoid * (1.0f + g[i] * (1.0f - sigmoid));
+    du[i] = dy[i] * silu;
+  }
+}
+
+}  // namespace hai::cpu

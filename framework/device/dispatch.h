@@ -1,0 +1,12 @@
+#pragma once
+// How an op picks its backend: the public op (framework/device/<op>.h) checks shapes, dtypes and devices once,
+// then calls cpu::<op> for CPU tensors or cuda::<op> for CUDA tensors. An op without a CUDA implementation yet
+// says so instead of silently falling back.
+
+#include "framework/tensor/tensor.h"
+
+namespace hai {
+
+[[noreturn]] void throw_no_backend(const char* op, Device device);
+
+}  // namespace hai

@@ -1,0 +1,33 @@
+#include "framework/device/swiglu.h"
+
+#include "framework/device/cpu/swiglu.h"
+#include "framework/device/dispatch.h"
+
+namespace hai {
+namespace {
+
+void check_operands(std::initializer_list<const Tensor*> tensors, const Tensor& reference) {
+  HAI_CHECK(reference.rank() == 2, "swiglu operands must be [N, F], got {}", reference.str());
+  for (const Tensor* tensor : tensors) {
+    check_shape(*tensor, reference.shape(), "swiglu operand");
+    check_dtype(*tensor, DType::f32, "swiglu operand");
+    check_same_device(*tensor, reference, "swiglu");
+  }
+}
+
+}  // namespace
+
+void swiglu_forward(const Tensor& out, const Tensor& gate, const Tensor& up, Stream) {
+  check_operands({&out, &gate, &up}, gate);
+  if (out.device().is_cpu()) return cpu::swiglu_forward(out, gate, up);
+  throw_no_backend("swiglu_forward", out.device());
+}
+
+void swiglu_backward(const Tensor& d_gate, const Tensor& d_up, const Tensor& d_out, const Tensor& gate,
+                     const Tensor& up, Stream) {
+  check_operands({&d_gate, &d_up, &d_out, &gate, &up}, gate);
+  if (gate.device().is_cpu()) return cpu::swiglu_backward(d_gate, d_up, d_out, gate, up);
+  throw_no_backend("swiglu_backward", gate.device());
+}
+
+}  // namespace hai

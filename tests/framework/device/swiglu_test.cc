@@ -1,0 +1,41 @@
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "framework/device/swiglu.h"
+#include "tests/framework/device/test_util.h"
+
+namespace hai {
+namespace {
+
+TEST(Swiglu, ForwardKnownValues) {
+  OwnedTensor gate(Shape{1, 3}, DType::f32), up(Shape{1, 3}, DType::f32), out(Shape{1, 3}, DType::f32);
+  float g[3] = {0.0f, 1.0f, -2.0f}, u[3] = {5.0f, 2.0f, 3.0f};
+  for (int i = 0; i < 3; ++i) gate.data<float>()[i] = g[i], up.data<float>()[i] = u[i];
+  swiglu_forward(out, gate, up);
+  EXPECT_FLOAT_EQ(out.data<float>()[0], 0.0f);
+  EXPECT_FLOAT_EQ(out.data<float>()[1], 2.0f / (1.0f + std::exp(-1.0f)));
+  EXPECT_FLOAT_EQ(out.data<float>()[2], 3.0f * -2.0f / (1.0f + std::exp(2.0f)));
+}
+
+TEST(Swiglu, BackwardMatchesFiniteDifferences) {
+  Shape shape{5, 7};
+  OwnedTensor gate = testing::random_tensor(shape, 1), up = testing::random_tensor(shape, 2);
+  OwnedTensor d_out = testing::random_tensor(shape, 3);
+  OwnedTensor out(shape, DType::f32), d_gate(shape, DType::f32), d_up(shape, DType::f32);
+  swiglu_backward(d_gate, d_up, d_out, gate, up);
+  auto loss = [&] {
+    swiglu_forward(out, gate, up);
+    return testing::dot(out, d_out);
+  };
+  testing::check_gradient(gate, d_gate, loss, 1e-3, 1e-3, 1e-2);
+  testing::check_gradient(up, d_up, loss, 1e-3, 1e-3, 1e-2);
+}
+
+TEST(Swiglu, RejectsMismatchedShapes) {
+  OwnedTensor a(Shape{2, 3}, DType::f32), b(Shape{3, 2}, DType::f32);
+  EXPECT_THROW(swiglu_forward(a, a, b), Error);
+}
+
+}  // namespace
+}  // namespace hai
