@@ -1,0 +1,50 @@
+#include "framework/device/attention.h"
+
+#include "framework/device/cpu/attention.h"
+#include "framework/device/dispatch.h"
+
+namespace hai {
+namespace {
+
+// Checks q, k: [B, S, H, d_qk], v, out: [B, S, H, d_v], lse: [B, H, S], all fp32 on one device.
+void check_attention_operands(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out,
+                              const Tensor& lse) {
+  HAI_CHECK(q.rank() == 4, "attention q must be [B, S, H, d_qk], got {}", q.str());
+  HAI_CHECK(v.rank() == 4, "attention v must be [B, S, H, d_v], got {}", v.str());
+  int64_t batch = q.size(0), sequence = q.size(1), heads = q.size(2);
+  check_shape(k, q.shape(), "attention k");
+  check_shape(v, Shape{batch, sequence, heads, v.size(3)}, "attention v");
+  check_shape(out, v.shape(), "attention out");
+  check_shape(lse, Shape{batch, heads, sequence}, "attention lse");
+  for (const Tensor* tensor : {&q, &k, &v, &out, &lse}) {
+    check_dtype(*tensor, DType::f32, "attention operand");
+    check_same_device(*tensor, q, "attention");
+  }
+}
+
+}  // namespace
+
+void attention_forward(const Tensor& out, const Tensor& lse, const Tensor& q, const Tensor& k, const Tensor& v,
+                       float softmax_scale, Stream) {
+  check_attention_operands(q, k, v, out, lse);
+  if (q.device().is_cpu()) return cpu::attention_forward(out, lse, q, k, v, softmax_scale);
+  throw_no_backend("attention_forward", q.device());
+}
+
+void attention_backward(const Tensor& d_q, const Tensor& d_k, const Tensor& d_v, const Tensor& d_out,
+                        const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out, const Tensor& lse,
+                        float softmax_scale, Stream) {
+  check_attention_operands(q, k, v, out, lse);
+  check_shape(d_q, q.shape(), "attention d_q");
+  check_shape(d_k, k.shape(), "attention d_k");
+  check_shape(d_v, v.shape(), "attention d_v");
+  check_shape(d_out, out.shape(), "attention d_out");
+  for (const Tensor* tensor : {&d_q, &d_k, &d_v, &d_out}) {
+    check_dtype(*tensor, DType::f32, "attention gradient");
+    check_same_device(*tensor, q, "attention_backward");
+  }
+  if (q.device().is_cpu()) return cpu::attention_backward(d_q, d_k, d_v, d_out, q, k, v, out, lse, softmax_scale);
+  throw_no_backend("attention_backward", q.device());
+}
+
+}  // namespace hai
