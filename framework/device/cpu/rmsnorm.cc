@@ -1,0 +1,47 @@
+#include "framework/device/cpu/rmsnorm.h"
+
+#include <cmath>
+
+namespace hai::cpu {
+
+void rmsnorm_forward(const Tensor& out, const Tensor& rstd, const Tensor& x, const Tensor& weight, float eps) {
+  const float* input = x.data<float>();  // [N, D]
+  const float* w = weight.data<float>();  // [D]
+  float* output = out.data<float>();      // [N, D]
+  float* inverse_rms = rstd.data<float>();  // [N]
+  int64_t width = x.size(1);
+  for (int64_t n = 0; n < x.size(0); ++n) {
+    const float* row = input + n * width;
+    double sum_of_squares = 0;
+    for (int64_t d = 0; d < width; ++d) sum_of_squares += static_cast<double>(row[d]) * row[d];
+    double mean_square = width > 0 ? sum_of_squares / static_cast<double>(width) : 0.0;
+    float r = static_cast<float>(1.0 / std::sqrt(mean_square + eps));
+    inverse_rms[n] = r;
+    for (int64_t d = 0; d < width; ++d) output[n * width + d] = row[d] * r * w[d];
+  }
+}
+
+void rmsnorm_backward(const Tensor& d_x, const Tensor& d_weight, const Tensor& d_out, const Tensor& x,
+                      const Tensor& weight, const Tensor& rstd) {
+  const float* input = x.data<float>();       // [N, D]
+  const float* w = weight.data<float>();       // [D]
+  const float* d_output = d_out.data<float>();  // [N, D]
+  const float* inverse_rms = rstd.data<float>();  // [N]
+  float* d_input = d_x.data<float>();           // [N, D]
+  float* d_w = d_weight.data<float>();          // [D]
+  int64_t width = x.size(1);
+  for (int64_t n = 0; n < x.size(0); ++n) {
+    const float* row = input + n * width;
+    const float* d_row = d_output + n * width;
+    double r = inverse_rms[n];
+    double projection = 0;  // sum_d weight * d_out * x
+    for (int64_t d = 0; d < width; ++d) projection += static_cast<double>(w[d]) * d_row[d] * row[d];
+    double correction = r * r * projection / static_cast<double>(width);
+    for (int64_t d = 0; d < width; ++d) {
+      d_input[n * width + d] = static_cast<float>(r * (w[d] * d_row[d] - row[d] * correction));
+      d_w[d] += static_cast<float>(d_row[d] * row[d] * r);
+    }
+  }
+}
+
+}  // namespace hai::cpu

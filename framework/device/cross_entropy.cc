@@ -1,0 +1,43 @@
+#include "framework/device/cross_entropy.h"
+
+#include "framework/device/cpu/cross_entropy.h"
+#include "framework/device/dispatch.h"
+#include "framework/device/index_check.h"
+
+namespace hai {
+namespace {
+
+// logits: [T, V], targets: [T]
+void check_operands(const Tensor& logits, const Tensor& targets, int32_t ignore_index) {
+  HAI_CHECK(logits.rank() == 2, "cross-entropy logits must be [T, V], got {}", logits.str());
+  check_dtype(logits, DType::f32, "cross-entropy logits");
+  check_shape(targets, Shape{logits.size(0)}, "cross-entropy targets");
+  check_same_device(targets, logits, "cross-entropy");
+  HAI_CHECK(ignore_index < 0 || ignore_index >= logits.size(1),
+            "cross-entropy ignore_index {} must not be a class of [0, {})", ignore_index, logits.size(1));
+  check_indices_in_range(targets, logits.size(1), "cross-entropy target", ignore_index);
+}
+
+}  // namespace
+
+void cross_entropy_forward(const Tensor& losses, const Tensor& logits, const Tensor& targets, int32_t ignore_index,
+                           Stream) {
+  check_operands(logits, targets, ignore_index);
+  check_shape(losses, Shape{logits.size(0)}, "cross-entropy losses");
+  check_dtype(losses, DType::f32, "cross-entropy losses");
+  check_same_device(losses, logits, "cross-entropy");
+  if (logits.device().is_cpu()) return cpu::cross_entropy_forward(losses, logits, targets, ignore_index);
+  throw_no_backend("cross_entropy_forward", logits.device());
+}
+
+void cross_entropy_backward(const Tensor& d_logits, const Tensor& logits, const Tensor& targets, float scale,
+                            int32_t ignore_index, Stream) {
+  check_operands(logits, targets, ignore_index);
+  check_shape(d_logits, logits.shape(), "cross-entropy d_logits");
+  check_dtype(d_logits, DType::f32, "cross-entropy d_logits");
+  check_same_device(d_logits, logits, "cross-entropy");
+  if (logits.device().is_cpu()) return cpu::cross_entropy_backward(d_logits, logits, targets, scale, ignore_index);
+  throw_no_backend("cross_entropy_backward", logits.device());
+}
+
+}  // namespace hai

@@ -1,0 +1,44 @@
+#include "framework/device/gemm.h"
+
+#include "framework/device/cpu/gemm.h"
+#include "framework/device/dispatch.h"
+
+namespace hai {
+namespace {
+
+void check_input_matrix(const Tensor& matrix, const char* what) {
+  HAI_CHECK(matrix.rank() == 2, "gemm {} must be a matrix, got {}", what, matrix.str());
+  HAI_CHECK(matrix.dtype() == DType::f32 || matrix.dtype() == DType::bf16, "gemm {} must be fp32 or bf16, got {}",
+            what, matrix.str());
+}
+
+bool overlaps(const Tensor& a, const Tensor& b) {
+  const char* a_begin = static_cast<const char*>(a.raw());
+  const char* b_begin = static_cast<const char*>(b.raw());
+  return a.bytes() > 0 && b.bytes() > 0 && a_begin < b_begin + b.bytes() && b_begin < a_begin + a.bytes();
+}
+
+void check_operands(const Tensor& c, const Tensor& a, const Tensor& b, const GemmOptions& options) {
+  check_input_matrix(a, "A");
+  check_input_matrix(b, "B");
+  check_dtype(c, DType::f32, "gemm C");
+  int64_t m = options.transpose_a ? a.size(1) : a.size(0);
+  int64_t k = options.transpose_a ? a.size(0) : a.size(1);
+  int64_t b_rows = options.transpose_b ? b.size(1) : b.size(0);
+  int64_t n = options.transpose_b ? b.size(0) : b.size(1);
+  HAI_CHECK(k == b_rows, "gemm inner dimensions differ: op(A) is [{}, {}], op(B) is [{}, {}]", m, k, b_rows, n);
+  check_shape(c, Shape{m, n}, "gemm C");
+  check_same_device(a, c, "gemm");
+  check_same_device(b, c, "gemm");
+  HAI_CHECK(!overlaps(c, a) && !overlaps(c, b), "gemm C must not overlap A or B");
+}
+
+}  // namespace
+
+void gemm(const Tensor& c, const Tensor& a, const Tensor& b, const GemmOptions& options, Stream) {
+  check_operands(c, a, b, options);
+  if (c.device().is_cpu()) return cpu::gemm(c, a, b, options);
+  throw_no_backend("gemm", c.device());
+}
+
+}  // namespace hai

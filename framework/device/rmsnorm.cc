@@ -1,0 +1,46 @@
+#include "framework/device/rmsnorm.h"
+
+#include "framework/device/cpu/rmsnorm.h"
+#include "framework/device/dispatch.h"
+
+namespace hai {
+namespace {
+
+// rows: each [N, D], weight: [D], rstd: [N]
+void check_operands(std::initializer_list<const Tensor*> rows, const Tensor& x, const Tensor& weight,
+                    const Tensor& rstd) {
+  HAI_CHECK(x.rank() == 2, "rmsnorm input must be [N, D], got {}", x.str());
+  for (const Tensor* tensor : rows) {
+    check_shape(*tensor, x.shape(), "rmsnorm operand");
+    check_dtype(*tensor, DType::f32, "rmsnorm operand");
+    check_same_device(*tensor, x, "rmsnorm");
+  }
+  check_shape(weight, Shape{x.size(1)}, "rmsnorm weight");
+  check_shape(rstd, Shape{x.size(0)}, "rmsnorm rstd");
+  for (const Tensor* tensor : {&weight, &rstd}) {
+    check_dtype(*tensor, DType::f32, "rmsnorm operand");
+    check_same_device(*tensor, x, "rmsnorm");
+  }
+}
+
+}  // namespace
+
+void rmsnorm_forward(const Tensor& out, const Tensor& rstd, const Tensor& x, const Tensor& weight, float eps,
+                     Stream) {
+  check_operands({&out, &x}, x, weight, rstd);
+  HAI_CHECK(eps >= 0.0f, "rmsnorm eps must not be negative, got {}", eps);
+  if (x.device().is_cpu()) return cpu::rmsnorm_forward(out, rstd, x, weight, eps);
+  throw_no_backend("rmsnorm_forward", x.device());
+}
+
+void rmsnorm_backward(const Tensor& d_x, const Tensor& d_weight, const Tensor& d_out, const Tensor& x,
+                      const Tensor& weight, const Tensor& rstd, Stream) {
+  check_operands({&d_x, &d_out, &x}, x, weight, rstd);
+  check_shape(d_weight, weight.shape(), "rmsnorm d_weight");
+  check_dtype(d_weight, DType::f32, "rmsnorm d_weight");
+  check_same_device(d_weight, x, "rmsnorm");
+  if (x.device().is_cpu()) return cpu::rmsnorm_backward(d_x, d_weight, d_out, x, weight, rstd);
+  throw_no_backend("rmsnorm_backward", x.device());
+}
+
+}  // namespace hai

@@ -1,0 +1,18 @@
+#pragma once
+// RMSNorm over the last dimension: out = x * rstd * weight, rstd = 1 / sqrt(mean(x^2) + eps), one rstd per row.
+// All tensors fp32. The forward saves rstd for the backward.
+
+#include "framework/tensor/tensor.h"
+
+namespace hai {
+
+// out: [N, D], rstd: [N] <- x: [N, D], weight: [D]
+void rmsnorm_forward(const Tensor& out, const Tensor& rstd, const Tensor& x, const Tensor& weight, float eps,
+                     Stream stream = {});
+
+// d_x: [N, D] (overwritten), d_weight: [D] (accumulated) <- d_out: [N, D], x: [N, D], weight: [D], rstd: [N]
+// d_x = rstd * (weight * d_out - x * rstd^2 * mean(weight * d_out * x)); d_weight += sum_n d_out * x * rstd.
+void rmsnorm_backward(const Tensor& d_x, const Tensor& d_weight, const Tensor& d_out, const Tensor& x,
+                      const Tensor& weight, const Tensor& rstd, Stream stream = {});
+
+}  // namespace hai

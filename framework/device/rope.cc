@@ -1,0 +1,46 @@
+#include "framework/device/rope.h"
+
+#include "framework/device/cpu/rope.h"
+#include "framework/device/dispatch.h"
+#include "framework/device/index_check.h"
+
+namespace hai {
+namespace {
+
+// out, x: [T, ..., W], positions: [T], table: [P, R/2]
+void check_operands(const Tensor& out, const Tensor& x, const Tensor& positions, const RopeTable& table,
+                    int64_t column_offset) {
+  HAI_CHECK(x.rank() >= 2, "rope input must be [T, ..., W], got {}", x.str());
+  check_shape(out, x.shape(), "rope output");
+  check_dtype(x, DType::f32, "rope input");
+  check_dtype(out, DType::f32, "rope output");
+  HAI_CHECK(table.cos.rank() == 2, "rope table must be [P, R/2], got {}", table.cos.str());
+  check_shape(table.sin, table.cos.shape(), "rope sin table");
+  check_dtype(table.cos, DType::f32, "rope cos table");
+  check_dtype(table.sin, DType::f32, "rope sin table");
+  int64_t rope_width = 2 * table.cos.size(1);
+  HAI_CHECK(column_offset >= 0 && column_offset + rope_width <= x.size(-1),
+            "rope columns [{}, {}) do not fit in a head vector of width {}", column_offset,
+            column_offset + rope_width, x.size(-1));
+  check_shape(positions, Shape{x.size(0)}, "rope positions");
+  for (const Tensor* tensor : {&out, &positions, &table.cos, &table.sin}) check_same_device(*tensor, x, "rope");
+  check_indices_in_range(positions, table.cos.size(0), "rope position");
+}
+
+}  // namespace
+
+void rope_forward(const Tensor& out, const Tensor& x, const Tensor& positions, const RopeTable& table,
+                  int64_t column_offset, Stream) {
+  check_operands(out, x, positions, table, column_offset);
+  if (x.device().is_cpu()) return cpu::rope_forward(out, x, positions, table, column_offset);
+  throw_no_backend("rope_forward", x.device());
+}
+
+void rope_backward(const Tensor& d_x, const Tensor& d_out, const Tensor& positions, const RopeTable& table,
+                   int64_t column_offset, Stream) {
+  check_operands(d_x, d_out, positions, table, column_offset);
+  if (d_out.device().is_cpu()) return cpu::rope_backward(d_x, d_out, positions, table, column_offset);
+  throw_no_backend("rope_backward", d_out.device());
+}
+
+}  // namespace hai
