@@ -1,0 +1,17 @@
+#include "framework/config/load.h"
+
+#include "framework/config/parse.h"
+#include "framework/config/supported.h"
+#include "framework/config/validate.h"
+
+namespace hai {
+
+Config load_config(const std::string& path, const std::vector<std::string>& overrides, int world_size) {
+  ParsedConfig parsed = parse_config_file(path, overrides);
+  validate(parsed.config, world_size, parsed.lines);
+  Config resolved = resolve_auto(parsed.config, world_size);
+  check_supported(resolved, parsed.lines);
+  return resolved;
+}
+
+}  // namespace hai

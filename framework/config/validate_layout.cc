@@ -1,0 +1,93 @@
+#include <fmt/format.h>
+
+#include "framework/config/validate.h"
+#include "framework/config/validation_rules.h"
+
+namespace hai {
+namespace {
+
+void validate_world(const ParallelConfig& parallel, int world_size, const KeyLines& lines) {
+  const std::int64_t pp_tp = parallel.pp * parallel.tp;
+  if (!parallel.dp && world_size % pp_tp != 0) {
+    throw_config_error(lines, "parallel.dp",
+                       fmt::format("auto needs the {} ranks of the job to be a multiple of pp x tp = {} x {} = {}",
+                                   world_size, parallel.pp, parallel.tp, pp_tp));
+  }
+  if (parallel.dp && pp_tp * *parallel.dp != world_size) {
+    throw_config_error(lines, "parallel.dp",
+                       fmt::format("pp x dp x tp = {} x {} x {} = {} ranks, but the job has {}", parallel.pp,
+                                   *parallel.dp, parallel.tp, pp_tp * *parallel.dp, world_size));
+  }
+}
+
+void validate_sharding(const Config& config, std::int64_t dp, const KeyLines& lines) {
+  const ParallelConfig& parallel = config.parallel;
+  if (config.model.num_heads % parallel.tp != 0) {
+    throw_config_error(lines, "model.num_heads",
+                       fmt::format("{} heads cannot be split over parallel.tp = {} ranks", config.model.num_heads,
+                                   parallel.tp));
+  }
+  if ((dp * parallel.tp) % parallel.ep != 0) {
+    throw_config_error(lines, "parallel.ep",
+                       fmt::format("must divide dp x tp = {} x {} = {} (got {})", dp, parallel.tp, dp * parallel.tp,
+                                   parallel.ep));
+  }
+  if (config.model.moe.routed_experts % parallel.ep != 0) {
+    throw_config_error(lines, "model.moe.routed_experts",
+                       fmt::format("{} experts cannot be split over parallel.ep = {} ranks",
+                                   config.model.moe.routed_experts, parallel.ep));
+  }
+  // NOTE: DualPipeV folds the model into a V: each of the pp ranks holds two stages.
+  const std::int64_t stages = parallel.schedule == PipelineSchedule::dualpipev ? 2 * parallel.pp : parallel.pp;
+  if (config.model.num_layers < stages) {
+    throw_config_error(lines, "model.num_layers",
+                       fmt::format("{} layers cannot fill {} pipeline stages", config.model.num_layers, stages));
+  }
+}
+
+void validate_batch(const Config& config, std::int64_t dp, const KeyLines& lines) {
+  const TrainConfig& train = config.train;
+  const IntOrAuto& micro_batches = config.parallel.micro_batches;
+  if (!micro_batches && train.global_batch_size % (train.micro_batch_size * dp) != 0) {
+    throw_config_error(lines, "train.global_batch_size",
+                       fmt::format("must be a multiple of micro_batch_size x dp = {} x {} = {} (got {})",
+                                   train.micro_batch_size, dp, train.micro_batch_size * dp, train.global_batch_size));
+  }
+  if (micro_batches && train.micro_batch_size * *micro_batches * dp != train.global_batch_size) {
+    throw_config_error(lines, "parallel.micro_batches",
+                       fmt::format("micro_batch_size x micro_batches x dp = {} x {} x {} = {}, but "
+                                   "train.global_batch_size is {}",
+                                   train.micro_batch_size, *micro_batches, dp,
+                                   train.micro_batch_size * *micro_batches * dp, train.global_batch_size));
+  }
+}
+
+void validate_schedule(const ParallelConfig& parallel, std::int64_t micro_batches, const KeyLines& lines) {
+  if (parallel.schedule == PipelineSchedule::dualpipe && parallel.pp % 2 != 0) {
+    throw_config_error(lines, "parallel.pp",
+                       fmt::format("dualpipe needs an even number of pipeline ranks (got {})", parallel.pp));
+  }
+  const bool dualpipe = parallel.schedule == PipelineSchedule::dualpipe;
+  if (dualpipe && (micro_batches % 2 != 0 || micro_batches < 2 * parallel.pp)) {
+    throw_config_error(lines, "parallel.micro_batches",
+                       fmt::format("dualpipe needs an even number of micro-batches >= 2 x pp = {} (got {})",
+                                   2 * parallel.pp, micro_batches));
+  }
+  if (parallel.schedule == PipelineSchedule::dualpipev && micro_batches < 2 * parallel.pp) {
+    throw_config_error(lines, "parallel.micro_batches",
+                       fmt::format("dualpipev needs at least 2 x pp = {} micro-batches (got {})", 2 * parallel.pp,
+                                   micro_batches));
+  }
+}
+
+}  // namespace
+
+void validate_layout(const Config& config, int world_size, const KeyLines& lines) {
+  validate_world(config.parallel, world_size, lines);
+  const std::int64_t dp = resolved_dp(config, world_size);
+  validate_sharding(config, dp, lines);
+  validate_batch(config, dp, lines);
+  validate_schedule(config.parallel, resolved_micro_batches(config, world_size), lines);
+}
+
+}  // namespace hai
