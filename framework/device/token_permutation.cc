@@ -1,0 +1,89 @@
+#include "framework/device/token_permutation.h"
+
+#include "framework/device/cpu/token_permutation.h"
+#include "framework/device/dispatch.h"
+
+namespace hai {
+namespace {
+
+// positions: [T, K], sources: [T * K], expert_offsets: [E + 1], all i32 on one device.
+void check_plan(const RoutingPlan& plan) {
+  HAI_CHECK(plan.positions.rank() == 2, "routing plan positions must be [T, K], got {}", plan.positions.str());
+  check_shape(plan.sources, Shape{plan.positions.numel()}, "routing plan sources");
+  HAI_CHECK(plan.expert_offsets.rank() == 1 && plan.expert_offsets.size(0) >= 2,
+            "routing plan expert_offsets must be [E + 1] with E >= 1, got {}", plan.expert_offsets.str());
+  for (const Tensor* tensor : {&plan.positions, &plan.sources, &plan.expert_offsets}) {
+    check_dtype(*tensor, DType::i32, "routing plan");
+    check_same_device(*tensor, plan.positions, "routing plan");
+  }
+}
+
+// token_rows: [T, D] and sorted_rows: [T * K, D] fp32 for the plan's T and K, on the plan's device.
+void check_rows(const Tensor& token_rows, const Tensor& sorted_rows, const RoutingPlan& plan) {
+  check_plan(plan);
+  HAI_CHECK(token_rows.rank() == 2, "token permutation: token rows must be [T, D], got {}", token_rows.str());
+  int64_t tokens = plan.positions.size(0), width = token_rows.size(1);
+  check_shape(token_rows, Shape{tokens, width}, "token permutation token rows");
+  check_shape(sorted_rows, Shape{plan.positions.numel(), width}, "token permutation sorted rows");
+  check_dtype(token_rows, DType::f32, "token permutation token rows");
+  check_dtype(sorted_rows, DType::f32, "token permutation sorted rows");
+  check_same_device(token_rows, plan.positions, "token permutation");
+  check_same_device(sorted_rows, plan.positions, "token permutation");
+}
+
+void check_weights(const Tensor& weights, const RoutingPlan& plan, const char* what) {
+  check_shape(weights, plan.positions.shape(), what);
+  check_dtype(weights, DType::f32, what);
+  check_same_device(weights, plan.positions, what);
+}
+
+}  // namespace
+
+OwnedRoutingPlan::OwnedRoutingPlan(int64_t tokens, int64_t experts_per_token, int64_t experts, Device device)
+    : positions_(Shape{tokens, experts_per_token}, DType::i32, device),
+      sources_(Shape{tokens * experts_per_token}, DType::i32, device),
+      expert_offsets_(Shape{experts + 1}, DType::i32, device),
+      plan_{positions_, sources_, expert_offsets_} {}
+
+void build_routing_plan(const RoutingPlan& plan, const Tensor& topk_indices, Stream) {
+  check_plan(plan);
+  check_shape(topk_indices, plan.positions.shape(), "routing plan topk_indices");
+  check_dtype(topk_indices, DType::i32, "routing plan topk_indices");
+  check_same_device(topk_indices, plan.positions, "routing plan");
+  if (topk_indices.device().is_cpu()) return cpu::build_routing_plan(plan, topk_indices);
+  throw_no_backend("build_routing_plan", topk_indices.device());
+}
+
+void permute_tokens(const Tensor& x_sorted, const Tensor& x, const RoutingPlan& plan, Stream) {
+  check_rows(x, x_sorted, plan);
+  if (x.device().is_cpu()) return cpu::permute_tokens(x_sorted, x, plan);
+  throw_no_backend("permute_tokens", x.device());
+}
+
+void permute_tokens_backward(const Tensor& d_x, const Tensor& d_x_sorted, const RoutingPlan& plan, Stream) {
+  check_rows(d_x, d_x_sorted, plan);
+  if (d_x.device().is_cpu()) return cpu::permute_tokens_backward(d_x, d_x_sorted, plan);
+  throw_no_backend("permute_tokens_backward", d_x.device());
+}
+
+void unpermute_tokens(const Tensor& out, const Tensor& y_sorted, const Tensor& topk_weights, const RoutingPlan& plan,
+                      Stream) {
+  check_rows(out, y_sorted, plan);
+  check_weights(topk_weights, plan, "unpermute topk_weights");
+  if (out.device().is_cpu()) return cpu::unpermute_tokens(out, y_sorted, topk_weights, plan);
+  throw_no_backend("unpermute_tokens", out.device());
+}
+
+void unpermute_tokens_backward(const Tensor& d_y_sorted, const Tensor& d_topk_weights, const Tensor& d_out,
+                               const Tensor& y_sorted, const Tensor& topk_weights, const RoutingPlan& plan, Stream) {
+  check_rows(d_out, y_sorted, plan);
+  check_rows(d_out, d_y_sorted, plan);
+  check_weights(topk_weights, plan, "unpermute topk_weights");
+  check_weights(d_topk_weights, plan, "unpermute d_topk_weights");
+  if (d_out.device().is_cpu()) {
+    return cpu::unpermute_tokens_backward(d_y_sorted, d_topk_weights, d_out, y_sorted, topk_weights, plan);
+  }
+  throw_no_backend("unpermute_tokens_backward", d_out.device());
+}
+
+}  // namespace hai

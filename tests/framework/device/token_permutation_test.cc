@@ -1,0 +1,125 @@
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "framework/device/token_permutation.h"
+#include "tests/framework/device/test_util.h"
+
+namespace hai {
+namespace {
+
+std::vector<int32_t> values_of(const Tensor& tensor) {
+  return {tensor.data<int32_t>(), tensor.data<int32_t>() + tensor.numel()};
+}
+
+// 3 tokens, K = 2, 4 experts (expert 3 gets nothing). Assignments a = t * K + k choose experts
+// [2, 0 | 0, 1 | 2, 0]; sorted stably by expert: expert 0 <- a1, a2, a5; expert 1 <- a3; expert 2 <- a0, a4.
+OwnedTensor example_topk() {
+  OwnedTensor topk(Shape{3, 2}, DType::i32);
+  int32_t experts[6] = {2, 0, 0, 1, 2, 0};
+  std::copy(experts, experts + 6, topk.data<int32_t>());
+  return topk;
+}
+
+TEST(RoutingPlan, StableSortByExpert) {
+  OwnedRoutingPlan plan(3, 2, 4);
+  build_routing_plan(plan, example_topk());
+  EXPECT_EQ(values_of(plan.plan().sources), (std::vector<int32_t>{1, 2, 5, 3, 0, 4}));
+  EXPECT_EQ(values_of(plan.plan().positions), (std::vector<int32_t>{4, 0, 1, 3, 5, 2}));
+  EXPECT_EQ(values_of(plan.plan().expert_offsets), (std::vector<int32_t>{0, 3, 4, 6, 6}));
+}
+
+TEST(RoutingPlan, RejectsExpertOutsideRange) {
+  OwnedRoutingPlan plan(3, 2, 2);  // expert 2 does not exist
+  EXPECT_THROW(build_routing_plan(plan, example_topk()), Error);
+}
+
+TEST(TokenPermutation, PermuteGathersTokenRows) {
+  OwnedRoutingPlan plan(3, 2, 4);
+  build_routing_plan(plan, example_topk());
+  OwnedTensor x(Shape{3, 2}, DType::f32), x_sorted(Shape{6, 2}, DType::f32);
+  for (int i = 0; i < 6; ++i) x.data<float>()[i] = static_cast<float>(10 * (i / 2) + i % 2);  // row t = [10t, 10t+1]
+  permute_tokens(x_sorted, x, plan);
+  // sorted rows hold the tokens of assignments 1, 2, 5, 3, 0, 4 = tokens 0, 1, 2, 1, 0, 2
+  std::vector<float> expected = {0, 1, 10, 11, 20, 21, 10, 11, 0, 1, 20, 21};
+  EXPECT_EQ(std::vector<float>(x_sorted.data<float>(), x_sorted.data<float>() + 12), expected);
+}
+
+TEST(TokenPermutation, UnpermuteCombinesWeightedRows) {
+  OwnedRoutingPlan plan(3, 2, 4);
+  build_routing_plan(plan, example_topk());
+  OwnedTensor y_sorted(Shape{6, 1}, DType::f32), weights(Shape{3, 2}, DType::f32), out(Shape{3, 1}, DType::f32);
+  for (int p = 0; p < 6; ++p) y_sorted.data<float>()[p] = static_cast<float>(p + 1);  // sorted row p holds p + 1
+  float w[6] = {0.5f, 0.25f, 2.0f, 4.0f, 1.0f, 3.0f};
+  std::copy(w, w + 6, weights.data<float>());
+  unpermute_tokens(out, y_sorted, weights, plan);
+  // token t sums w[t, k] * (positions[t, k] + 1) with positions [4, 0 | 1, 3 | 5, 2]
+  EXPECT_FLOAT_EQ(out.data<float>()[0], 0.5f * 5 + 0.25f * 1);
+  EXPECT_FLOAT_EQ(out.data<float>()[1], 2.0f * 2 + 4.0f * 4);
+  EXPECT_FLOAT_EQ(out.data<float>()[2], 1.0f * 6 + 3.0f * 3);
+}
+
+TEST(TokenPermutation, PermuteThenUnpermuteWithUnitWeightsGivesKTimesX) {
+  const int64_t tokens = 9, experts_per_token = 3, experts = 5, width = 4;
+  OwnedTensor topk(Shape{tokens, experts_per_token}, DType::i32);
+  for (int64_t a = 0; a < topk.numel(); ++a) topk.data<int32_t>()[a] = static_cast<int32_t>((a * 7 + a / 3) % experts);
+  OwnedRoutingPlan plan(tokens, experts_per_token, experts);
+  build_routing_plan(plan, topk);
+  OwnedTensor x = testing::random_tensor(Shape{tokens, width}, 41);
+  OwnedTensor x_sorted(Shape{tokens * experts_per_token, width}, DType::f32), out(Shape{tokens, width}, DType::f32);
+  OwnedTensor ones(Shape{tokens, experts_per_token}, DType::f32);
+  for (int64_t i = 0; i < ones.numel(); ++i) ones.data<float>()[i] = 1.0f;
+  permute_tokens(x_sorted, x, plan);
+  unpermute_tokens(out, x_sorted, ones, plan);
+  for (int64_t i = 0; i < x.numel(); ++i) EXPECT_EQ(out.data<float>()[i], 3.0f * x.data<float>()[i]) << i;
+}
+
+// Random assignments for the finite-difference tests: 7 tokens, K = 2, 3 experts, width 5.
+struct PermutationCase {
+  static constexpr int64_t kTokens = 7, kExpertsPerToken = 2, kExperts = 3, kWidth = 5;
+  OwnedRoutingPlan plan{kTokens, kExpertsPerToken, kExperts};
+  PermutationCase() {
+    OwnedTensor topk(Shape{kTokens, kExpertsPerToken}, DType::i32);
+    CounterRng rng(42, 0);
+    for (int64_t a = 0; a < topk.numel(); ++a) topk.data<int32_t>()[a] = static_cast<int32_t>(rng.bits(a) % kExperts);
+    build_routing_plan(plan, topk);
+  }
+  Shape tokens() const { return {kTokens, kWidth}; }
+  Shape sorted() const { return {kTokens * kExpertsPerToken, kWidth}; }
+  Shape weights() const { return {kTokens, kExpertsPerToken}; }
+};
+
+TEST(TokenPermutation, PermuteBackwardMatchesFiniteDifferences) {
+  PermutationCase c;
+  OwnedTensor x = testing::random_tensor(c.tokens(), 43), d_x_sorted = testing::random_tensor(c.sorted(), 44);
+  OwnedTensor x_sorted(c.sorted(), DType::f32), d_x(c.tokens(), DType::f32);
+  permute_tokens_backward(d_x, d_x_sorted, c.plan);
+  auto loss = [&] {
+    permute_tokens(x_sorted, x, c.plan);
+    return testing::dot(x_sorted, d_x_sorted);
+  };
+  testing::check_gradient(x, d_x, loss, 1e-3, 1e-3, 1e-3);
+}
+
+TEST(TokenPermutation, UnpermuteBackwardMatchesFiniteDifferences) {
+  PermutationCase c;
+  OwnedTensor y_sorted = testing::random_tensor(c.sorted(), 45), weights = testing::random_tensor(c.weights(), 46);
+  OwnedTensor d_out = testing::random_tensor(c.tokens(), 47), out(c.tokens(), DType::f32);
+  OwnedTensor d_y_sorted(c.sorted(), DType::f32), d_weights(c.weights(), DType::f32);
+  unpermute_tokens_backward(d_y_sorted, d_weights, d_out, y_sorted, weights, c.plan);
+  auto loss = [&] {
+    unpermute_tokens(out, y_sorted, weights, c.plan);
+    return testing::dot(out, d_out);
+  };
+  testing::check_gradient(y_sorted, d_y_sorted, loss, 1e-3, 1e-3, 1e-3);
+  testing::check_gradient(weights, d_weights, loss, 1e-3, 1e-3, 1e-3);
+}
+
+TEST(TokenPermutation, RejectsRowsOfTheWrongCount) {
+  OwnedRoutingPlan plan(3, 2, 4);
+  OwnedTensor x(Shape{3, 2}, DType::f32), x_sorted(Shape{5, 2}, DType::f32);
+  EXPECT_THROW(permute_tokens(x_sorted, x, plan), Error);
+}
+
+}  // namespace
+}  // namespace hai
