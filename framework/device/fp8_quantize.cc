@@ -1,0 +1,79 @@
+#include "framework/device/fp8_quantize.h"
+
+#include <algorithm>
+#include <bit>
+
+#include "framework/device/cpu/fp8_quantize.h"
+#include "framework/device/dispatch.h"
+
+namespace hai {
+namespace {
+
+constexpr cpu::Fp8Tile kTile1x128{1, kFp8TileSize};
+constexpr cpu::Fp8Tile kTile128x1{kFp8TileSize, 1};
+constexpr cpu::Fp8Tile kTile128x128{kFp8TileSize, kFp8TileSize};
+
+int64_t tile_count(int64_t extent, int64_t tile_extent) { return (extent + tile_extent - 1) / tile_extent; }
+
+// x: [M, K] fp32, q: [M, K] e4m3, scales: [ceil(M / tile rows), ceil(K / tile cols)] fp32, all on one device.
+void check_operands(const Tensor& x, const Tensor& q, const Tensor& scales, cpu::Fp8Tile tile) {
+  HAI_CHECK(x.rank() == 2, "fp8 quantisation works on [M, K] matrices, got {}", x.str());
+  check_shape(q, x.shape(), "fp8 quantised matrix");
+  check_shape(scales, Shape{tile_count(x.size(0), tile.rows), tile_count(x.size(1), tile.cols)},
+              "fp8 scales");
+  check_dtype(x, DType::f32, "fp8 full-precision matrix");
+  check_dtype(q, DType::e4m3, "fp8 quantised matrix");
+  check_dtype(scales, DType::f32, "fp8 scales");
+  check_same_device(q, x, "fp8 quantisation");
+  check_same_device(scales, x, "fp8 quantisation");
+}
+
+void quantize(const Tensor& q, const Tensor& scales, const Tensor& x, cpu::Fp8Tile tile, bool pow2_scales,
+              const char* op) {
+  check_operands(x, q, scales, tile);
+  if (x.device().is_cpu()) return cpu::quantize_tiles(q, scales, x, tile, pow2_scales);
+  throw_no_backend(op, x.device());
+}
+
+void dequantize(const Tensor& x, const Tensor& q, const Tensor& scales, cpu::Fp8Tile tile, const char* op) {
+  check_operands(x, q, scales, tile);
+  if (x.device().is_cpu()) return cpu::dequantize_tiles(x, q, scales, tile);
+  throw_no_backend(op, x.device());
+}
+
+}  // namespace
+
+float fp8_scale_from_amax(float amax, bool pow2_scales) {
+  float scale = std::max(amax, kFp8MinAmax) / kE4m3Max;
+  if (!pow2_scales) return scale;
+  uint32_t bits = std::bit_cast<uint32_t>(scale);
+  constexpr uint32_t kExponentBits = 0x7f800000, kMantissaBits = 0x007fffff, kExponentOne = 0x00800000;
+  if ((bits & kMantissaBits) != 0) bits = (bits & kExponentBits) + kExponentOne;
+  return std::bit_cast<float>(bits);
+}
+
+void quantize_1x128(const Tensor& q, const Tensor& scales, const Tensor& x, bool pow2_scales, Stream) {
+  quantize(q, scales, x, kTile1x128, pow2_scales, "quantize_1x128");
+}
+
+void quantize_128x1(const Tensor& q, const Tensor& scales, const Tensor& x, bool pow2_scales, Stream) {
+  quantize(q, scales, x, kTile128x1, pow2_scales, "quantize_128x1");
+}
+
+void quantize_128x128(const Tensor& q, const Tensor& scales, const Tensor& x, bool pow2_scales, Stream) {
+  quantize(q, scales, x, kTile128x128, pow2_scales, "quantize_128x128");
+}
+
+void dequantize_1x128(const Tensor& x, const Tensor& q, const Tensor& scales, Stream) {
+  dequantize(x, q, scales, kTile1x128, "dequantize_1x128");
+}
+
+void dequantize_128x1(const Tensor& x, const Tensor& q, const Tensor& scales, Stream) {
+  dequantize(x, q, scales, kTile128x1, "dequantize_128x1");
+}
+
+void dequantize_128x128(const Tensor& x, const Tensor& q, const Tensor& scales, Stream) {
+  dequantize(x, q, scales, kTile128x128, "dequantize_128x128");
+}
+
+}  // namespace hai

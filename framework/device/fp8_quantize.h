@@ -1,0 +1,46 @@
+#pragma once
+// FP8 e4m3 quantisation with block scales, as in the DeepSeek-V3 FP8 recipe (reference/deepseek-v3.md): one fp32
+// scale per tile of 1x128 (activations: per row, per 128 columns), 128x1 (activations for wgrad: per 128 rows, per
+// column) or 128x128 (weights). x is [M, K] fp32 row-major; tiles at the right and bottom edges are partial when K
+// or M is not a multiple of 128. The scale tensor has one entry per tile, in tile row-major order.
+//
+// The exact fp32 operations, so that a GPU kernel reproduces every bit (IEEE division, no fast-math):
+//   amax  = max |x| over the tile (exact in any order; NaN elements are ignored, as fmaxf does)
+//   amax  = max(amax, 1e-4f)                  (an all-zero tile gets a finite, non-zero scale)
+//   scale = amax / 448.0f                     (fp32 division, round to nearest even)
+//   pow2_scales: scale = the smallest power of two >= scale, on the bits: if the 23 mantissa bits of scale are
+//                not all zero, bits = (bits & 0x7f800000) + 0x00800000 (clear them, add one to the exponent)
+//   q     = float_to_e4m3(x / scale)          (fp32 division, then framework/core/dtype.h: round to nearest even,
+//                                              saturating at +-448)
+// Dequantisation: x' = e4m3_to_float(q) * scale (one fp32 multiply).
+// Round-trip bound for finite x: |x - x'| <= 2^-4 * |x| + 2^-10 * scale (half an e4m3 ulp: 2^-4 relative in the
+// normal range, 2^-10 absolute in units of the scale in the subnormal range; the two fp32 roundings fit in the
+// slack of the sum). The tile's largest element maps to at most 448 (up to one fp32 rounding), so it is never
+// clipped by more than that rounding.
+
+#include "framework/tensor/tensor.h"
+
+namespace hai {
+
+inline constexpr int64_t kFp8TileSize = 128;
+inline constexpr float kFp8MinAmax = 1e-4f;
+
+// The scale rule above for a tile whose largest magnitude is amax.
+float fp8_scale_from_amax(float amax, bool pow2_scales);
+
+// q: [M, K] e4m3, scales: [M, ceil(K / 128)] fp32 <- x: [M, K] fp32
+void quantize_1x128(const Tensor& q, const Tensor& scales, const Tensor& x, bool pow2_scales = false,
+                    Stream stream = {});
+// q: [M, K] e4m3, scales: [ceil(M / 128), K] fp32 <- x: [M, K] fp32
+void quantize_128x1(const Tensor& q, const Tensor& scales, const Tensor& x, bool pow2_scales = false,
+                    Stream stream = {});
+// q: [M, K] e4m3, scales: [ceil(M / 128), ceil(K / 128)] fp32 <- x: [M, K] fp32
+void quantize_128x128(const Tensor& q, const Tensor& scales, const Tensor& x, bool pow2_scales = false,
+                      Stream stream = {});
+
+// x: [M, K] fp32 <- q: [M, K] e4m3 and the scales of the matching quantize_*.
+void dequantize_1x128(const Tensor& x, const Tensor& q, const Tensor& scales, Stream stream = {});
+void dequantize_128x1(const Tensor& x, const Tensor& q, const Tensor& scales, Stream stream = {});
+void dequantize_128x128(const Tensor& x, const Tensor& q, const Tensor& scales, Stream stream = {});
+
+}  // namespace hai

@@ -1,0 +1,193 @@
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "framework/device/fp8_quantize.h"
+#include "tests/framework/device/test_util.h"
+
+namespace hai {
+namespace {
+
+// One of the three scale layouts, with its tile size.
+struct Layout {
+  const char* name;
+  int64_t tile_rows, tile_cols;
+  void (*quantize)(const Tensor&, const Tensor&, const Tensor&, bool, Stream);
+  void (*dequantize)(const Tensor&, const Tensor&, const Tensor&, Stream);
+
+  Shape scale_shape(int64_t rows, int64_t cols) const {
+    return {(rows + tile_rows - 1) / tile_rows, (cols + tile_cols - 1) / tile_cols};
+  }
+  int64_t scale_index(int64_t row, int64_t col, int64_t cols) const {
+    return (row / tile_rows) * ((cols + tile_cols - 1) / tile_cols) + col / tile_cols;
+  }
+};
+
+const Layout kLayouts[] = {{"1x128", 1, 128, quantize_1x128, dequantize_1x128},
+                           {"128x1", 128, 1, quantize_128x1, dequantize_128x1},
+                           {"128x128", 128, 128, quantize_128x128, dequantize_128x128}};
+
+// Quantised and dequantised copies of x under one layout.
+struct RoundTrip {
+  OwnedTensor q, scales, restored;
+
+  RoundTrip(const Layout& layout, const Tensor& x, bool pow2_scales)
+      : q(x.shape(), DType::e4m3),
+        scales(layout.scale_shape(x.size(0), x.size(1)), DType::f32),
+        restored(x.shape(), DType::f32) {
+    layout.quantize(q, scales, x, pow2_scales, {});
+    layout.dequantize(restored, q, scales, {});
+  }
+  float value(int64_t i) const { return e4m3_to_float(q.data<e4m3>()[i].bits); }  // before scaling
+};
+
+OwnedTensor matrix(int64_t rows, int64_t cols, const std::vector<float>& values) {
+  OwnedTensor x(Shape{rows, cols}, DType::f32);
+  std::copy(values.begin(), values.end(), x.data<float>());
+  return x;
+}
+
+TEST(Fp8Quantize, AmaxOf448GivesScaleOne) {
+  OwnedTensor x = matrix(1, 4, {448.0f, 1.0f, -2.5f, 0.3f});
+  RoundTrip trip(kLayouts[0], x, false);
+  EXPECT_EQ(trip.scales.data<float>()[0], 1.0f);
+  EXPECT_EQ(trip.q.data<e4m3>()[0].bits, 0x7e);  // 448 = 1.75 * 2^8
+  EXPECT_EQ(trip.q.data<e4m3>()[1].bits, 0x38);  // 1 = 2^0
+  EXPECT_EQ(trip.q.data<e4m3>()[2].bits, 0xc2);  // -2.5 = -1.25 * 2^1
+  // 0.3 lies in [0.25, 0.5) where e4m3 steps by 1/32: 9.6 steps round to 10, so 0.3125.
+  EXPECT_EQ(std::vector<float>(trip.restored.data<float>(), trip.restored.data<float>() + 4),
+            (std::vector<float>{448.0f, 1.0f, -2.5f, 0.3125f}));
+}
+
+TEST(Fp8Quantize, ScaleIsAmaxOver448) {
+  OwnedTensor x = matrix(1, 3, {896.0f, 3.0f, -0.5f});
+  RoundTrip trip(kLayouts[0], x, false);
+  EXPECT_EQ(trip.scales.data<float>()[0], 2.0f);
+  EXPECT_EQ(trip.value(0), 448.0f);
+  EXPECT_EQ(trip.value(1), 1.5f);
+  EXPECT_EQ(trip.value(2), -0.25f);
+  EXPECT_EQ(std::vector<float>(trip.restored.data<float>(), trip.restored.data<float>() + 3),
+            (std::vector<float>{896.0f, 3.0f, -0.5f}));
+}
+
+TEST(Fp8Quantize, AllZeroTileHasTheClampedScale) {
+  OwnedTensor x(Shape{3, 5}, DType::f32);
+  for (const Layout& layout : kLayouts) {
+    RoundTrip trip(layout, x, false);
+    for (int64_t i = 0; i < trip.scales.numel(); ++i) EXPECT_EQ(trip.scales.data<float>()[i], 1e-4f / 448.0f);
+    for (int64_t i = 0; i < x.numel(); ++i) {
+      EXPECT_EQ(trip.q.data<e4m3>()[i].bits, 0) << layout.name;
+      EXPECT_EQ(trip.restored.data<float>()[i], 0.0f) << layout.name;
+    }
+  }
+}
+
+// amax 1344 gives scale 3, rounded up to 4; 1344 / 4 = 336 is a tie between 320 and 352 in e4m3 and goes to the
+// even mantissa, 320.
+TEST(Fp8Quantize, Pow2ScaleRoundsUp) {
+  OwnedTensor x = matrix(1, 2, {1344.0f, -4.0f});
+  RoundTrip exact(kLayouts[0], x, false), pow2(kLayouts[0], x, true);
+  EXPECT_EQ(exact.scales.data<float>()[0], 3.0f);
+  EXPECT_EQ(exact.value(0), 448.0f);
+  EXPECT_EQ(pow2.scales.data<float>()[0], 4.0f);
+  EXPECT_EQ(pow2.value(0), 320.0f);
+  EXPECT_EQ(pow2.value(1), -1.0f);
+  EXPECT_EQ(fp8_scale_from_amax(896.0f, true), 2.0f);  // already a power of two: unchanged
+}
+
+// Rows (and, for the other layouts, blocks) of very different magnitudes, with partial tiles on both edges.
+OwnedTensor nonuniform_matrix(int64_t rows, int64_t cols, uint64_t seed) {
+  OwnedTensor x = testing::random_tensor(Shape{rows, cols}, seed);
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t c = 0; c < cols; ++c) {
+      int exponent = static_cast<int>((r * 3 + c / 64) % 21) - 10;  // magnitudes from 2^-10 to 2^10
+      x.data<float>()[r * cols + c] *= std::ldexp(1.0f, exponent);
+    }
+  }
+  return x;
+}
+
+class Fp8LayoutTest : public ::testing::TestWithParam<int> {
+ protected:
+  const Layout& layout() const { return kLayouts[GetParam()]; }
+};
+
+// |x - dequantize(quantize(x))| <= 2^-4 |x| + 2^-10 scale, the bound stated in fp8_quantize.h.
+TEST_P(Fp8LayoutTest, RoundTripErrorWithinHalfAnE4m3Step) {
+  const int64_t rows = 130, cols = 200;
+  OwnedTensor x = nonuniform_matrix(rows, cols, 51);
+  for (bool pow2_scales : {false, true}) {
+    RoundTrip trip(layout(), x, pow2_scales);
+    for (int64_t r = 0; r < rows; ++r) {
+      for (int64_t c = 0; c < cols; ++c) {
+        float value = x.data<float>()[r * cols + c];
+        double scale = trip.scales.data<float>()[layout().scale_index(r, c, cols)];
+        double bound = std::ldexp(std::fabs(value), -4) + std::ldexp(scale, -10);
+        ASSERT_LE(std::fabs(value - trip.restored.data<float>()[r * cols + c]), bound) << r << ", " << c;
+      }
+    }
+  }
+}
+
+// Each tile's scale is fp8_scale_from_amax of that tile's own amax, and the tile's largest element is not clipped:
+// with exact scales it maps to exactly +-448.
+TEST_P(Fp8LayoutTest, ScalesFollowEachTileAndTheTileMaxIsNotClipped) {
+  const int64_t rows = 130, cols = 200;
+  OwnedTensor x = nonuniform_matrix(rows, cols, 52);
+  RoundTrip trip(layout(), x, false);
+  std::vector<float> amax(trip.scales.numel(), 0.0f);
+  std::vector<int64_t> argmax(trip.scales.numel(), 0);
+  for (int64_t i = 0; i < x.numel(); ++i) {
+    int64_t tile = layout().scale_index(i / cols, i % cols, cols);
+    if (std::fabs(x.data<float>()[i]) > amax[tile]) amax[tile] = std::fabs(x.data<float>()[i]), argmax[tile] = i;
+  }
+  for (int64_t tile = 0; tile < trip.scales.numel(); ++tile) {
+    EXPECT_EQ(trip.scales.data<float>()[tile], fp8_scale_from_amax(amax[tile], false)) << tile;
+    EXPECT_EQ(std::fabs(trip.value(argmax[tile])), 448.0f) << tile;
+  }
+}
+
+TEST_P(Fp8LayoutTest, Pow2ScalesArePowersOfTwoAboveTheExactScale) {
+  OwnedTensor x = nonuniform_matrix(130, 200, 53);
+  RoundTrip exact(layout(), x, false), pow2(layout(), x, true);
+  for (int64_t tile = 0; tile < pow2.scales.numel(); ++tile) {
+    int exponent = 0;
+    EXPECT_EQ(std::frexp(pow2.scales.data<float>()[tile], &exponent), 0.5f) << tile;
+    EXPECT_GE(pow2.scales.data<float>()[tile], exact.scales.data<float>()[tile]);
+    EXPECT_LT(pow2.scales.data<float>()[tile], 2.0f * exact.scales.data<float>()[tile]);
+  }
+  for (int64_t i = 0; i < x.numel(); ++i) EXPECT_LE(std::fabs(pow2.value(i)), 448.0f);
+}
+
+INSTANTIATE_TEST_SUITE_P(Layouts, Fp8LayoutTest, ::testing::Values(0, 1, 2),
+                         [](const ::testing::TestParamInfo<int>& info) {
+                           return std::string("tile_") + kLayouts[info.param].name;
+                         });
+
+// M = 130, K = 129: the bottom-right 128x128 block holds one element. A large value there must set that block's
+// scale only.
+TEST(Fp8Quantize, PartialCornerBlockHasItsOwnScale) {
+  OwnedTensor x(Shape{130, 129}, DType::f32);
+  for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = 1.0f;
+  x.data<float>()[129 * 129 + 128] = 4480.0f;
+  RoundTrip trip(kLayouts[2], x, false);
+  EXPECT_EQ(trip.scales.shape(), (Shape{2, 2}));
+  EXPECT_EQ(trip.scales.data<float>()[0], 1.0f / 448.0f);
+  EXPECT_EQ(trip.scales.data<float>()[1], 1.0f / 448.0f);
+  EXPECT_EQ(trip.scales.data<float>()[2], 1.0f / 448.0f);
+  EXPECT_EQ(trip.scales.data<float>()[3], 10.0f);
+  EXPECT_EQ(trip.restored.data<float>()[129 * 129 + 128], 4480.0f);
+}
+
+TEST(Fp8Quantize, RejectsScalesOfTheWrongLayout) {
+  OwnedTensor x(Shape{130, 200}, DType::f32), q(Shape{130, 200}, DType::e4m3);
+  OwnedTensor row_scales(Shape{130, 2}, DType::f32);
+  EXPECT_NO_THROW(quantize_1x128(q, row_scales, x));
+  EXPECT_THROW(quantize_128x1(q, row_scales, x), Error);
+  EXPECT_THROW(quantize_128x128(q, row_scales, x), Error);
+}
+
+}  // namespace
+}  // namespace hai
