@@ -33,7 +33,7 @@ bool is_reducible(DType dtype);
 // The operation most recently issued on a communicator: its name ("all_reduce", "send", "group_end", ...) and
 // its sequence number, counting from 1 (0 and an empty name before the first operation). Collectives are
 // issued in the same order on every rank, so their sequence numbers agree across ranks; a watchdog names a
-// hung operation with it.
+// hung operation with it. `name` points at a string literal, valid for the whole program.
 struct OperationRecord {
   std::string_view name;
   uint64_t sequence = 0;
