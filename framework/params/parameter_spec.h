@@ -1,0 +1,35 @@
+#pragma once
+// What a model declares about each of its parameters, before any memory exists: the global HF-style name, the
+// global shape, which data-parallel group reduces its gradient, whether weight decay applies, and how it is
+// initialised. The same list drives allocation, initialisation, --dry-run counts, ZeRO-1 sharding and checkpoints.
+
+#include <string>
+#include <vector>
+
+#include "framework/tensor/tensor.h"
+
+namespace hai {
+
+// Dense parameters reduce over the data-parallel group; expert parameters over the expert-data-parallel group.
+enum class ParameterGroup { dense, expert };
+
+enum class ParameterInit {
+  normal,  // N(0, init_std)
+  ones,    // norm weights
+  zeros,   // biases
+};
+
+struct ParameterSpec {
+  std::string name;  // e.g. "model.layers.3.mlp.experts.17.up_proj.weight"
+  Shape shape;
+  ParameterGroup group = ParameterGroup::dense;
+  ParameterInit init = ParameterInit::normal;
+  bool weight_decay = true;  // false for norms and biases
+  // false for state that is not trained by gradients (the routing bias of auxiliary-loss-free balancing): no
+  // gradient buffer, no optimizer state, still checkpointed.
+  bool trainable = true;
+};
+
+int64_t total_numel(const std::vector<ParameterSpec>& specs);
+
+}  // namespace hai
