@@ -29,9 +29,12 @@ int main(int argc, char** argv) {
     auto start = std::chrono::steady_clock::now();
     hai::TextDatasetSummary summary = hai::build_text_dataset(inputs, output_prefix, hai::parse_text_format(format));
     double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    fmt::print("hai-data: {} files ({} skipped), {} documents, {} tokens, {} bytes written to {}.bin/.idx in {:.2f} s\n",
-               summary.files, summary.skipped_files, summary.documents, summary.tokens, summary.bytes_written,
-               output_prefix, seconds);
+    fmt::print("hai-data: wrote {0}.bin and {0}.idx\n", output_prefix);
+    fmt::print("  files:     {} read, {} skipped\n", summary.files, summary.skipped_files);
+    fmt::print("  documents: {}\n", summary.documents);
+    fmt::print("  tokens:    {} (end-of-document tokens included)\n", summary.tokens);
+    fmt::print("  written:   {} bytes\n", summary.bytes_written);
+    fmt::print("  time:      {:.2f} s\n", seconds);
   } catch (const hai::Error& error) {
     fmt::print(stderr, "hai-data: error: {}\n", error.message());
     return 1;
