@@ -45,8 +45,8 @@ std::vector<double> rope_inverse_frequencies(const RopeSettings& settings) {
   for (int64_t pair = 0; pair < settings.rope_dim / 2; ++pair) {
     double frequency = std::pow(settings.theta, -2.0 * static_cast<double>(pair) / settings.rope_dim);
     if (yarn_active(settings)) {
-      double ramp = yarn_ramp(pair, settings);
-      frequency = frequency * (1 - ramp) + frequency / settings.yarn_factor * ramp;
+      // NOTE: frequency * (1 - ramp) + frequency / factor * ramp, written so that factor 1 is exactly plain RoPE.
+      frequency *= 1.0 - yarn_ramp(pair, settings) * (1.0 - 1.0 / settings.yarn_factor);
     }
     frequencies[static_cast<size_t>(pair)] = frequency;
   }

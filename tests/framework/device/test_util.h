@@ -8,8 +8,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
+#include <initializer_list>
 #include <vector>
 
 #include "framework/core/rng.h"
@@ -50,6 +52,21 @@ inline void check_gradient(const Tensor& x, const Tensor& analytic, const std::f
     double expected_error = atol + rtol * std::fabs(numeric);
     EXPECT_NEAR(analytic.data<float>()[i], numeric, expected_error) << "element " << i;
   }
+}
+
+// Tensors holding exactly these values (fp32 of a shape, or a 1-D i32 index tensor), for known-value tests.
+inline OwnedTensor tensor_of(Shape shape, std::initializer_list<float> values) {
+  OwnedTensor tensor(shape, DType::f32);
+  HAI_CHECK(static_cast<int64_t>(values.size()) == tensor.numel(), "{} values for shape {}", values.size(),
+            shape.str());
+  std::copy(values.begin(), values.end(), tensor.data<float>());
+  return tensor;
+}
+
+inline OwnedTensor indices_of(std::initializer_list<int32_t> values) {
+  OwnedTensor tensor(Shape{static_cast<int64_t>(values.size())}, DType::i32);
+  std::copy(values.begin(), values.end(), tensor.data<int32_t>());
+  return tensor;
 }
 
 }  // namespace hai::testing

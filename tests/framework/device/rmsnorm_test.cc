@@ -1,0 +1,79 @@
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "framework/device/rmsnorm.h"
+#include "tests/framework/device/test_util.h"
+
+namespace hai {
+namespace {
+
+TEST(RmsNorm, ForwardKnownValues) {
+  OwnedTensor x = testing::tensor_of(Shape{2, 2}, {3, 4, 0, 0});
+  OwnedTensor weight = testing::tensor_of(Shape{2}, {1, 2});
+  OwnedTensor out(Shape{2, 2}, DType::f32), rstd(Shape{2}, DType::f32);
+  rmsnorm_forward(out, rstd, x, weight, 1e-6f);
+  float r = static_cast<float>(1.0 / std::sqrt(12.5 + 1e-6));  // mean(9, 16) = 12.5
+  EXPECT_FLOAT_EQ(rstd.data<float>()[0], r);
+  EXPECT_FLOAT_EQ(out.data<float>()[0], 3 * r);
+  EXPECT_FLOAT_EQ(out.data<float>()[1], 8 * r);
+  EXPECT_FLOAT_EQ(rstd.data<float>()[1], 1000.0f);  // a zero row: 1 / sqrt(eps)
+  EXPECT_EQ(out.data<float>()[2], 0.0f);
+}
+
+void check_backward(Shape shape, uint64_t seed) {
+  int64_t width = shape[1];
+  OwnedTensor x = testing::random_tensor(shape, seed);
+  OwnedTensor weight = testing::random_tensor(Shape{width}, seed + 1);
+  OwnedTensor d_out = testing::random_tensor(shape, seed + 2);
+  OwnedTensor out(shape, DType::f32), rstd(Shape{shape[0]}, DType::f32), d_x(shape, DType::f32);
+  OwnedTensor d_weight(Shape{width}, DType::f32);
+  rmsnorm_forward(out, rstd, x, weight, 1e-5f);
+  rmsnorm_backward(d_x, d_weight, d_out, x, weight, rstd);
+  auto loss = [&] {
+    rmsnorm_forward(out, rstd, x, weight, 1e-5f);
+    return testing::dot(out, d_out);
+  };
+  testing::check_gradient(x, d_x, loss, 1e-3, 2e-3, 1e-2);
+  testing::check_gradient(weight, d_weight, loss, 1e-3, 2e-3, 1e-2);
+}
+
+TEST(RmsNorm, BackwardMatchesFiniteDifferences) {
+  check_backward(Shape{5, 7}, 10);
+  check_backward(Shape{3, 33}, 20);
+  check_backward(Shape{2, 2}, 30);
+}
+
+TEST(RmsNorm, BackwardOfOneElementRowIsZeroForX) {
+  // D = 1: out = x / sqrt(x^2 + eps) * w is nearly constant in x, so d_x is nearly 0.
+  OwnedTensor x = testing::tensor_of(Shape{1, 1}, {2}), weight = testing::tensor_of(Shape{1}, {3});
+  OwnedTensor d_out = testing::tensor_of(Shape{1, 1}, {1});
+  OwnedTensor out(Shape{1, 1}, DType::f32), rstd(Shape{1}, DType::f32), d_x(Shape{1, 1}, DType::f32);
+  OwnedTensor d_weight(Shape{1}, DType::f32);
+  rmsnorm_forward(out, rstd, x, weight, 0.0f);
+  rmsnorm_backward(d_x, d_weight, d_out, x, weight, rstd);
+  EXPECT_FLOAT_EQ(out.data<float>()[0], 3.0f);
+  EXPECT_NEAR(d_x.data<float>()[0], 0.0f, 1e-7);
+  EXPECT_FLOAT_EQ(d_weight.data<float>()[0], 1.0f);
+}
+
+TEST(RmsNorm, BackwardAccumulatesWeightGradient) {
+  OwnedTensor x = testing::tensor_of(Shape{1, 2}, {3, 4}), weight = testing::tensor_of(Shape{2}, {1, 1});
+  OwnedTensor d_out = testing::tensor_of(Shape{1, 2}, {1, 1});
+  OwnedTensor out(Shape{1, 2}, DType::f32), rstd(Shape{1}, DType::f32), d_x(Shape{1, 2}, DType::f32);
+  OwnedTensor d_weight = testing::tensor_of(Shape{2}, {10, 20});
+  rmsnorm_forward(out, rstd, x, weight, 0.0f);
+  rmsnorm_backward(d_x, d_weight, d_out, x, weight, rstd);
+  float r = static_cast<float>(1.0 / std::sqrt(12.5));
+  EXPECT_FLOAT_EQ(d_weight.data<float>()[0], 10 + 3 * r);
+  EXPECT_FLOAT_EQ(d_weight.data<float>()[1], 20 + 4 * r);
+}
+
+TEST(RmsNorm, RejectsMismatchedWeight) {
+  OwnedTensor x(Shape{2, 3}, DType::f32), out(Shape{2, 3}, DType::f32), rstd(Shape{2}, DType::f32);
+  OwnedTensor weight(Shape{2}, DType::f32);
+  EXPECT_THROW(rmsnorm_forward(out, rstd, x, weight, 1e-6f), Error);
+}
+
+}  // namespace
+}  // namespace hai
