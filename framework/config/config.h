@@ -18,7 +18,7 @@ enum class LrSchedule { cosine, constant, deepseek_v3 };
 enum class PrecisionMode { fp32, bf16, fp16, fp8 };
 enum class MomentDType { fp32, bf16 };
 enum class DataSource { indexed, synthetic };
-enum class DeviceKind { cpu, cuda, automatic };
+enum class RuntimeDevice { cpu, cuda, automatic };
 
 struct YarnConfig {
   double factor = 1.0;  // 1 = YaRN off
@@ -166,7 +166,7 @@ struct LoggingConfig {
 };
 
 struct RuntimeConfig {
-  DeviceKind device = DeviceKind::automatic;
+  RuntimeDevice device = RuntimeDevice::automatic;
   bool deterministic = false;
   std::int64_t collective_timeout_s = 600;
   bool operator==(const RuntimeConfig&) const = default;

@@ -54,11 +54,11 @@ std::span<const EnumName<DataSource>> enum_names() {
 }
 
 template <>
-std::span<const EnumName<DeviceKind>> enum_names() {
-  static constexpr std::array<EnumName<DeviceKind>, 3> names = {{
-      {DeviceKind::cpu, "cpu"},
-      {DeviceKind::cuda, "cuda"},
-      {DeviceKind::automatic, "auto"},
+std::span<const EnumName<RuntimeDevice>> enum_names() {
+  static constexpr std::array<EnumName<RuntimeDevice>, 3> names = {{
+      {RuntimeDevice::cpu, "cpu"},
+      {RuntimeDevice::cuda, "cuda"},
+      {RuntimeDevice::automatic, "auto"},
   }};
   return names;
 }

@@ -29,7 +29,7 @@ std::span<const EnumName<MomentDType>> enum_names();
 template <>
 std::span<const EnumName<DataSource>> enum_names();
 template <>
-std::span<const EnumName<DeviceKind>> enum_names();
+std::span<const EnumName<RuntimeDevice>> enum_names();
 
 template <class Enum>
 std::string_view to_string(Enum value) {

@@ -48,7 +48,7 @@ inline KeyRule<std::array<double, 2>> betas_in_range() {
 }
 
 inline KeyRule<std::string> not_empty() {
-  return {"not empty", [](const std::string& value) { return !value.empty(); }};
+  return {"non-empty", [](const std::string& value) { return !value.empty(); }};
 }
 
 }  // namespace hai

@@ -1,0 +1,59 @@
+// load_config: file + overrides + validation + auto resolution + check_supported, with file lines in errors.
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "framework/config/load.h"
+#include "tests/framework/config/config_test_util.h"
+
+namespace hai {
+namespace {
+
+std::string write_temp_config(const std::string& name, const std::string& yaml) {
+  std::string path = ::testing::TempDir() + name;
+  std::ofstream(path) << yaml;
+  return path;
+}
+
+TEST(LoadConfig, ResolvesAutosForTheWorld) {
+  Config config = load_config(testing::source_path("configs/tiny.yaml"), {"train.global_batch_size=16"}, 1);
+  EXPECT_EQ(config.parallel.dp, 1);
+  EXPECT_EQ(config.parallel.micro_batches, 4);
+}
+
+TEST(LoadConfig, ErrorsCarryTheFileLine) {
+  std::string path = write_temp_config("load_test_bad.yaml", "data:\n  source: synthetic\nmodel:\n  num_heads: -4\n");
+  try {
+    load_config(path, {}, 1);
+    FAIL() << "no throw";
+  } catch (const ConfigError& error) {
+    EXPECT_STREQ(error.what(), "config error: model.num_heads: must be > 0 (got -4) (line 4)");
+  }
+}
+
+TEST(LoadConfig, RefusesUnsupportedFeaturesAfterValidation) {
+  try {
+    load_config(testing::source_path("configs/tiny.yaml"), {}, 2);
+    FAIL() << "no throw";
+  } catch (const ConfigError& error) {
+    EXPECT_EQ(error.key_path(), "parallel.dp");
+    EXPECT_EQ(error.yaml_line(), 26);
+    EXPECT_EQ(error.problem(), "not supported yet (data parallelism: dp must be 1)");
+  }
+}
+
+TEST(LoadConfig, SyntaxErrorNamesTheFile) {
+  std::string path = write_temp_config("load_test_syntax.yaml", "model:\n  hidden_size: 64\n  - oops\n");
+  try {
+    load_config(path, {}, 1);
+    FAIL() << "no throw";
+  } catch (const ConfigError& error) {
+    EXPECT_EQ(error.key_path(), path);
+    EXPECT_NE(error.problem().find("YAML syntax error"), std::string::npos);
+    EXPECT_TRUE(error.yaml_line().has_value());
+  }
+}
+
+}  // namespace
+}  // namespace hai

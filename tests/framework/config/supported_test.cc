@@ -1,0 +1,60 @@
+// check_supported: every feature that does not exist yet is refused by its key; the CPU foundation is accepted.
+
+#include <gtest/gtest.h>
+
+#include <functional>
+
+#include "framework/config/supported.h"
+#include "framework/config/validate.h"
+
+namespace hai {
+namespace {
+
+void expect_unsupported(const std::string& key_path, const std::function<void(Config&)>& change) {
+  Config config = resolve_auto(Config{}, 1);
+  change(config);
+  try {
+    check_supported(config, {{key_path, 9}});
+    FAIL() << key_path << " accepted";
+  } catch (const ConfigError& error) {
+    EXPECT_EQ(error.key_path(), key_path);
+    EXPECT_TRUE(error.problem().starts_with("not supported yet")) << error.what();
+    EXPECT_EQ(error.yaml_line(), 9);
+  }
+}
+
+TEST(CheckSupported, AcceptsTheCpuFoundation) {
+  Config config = resolve_auto(Config{}, 1);
+  EXPECT_NO_THROW(check_supported(config));
+  config.precision.mode = PrecisionMode::fp32;
+  config.runtime.device = RuntimeDevice::cpu;
+  EXPECT_NO_THROW(check_supported(config));
+}
+
+TEST(CheckSupported, RefusesWhatDoesNotExistYet) {
+  expect_unsupported("parallel.dp", [](Config& config) { config.parallel.dp = 2; });
+  expect_unsupported("parallel.pp", [](Config& config) { config.parallel.pp = 2; });
+  expect_unsupported("parallel.tp", [](Config& config) { config.parallel.tp = 2; });
+  expect_unsupported("parallel.ep", [](Config& config) { config.parallel.ep = 2; });
+  expect_unsupported("parallel.sequence_parallel", [](Config& config) { config.parallel.sequence_parallel = true; });
+  expect_unsupported("parallel.schedule",
+                     [](Config& config) { config.parallel.schedule = PipelineSchedule::dualpipev; });
+  expect_unsupported("precision.mode", [](Config& config) { config.precision.mode = PrecisionMode::fp16; });
+  expect_unsupported("precision.mode", [](Config& config) { config.precision.mode = PrecisionMode::fp8; });
+  expect_unsupported("runtime.device", [](Config& config) { config.runtime.device = RuntimeDevice::cuda; });
+  expect_unsupported("ema.enabled", [](Config& config) { config.ema.enabled = true; });
+}
+
+TEST(CheckSupported, MessageNamesTheFeature) {
+  Config config = resolve_auto(Config{}, 1);
+  config.precision.mode = PrecisionMode::fp8;
+  try {
+    check_supported(config);
+    FAIL() << "no throw";
+  } catch (const ConfigError& error) {
+    EXPECT_STREQ(error.what(), "config error: precision.mode: not supported yet (fp8)");
+  }
+}
+
+}  // namespace
+}  // namespace hai
