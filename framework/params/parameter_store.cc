@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "framework/core/rng.h"
+#include "framework/device/cast.h"
 
 namespace hai {
 
@@ -31,9 +32,11 @@ int64_t trainable_numel(const std::vector<ParameterSpec>& specs) {
 
 }  // namespace
 
-ParameterStore::ParameterStore(std::vector<ParameterSpec> specs, Device device)
+ParameterStore::ParameterStore(std::vector<ParameterSpec> specs, Device device, DType compute_dtype)
     : values_(Shape{total_numel(specs)}, DType::f32, device),
       grads_(Shape{trainable_numel(specs)}, DType::f32, device) {
+  if (compute_dtype != DType::f32) compute_values_ = OwnedTensor(values_.shape(), compute_dtype, device);
+  Tensor compute_buffer = compute_dtype == DType::f32 ? values() : compute_values_.tensor();
   int64_t offset = 0, grad_offset = 0;
   parameters_.reserve(specs.size());
   for (ParameterSpec& spec : specs) {
@@ -43,6 +46,7 @@ ParameterStore::ParameterStore(std::vector<ParameterSpec> specs, Device device)
     int64_t numel = spec.shape.numel();
     parameter.offset = offset;
     parameter.value = values().slice(offset, offset + numel).reshape(spec.shape);
+    parameter.compute = compute_buffer.slice(offset, offset + numel).reshape(spec.shape);
     offset += numel;
     if (spec.trainable) {
       parameter.grad_offset = grad_offset;
@@ -75,6 +79,10 @@ void ParameterStore::initialize(uint64_t seed, double init_std) {
 void ParameterStore::zero_grads() {
   HAI_CHECK(grads_.tensor().device().is_cpu(), "zero_grads on host parameters");
   if (grads_.numel() > 0) std::memset(grads_.tensor().raw(), 0, grads_.tensor().bytes());
+}
+
+void ParameterStore::refresh_compute_copy() {
+  if (compute_values_.numel() > 0) cast_tensor(compute_values_, values());
 }
 
 const Parameter& ParameterStore::operator[](const std::string& name) const {

@@ -60,6 +60,19 @@ TEST(ParameterStore, ZeroGrads) {
   EXPECT_EQ(store["a.weight"].grad.data<float>()[5], 0.0f);
 }
 
+TEST(ParameterStore, ComputeCopy) {
+  ParameterStore fp32_store(small_specs(), Device::cpu());
+  EXPECT_EQ(fp32_store["a.weight"].compute.raw(), fp32_store["a.weight"].value.raw());
+  ParameterStore store(small_specs(), Device::cpu(), DType::bf16);
+  store.initialize(3, 0.02);
+  store.refresh_compute_copy();
+  const Parameter& weight = store["a.weight"];
+  EXPECT_EQ(weight.compute.dtype(), DType::bf16);
+  for (int i = 0; i < 12; ++i) {
+    EXPECT_EQ(weight.compute.data<bf16>()[i].bits, float_to_bf16(weight.value.data<float>()[i]));
+  }
+}
+
 TEST(ParameterStream, StableHash) {
   EXPECT_EQ(parameter_stream(""), 0xcbf29ce484222325ull);  // FNV-1a offset basis
   EXPECT_EQ(parameter_stream("a"), 0xaf63dc4c8601ec8cull);
