@@ -11,8 +11,8 @@ void check_operands(const Tensor& params, const Tensor& grads, const Tensor& exp
   HAI_CHECK(params.rank() == 1, "adamw parameters must be a flat [N] tensor, got {}", params.str());
   check_dtype(params, DType::f32, "adamw parameters");
   check_dtype(grads, DType::f32, "adamw gradients");
-  HAI_CHECK(exp_avg.dtype() == DType::f32 || exp_avg.dtype() == DType::bf16, "adamw moments must be fp32 or bf16, got {}",
-            exp_avg.str());
+  HAI_CHECK(exp_avg.dtype() == DType::f32 || exp_avg.dtype() == DType::bf16,
+            "adamw moments must be fp32 or bf16, got {}", exp_avg.str());
   check_dtype(exp_avg_sq, exp_avg.dtype(), "adamw exp_avg_sq");
   for (const Tensor* tensor : {&grads, &exp_avg, &exp_avg_sq}) {
     check_shape(*tensor, params.shape(), "adamw operand");
@@ -22,10 +22,8 @@ void check_operands(const Tensor& params, const Tensor& grads, const Tensor& exp
 
 void check_settings(const AdamWSettings& settings) {
   HAI_CHECK(settings.step >= 1, "adamw step counts from 1, got {}", settings.step);
-  HAI_CHECK(settings.beta1 >= 0.0f && settings.beta1 < 1.0f, "adamw beta1 must be in [0, 1), got {}",
-            settings.beta1);
-  HAI_CHECK(settings.beta2 >= 0.0f && settings.beta2 < 1.0f, "adamw beta2 must be in [0, 1), got {}",
-            settings.beta2);
+  HAI_CHECK(settings.beta1 >= 0.0f && settings.beta1 < 1.0f, "adamw beta1 must be in [0, 1), got {}", settings.beta1);
+  HAI_CHECK(settings.beta2 >= 0.0f && settings.beta2 < 1.0f, "adamw beta2 must be in [0, 1), got {}", settings.beta2);
   HAI_CHECK(settings.eps > 0.0f, "adamw eps must be positive, got {}", settings.eps);
 }
 

@@ -1,6 +1,6 @@
 #pragma once
-// Range checks for int32 index tensors (token ids, positions, targets) that ops read on the host. CUDA tensors
-// are not checked here: reading them would synchronise the stream; the CUDA kernels trap instead.
+// Range checks for int32 index tensors (token ids, positions, targets) of CPU ops. CUDA tensors are not checked
+// here: reading them would synchronise the stream.
 
 #include <cstdint>
 #include <optional>

@@ -25,8 +25,7 @@ void check_operands(std::initializer_list<const Tensor*> rows, const Tensor& x, 
 
 }  // namespace
 
-void rmsnorm_forward(const Tensor& out, const Tensor& rstd, const Tensor& x, const Tensor& weight, float eps,
-                     Stream) {
+void rmsnorm_forward(const Tensor& out, const Tensor& rstd, const Tensor& x, const Tensor& weight, float eps, Stream) {
   check_operands({&out, &x}, x, weight, rstd);
   HAI_CHECK(eps >= 0.0f, "rmsnorm eps must not be negative, got {}", eps);
   if (x.device().is_cpu()) return cpu::rmsnorm_forward(out, rstd, x, weight, eps);

@@ -20,8 +20,8 @@ void check_operands(const Tensor& out, const Tensor& x, const Tensor& positions,
   check_dtype(table.sin, DType::f32, "rope sin table");
   int64_t rope_width = 2 * table.cos.size(1);
   HAI_CHECK(column_offset >= 0 && column_offset + rope_width <= x.size(-1),
-            "rope columns [{}, {}) do not fit in a head vector of width {}", column_offset,
-            column_offset + rope_width, x.size(-1));
+            "rope columns [{}, {}) do not fit in a head vector of width {}", column_offset, column_offset + rope_width,
+            x.size(-1));
   check_shape(positions, Shape{x.size(0)}, "rope positions");
   for (const Tensor* tensor : {&out, &positions, &table.cos, &table.sin}) check_same_device(*tensor, x, "rope");
   check_indices_in_range(positions, table.cos.size(0), "rope position");

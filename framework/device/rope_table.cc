@@ -29,8 +29,8 @@ double correction_dim(double rotations, const RopeSettings& settings) {
 // ramp(i) for pair i: 0 keeps the frequency, 1 divides it by the factor.
 double yarn_ramp(int64_t pair, const RopeSettings& settings) {
   double low = std::max(std::floor(correction_dim(settings.beta_fast, settings)), 0.0);
-  double high = std::min(std::ceil(correction_dim(settings.beta_slow, settings)),
-                         static_cast<double>(settings.rope_dim - 1));
+  double high =
+      std::min(std::ceil(correction_dim(settings.beta_slow, settings)), static_cast<double>(settings.rope_dim - 1));
   if (low == high) high += 0.001;
   return std::clamp((static_cast<double>(pair) - low) / (high - low), 0.0, 1.0);
 }
@@ -74,6 +74,7 @@ void fill_rope_table(const RopeTable& table, const RopeSettings& settings) {
 }
 
 double yarn_mscale(const RopeSettings& settings) {
+  check_settings(settings);
   if (!yarn_active(settings)) return 1.0;
   return 0.1 * settings.mscale * std::log(settings.yarn_factor) + 1.0;
 }

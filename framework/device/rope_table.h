@@ -18,8 +18,8 @@
 namespace hai {
 
 struct RopeSettings {
-  int64_t rope_dim = 64;          // rotated columns per head (qk_rope_head_dim), even
-  int64_t max_positions = 4096;   // rows of the table (model.max_seq_len)
+  int64_t rope_dim = 64;         // rotated columns per head (qk_rope_head_dim), even
+  int64_t max_positions = 4096;  // rows of the table (model.max_seq_len)
   double theta = 10000.0;
   double yarn_factor = 1.0;
   int64_t original_max_position = 4096;

@@ -18,13 +18,15 @@ float store(bf16& slot, float value) {
 template <typename Moment>
 void update(const Tensor& params, const Tensor& grads, const Tensor& exp_avg, const Tensor& exp_avg_sq,
             const AdamWSettings& settings) {
-  float* p = params.data<float>();             // [N]
-  const float* g = grads.data<float>();        // [N]
-  Moment* m = exp_avg.data<Moment>();          // [N]
-  Moment* v = exp_avg_sq.data<Moment>();       // [N]
+  float* p = params.data<float>();        // [N]
+  const float* g = grads.data<float>();   // [N]
+  Moment* m = exp_avg.data<Moment>();     // [N]
+  Moment* v = exp_avg_sq.data<Moment>();  // [N]
   double step = static_cast<double>(settings.step);
-  float step_size = static_cast<float>(settings.lr / (1.0 - std::pow(static_cast<double>(settings.beta1), step)));
-  float bias_correction2_sqrt = static_cast<float>(std::sqrt(1.0 - std::pow(static_cast<double>(settings.beta2), step)));
+  double bias_correction1 = 1.0 - std::pow(static_cast<double>(settings.beta1), step);
+  double bias_correction2 = 1.0 - std::pow(static_cast<double>(settings.beta2), step);
+  float step_size = static_cast<float>(settings.lr / bias_correction1);
+  float bias_correction2_sqrt = static_cast<float>(std::sqrt(bias_correction2));
   float decay = 1.0f - settings.lr * settings.weight_decay;
   for (int64_t i = 0; i < params.numel(); ++i) {
     float first = store(m[i], settings.beta1 * load(m[i]) + (1.0f - settings.beta1) * g[i]);

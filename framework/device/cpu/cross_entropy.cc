@@ -21,9 +21,9 @@ RowSoftmax row_softmax(const float* row, int64_t classes) {
 }  // namespace
 
 void cross_entropy_forward(const Tensor& losses, const Tensor& logits, const Tensor& targets, int32_t ignore_index) {
-  const float* scores = logits.data<float>();    // [T, V]
+  const float* scores = logits.data<float>();       // [T, V]
   const int32_t* target = targets.data<int32_t>();  // [T]
-  float* loss = losses.data<float>();              // [T]
+  float* loss = losses.data<float>();               // [T]
   int64_t classes = logits.size(1);
   for (int64_t t = 0; t < logits.size(0); ++t) {
     if (target[t] == ignore_index) {
@@ -39,9 +39,9 @@ void cross_entropy_forward(const Tensor& losses, const Tensor& logits, const Ten
 
 void cross_entropy_backward(const Tensor& d_logits, const Tensor& logits, const Tensor& targets, float scale,
                             int32_t ignore_index) {
-  const float* scores = logits.data<float>();    // [T, V]
+  const float* scores = logits.data<float>();       // [T, V]
   const int32_t* target = targets.data<int32_t>();  // [T]
-  float* d_scores = d_logits.data<float>();        // [T, V], may alias scores
+  float* d_scores = d_logits.data<float>();         // [T, V], may alias scores
   int64_t classes = logits.size(1);
   for (int64_t t = 0; t < logits.size(0); ++t) {
     float* d_row = d_scores + t * classes;

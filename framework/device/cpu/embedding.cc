@@ -5,7 +5,7 @@
 namespace hai::cpu {
 
 void embedding_forward(const Tensor& out, const Tensor& table, const Tensor& ids) {
-  const float* weights = table.data<float>();  // [V, D]
+  const float* weights = table.data<float>();   // [V, D]
   const int32_t* tokens = ids.data<int32_t>();  // [T]
   float* rows = out.data<float>();              // [T, D]
   int64_t width = table.size(1);

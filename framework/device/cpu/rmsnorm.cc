@@ -5,9 +5,9 @@
 namespace hai::cpu {
 
 void rmsnorm_forward(const Tensor& out, const Tensor& rstd, const Tensor& x, const Tensor& weight, float eps) {
-  const float* input = x.data<float>();  // [N, D]
-  const float* w = weight.data<float>();  // [D]
-  float* output = out.data<float>();      // [N, D]
+  const float* input = x.data<float>();     // [N, D]
+  const float* w = weight.data<float>();    // [D]
+  float* output = out.data<float>();        // [N, D]
   float* inverse_rms = rstd.data<float>();  // [N]
   int64_t width = x.size(1);
   for (int64_t n = 0; n < x.size(0); ++n) {
@@ -23,12 +23,12 @@ void rmsnorm_forward(const Tensor& out, const Tensor& rstd, const Tensor& x, con
 
 void rmsnorm_backward(const Tensor& d_x, const Tensor& d_weight, const Tensor& d_out, const Tensor& x,
                       const Tensor& weight, const Tensor& rstd) {
-  const float* input = x.data<float>();       // [N, D]
-  const float* w = weight.data<float>();       // [D]
-  const float* d_output = d_out.data<float>();  // [N, D]
+  const float* input = x.data<float>();           // [N, D]
+  const float* w = weight.data<float>();          // [D]
+  const float* d_output = d_out.data<float>();    // [N, D]
   const float* inverse_rms = rstd.data<float>();  // [N]
-  float* d_input = d_x.data<float>();           // [N, D]
-  float* d_w = d_weight.data<float>();          // [D]
+  float* d_input = d_x.data<float>();             // [N, D]
+  float* d_w = d_weight.data<float>();            // [D]
   int64_t width = x.size(1);
   for (int64_t n = 0; n < x.size(0); ++n) {
     const float* row = input + n * width;

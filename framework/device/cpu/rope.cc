@@ -6,11 +6,11 @@ namespace {
 // Rotates the pairs of columns [column_offset, column_offset + R) of every head vector by sin_sign * angle.
 void rotate_pairs(const Tensor& out, const Tensor& x, const Tensor& positions, const RopeTable& table,
                   int64_t column_offset, float sin_sign) {
-  const float* input = x.data<float>();             // [T, ..., W]
+  const float* input = x.data<float>();                 // [T, ..., W]
   const int32_t* position = positions.data<int32_t>();  // [T]
-  const float* cos = table.cos.data<float>();       // [P, R/2]
-  const float* sin = table.sin.data<float>();       // [P, R/2]
-  float* output = out.data<float>();                // [T, ..., W]
+  const float* cos = table.cos.data<float>();           // [P, R/2]
+  const float* sin = table.sin.data<float>();           // [P, R/2]
+  float* output = out.data<float>();                    // [T, ..., W]
   int64_t tokens = x.size(0);
   int64_t width = x.size(-1);
   int64_t heads = tokens > 0 && width > 0 ? x.numel() / (tokens * width) : 0;

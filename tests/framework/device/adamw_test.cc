@@ -45,8 +45,8 @@ TEST(AdamW, SeveralStepsMatchDoubleReference) {
   for (int64_t i = 0; i < n; ++i) reference.push_back({params.data<float>()[i]});
   for (int64_t step = 1; step <= 4; ++step) {
     OwnedTensor grads = testing::random_tensor(Shape{n}, 10 + static_cast<uint64_t>(step));
-    AdamWSettings settings{.lr = 0.01f, .beta1 = 0.9f, .beta2 = 0.95f, .eps = 1e-8f, .weight_decay = 0.1f,
-                           .step = step};
+    AdamWSettings settings{
+        .lr = 0.01f, .beta1 = 0.9f, .beta2 = 0.95f, .eps = 1e-8f, .weight_decay = 0.1f, .step = step};
     adamw_step(params, grads, exp_avg, exp_avg_sq, settings);
     for (int64_t i = 0; i < n; ++i) {
       reference[i].step(grads.data<float>()[i], settings);
@@ -85,8 +85,8 @@ TEST(AdamW, Bf16MomentsAreRoundedAfterEveryStep) {
   OwnedTensor m16(Shape{n}, DType::bf16), v16(Shape{n}, DType::bf16);
   for (int64_t step = 1; step <= 3; ++step) {
     OwnedTensor grads = testing::random_tensor(Shape{n}, 20 + static_cast<uint64_t>(step));
-    AdamWSettings settings{.lr = 1e-3f, .beta1 = 0.9f, .beta2 = 0.95f, .eps = 1e-8f, .weight_decay = 0.1f,
-                           .step = step};
+    AdamWSettings settings{
+        .lr = 1e-3f, .beta1 = 0.9f, .beta2 = 0.95f, .eps = 1e-8f, .weight_decay = 0.1f, .step = step};
     std::vector<float> previous_m(n), previous_v(n);
     for (int64_t i = 0; i < n; ++i) {
       previous_m[i] = bf16_to_float(m16.data<bf16>()[i].bits);

@@ -92,14 +92,13 @@ TEST_P(GemmTransposes, MatchesNaiveDoubleProduct) {
   expect_matches(c, expected, 1e-4);
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    AllTransposes, GemmTransposes,
-    ::testing::Combine(::testing::Bool(), ::testing::Bool(),
-                       ::testing::Values(std::tuple<int64_t, int64_t, int64_t>{1, 1, 1},
-                                         std::tuple<int64_t, int64_t, int64_t>{3, 5, 7},
-                                         std::tuple<int64_t, int64_t, int64_t>{33, 130, 129},
-                                         std::tuple<int64_t, int64_t, int64_t>{65, 17, 300},
-                                         std::tuple<int64_t, int64_t, int64_t>{2, 257, 1})));
+INSTANTIATE_TEST_SUITE_P(AllTransposes, GemmTransposes,
+                         ::testing::Combine(::testing::Bool(), ::testing::Bool(),
+                                            ::testing::Values(std::tuple<int64_t, int64_t, int64_t>{1, 1, 1},
+                                                              std::tuple<int64_t, int64_t, int64_t>{3, 5, 7},
+                                                              std::tuple<int64_t, int64_t, int64_t>{33, 130, 129},
+                                                              std::tuple<int64_t, int64_t, int64_t>{65, 17, 300},
+                                                              std::tuple<int64_t, int64_t, int64_t>{2, 257, 1})));
 
 TEST(Gemm, BetaZeroIgnoresWhatCHeld) {
   OwnedTensor a = testing::random_tensor(Shape{4, 5}, 4), b = testing::random_tensor(Shape{5, 3}, 5);

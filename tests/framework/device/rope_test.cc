@@ -11,8 +11,14 @@ namespace {
 
 // The RoPE settings of DeepSeek-V3 (reference/deepseek-v3.md): 4096 x 40 positions, so YaRN is active.
 RopeSettings deepseek_settings() {
-  return {.rope_dim = 64, .max_positions = 163840, .theta = 10000.0, .yarn_factor = 40.0,
-          .original_max_position = 4096, .beta_fast = 32.0, .beta_slow = 1.0, .mscale = 1.0};
+  return {.rope_dim = 64,
+          .max_positions = 163840,
+          .theta = 10000.0,
+          .yarn_factor = 40.0,
+          .original_max_position = 4096,
+          .beta_fast = 32.0,
+          .beta_slow = 1.0,
+          .mscale = 1.0};
 }
 
 struct OwnedRopeTable {
@@ -77,8 +83,9 @@ TEST(RopeTable, TableHoldsCosAndSinOfPositionTimesFrequency) {
   std::vector<double> frequencies = rope_inverse_frequencies(settings);
   for (int position = 0; position < 5; ++position) {
     for (int pair = 0; pair < 3; ++pair) {
-      EXPECT_EQ(rope.cos.data<float>()[position * 3 + pair], static_cast<float>(std::cos(position * frequencies[pair])));
-      EXPECT_EQ(rope.sin.data<float>()[position * 3 + pair], static_cast<float>(std::sin(position * frequencies[pair])));
+      double angle = position * frequencies[pair];
+      EXPECT_EQ(rope.cos.data<float>()[position * 3 + pair], static_cast<float>(std::cos(angle)));
+      EXPECT_EQ(rope.sin.data<float>()[position * 3 + pair], static_cast<float>(std::sin(angle)));
     }
   }
 }
@@ -146,8 +153,8 @@ TEST(Rope, RotatesOnlyTheColumnSliceAndWorksInPlace) {
   for (int64_t row = 0; row < 6; ++row) {
     for (int64_t column = 0; column < 7; ++column) {
       float value = out.data<float>()[row * 7 + column];
-      if (column < 3) EXPECT_EQ(value, 9.0f) << "untouched column " << column;
-      else EXPECT_EQ(value, compact_out.data<float>()[row * 4 + column - 3]);
+      float expected = column < 3 ? 9.0f : compact_out.data<float>()[row * 4 + column - 3];
+      EXPECT_EQ(value, expected) << "row " << row << " column " << column;
     }
   }
 
