@@ -17,31 +17,31 @@ struct AttentionSizes {
 };
 
 // Causal softmax attention computed naively in double: returns out [B, S, H, d_v] and lse [B, H, S].
-void naive_attention(const AttentionSizes& n, const Tensor& q, const Tensor& k, const Tensor& v, double scale,
+void naive_attention(const AttentionSizes& sizes, const Tensor& q, const Tensor& k, const Tensor& v, double scale,
                      std::vector<double>& out, std::vector<double>& lse) {
-  out.assign(n.v().numel(), 0.0);
-  lse.assign(n.lse().numel(), 0.0);
-  auto row = [&](int64_t b, int64_t s, int64_t h) { return (b * n.sequence + s) * n.heads + h; };
-  for (int64_t b = 0; b < n.batch; ++b) {
-    for (int64_t h = 0; h < n.heads; ++h) {
-      for (int64_t i = 0; i < n.sequence; ++i) {
+  out.assign(sizes.v().numel(), 0.0);
+  lse.assign(sizes.lse().numel(), 0.0);
+  auto row = [&](int64_t b, int64_t s, int64_t h) { return (b * sizes.sequence + s) * sizes.heads + h; };
+  for (int64_t b = 0; b < sizes.batch; ++b) {
+    for (int64_t h = 0; h < sizes.heads; ++h) {
+      for (int64_t i = 0; i < sizes.sequence; ++i) {
         std::vector<double> scores(i + 1);
         double max_score = -1e300, sum = 0;
         for (int64_t j = 0; j <= i; ++j) {
           double dot = 0;
-          for (int64_t d = 0; d < n.qk_dim; ++d) {
-            dot += static_cast<double>(q.data<float>()[row(b, i, h) * n.qk_dim + d]) *
-                   k.data<float>()[row(b, j, h) * n.qk_dim + d];
+          for (int64_t d = 0; d < sizes.qk_dim; ++d) {
+            dot += static_cast<double>(q.data<float>()[row(b, i, h) * sizes.qk_dim + d]) *
+                   k.data<float>()[row(b, j, h) * sizes.qk_dim + d];
           }
           scores[j] = scale * dot;
           max_score = std::max(max_score, scores[j]);
         }
         for (int64_t j = 0; j <= i; ++j) sum += std::exp(scores[j] - max_score);
-        lse[(b * n.heads + h) * n.sequence + i] = max_score + std::log(sum);
+        lse[(b * sizes.heads + h) * sizes.sequence + i] = max_score + std::log(sum);
         for (int64_t j = 0; j <= i; ++j) {
           double p = std::exp(scores[j] - max_score) / sum;
-          for (int64_t d = 0; d < n.v_dim; ++d) {
-            out[row(b, i, h) * n.v_dim + d] += p * v.data<float>()[row(b, j, h) * n.v_dim + d];
+          for (int64_t d = 0; d < sizes.v_dim; ++d) {
+            out[row(b, i, h) * sizes.v_dim + d] += p * v.data<float>()[row(b, j, h) * sizes.v_dim + d];
           }
         }
       }
@@ -52,9 +52,9 @@ void naive_attention(const AttentionSizes& n, const Tensor& q, const Tensor& k, 
 TEST(Attention, ForwardHandComputed) {
   // B = 1, S = 2, H = 1, d_qk = d_v = 1, scale 1. Row 0 sees only key 0; row 1 has scores 0 and ln 3, so its
   // probabilities are 1/4 and 3/4.
-  AttentionSizes n{1, 2, 1, 1, 1};
-  OwnedTensor q(n.qk(), DType::f32), k(n.qk(), DType::f32), v(n.v(), DType::f32);
-  OwnedTensor out(n.v(), DType::f32), lse(n.lse(), DType::f32);
+  AttentionSizes sizes{1, 2, 1, 1, 1};
+  OwnedTensor q(sizes.qk(), DType::f32), k(sizes.qk(), DType::f32), v(sizes.v(), DType::f32);
+  OwnedTensor out(sizes.v(), DType::f32), lse(sizes.lse(), DType::f32);
   q.data<float>()[0] = 2.0f, q.data<float>()[1] = 1.0f;
   k.data<float>()[0] = 0.0f, k.data<float>()[1] = std::log(3.0f);
   v.data<float>()[0] = 4.0f, v.data<float>()[1] = 8.0f;
@@ -68,24 +68,24 @@ TEST(Attention, ForwardHandComputed) {
 class AttentionSizesTest : public ::testing::TestWithParam<int64_t> {};
 
 TEST_P(AttentionSizesTest, ForwardMatchesNaiveDouble) {
-  AttentionSizes n{2, GetParam(), 3, 24, 16};
-  OwnedTensor q = testing::random_tensor(n.qk(), 1), k = testing::random_tensor(n.qk(), 2);
-  OwnedTensor v = testing::random_tensor(n.v(), 3);
-  OwnedTensor out(n.v(), DType::f32), lse(n.lse(), DType::f32);
+  AttentionSizes sizes{2, GetParam(), 3, 24, 16};
+  OwnedTensor q = testing::random_tensor(sizes.qk(), 1), k = testing::random_tensor(sizes.qk(), 2);
+  OwnedTensor v = testing::random_tensor(sizes.v(), 3);
+  OwnedTensor out(sizes.v(), DType::f32), lse(sizes.lse(), DType::f32);
   float scale = 1.0f / std::sqrt(24.0f);
   attention_forward(out, lse, q, k, v, scale);
   std::vector<double> expected_out, expected_lse;
-  naive_attention(n, q, k, v, scale, expected_out, expected_lse);
+  naive_attention(sizes, q, k, v, scale, expected_out, expected_lse);
   for (int64_t i = 0; i < out.numel(); ++i) EXPECT_NEAR(out.data<float>()[i], expected_out[i], 1e-5) << i;
   for (int64_t i = 0; i < lse.numel(); ++i) EXPECT_NEAR(lse.data<float>()[i], expected_lse[i], 1e-5) << i;
 }
 
 TEST_P(AttentionSizesTest, BackwardMatchesFiniteDifferences) {
-  AttentionSizes n{2, GetParam(), 2, 24, 16};
-  OwnedTensor q = testing::random_tensor(n.qk(), 4), k = testing::random_tensor(n.qk(), 5);
-  OwnedTensor v = testing::random_tensor(n.v(), 6), d_out = testing::random_tensor(n.v(), 7);
-  OwnedTensor out(n.v(), DType::f32), lse(n.lse(), DType::f32);
-  OwnedTensor d_q(n.qk(), DType::f32), d_k(n.qk(), DType::f32), d_v(n.v(), DType::f32);
+  AttentionSizes sizes{2, GetParam(), 2, 24, 16};
+  OwnedTensor q = testing::random_tensor(sizes.qk(), 4), k = testing::random_tensor(sizes.qk(), 5);
+  OwnedTensor v = testing::random_tensor(sizes.v(), 6), d_out = testing::random_tensor(sizes.v(), 7);
+  OwnedTensor out(sizes.v(), DType::f32), lse(sizes.lse(), DType::f32);
+  OwnedTensor d_q(sizes.qk(), DType::f32), d_k(sizes.qk(), DType::f32), d_v(sizes.v(), DType::f32);
   float scale = 1.0f / std::sqrt(24.0f);
   attention_forward(out, lse, q, k, v, scale);
   attention_backward(d_q, d_k, d_v, d_out, q, k, v, out, lse, scale);
@@ -95,7 +95,7 @@ TEST_P(AttentionSizesTest, BackwardMatchesFiniteDifferences) {
   };
   // Every element for the small sizes; every 7th for S = 33 to keep the test fast.
   std::vector<int64_t> qk_indices, v_indices;
-  int64_t stride = n.sequence > 8 ? 7 : 1;
+  int64_t stride = sizes.sequence > 8 ? 7 : 1;
   for (int64_t i = 0; i < q.numel(); i += stride) qk_indices.push_back(i);
   for (int64_t i = 0; i < v.numel(); i += stride) v_indices.push_back(i);
   testing::check_gradient(q, d_q, loss, 1e-3, 2e-3, 1e-2, qk_indices);
@@ -107,11 +107,11 @@ INSTANTIATE_TEST_SUITE_P(Sequences, AttentionSizesTest, ::testing::Values(1, 7, 
 
 TEST(Attention, BackwardIsCausal) {
   // With d_out nonzero only at position 0, only q[0], k[0], v[0] can receive gradient (causality).
-  AttentionSizes n{1, 4, 1, 3, 2};
-  OwnedTensor q = testing::random_tensor(n.qk(), 8), k = testing::random_tensor(n.qk(), 9);
-  OwnedTensor v = testing::random_tensor(n.v(), 10), d_out(n.v(), DType::f32);
-  OwnedTensor out(n.v(), DType::f32), lse(n.lse(), DType::f32);
-  OwnedTensor d_q(n.qk(), DType::f32), d_k(n.qk(), DType::f32), d_v(n.v(), DType::f32);
+  AttentionSizes sizes{1, 4, 1, 3, 2};
+  OwnedTensor q = testing::random_tensor(sizes.qk(), 8), k = testing::random_tensor(sizes.qk(), 9);
+  OwnedTensor v = testing::random_tensor(sizes.v(), 10), d_out(sizes.v(), DType::f32);
+  OwnedTensor out(sizes.v(), DType::f32), lse(sizes.lse(), DType::f32);
+  OwnedTensor d_q(sizes.qk(), DType::f32), d_k(sizes.qk(), DType::f32), d_v(sizes.v(), DType::f32);
   d_out.data<float>()[0] = 1.0f, d_out.data<float>()[1] = -2.0f;
   attention_forward(out, lse, q, k, v, 0.5f);
   attention_backward(d_q, d_k, d_v, d_out, q, k, v, out, lse, 0.5f);

@@ -90,25 +90,27 @@ struct PermutationCase {
 };
 
 TEST(TokenPermutation, PermuteBackwardMatchesFiniteDifferences) {
-  PermutationCase c;
-  OwnedTensor x = testing::random_tensor(c.tokens(), 43), d_x_sorted = testing::random_tensor(c.sorted(), 44);
-  OwnedTensor x_sorted(c.sorted(), DType::f32), d_x(c.tokens(), DType::f32);
-  permute_tokens_backward(d_x, d_x_sorted, c.plan);
+  PermutationCase example;
+  OwnedTensor x = testing::random_tensor(example.tokens(), 43);
+  OwnedTensor d_x_sorted = testing::random_tensor(example.sorted(), 44);
+  OwnedTensor x_sorted(example.sorted(), DType::f32), d_x(example.tokens(), DType::f32);
+  permute_tokens_backward(d_x, d_x_sorted, example.plan);
   auto loss = [&] {
-    permute_tokens(x_sorted, x, c.plan);
+    permute_tokens(x_sorted, x, example.plan);
     return testing::dot(x_sorted, d_x_sorted);
   };
   testing::check_gradient(x, d_x, loss, 1e-3, 1e-3, 1e-3);
 }
 
 TEST(TokenPermutation, UnpermuteBackwardMatchesFiniteDifferences) {
-  PermutationCase c;
-  OwnedTensor y_sorted = testing::random_tensor(c.sorted(), 45), weights = testing::random_tensor(c.weights(), 46);
-  OwnedTensor d_out = testing::random_tensor(c.tokens(), 47), out(c.tokens(), DType::f32);
-  OwnedTensor d_y_sorted(c.sorted(), DType::f32), d_weights(c.weights(), DType::f32);
-  unpermute_tokens_backward(d_y_sorted, d_weights, d_out, y_sorted, weights, c.plan);
+  PermutationCase example;
+  OwnedTensor y_sorted = testing::random_tensor(example.sorted(), 45);
+  OwnedTensor weights = testing::random_tensor(example.weights(), 46);
+  OwnedTensor d_out = testing::random_tensor(example.tokens(), 47), out(example.tokens(), DType::f32);
+  OwnedTensor d_y_sorted(example.sorted(), DType::f32), d_weights(example.weights(), DType::f32);
+  unpermute_tokens_backward(d_y_sorted, d_weights, d_out, y_sorted, weights, example.plan);
   auto loss = [&] {
-    unpermute_tokens(out, y_sorted, weights, c.plan);
+    unpermute_tokens(out, y_sorted, weights, example.plan);
     return testing::dot(out, d_out);
   };
   testing::check_gradient(y_sorted, d_y_sorted, loss, 1e-3, 1e-3, 1e-3);
