@@ -21,7 +21,7 @@ bool is_validation_document(int64_t document, double valid_fraction) {
   return hash < valid_fraction;
 }
 
-std::vector<int64_t> split_documents(const IndexedDataset& dataset, DataSplit split, double valid_fraction) {
+std::vector<int64_t> documents_of_split(const IndexedDataset& dataset, DataSplit split, double valid_fraction) {
   HAI_CHECK(valid_fraction >= 0.0 && valid_fraction <= 1.0, "valid_fraction {} is not in [0, 1]", valid_fraction);
   std::vector<int64_t> documents;
   for (int64_t document = 0; document < dataset.document_count(); ++document) {

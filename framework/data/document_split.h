@@ -19,6 +19,6 @@ enum class DataSplit { train, valid };
 bool is_validation_document(int64_t document, double valid_fraction);
 
 // The documents of `split`, ascending. valid_fraction in [0, 1] (checked).
-std::vector<int64_t> split_documents(const IndexedDataset& dataset, DataSplit split, double valid_fraction);
+std::vector<int64_t> documents_of_split(const IndexedDataset& dataset, DataSplit split, double valid_fraction);
 
 }  // namespace hai

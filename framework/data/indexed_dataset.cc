@@ -1,6 +1,5 @@
 #include "framework/data/indexed_dataset.h"
 
-#include <algorithm>
 #include <cstring>
 
 #include "framework/core/error.h"

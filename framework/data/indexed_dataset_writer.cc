@@ -48,7 +48,8 @@ void IndexedDatasetWriter::finalize() {
 void IndexedDatasetWriter::write_index() {
   uint64_t sequences = sequence_lengths_.size();
   std::vector<std::byte> index;
-  index.reserve(kIndexHeaderBytes + sequences * (sizeof(int32_t) + sizeof(int64_t)) + (sequences + 1) * sizeof(int64_t));
+  index.reserve(kIndexHeaderBytes + sequences * (sizeof(int32_t) + sizeof(int64_t)) +
+                (sequences + 1) * sizeof(int64_t));
   index.resize(kIndexMagic.size());
   std::memcpy(index.data(), kIndexMagic.data(), kIndexMagic.size());
   append<uint64_t>(index, kIndexVersion);

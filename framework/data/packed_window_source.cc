@@ -28,7 +28,7 @@ void PackedWindowSource::read_window(uint64_t window, std::span<int32_t> tokens)
 std::shared_ptr<PackedWindowSource> make_packed_window_source(std::shared_ptr<const IndexedDataset> dataset,
                                                               DataSplit split, double valid_fraction,
                                                               int64_t seq_len) {
-  std::vector<int64_t> documents = split_documents(*dataset, split, valid_fraction);
+  std::vector<int64_t> documents = documents_of_split(*dataset, split, valid_fraction);
   return std::make_shared<PackedWindowSource>(TokenStream(std::move(dataset), documents), seq_len);
 }
 

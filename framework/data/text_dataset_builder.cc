@@ -28,7 +28,7 @@ TextDatasetSummary build_text_dataset(const std::vector<std::string>& inputs, co
   std::vector<int32_t> tokens;  // [document bytes + 1]
   for (const std::filesystem::path& path : files.files) {
     std::string text = read_file(path);
-    for (std::string_view document : split_documents(text, format)) {
+    for (std::string_view document : split_text_into_documents(text, format)) {
       tokens.clear();
       byte_encode_document(document, tokens);
       writer.add_document(tokens);

@@ -85,7 +85,7 @@ std::string_view text_format_name(TextFormat format) {
   return "invalid";
 }
 
-std::vector<std::string_view> split_documents(std::string_view text, TextFormat format) {
+std::vector<std::string_view> split_text_into_documents(std::string_view text, TextFormat format) {
   switch (format) {
     case TextFormat::fortune: return split_fortunes(text);
     case TextFormat::lines: return split_lines(text);

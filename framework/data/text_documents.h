@@ -19,7 +19,7 @@ TextFormat parse_text_format(std::string_view name);
 std::string_view text_format_name(TextFormat format);
 
 // Views into `text`, in order. A fortune entry keeps its own newlines (up to the one before the `%` line).
-std::vector<std::string_view> split_documents(std::string_view text, TextFormat format);
+std::vector<std::string_view> split_text_into_documents(std::string_view text, TextFormat format);
 
 struct TextInputs {
   std::vector<std::filesystem::path> files;    // to read, in order

@@ -21,7 +21,7 @@ size_t token_dtype_size(TokenDType dtype);
 std::string_view token_dtype_name(TokenDType dtype);
 bool is_integer_token_dtype(TokenDType dtype);
 
-// The smallest dtype the writers use for a vocabulary: uint16 below 65536 ids, int32 otherwise.
+// The smallest dtype the writers use for a vocabulary: uint16 for up to 65536 ids (0..65535), int32 beyond.
 TokenDType token_dtype_for_vocab(int64_t vocab_size);
 
 // Whether a token id can be stored in this (integer) dtype.

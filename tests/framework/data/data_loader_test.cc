@@ -183,8 +183,8 @@ TEST_F(SamplerTest, ResumesExactlyFromASavedPosition) {
 }
 
 TEST_F(SamplerTest, ValidationSplitIsFixedAndSeparate) {
-  std::vector<int64_t> valid = split_documents(*dataset_, DataSplit::valid, 0.2);
-  std::vector<int64_t> train = split_documents(*dataset_, DataSplit::train, 0.2);
+  std::vector<int64_t> valid = documents_of_split(*dataset_, DataSplit::valid, 0.2);
+  std::vector<int64_t> train = documents_of_split(*dataset_, DataSplit::train, 0.2);
   EXPECT_EQ(valid.size() + train.size(), static_cast<size_t>(kDocuments));
   EXPECT_GT(valid.size(), 30u);  // 60 expected
   EXPECT_LT(valid.size(), 90u);
@@ -192,11 +192,11 @@ TEST_F(SamplerTest, ValidationSplitIsFixedAndSeparate) {
   std::merge(valid.begin(), valid.end(), train.begin(), train.end(), std::back_inserter(all));
   for (int64_t d = 0; d < kDocuments; ++d) EXPECT_EQ(all[static_cast<size_t>(d)], d);
   // Raising the fraction only adds validation documents.
-  std::vector<int64_t> more = split_documents(*dataset_, DataSplit::valid, 0.5);
+  std::vector<int64_t> more = documents_of_split(*dataset_, DataSplit::valid, 0.5);
   EXPECT_TRUE(std::includes(more.begin(), more.end(), valid.begin(), valid.end()));
-  EXPECT_TRUE(split_documents(*dataset_, DataSplit::valid, 0.0).empty());
-  EXPECT_EQ(split_documents(*dataset_, DataSplit::valid, 1.0).size(), static_cast<size_t>(kDocuments));
-  EXPECT_THROW(split_documents(*dataset_, DataSplit::valid, 1.5), Error);
+  EXPECT_TRUE(documents_of_split(*dataset_, DataSplit::valid, 0.0).empty());
+  EXPECT_EQ(documents_of_split(*dataset_, DataSplit::valid, 1.0).size(), static_cast<size_t>(kDocuments));
+  EXPECT_THROW(documents_of_split(*dataset_, DataSplit::valid, 1.5), Error);
 
   // Validation windows hold only validation documents, training windows only training ones, whatever the seed
   // and data-parallel layout.

@@ -28,17 +28,19 @@ std::string decode_sequence(const IndexedDataset& dataset, int64_t sequence) {
 
 TEST(TextDocuments, SplitsFortunesAtPercentLines) {
   std::string text = "A penny saved.\n  -- Ben\n%\nSecond 50% off\n%\n%\nThird, no final separator";
-  EXPECT_EQ(to_strings(split_documents(text, TextFormat::fortune)),
+  EXPECT_EQ(to_strings(split_text_into_documents(text, TextFormat::fortune)),
             (std::vector<std::string>{"A penny saved.\n  -- Ben\n", "Second 50% off\n", "Third, no final separator"}));
-  EXPECT_EQ(to_strings(split_documents("%\nonly\n%\n", TextFormat::fortune)), (std::vector<std::string>{"only\n"}));
-  EXPECT_TRUE(split_documents("", TextFormat::fortune).empty());
+  EXPECT_EQ(to_strings(split_text_into_documents("%\nonly\n%\n", TextFormat::fortune)),
+            (std::vector<std::string>{"only\n"}));
+  EXPECT_TRUE(split_text_into_documents("", TextFormat::fortune).empty());
 }
 
 TEST(TextDocuments, SplitsLinesAndFiles) {
   std::string text = "one\n\ntwo\nthree";
-  EXPECT_EQ(to_strings(split_documents(text, TextFormat::lines)), (std::vector<std::string>{"one", "two", "three"}));
-  EXPECT_EQ(to_strings(split_documents(text, TextFormat::file)), (std::vector<std::string>{text}));
-  EXPECT_TRUE(split_documents("", TextFormat::file).empty());
+  EXPECT_EQ(to_strings(split_text_into_documents(text, TextFormat::lines)),
+            (std::vector<std::string>{"one", "two", "three"}));
+  EXPECT_EQ(to_strings(split_text_into_documents(text, TextFormat::file)), (std::vector<std::string>{text}));
+  EXPECT_TRUE(split_text_into_documents("", TextFormat::file).empty());
 }
 
 TEST(TextDocuments, ParsesFormatNames) {
