@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "framework/config/config_error.h"
 #include "framework/config/load.h"
 #include "framework/config/summary.h"
 #include "framework/config/write.h"
