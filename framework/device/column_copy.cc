@@ -1,0 +1,49 @@
+#include "framework/device/column_copy.h"
+
+#include "framework/device/cpu/column_copy.h"
+#include "framework/device/dispatch.h"
+
+namespace hai {
+namespace {
+
+// The product of the middle dims of [T, ..., W]: rows per token.
+int64_t rows_per_token(const Tensor& tensor) {
+  int64_t rows = 1;
+  for (int dim = 1; dim + 1 < tensor.rank(); ++dim) rows *= tensor.size(dim);
+  return rows;
+}
+
+// many: the tensor with G rows per row of `few` (dst of copy_columns, src of sum_columns).
+void check_operands(const Tensor& dst, const Tensor& src, ColumnBlock block, const Tensor& many, const Tensor& few,
+                    const char* op) {
+  HAI_CHECK(dst.rank() >= 2 && src.rank() >= 2, "{}: operands must be [T, ..., W], got {} and {}", op, dst.str(),
+            src.str());
+  HAI_CHECK(dst.size(0) == src.size(0), "{}: {} and {} have different token counts", op, dst.str(), src.str());
+  check_dtype(dst, DType::f32, op);
+  check_dtype(src, DType::f32, op);
+  check_same_device(dst, src, op);
+  HAI_CHECK(block.width >= 0 && block.dst_offset >= 0 && block.dst_offset + block.width <= dst.size(-1),
+            "{}: destination columns [{}, {}) do not fit in width {}", op, block.dst_offset,
+            block.dst_offset + block.width, dst.size(-1));
+  HAI_CHECK(block.src_offset >= 0 && block.src_offset + block.width <= src.size(-1),
+            "{}: source columns [{}, {}) do not fit in width {}", op, block.src_offset, block.src_offset + block.width,
+            src.size(-1));
+  HAI_CHECK(rows_per_token(few) > 0 && rows_per_token(many) % rows_per_token(few) == 0,
+            "{}: the rows of {} are not a whole number per row of {}", op, many.str(), few.str());
+}
+
+}  // namespace
+
+void copy_columns(const Tensor& dst, const Tensor& src, ColumnBlock block, Stream) {
+  check_operands(dst, src, block, dst, src, "copy_columns");
+  if (dst.device().is_cpu()) return cpu::copy_columns(dst, src, block);
+  throw_no_backend("copy_columns", dst.device());
+}
+
+void sum_columns(const Tensor& dst, const Tensor& src, ColumnBlock block, Stream) {
+  check_operands(dst, src, block, src, dst, "sum_columns");
+  if (dst.device().is_cpu()) return cpu::sum_columns(dst, src, block);
+  throw_no_backend("sum_columns", dst.device());
+}
+
+}  // namespace hai

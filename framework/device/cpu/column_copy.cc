@@ -1,0 +1,46 @@
+#include "framework/device/cpu/column_copy.h"
+
+namespace hai::cpu {
+namespace {
+
+// The product of the middle dims of [T, ..., W]: rows per token.
+int64_t rows_per_token(const Tensor& tensor) {
+  int64_t rows = 1;
+  for (int dim = 1; dim + 1 < tensor.rank(); ++dim) rows *= tensor.size(dim);
+  return rows;
+}
+
+}  // namespace
+
+void copy_columns(const Tensor& dst, const Tensor& src, ColumnBlock block) {
+  float* out = dst.data<float>();       // [R_dst, W_dst]
+  const float* in = src.data<float>();  // [R_src, W_src]
+  int64_t dst_width = dst.size(-1);
+  int64_t src_width = src.size(-1);
+  int64_t dst_rows = dst.size(0) * rows_per_token(dst);
+  int64_t group = rows_per_token(dst) / rows_per_token(src);
+  for (int64_t r = 0; r < dst_rows; ++r) {
+    float* out_row = out + r * dst_width + block.dst_offset;
+    const float* in_row = in + (r / group) * src_width + block.src_offset;
+    for (int64_t c = 0; c < block.width; ++c) out_row[c] = in_row[c];
+  }
+}
+
+void sum_columns(const Tensor& dst, const Tensor& src, ColumnBlock block) {
+  float* out = dst.data<float>();       // [R_dst, W_dst]
+  const float* in = src.data<float>();  // [R_src, W_src]
+  int64_t dst_width = dst.size(-1);
+  int64_t src_width = src.size(-1);
+  int64_t dst_rows = dst.size(0) * rows_per_token(dst);
+  int64_t group = rows_per_token(src) / rows_per_token(dst);
+  for (int64_t r = 0; r < dst_rows; ++r) {
+    float* out_row = out + r * dst_width + block.dst_offset;
+    for (int64_t c = 0; c < block.width; ++c) {
+      float sum = 0.0f;
+      for (int64_t g = 0; g < group; ++g) sum += in[(r * group + g) * src_width + block.src_offset + c];
+      out_row[c] = sum;
+    }
+  }
+}
+
+}  // namespace hai::cpu
