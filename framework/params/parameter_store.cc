@@ -82,7 +82,8 @@ void ParameterStore::zero_grads() {
 }
 
 void ParameterStore::refresh_compute_copy() {
-  if (compute_values_.numel() > 0) cast_tensor(compute_values_, values());
+  // NOTE: in fp32 compute_values_ is an empty OwnedTensor, whose rank-0 shape has numel 1, hence raw().
+  if (compute_values_.tensor().raw() != nullptr) cast_tensor(compute_values_, values());
 }
 
 const Parameter& ParameterStore::operator[](const std::string& name) const {
