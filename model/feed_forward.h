@@ -1,0 +1,45 @@
+#pragma once
+// The SwiGLU feed-forward block of DeepSeek-V3: out = down_proj(silu(gate_proj(x)) * up_proj(x)), three Linear
+// weights named by an HF prefix: "model.layers.0.mlp." (dense layers), "model.layers.3.mlp.shared_experts.",
+// "model.layers.3.mlp.experts.17.". It runs on any number of token rows, so a routed expert runs it on its
+// contiguous block of permuted rows. Layer contract: docs/design/model-layers.md.
+
+#include <string>
+
+#include "framework/params/parameter_store.h"
+#include "framework/tensor/tensor.h"
+#include "model/linear.h"
+
+namespace hai {
+
+class FeedForward {
+ public:
+  // Uses the parameters prefix + "{gate,up,down}_proj.weight" of the store.
+  FeedForward(const ParameterStore& store, const std::string& prefix);
+
+  int64_t hidden_size() const { return gate_.in_features(); }
+  int64_t ffn_size() const { return gate_.out_features(); }
+
+  // N = the rows this call runs on, H = hidden size, F = FFN width.
+  struct Context {
+    OwnedTensor input;       // [N, H] x in the compute dtype (wgrad of gate_proj and up_proj)
+    OwnedTensor gate;        // [N, F] fp32 gate_proj(x)
+    OwnedTensor up;          // [N, F] fp32 up_proj(x)
+    OwnedTensor activation;  // [N, F] silu(gate) * up in the compute dtype (wgrad of down_proj)
+    OwnedTensor d_out;       // [N, H] fp32, saved by backward_input
+    OwnedTensor d_gate;      // [N, F] fp32, saved by backward_input
+    OwnedTensor d_up;        // [N, F] fp32, saved by backward_input
+  };
+
+  // out: [N, H] <- x: [N, H]
+  void forward(Context& ctx, const Tensor& out, const Tensor& x) const;
+  // d_x: [N, H] <- d_out: [N, H]. Overwrites d_x, or adds to it when accumulate is set.
+  void backward_input(Context& ctx, const Tensor& d_x, const Tensor& d_out, bool accumulate = false) const;
+  // Accumulates the gradients of the three weights.
+  void backward_weight(Context& ctx) const;
+
+ private:
+  Linear gate_, up_, down_;
+};
+
+}  // namespace hai

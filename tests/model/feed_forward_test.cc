@@ -1,0 +1,119 @@
+#include "model/feed_forward.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "tests/framework/device/test_util.h"
+
+namespace hai {
+namespace {
+
+constexpr const char* kPrefix = "model.layers.0.mlp.";
+
+ParameterStore feed_forward_store(int64_t hidden, int64_t ffn, double init_std) {
+  std::string prefix = kPrefix;
+  std::vector<ParameterSpec> specs = {
+      {prefix + "gate_proj.weight", Shape{ffn, hidden}},
+      {prefix + "up_proj.weight", Shape{ffn, hidden}},
+      {prefix + "down_proj.weight", Shape{hidden, ffn}},
+  };
+  ParameterStore store(std::move(specs), Device::cpu());
+  store.initialize(/*seed=*/7, init_std);
+  return store;
+}
+
+void set_values(const Parameter& parameter, std::initializer_list<float> values) {
+  std::copy(values.begin(), values.end(), parameter.value.data<float>());
+}
+
+TEST(FeedForward, KnownValues) {
+  ParameterStore store = feed_forward_store(/*hidden=*/2, /*ffn=*/1, 0.0);
+  set_values(store[std::string(kPrefix) + "gate_proj.weight"], {1.0f, 0.0f});
+  set_values(store[std::string(kPrefix) + "up_proj.weight"], {0.0f, 2.0f});
+  set_values(store[std::string(kPrefix) + "down_proj.weight"], {3.0f, -1.0f});
+  FeedForward ffn(store, kPrefix);
+  OwnedTensor x = testing::tensor_of({1, 2}, {1.0f, 0.5f});
+  OwnedTensor out({1, 2}, DType::f32);
+  FeedForward::Context ctx;
+  ffn.forward(ctx, out, x);
+  // gate = 1, up = 1, silu(1) * 1 = 1 / (1 + e^-1).
+  double activation = 1.0 / (1.0 + std::exp(-1.0));
+  EXPECT_NEAR(out.data<float>()[0], 3.0 * activation, 1e-6);
+  EXPECT_NEAR(out.data<float>()[1], -activation, 1e-6);
+}
+
+TEST(FeedForward, GradientsMatchFiniteDifferences) {
+  constexpr int64_t kRows = 7, kHidden = 12, kFfn = 6;
+  ParameterStore store = feed_forward_store(kHidden, kFfn, 0.5);
+  FeedForward ffn(store, kPrefix);
+  OwnedTensor x = testing::random_tensor({kRows, kHidden}, 1);
+  OwnedTensor d_out = testing::random_tensor({kRows, kHidden}, 2);
+  OwnedTensor out({kRows, kHidden}, DType::f32), d_x({kRows, kHidden}, DType::f32);
+
+  FeedForward::Context ctx;
+  ffn.forward(ctx, out, x);
+  ffn.backward_input(ctx, d_x, d_out);
+  store.zero_grads();
+  ffn.backward_weight(ctx);
+
+  auto loss = [&] {
+    FeedForward::Context fresh;
+    OwnedTensor y({kRows, kHidden}, DType::f32);
+    ffn.forward(fresh, y, x);
+    return testing::dot(d_out, y);
+  };
+  testing::check_gradient(x, d_x, loss, 1e-3, 1e-3, 1e-2);
+  for (const char* weight : {"gate_proj.weight", "up_proj.weight", "down_proj.weight"}) {
+    SCOPED_TRACE(weight);
+    const Parameter& parameter = store[std::string(kPrefix) + weight];
+    testing::check_gradient(parameter.value, parameter.grad, loss, 1e-3, 1e-3, 1e-2);
+  }
+}
+
+TEST(FeedForward, WeightGradientsAccumulate) {
+  constexpr int64_t kRows = 3, kHidden = 4, kFfn = 5;
+  ParameterStore store = feed_forward_store(kHidden, kFfn, 0.5);
+  FeedForward ffn(store, kPrefix);
+  OwnedTensor x = testing::random_tensor({kRows, kHidden}, 3);
+  OwnedTensor d_out = testing::random_tensor({kRows, kHidden}, 4);
+  OwnedTensor out({kRows, kHidden}, DType::f32), d_x({kRows, kHidden}, DType::f32);
+  FeedForward::Context ctx;
+  ffn.forward(ctx, out, x);
+  ffn.backward_input(ctx, d_x, d_out);
+  store.zero_grads();
+  ffn.backward_weight(ctx);
+  std::vector<float> once(store.grads().data<float>(), store.grads().data<float>() + store.grads().numel());
+  ffn.backward_weight(ctx);
+  for (size_t i = 0; i < once.size(); ++i) EXPECT_EQ(store.grads().data<float>()[i], 2.0f * once[i]) << i;
+}
+
+// A routed expert runs on its block of rows: the result for a row slice equals those rows of the whole batch,
+// and backward_input with accumulate adds to what d_x holds.
+TEST(FeedForward, RowSliceEqualsRowsOfTheWholeBatch) {
+  constexpr int64_t kRows = 6, kHidden = 12, kFfn = 6, kBegin = 2, kEnd = 5;
+  ParameterStore store = feed_forward_store(kHidden, kFfn, 0.5);
+  FeedForward ffn(store, kPrefix);
+  OwnedTensor x = testing::random_tensor({kRows, kHidden}, 5);
+  OwnedTensor d_out = testing::random_tensor({kRows, kHidden}, 6);
+  OwnedTensor out({kRows, kHidden}, DType::f32), d_x({kRows, kHidden}, DType::f32);
+  FeedForward::Context whole;
+  ffn.forward(whole, out, x);
+  ffn.backward_input(whole, d_x, d_out);
+
+  OwnedTensor slice_out({kEnd - kBegin, kHidden}, DType::f32);
+  OwnedTensor slice_d_x = testing::random_tensor({kEnd - kBegin, kHidden}, 8);
+  std::vector<float> prior(slice_d_x.data<float>(), slice_d_x.data<float>() + slice_d_x.numel());
+  FeedForward::Context part;
+  ffn.forward(part, slice_out, x.tensor().slice(kBegin, kEnd));
+  ffn.backward_input(part, slice_d_x, d_out.tensor().slice(kBegin, kEnd), /*accumulate=*/true);
+  for (int64_t i = 0; i < slice_out.numel(); ++i) {
+    EXPECT_EQ(slice_out.data<float>()[i], out.data<float>()[kBegin * kHidden + i]) << i;
+    EXPECT_NEAR(slice_d_x.data<float>()[i], prior[i] + d_x.data<float>()[kBegin * kHidden + i], 1e-6) << i;
+  }
+}
+
+}  // namespace
+}  // namespace hai
