@@ -1,0 +1,116 @@
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <fstream>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "framework/metrics/metrics_writer.h"
+#include "tests/framework/data/temp_directory.h"
+
+namespace hai {
+namespace {
+
+std::vector<std::string> lines_of(const std::string& path) {
+  std::ifstream stream(path);
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(stream, line);) lines.push_back(line);
+  return lines;
+}
+
+StepRecord step_record(int64_t step) {
+  StepRecord record;
+  record.step = step;
+  record.tokens = 4096 * step;
+  record.loss = 2.5;
+  record.lm_loss = 2.25;
+  record.mtp_loss = 0.75;
+  record.balance_loss = 0.03125;
+  record.lr = 1e-4;
+  record.grad_norm = 0.5;
+  record.loss_scale = 65536;
+  record.step_ms = 250;
+  record.tokens_per_s = 16384;
+  record.mfu = 0.375;
+  record.mem_gib = 1.5;
+  return record;
+}
+
+TEST(MetricsWriter, StepRecordsHaveTheContractKeysInOrder) {
+  testing::TempDirectory directory;
+  StepRecord record = step_record(3);
+  record.extra = {{"bias_abs_max", 0.125}};
+  {
+    MetricsWriter writer(directory.path() / "run", MetricsFileMode::fresh);
+    writer.write(record);
+    EXPECT_EQ(writer.path(), directory.file("run/metrics.jsonl"));
+  }
+  std::vector<std::string> lines = lines_of(directory.file("run/metrics.jsonl"));
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_EQ(lines[0],
+            R"({"step":3,"tokens":12288,"loss":2.5,"lm_loss":2.25,"mtp_loss":0.75,"balance_loss":0.03125,)"
+            R"("lr":0.0001,"grad_norm":0.5,"loss_scale":65536.0,"skipped":false,"step_ms":250.0,)"
+            R"("tokens_per_s":16384.0,"mfu":0.375,"mem_gib":1.5,"bias_abs_max":0.125})");
+}
+
+TEST(MetricsWriter, EvalAndExpertLoadRecords) {
+  testing::TempDirectory directory;
+  MetricsWriter writer(directory.path(), MetricsFileMode::fresh);
+  writer.write(EvalRecord{10, 40960, 1.75, nlohmann::ordered_json::object()});
+  writer.write(ExpertLoadRecord{10, {{1, {3, 9, 0.5}}, {2, {6, 6, 0.0}}}, nlohmann::ordered_json::object()});
+  std::vector<std::string> lines = lines_of(writer.path());
+  ASSERT_EQ(lines.size(), 2u);  // flushed per record: readable while the writer is open
+  EXPECT_EQ(lines[0], R"({"step":10,"tokens":40960,"eval_loss":1.75})");
+  EXPECT_EQ(lines[1], R"({"step":10,"expert_load":[{"layer":1,"min":3,"max":9,"cv":0.5},)"
+                      R"({"layer":2,"min":6,"max":6,"cv":0.0}]})");
+}
+
+TEST(MetricsWriter, NonFiniteValuesAreNull) {
+  testing::TempDirectory directory;
+  MetricsWriter writer(directory.path(), MetricsFileMode::fresh);
+  StepRecord record = step_record(1);
+  record.loss = std::numeric_limits<double>::quiet_NaN();
+  record.grad_norm = std::numeric_limits<double>::infinity();
+  record.skipped = true;
+  writer.write(record);
+  nlohmann::json parsed = nlohmann::json::parse(lines_of(writer.path()).at(0));
+  EXPECT_TRUE(parsed["loss"].is_null());
+  EXPECT_TRUE(parsed["grad_norm"].is_null());
+  EXPECT_EQ(parsed["skipped"], true);
+}
+
+TEST(MetricsWriter, ResumeAppendsAndAFreshRunReplaces) {
+  testing::TempDirectory directory;
+  MetricsWriter(directory.path(), MetricsFileMode::fresh).write(step_record(1));
+  MetricsWriter(directory.path(), MetricsFileMode::resume).write(step_record(2));
+  std::vector<std::string> lines = lines_of(directory.file("metrics.jsonl"));
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_EQ(nlohmann::json::parse(lines[0])["step"], 1);
+  EXPECT_EQ(nlohmann::json::parse(lines[1])["step"], 2);
+  MetricsWriter(directory.path(), MetricsFileMode::fresh).write(step_record(7));
+  lines = lines_of(directory.file("metrics.jsonl"));
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_EQ(nlohmann::json::parse(lines[0])["step"], 7);
+}
+
+TEST(MetricsWriter, ExtraKeysMustNotRepeatStandardOnes) {
+  testing::TempDirectory directory;
+  MetricsWriter writer(directory.path(), MetricsFileMode::fresh);
+  StepRecord record = step_record(1);
+  record.extra = {{"loss", 1.0}};
+  EXPECT_THROW(writer.write(record), Error);
+  record.extra = nlohmann::ordered_json::array();
+  EXPECT_THROW(writer.write(record), Error);
+}
+
+TEST(MetricsWriter, UnwritableRunDirectoryIsAnError) {
+  testing::TempDirectory directory;
+  testing::write_text(directory.file("file"), "not a directory");
+  EXPECT_THROW(MetricsWriter(directory.path() / "file" / "run", MetricsFileMode::fresh), Error);
+}
+
+}  // namespace
+}  // namespace hai
