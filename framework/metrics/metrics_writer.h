@@ -2,6 +2,7 @@
 // MetricsWriter: appends one JSON object per line to <run_dir>/metrics.jsonl (metrics_records.h), flushed after
 // every record so that a crashed or running job's file is readable up to its last step. Rank 0 writes it.
 
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -12,15 +13,14 @@
 
 namespace hai {
 
-enum class MetricsFileMode {
-  fresh,   // a new run: an existing file is replaced
-  resume,  // a resumed run: records are appended after the existing ones
-};
-
 class MetricsWriter {
  public:
-  // Creates run_dir if needed. Throws hai::Error naming the file when it cannot be opened.
-  MetricsWriter(const std::filesystem::path& run_dir, MetricsFileMode mode);
+  // A new run: an existing file is replaced. Creates run_dir if needed.
+  static MetricsWriter fresh(const std::filesystem::path& run_dir);
+  // A run resumed from the checkpoint of `step`: keeps the records of steps <= step and appends after them. Later
+  // records (logged after that checkpoint by the interrupted run, and about to be redone) and a torn last line are
+  // dropped.
+  static MetricsWriter resumed(const std::filesystem::path& run_dir, int64_t step);
 
   void write(const StepRecord& record);
   void write(const EvalRecord& record);
@@ -29,6 +29,7 @@ class MetricsWriter {
   const std::string& path() const { return path_; }
 
  private:
+  MetricsWriter(const std::filesystem::path& run_dir, std::ios::openmode mode);
   void append(const nlohmann::ordered_json& json);
 
   std::string path_;

@@ -44,7 +44,7 @@ TEST(MetricsWriter, StepRecordsHaveTheContractKeysInOrder) {
   StepRecord record = step_record(3);
   record.extra = {{"bias_abs_max", 0.125}};
   {
-    MetricsWriter writer(directory.path() / "run", MetricsFileMode::fresh);
+    MetricsWriter writer = MetricsWriter::fresh(directory.path() / "run");
     writer.write(record);
     EXPECT_EQ(writer.path(), directory.file("run/metrics.jsonl"));
   }
@@ -58,7 +58,7 @@ TEST(MetricsWriter, StepRecordsHaveTheContractKeysInOrder) {
 
 TEST(MetricsWriter, EvalAndExpertLoadRecords) {
   testing::TempDirectory directory;
-  MetricsWriter writer(directory.path(), MetricsFileMode::fresh);
+  MetricsWriter writer = MetricsWriter::fresh(directory.path());
   writer.write(EvalRecord{10, 40960, 1.75, nlohmann::ordered_json::object()});
   writer.write(ExpertLoadRecord{10, {{1, {3, 9, 0.5}}, {2, {6, 6, 0.0}}}, nlohmann::ordered_json::object()});
   std::vector<std::string> lines = lines_of(writer.path());
@@ -70,7 +70,7 @@ TEST(MetricsWriter, EvalAndExpertLoadRecords) {
 
 TEST(MetricsWriter, NonFiniteValuesAreNull) {
   testing::TempDirectory directory;
-  MetricsWriter writer(directory.path(), MetricsFileMode::fresh);
+  MetricsWriter writer = MetricsWriter::fresh(directory.path());
   StepRecord record = step_record(1);
   record.loss = std::numeric_limits<double>::quiet_NaN();
   record.grad_norm = std::numeric_limits<double>::infinity();
@@ -82,23 +82,44 @@ TEST(MetricsWriter, NonFiniteValuesAreNull) {
   EXPECT_EQ(parsed["skipped"], true);
 }
 
-TEST(MetricsWriter, ResumeAppendsAndAFreshRunReplaces) {
+std::vector<int64_t> steps_in(const std::string& path) {
+  std::vector<int64_t> steps;
+  for (const std::string& line : lines_of(path)) steps.push_back(nlohmann::json::parse(line)["step"]);
+  return steps;
+}
+
+TEST(MetricsWriter, AFreshRunReplacesTheFile) {
   testing::TempDirectory directory;
-  MetricsWriter(directory.path(), MetricsFileMode::fresh).write(step_record(1));
-  MetricsWriter(directory.path(), MetricsFileMode::resume).write(step_record(2));
-  std::vector<std::string> lines = lines_of(directory.file("metrics.jsonl"));
-  ASSERT_EQ(lines.size(), 2u);
-  EXPECT_EQ(nlohmann::json::parse(lines[0])["step"], 1);
-  EXPECT_EQ(nlohmann::json::parse(lines[1])["step"], 2);
-  MetricsWriter(directory.path(), MetricsFileMode::fresh).write(step_record(7));
-  lines = lines_of(directory.file("metrics.jsonl"));
-  ASSERT_EQ(lines.size(), 1u);
-  EXPECT_EQ(nlohmann::json::parse(lines[0])["step"], 7);
+  MetricsWriter::fresh(directory.path()).write(step_record(1));
+  MetricsWriter::fresh(directory.path()).write(step_record(7));
+  EXPECT_EQ(steps_in(directory.file("metrics.jsonl")), (std::vector<int64_t>{7}));
+}
+
+TEST(MetricsWriter, AResumedRunKeepsTheRecordsUpToItsCheckpointAndAppends) {
+  testing::TempDirectory directory;
+  {
+    MetricsWriter interrupted = MetricsWriter::fresh(directory.path());
+    for (int64_t step = 1; step <= 5; ++step) interrupted.write(step_record(step));
+    interrupted.write(EvalRecord{4, 0, 1.5, nlohmann::ordered_json::object()});
+  }
+  std::ofstream(directory.file("metrics.jsonl"), std::ios::app) << R"({"step":6,"tok)";  // torn by a crash
+  MetricsWriter resumed = MetricsWriter::resumed(directory.path(), 4);
+  EXPECT_EQ(steps_in(resumed.path()), (std::vector<int64_t>{1, 2, 3, 4, 4}));
+  resumed.write(step_record(5));
+  EXPECT_EQ(steps_in(resumed.path()), (std::vector<int64_t>{1, 2, 3, 4, 4, 5}));
+  EXPECT_EQ(lines_of(resumed.path())[3], to_json(step_record(4)).dump());
+  EXPECT_FALSE(std::filesystem::exists(directory.file("metrics.jsonl.tmp")));
+}
+
+TEST(MetricsWriter, ResumingWithoutAFileStartsOne) {
+  testing::TempDirectory directory;
+  MetricsWriter::resumed(directory.path() / "new", 10).write(step_record(11));
+  EXPECT_EQ(steps_in(directory.file("new/metrics.jsonl")), (std::vector<int64_t>{11}));
 }
 
 TEST(MetricsWriter, ExtraKeysMustNotRepeatStandardOnes) {
   testing::TempDirectory directory;
-  MetricsWriter writer(directory.path(), MetricsFileMode::fresh);
+  MetricsWriter writer = MetricsWriter::fresh(directory.path());
   StepRecord record = step_record(1);
   record.extra = {{"loss", 1.0}};
   EXPECT_THROW(writer.write(record), Error);
@@ -109,7 +130,7 @@ TEST(MetricsWriter, ExtraKeysMustNotRepeatStandardOnes) {
 TEST(MetricsWriter, UnwritableRunDirectoryIsAnError) {
   testing::TempDirectory directory;
   testing::write_text(directory.file("file"), "not a directory");
-  EXPECT_THROW(MetricsWriter(directory.path() / "file" / "run", MetricsFileMode::fresh), Error);
+  EXPECT_THROW(MetricsWriter::fresh(directory.path() / "file" / "run"), Error);
 }
 
 }  // namespace
