@@ -1,0 +1,170 @@
+#include "model/mla_attention.h"
+
+#include <string>
+
+#include "framework/device/attention.h"
+#include "framework/device/column_copy.h"
+#include "framework/device/rmsnorm.h"
+#include "framework/device/rope.h"
+#include "model/parameters.h"
+
+namespace hai {
+namespace {
+
+OwnedTensor f32_tensor(Shape shape, Device device) { return OwnedTensor(shape, DType::f32, device); }
+
+// [T, H * W] view of [T, H, W], the layout of a projection's output.
+Tensor flatten_heads(const Tensor& per_head) {
+  return per_head.reshape(Shape{per_head.size(0), per_head.size(1) * per_head.size(2)});
+}
+
+// [B, S, H, W] view of [T, H, W], T = B * S: the layout of the attention op.
+Tensor per_sequence(const Tensor& per_head, int64_t seq_len) {
+  return per_head.reshape(Shape{per_head.size(0) / seq_len, seq_len, per_head.size(1), per_head.size(2)});
+}
+
+}  // namespace
+
+RopeSettings mla_rope_settings(const ModelConfig& model) {
+  const YarnConfig& yarn = model.rope.yarn;
+  return {.rope_dim = model.qk_rope_head_dim,
+          .max_positions = model.max_seq_len,
+          .theta = model.rope.theta,
+          .yarn_factor = yarn.factor,
+          .original_max_position = yarn.original_max_position,
+          .beta_fast = yarn.beta_fast,
+          .beta_slow = yarn.beta_slow,
+          .mscale = yarn.mscale};
+}
+
+MlaAttention::MlaAttention(const ModelConfig& model, const ParameterStore& store, int64_t layer, const RopeTable& rope)
+    : heads_(model.num_heads),
+      nope_dim_(model.qk_nope_head_dim),
+      rope_dim_(model.qk_rope_head_dim),
+      value_dim_(model.v_head_dim),
+      kv_lora_rank_(model.kv_lora_rank),
+      norm_eps_(static_cast<float>(model.norm_eps)),
+      softmax_scale_(static_cast<float>(
+          attention_softmax_scale(model.qk_nope_head_dim + model.qk_rope_head_dim, mla_rope_settings(model)))),
+      rope_(rope) {
+  HAI_CHECK(2 * rope.cos.size(1) == rope_dim_, "MLA layer {}: a RoPE table of {} columns for qk_rope_head_dim {}",
+            layer, 2 * rope.cos.size(1), rope_dim_);
+  std::string prefix = layer_prefix(layer) + "self_attn.";
+  q_a_proj_ = Linear(store[prefix + "q_a_proj.weight"]);
+  q_b_proj_ = Linear(store[prefix + "q_b_proj.weight"]);
+  kv_a_proj_ = Linear(store[prefix + "kv_a_proj_with_mqa.weight"]);
+  kv_b_proj_ = Linear(store[prefix + "kv_b_proj.weight"]);
+  o_proj_ = Linear(store[prefix + "o_proj.weight"]);
+  const Parameter& q_norm = store[prefix + "q_a_layernorm.weight"];
+  const Parameter& kv_norm = store[prefix + "kv_a_layernorm.weight"];
+  q_a_norm_weight_ = q_norm.value;
+  q_a_norm_grad_ = q_norm.grad;
+  kv_a_norm_weight_ = kv_norm.value;
+  kv_a_norm_grad_ = kv_norm.grad;
+}
+
+void MlaAttention::forward(Context& ctx, const Tensor& out, const Tensor& x, const Tensor& positions,
+                           int64_t seq_len) const {
+  int64_t tokens = x.size(0);
+  HAI_CHECK(seq_len > 0 && tokens % seq_len == 0, "MLA: {} tokens are not whole sequences of {}", tokens, seq_len);
+  ctx.seq_len = seq_len;
+  ctx.positions = positions;
+  forward_query(ctx, x);
+  forward_key_value(ctx, x);
+  ctx.o = f32_tensor(Shape{tokens, heads_, value_dim_}, x.device());
+  ctx.lse = f32_tensor(Shape{tokens / seq_len, heads_, seq_len}, x.device());
+  attention_forward(per_sequence(ctx.o, seq_len), ctx.lse, per_sequence(ctx.q, seq_len), per_sequence(ctx.k, seq_len),
+                    per_sequence(ctx.v, seq_len), softmax_scale_);
+  o_proj_.forward(out, flatten_heads(ctx.o), ctx.o_input);
+}
+
+void MlaAttention::forward_query(Context& ctx, const Tensor& x) const {
+  int64_t tokens = x.size(0);
+  int64_t q_lora_rank = q_a_proj_.out_features();
+  ctx.q_latent = f32_tensor(Shape{tokens, q_lora_rank}, x.device());
+  q_a_proj_.forward(ctx.q_latent, x, ctx.x);
+  OwnedTensor q_latent_normed = f32_tensor(Shape{tokens, q_lora_rank}, x.device());  // [T, q_lora]
+  ctx.q_latent_rstd = f32_tensor(Shape{tokens}, x.device());
+  rmsnorm_forward(q_latent_normed, ctx.q_latent_rstd, ctx.q_latent, q_a_norm_weight_, norm_eps_);
+  ctx.q = f32_tensor(Shape{tokens, heads_, nope_dim_ + rope_dim_}, x.device());
+  q_b_proj_.forward(flatten_heads(ctx.q), q_latent_normed, ctx.q_latent_normed);
+  rope_forward(ctx.q, ctx.q, ctx.positions, rope_, nope_dim_);
+}
+
+void MlaAttention::forward_key_value(Context& ctx, const Tensor& x) const {
+  int64_t tokens = x.size(0);
+  OwnedTensor ckv = f32_tensor(Shape{tokens, kv_lora_rank_ + rope_dim_}, x.device());  // [T, kv_lora + d_rope]
+  OwnedTensor x_again;  // NOTE: the same x as ctx.x (saved by q_a_proj), so this copy is dropped.
+  kv_a_proj_.forward(ckv, x, x_again);
+  rope_forward(ckv, ckv, ctx.positions, rope_, kv_lora_rank_);
+  ctx.kv_latent = f32_tensor(Shape{tokens, kv_lora_rank_}, x.device());
+  copy_columns(ctx.kv_latent, ckv, {.width = kv_lora_rank_});
+  OwnedTensor kv_latent_normed = f32_tensor(Shape{tokens, kv_lora_rank_}, x.device());  // [T, kv_lora]
+  ctx.kv_latent_rstd = f32_tensor(Shape{tokens}, x.device());
+  rmsnorm_forward(kv_latent_normed, ctx.kv_latent_rstd, ctx.kv_latent, kv_a_norm_weight_, norm_eps_);
+  OwnedTensor kv = f32_tensor(Shape{tokens, heads_, nope_dim_ + value_dim_}, x.device());  // [T, H, d_nope + d_v]
+  kv_b_proj_.forward(flatten_heads(kv), kv_latent_normed, ctx.kv_latent_normed);
+  ctx.k = f32_tensor(Shape{tokens, heads_, nope_dim_ + rope_dim_}, x.device());
+  copy_columns(ctx.k, kv, {.width = nope_dim_});
+  copy_columns(ctx.k, ckv, {.dst_offset = nope_dim_, .src_offset = kv_lora_rank_, .width = rope_dim_});
+  ctx.v = f32_tensor(Shape{tokens, heads_, value_dim_}, x.device());
+  copy_columns(ctx.v, kv, {.src_offset = nope_dim_, .width = value_dim_});
+}
+
+void MlaAttention::backward_input(Context& ctx, const Tensor& d_x, const Tensor& d_out) const {
+  int64_t tokens = d_out.size(0);
+  int64_t qk_dim = nope_dim_ + rope_dim_;
+  ctx.d_out = to_compute_dtype(d_out, DType::f32);
+  OwnedTensor d_o = f32_tensor(Shape{tokens, heads_, value_dim_}, d_out.device());  // [T, H, d_v]
+  o_proj_.backward_input(flatten_heads(d_o), d_out);
+  ctx.d_q = f32_tensor(Shape{tokens, heads_, qk_dim}, d_out.device());
+  OwnedTensor d_k = f32_tensor(Shape{tokens, heads_, qk_dim}, d_out.device());      // [T, H, d_qk]
+  OwnedTensor d_v = f32_tensor(Shape{tokens, heads_, value_dim_}, d_out.device());  // [T, H, d_v]
+  int64_t s = ctx.seq_len;
+  attention_backward(per_sequence(ctx.d_q, s), per_sequence(d_k, s), per_sequence(d_v, s), per_sequence(d_o, s),
+                     per_sequence(ctx.q, s), per_sequence(ctx.k, s), per_sequence(ctx.v, s), per_sequence(ctx.o, s),
+                     ctx.lse, softmax_scale_);
+  backward_query(ctx, d_x);
+  backward_key_value(ctx, d_x, d_k, d_v);
+}
+
+void MlaAttention::backward_query(Context& ctx, const Tensor& d_x) const {
+  int64_t tokens = d_x.size(0);
+  int64_t q_lora_rank = q_a_proj_.out_features();
+  rope_backward(ctx.d_q, ctx.d_q, ctx.positions, rope_, nope_dim_);
+  OwnedTensor d_q_latent_normed = f32_tensor(Shape{tokens, q_lora_rank}, d_x.device());  // [T, q_lora]
+  q_b_proj_.backward_input(d_q_latent_normed, flatten_heads(ctx.d_q));
+  ctx.d_q_latent = f32_tensor(Shape{tokens, q_lora_rank}, d_x.device());
+  rmsnorm_backward(ctx.d_q_latent, q_a_norm_grad_, d_q_latent_normed, ctx.q_latent, q_a_norm_weight_,
+                   ctx.q_latent_rstd);
+  q_a_proj_.backward_input(d_x, ctx.d_q_latent);
+}
+
+void MlaAttention::backward_key_value(Context& ctx, const Tensor& d_x, const Tensor& d_k, const Tensor& d_v) const {
+  int64_t tokens = d_x.size(0);
+  ctx.d_kv = f32_tensor(Shape{tokens, heads_, nope_dim_ + value_dim_}, d_x.device());
+  copy_columns(ctx.d_kv, d_k, {.width = nope_dim_});
+  copy_columns(ctx.d_kv, d_v, {.dst_offset = nope_dim_, .width = value_dim_});
+  OwnedTensor d_kv_latent_normed = f32_tensor(Shape{tokens, kv_lora_rank_}, d_x.device());  // [T, kv_lora]
+  kv_b_proj_.backward_input(d_kv_latent_normed, flatten_heads(ctx.d_kv));
+  OwnedTensor d_kv_latent = f32_tensor(Shape{tokens, kv_lora_rank_}, d_x.device());  // [T, kv_lora]
+  rmsnorm_backward(d_kv_latent, kv_a_norm_grad_, d_kv_latent_normed, ctx.kv_latent, kv_a_norm_weight_,
+                   ctx.kv_latent_rstd);
+  ctx.d_ckv = f32_tensor(Shape{tokens, kv_lora_rank_ + rope_dim_}, d_x.device());
+  copy_columns(ctx.d_ckv, d_kv_latent, {.width = kv_lora_rank_});
+  // k_rope is shared by all heads: its gradient is the sum over them.
+  sum_columns(ctx.d_ckv, d_k, {.dst_offset = kv_lora_rank_, .src_offset = nope_dim_, .width = rope_dim_});
+  rope_backward(ctx.d_ckv, ctx.d_ckv, ctx.positions, rope_, kv_lora_rank_);
+  kv_a_proj_.backward_input(d_x, ctx.d_ckv, /*accumulate=*/true);
+}
+
+void MlaAttention::backward_weight(Context& ctx) const {
+  o_proj_.backward_weight(ctx.d_out, ctx.o_input);
+  kv_b_proj_.backward_weight(flatten_heads(ctx.d_kv), ctx.kv_latent_normed);
+  kv_a_proj_.backward_weight(ctx.d_ckv, ctx.x);
+  q_b_proj_.backward_weight(flatten_heads(ctx.d_q), ctx.q_latent_normed);
+  q_a_proj_.backward_weight(ctx.d_q_latent, ctx.x);
+  ctx = Context{};
+}
+
+}  // namespace hai

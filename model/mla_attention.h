@@ -1,0 +1,94 @@
+#pragma once
+// Multi-head latent attention (MLA), the naive training path of reference/deepseek-v3.md "MLA, exactly", on the
+// parameters model.layers.{layer}.self_attn.*. With H heads, d_qk = d_nope + d_rope and x already normed by the
+// decoder layer's input_layernorm:
+//   c_q  = RMSNorm(x W_dq^T)                      q_a_proj, q_a_layernorm         [T, q_lora]
+//   q    = c_q W_uq^T                             q_b_proj                        [T, H, d_nope | d_rope]
+//   ckv  = x W_dkv^T                              kv_a_proj_with_mqa              [T, kv_lora | d_rope]
+//   kv   = RMSNorm(c_kv) W_ukv^T                  kv_a_layernorm, kv_b_proj       [T, H, d_nope | d_v]
+//   k    = [k_nope | k_rope broadcast over heads]                                 [T, H, d_nope | d_rope]
+//   o    = softmax(causal(q k^T * scale)) v       per sequence, softmax in fp32   [T, H, d_v]
+//   out  = o W_o^T                                o_proj                          [T, hidden]
+// RoPE (interleaved, YaRN) rotates the d_rope columns of q per head and k_rope once per token. The softmax scale is
+// d_qk^-0.5, times mscale^2 when YaRN is active. Follows docs/design/model-layers.md (forward / backward_input /
+// backward_weight).
+
+#include <cstdint>
+
+#include "framework/config/config.h"
+#include "framework/device/rope_table.h"
+#include "framework/params/parameter_store.h"
+#include "framework/tensor/tensor.h"
+#include "model/linear.h"
+
+namespace hai {
+
+// The RoPE table settings of a model: rope_dim = qk_rope_head_dim, max_positions = max_seq_len, theta and YaRN.
+RopeSettings mla_rope_settings(const ModelConfig& model);
+
+class MlaAttention {
+ public:
+  // rope: the table of mla_rope_settings(model), owned by the caller and shared by all layers.
+  MlaAttention(const ModelConfig& model, const ParameterStore& store, int64_t layer, const RopeTable& rope);
+
+  struct Context {
+    int64_t seq_len = 0;
+    Tensor positions;              // [T] i32, the caller's (kept alive by it until backward_input)
+    OwnedTensor x;                 // [T, hidden], compute dtype: input of q_a_proj and kv_a_proj_with_mqa
+    OwnedTensor q_latent;          // [T, q_lora] before q_a_layernorm
+    OwnedTensor q_latent_rstd;     // [T]
+    OwnedTensor q_latent_normed;   // [T, q_lora], compute dtype: input of q_b_proj
+    OwnedTensor kv_latent;         // [T, kv_lora] before kv_a_layernorm
+    OwnedTensor kv_latent_rstd;    // [T]
+    OwnedTensor kv_latent_normed;  // [T, kv_lora], compute dtype: input of kv_b_proj
+    OwnedTensor q;                 // [T, H, d_qk], rotated
+    OwnedTensor k;                 // [T, H, d_qk], rotated
+    OwnedTensor v;                 // [T, H, d_v]
+    OwnedTensor o;                 // [T, H, d_v]
+    OwnedTensor o_input;           // [T, H * d_v], compute dtype: input of o_proj
+    OwnedTensor lse;               // [B, H, S]
+    // Output gradients of the five projections, saved by backward_input for backward_weight.
+    OwnedTensor d_out;       // [T, hidden]
+    OwnedTensor d_q;         // [T, H, d_qk]
+    OwnedTensor d_kv;        // [T, H, d_nope + d_v]
+    OwnedTensor d_ckv;       // [T, kv_lora + d_rope]
+    OwnedTensor d_q_latent;  // [T, q_lora]
+  };
+
+  // out: [T, hidden] <- x: [T, hidden], positions: [T] i32 (t % seq_len), T = batch * seq_len.
+  void forward(Context& ctx, const Tensor& out, const Tensor& x, const Tensor& positions, int64_t seq_len) const;
+  // d_x: [T, hidden] (overwritten) <- d_out: [T, hidden]. Accumulates the two RMSNorm weights' gradients.
+  void backward_input(Context& ctx, const Tensor& d_x, const Tensor& d_out) const;
+  // Accumulates the five projection weights' gradients, then releases everything ctx holds.
+  void backward_weight(Context& ctx) const;
+
+ private:
+  // q: [T, H, d_qk] <- x: [T, hidden] (the q path up to and including RoPE).
+  void forward_query(Context& ctx, const Tensor& x) const;
+  // k: [T, H, d_qk], v: [T, H, d_v] <- x: [T, hidden] (the kv path).
+  void forward_key_value(Context& ctx, const Tensor& x) const;
+  // d_x: [T, hidden] (overwritten) <- ctx.d_q: [T, H, d_qk] (rotated back in place)
+  void backward_query(Context& ctx, const Tensor& d_x) const;
+  // d_x: [T, hidden] (accumulated) <- d_k: [T, H, d_qk], d_v: [T, H, d_v]
+  void backward_key_value(Context& ctx, const Tensor& d_x, const Tensor& d_k, const Tensor& d_v) const;
+
+  int64_t heads_;
+  int64_t nope_dim_;
+  int64_t rope_dim_;
+  int64_t value_dim_;
+  int64_t kv_lora_rank_;
+  float norm_eps_;
+  float softmax_scale_;
+  const RopeTable& rope_;
+  Linear q_a_proj_;
+  Linear q_b_proj_;
+  Linear kv_a_proj_;
+  Linear kv_b_proj_;
+  Linear o_proj_;
+  Tensor q_a_norm_weight_;   // [q_lora]
+  Tensor q_a_norm_grad_;     // [q_lora]
+  Tensor kv_a_norm_weight_;  // [kv_lora]
+  Tensor kv_a_norm_grad_;    // [kv_lora]
+};
+
+}  // namespace hai
