@@ -203,6 +203,29 @@ TEST_F(MlaAttentionTest, MatchesAPlainReference) {
   for (int64_t i = 0; i < out.numel(); ++i) EXPECT_NEAR(out.data<float>()[i], expected[i], 1e-5) << "element " << i;
 }
 
+// In bf16 the GEMM inputs are rounded to 8 bits of mantissa while norms, RoPE and softmax stay fp32: the output
+// stays within bf16 rounding of the fp32 one, and backward runs with the fp32 norm weights.
+TEST_F(MlaAttentionTest, Bf16ComputeStaysCloseToFp32) {
+  ParameterStore bf16_store(deepseek_v3_parameters(model_), Device::cpu(), DType::bf16);
+  copy_tensor(bf16_store.values(), store_.values());
+  bf16_store.refresh_compute_copy();
+  MlaAttention bf16_attention(model_, bf16_store, 0, rope_);
+  OwnedTensor x = testing::random_tensor(Shape{kTokens, model_.hidden_size}, 8);
+  OwnedTensor expected = forward(x);
+  MlaAttention::Context ctx;
+  OwnedTensor out(Shape{kTokens, model_.hidden_size}, DType::f32);
+  OwnedTensor positions = positions_of(kTokens);
+  bf16_attention.forward(ctx, out, x, positions, kSeqLen);
+  for (int64_t i = 0; i < out.numel(); ++i) {
+    EXPECT_NEAR(out.data<float>()[i], expected.data<float>()[i], 0.05 + 0.02 * std::fabs(expected.data<float>()[i]))
+        << "element " << i;
+  }
+  OwnedTensor d_x(x.shape(), DType::f32);
+  bf16_attention.backward_input(ctx, d_x, out);
+  bf16_attention.backward_weight(ctx);
+  EXPECT_GT(testing::dot(bf16_store.grads(), bf16_store.grads()), 0.0);
+}
+
 TEST_F(MlaAttentionTest, SoftmaxScaleCarriesYarnMscale) {
   // 7^-0.5 * (0.1 ln 4 + 1)^2 with YaRN on; without it the plain 7^-0.5.
   double mscale = 0.1 * std::log(4.0) + 1.0;
