@@ -114,7 +114,7 @@ void MlaAttention::forward_key_value(Context& ctx, const Tensor& x) const {
 void MlaAttention::backward_input(Context& ctx, const Tensor& d_x, const Tensor& d_out) const {
   int64_t tokens = d_out.size(0);
   int64_t qk_dim = nope_dim_ + rope_dim_;
-  ctx.d_out = to_compute_dtype(d_out, DType::f32);
+  ctx.d_out = to_compute_dtype(d_out, DType::f32);  // NOTE: a copy; the caller may reuse d_out before W.
   OwnedTensor d_o = f32_tensor(Shape{tokens, heads_, value_dim_}, d_out.device());  // [T, H, d_v]
   o_proj_.backward_input(flatten_heads(d_o), d_out);
   ctx.d_q = f32_tensor(Shape{tokens, heads_, qk_dim}, d_out.device());
