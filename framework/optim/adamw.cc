@@ -14,8 +14,8 @@ OwnedTensor zeros(int64_t numel, DType dtype, Device device) {
 
 }  // namespace
 
-DType moment_dtype(MomentDType moment_dtype) {
-  return moment_dtype == MomentDType::bf16 ? DType::bf16 : DType::f32;
+DType moment_dtype(MomentDType dtype) {
+  return dtype == MomentDType::bf16 ? DType::bf16 : DType::f32;
 }
 
 AdamW::AdamW(ParameterStore& store, const OptimizerConfig& config)

@@ -15,7 +15,8 @@
 
 namespace hai {
 
-DType moment_dtype(MomentDType moment_dtype);
+// The element type of the moment buffers for optimizer.moment_dtype.
+DType moment_dtype(MomentDType dtype);
 
 class AdamW {
  public:

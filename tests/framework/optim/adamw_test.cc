@@ -10,7 +10,7 @@ namespace hai {
 namespace {
 
 // A matrix with weight decay, a norm and a bias without, a non-trainable bias between them (which breaks the
-// contiguity of the value and gradient buffers), and an expert matrix.
+// contiguity of the value and gradient buffers), and two expert matrices (one contiguous run with weight decay).
 std::vector<ParameterSpec> specs() {
   return {
       {"w.weight", Shape{3, 4}, ParameterGroup::dense, ParameterInit::normal, true, true},
@@ -18,6 +18,7 @@ std::vector<ParameterSpec> specs() {
       {"gate.bias", Shape{2}, ParameterGroup::dense, ParameterInit::zeros, false, false},
       {"x.bias", Shape{3}, ParameterGroup::dense, ParameterInit::zeros, false, true},
       {"experts.0.weight", Shape{2, 5}, ParameterGroup::expert, ParameterInit::normal, true, true},
+      {"experts.1.weight", Shape{2, 5}, ParameterGroup::expert, ParameterInit::normal, true, true},
   };
 }
 
@@ -38,7 +39,7 @@ void fill(const Tensor& tensor, uint64_t seed) {
 TEST(AdamW, MomentsAreLaidOutLikeTheGradients) {
   ParameterStore store(specs(), Device::cpu());
   AdamW bf16_moments(store, config(MomentDType::bf16));
-  int64_t trainable = 12 + 4 + 3 + 10;
+  int64_t trainable = 12 + 4 + 3 + 10 + 10;
   EXPECT_EQ(bf16_moments.exp_avg().shape(), (Shape{trainable}));
   EXPECT_EQ(bf16_moments.exp_avg_sq().dtype(), DType::bf16);
   EXPECT_EQ(bf16_moments.state_bytes(), 2u * 2u * trainable);
@@ -96,7 +97,7 @@ void expect_matches_per_parameter_updates(MomentDType dtype) {
   const Parameter& gate = store["gate.bias"];  // not trainable: untouched
   OwnedTensor gate_initial = testing::random_tensor(Shape{2}, 9);
   EXPECT_EQ(gate.value.data<float>()[1], gate_initial.data<float>()[1]);
-  const Parameter& weight = store["experts.0.weight"];  // the compute copy follows the master values
+  const Parameter& weight = store["experts.1.weight"];  // the compute copy follows the master values
   for (int64_t i = 0; i < weight.value.numel(); ++i) {
     EXPECT_EQ(weight.compute.data<bf16>()[i].bits, float_to_bf16(weight.value.data<float>()[i]));
   }
