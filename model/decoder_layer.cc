@@ -1,0 +1,86 @@
+#include "model/decoder_layer.h"
+
+#include "framework/device/elementwise.h"
+#include "framework/device/rmsnorm.h"
+#include "model/parameters.h"
+
+namespace hai {
+namespace {
+
+OwnedTensor like(const Tensor& x) { return OwnedTensor(x.shape(), DType::f32, x.device()); }
+
+OwnedTensor copy_of(const Tensor& x) {
+  OwnedTensor copy = like(x);
+  copy_tensor(copy, x);
+  return copy;
+}
+
+}  // namespace
+
+DecoderLayer::DecoderLayer(const ModelConfig& model, const ParameterStore& store, int64_t layer,
+                           const RopeTable& rope)
+    : input_norm_(store[layer_prefix(layer) + "input_layernorm.weight"]),
+      post_attention_norm_(store[layer_prefix(layer) + "post_attention_layernorm.weight"]),
+      norm_eps_(static_cast<float>(model.norm_eps)),
+      attention_(model, store, layer, rope) {
+  if (is_moe_layer(model, layer)) {
+    moe_.emplace(model, store, layer);
+  } else {
+    dense_.emplace(store, layer_prefix(layer) + "mlp.");
+  }
+}
+
+void DecoderLayer::forward(Context& ctx, const Tensor& out, const Tensor& x, const Tensor& positions,
+                           int64_t seq_len) const {
+  int64_t tokens = x.size(0);
+  ctx.input = copy_of(x);
+  ctx.attention_input = like(x);
+  ctx.attention_rstd = OwnedTensor(Shape{tokens}, DType::f32, x.device());
+  rmsnorm_forward(ctx.attention_input, ctx.attention_rstd, x, input_norm_.value, norm_eps_);
+
+  ctx.residual = like(x);
+  attention_.forward(ctx.attention, ctx.residual, ctx.attention_input, positions, seq_len);
+  add_scaled(ctx.residual, x);
+
+  ctx.mlp_input = like(x);
+  ctx.mlp_rstd = OwnedTensor(Shape{tokens}, DType::f32, x.device());
+  rmsnorm_forward(ctx.mlp_input, ctx.mlp_rstd, ctx.residual, post_attention_norm_.value, norm_eps_);
+  if (moe_) {
+    moe_->forward(ctx.moe, out, ctx.mlp_input, seq_len);
+  } else {
+    dense_->forward(ctx.dense, out, ctx.mlp_input);
+  }
+  add_scaled(out, ctx.residual);
+}
+
+void DecoderLayer::backward_input(Context& ctx, const Tensor& d_x, const Tensor& d_out,
+                                  float balance_loss_grad) const {
+  // MLP branch: d_h = d_out + norm_backward(mlp_backward(d_out)).
+  OwnedTensor d_mlp_input = like(d_out);
+  if (moe_) {
+    moe_->backward_input(ctx.moe, d_mlp_input, d_out, balance_loss_grad);
+  } else {
+    dense_->backward_input(ctx.dense, d_mlp_input, d_out);
+  }
+  OwnedTensor d_residual = like(d_out);
+  rmsnorm_backward(d_residual, post_attention_norm_.grad, d_mlp_input, ctx.residual, post_attention_norm_.value,
+                   ctx.mlp_rstd);
+  add_scaled(d_residual, d_out);
+
+  // Attention branch: d_x = d_h + norm_backward(attention_backward(d_h)).
+  OwnedTensor d_attention_input = like(d_out);
+  attention_.backward_input(ctx.attention, d_attention_input, d_residual);
+  rmsnorm_backward(d_x, input_norm_.grad, d_attention_input, ctx.input, input_norm_.value, ctx.attention_rstd);
+  add_scaled(d_x, d_residual);
+}
+
+void DecoderLayer::backward_weight(Context& ctx) const {
+  attention_.backward_weight(ctx.attention);
+  if (moe_) {
+    moe_->backward_weight(ctx.moe);
+  } else {
+    dense_->backward_weight(ctx.dense);
+  }
+}
+
+}  // namespace hai

@@ -1,0 +1,53 @@
+#pragma once
+// One DeepSeek-V3 decoder layer (pre-norm residual block):
+//   h   = x + attention(input_layernorm(x))
+//   out = h + mlp(post_attention_layernorm(h))      mlp = dense SwiGLU (first_dense_layers) or MoE
+// Layer contract: docs/design/model-layers.md. T = tokens, H = hidden size.
+
+#include <optional>
+
+#include "framework/device/rope_table.h"
+#include "model/feed_forward.h"
+#include "model/mla_attention.h"
+#include "model/moe_layer.h"
+
+namespace hai {
+
+class DecoderLayer {
+ public:
+  DecoderLayer(const ModelConfig& model, const ParameterStore& store, int64_t layer, const RopeTable& rope);
+
+  struct Context {
+    OwnedTensor input;            // [T, H] x
+    OwnedTensor attention_input;  // [T, H] input_layernorm(x)
+    OwnedTensor attention_rstd;   // [T]
+    MlaAttention::Context attention;
+    OwnedTensor residual;    // [T, H] h
+    OwnedTensor mlp_input;   // [T, H] post_attention_layernorm(h)
+    OwnedTensor mlp_rstd;    // [T]
+    FeedForward::Context dense;
+    MoeLayer::Context moe;
+  };
+
+  // out: [T, H] <- x: [T, H]; positions: [T] i32 (kept alive by the caller until backward_input).
+  void forward(Context& ctx, const Tensor& out, const Tensor& x, const Tensor& positions, int64_t seq_len) const;
+  // d_x: [T, H] (overwritten) <- d_out: [T, H]. balance_loss_grad: the objective's derivative with respect to
+  // this layer's balance loss (ignored by dense layers). Norm weight gradients are accumulated here.
+  void backward_input(Context& ctx, const Tensor& d_x, const Tensor& d_out, float balance_loss_grad) const;
+  void backward_weight(Context& ctx) const;
+
+  // The MoE block, or nullptr for a dense layer.
+  const MoeLayer* moe() const { return moe_ ? &*moe_ : nullptr; }
+  // This micro-batch's sequence-wise balance loss (0 for a dense layer).
+  double balance_loss(const Context& ctx) const { return moe_ ? ctx.moe.balance_loss : 0.0; }
+
+ private:
+  const Parameter& input_norm_;
+  const Parameter& post_attention_norm_;
+  float norm_eps_;
+  MlaAttention attention_;
+  std::optional<FeedForward> dense_;
+  std::optional<MoeLayer> moe_;
+};
+
+}  // namespace hai

@@ -1,0 +1,81 @@
+#include "model/mtp_module.h"
+
+#include "framework/device/column_copy.h"
+#include "framework/device/elementwise.h"
+#include "framework/device/embedding.h"
+#include "framework/device/rmsnorm.h"
+#include "model/parameters.h"
+
+namespace hai {
+namespace {
+
+int64_t mtp_layer(const ModelConfig& model, int64_t depth) { return model.num_layers + depth - 1; }
+
+}  // namespace
+
+MtpModule::MtpModule(const ModelConfig& model, const ParameterStore& store, int64_t depth, const RopeTable& rope)
+    : embedding_(store["model.embed_tokens.weight"]),
+      embedding_norm_(store[layer_prefix(mtp_layer(model, depth)) + "enorm.weight"]),
+      hidden_norm_(store[layer_prefix(mtp_layer(model, depth)) + "hnorm.weight"]),
+      projection_(store[layer_prefix(mtp_layer(model, depth)) + "eh_proj.weight"]),
+      block_(model, store, mtp_layer(model, depth), rope),
+      head_(model, store, layer_prefix(mtp_layer(model, depth)) + "shared_head.norm.weight"),
+      norm_eps_(static_cast<float>(model.norm_eps)) {}
+
+TokenLoss MtpModule::forward(Context& ctx, const Tensor& previous, const Tensor& ids, const Tensor& targets,
+                             const Tensor& positions, int64_t seq_len) const {
+  int64_t tokens = previous.size(0), hidden = previous.size(1);
+  Device device = previous.device();
+  ctx.ids = ids;
+  ctx.embedded = OwnedTensor(previous.shape(), DType::f32, device);
+  embedding_forward(ctx.embedded, embedding_.value, ids);
+  ctx.previous = OwnedTensor(previous.shape(), DType::f32, device);
+  copy_tensor(ctx.previous, previous);
+
+  OwnedTensor normed(previous.shape(), DType::f32, device);
+  ctx.concatenated = OwnedTensor(Shape{tokens, 2 * hidden}, DType::f32, device);
+  ctx.embedded_rstd = OwnedTensor(Shape{tokens}, DType::f32, device);
+  rmsnorm_forward(normed, ctx.embedded_rstd, ctx.embedded, embedding_norm_.value, norm_eps_);
+  copy_columns(ctx.concatenated, normed, {.dst_offset = 0, .src_offset = 0, .width = hidden});
+  ctx.previous_rstd = OwnedTensor(Shape{tokens}, DType::f32, device);
+  rmsnorm_forward(normed, ctx.previous_rstd, previous, hidden_norm_.value, norm_eps_);
+  copy_columns(ctx.concatenated, normed, {.dst_offset = hidden, .src_offset = 0, .width = hidden});
+
+  ctx.projected = OwnedTensor(previous.shape(), DType::f32, device);
+  projection_.forward(ctx.projected, ctx.concatenated, ctx.projection_input);
+  ctx.output = OwnedTensor(previous.shape(), DType::f32, device);
+  block_.forward(ctx.block, ctx.output, ctx.projected, positions, seq_len);
+  return head_.forward(ctx.head, ctx.output, targets);
+}
+
+void MtpModule::backward_input(Context& ctx, const Tensor& d_previous, const Tensor& d_output, float loss_grad,
+                               float balance_loss_grad) const {
+  int64_t hidden = d_previous.size(1);
+  Device device = d_previous.device();
+  OwnedTensor d_block_output(d_previous.shape(), DType::f32, device);
+  head_.backward_input(ctx.head, d_block_output, loss_grad);
+  if (d_output.defined() && d_output.numel() > 0) add_scaled(d_block_output, d_output);
+
+  ctx.d_projected = OwnedTensor(d_previous.shape(), DType::f32, device);
+  block_.backward_input(ctx.block, ctx.d_projected, d_block_output, balance_loss_grad);
+  OwnedTensor d_concatenated(ctx.concatenated.shape(), DType::f32, device);
+  projection_.backward_input(d_concatenated, ctx.d_projected);
+
+  OwnedTensor d_normed(d_previous.shape(), DType::f32, device);
+  copy_columns(d_normed, d_concatenated, {.dst_offset = 0, .src_offset = hidden, .width = hidden});
+  rmsnorm_backward(d_previous, hidden_norm_.grad, d_normed, ctx.previous, hidden_norm_.value, ctx.previous_rstd);
+  copy_columns(d_normed, d_concatenated, {.dst_offset = 0, .src_offset = 0, .width = hidden});
+  ctx.d_embedded = OwnedTensor(d_previous.shape(), DType::f32, device);
+  rmsnorm_backward(ctx.d_embedded, embedding_norm_.grad, d_normed, ctx.embedded, embedding_norm_.value,
+                   ctx.embedded_rstd);
+}
+
+void MtpModule::backward_weight(Context& ctx) const {
+  head_.backward_weight(ctx.head);
+  block_.backward_weight(ctx.block);
+  projection_.backward_weight(ctx.d_projected, ctx.projection_input);
+  embedding_backward(embedding_.grad, ctx.d_embedded, ctx.ids);
+  ctx = Context{};
+}
+
+}  // namespace hai

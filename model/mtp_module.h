@@ -1,0 +1,57 @@
+#pragma once
+// Multi-token prediction module k (reference/deepseek-v3.md "MTP, exactly"), stored as layer num_layers + k - 1:
+//   e_k  = Emb(t_{i+k})                                       the main model's embedding table
+//   h'_k = eh_proj(concat(enorm(e_k), hnorm(h_{k-1})))        embedding half first
+//   h_k  = Block_k(h'_k)                                      a full decoder layer
+//   loss = cross-entropy of Head(shared_head.norm(h_k)) against t_{i+k+1}
+// h_0 is the main model's final hidden state after model.norm. T = tokens, H = hidden size.
+
+#include "model/decoder_layer.h"
+#include "model/output_head.h"
+
+namespace hai {
+
+class MtpModule {
+ public:
+  MtpModule(const ModelConfig& model, const ParameterStore& store, int64_t depth, const RopeTable& rope);
+
+  struct Context {
+    Tensor ids;                   // [T] i32 t_{i+k}, the caller's
+    OwnedTensor embedded;         // [T, H] e_k
+    OwnedTensor embedded_rstd;    // [T]
+    OwnedTensor previous;         // [T, H] h_{k-1}
+    OwnedTensor previous_rstd;    // [T]
+    OwnedTensor concatenated;     // [T, 2H] [enorm(e_k) | hnorm(h_{k-1})]
+    OwnedTensor projection_input; // [T, 2H] concatenated in the compute dtype
+    OwnedTensor projected;        // [T, H] h'_k
+    DecoderLayer::Context block;
+    OwnedTensor output;           // [T, H] h_k
+    OutputHead::Context head;
+    OwnedTensor d_projected;      // [T, H] saved by backward_input for eh_proj's weight gradient
+    OwnedTensor d_embedded;       // [T, H] saved by backward_input for the embedding gradient
+  };
+
+  // h_k = ctx.output. ids: [T] i32 t_{i+k} (any valid id where i + k is past the window: causality keeps those
+  // positions from reaching counted ones); targets: [T] i32 t_{i+k+1} or kIgnoreTarget; positions: [T] i32.
+  TokenLoss forward(Context& ctx, const Tensor& previous, const Tensor& ids, const Tensor& targets,
+                    const Tensor& positions, int64_t seq_len) const;
+  // d_previous: [T, H] (overwritten) <- d_output: [T, H] from module k + 1 (or undefined for the last one),
+  // loss_grad: the objective's derivative with respect to this module's TokenLoss::sum.
+  void backward_input(Context& ctx, const Tensor& d_previous, const Tensor& d_output, float loss_grad,
+                      float balance_loss_grad) const;
+  // eh_proj, the block's and the head's weight gradients, and the shared embedding's rows for e_k.
+  void backward_weight(Context& ctx) const;
+
+  const DecoderLayer& block() const { return block_; }
+
+ private:
+  const Parameter& embedding_;
+  const Parameter& embedding_norm_;
+  const Parameter& hidden_norm_;
+  Linear projection_;
+  DecoderLayer block_;
+  OutputHead head_;
+  float norm_eps_;
+};
+
+}  // namespace hai
