@@ -1,5 +1,6 @@
 #include "framework/checkpoint/checkpoint_commit.h"
 
+#include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -85,7 +86,7 @@ std::string commit_checkpoint(const std::string& dir, const CheckpointState& sta
   sync_directory(temporary_dir.string());
   move_into_place(temporary_dir, final_dir);
   point_latest_at(dir, step_name);
-  remove_unfinished_checkpoints(dir);
+  remove_unfinished_checkpoints(dir, state.step);
   prune_checkpoints(dir, keep, state.step);
   return final_dir.string();
 }

@@ -6,7 +6,8 @@
 //   3. write manifest.json, fsync it and the directory; rename step_N.tmp to step_N (an existing step_N is
 //      replaced) and fsync <dir>;
 //   4. write <dir>/latest.tmp ("step_N\n"), fsync, rename it over <dir>/latest, fsync <dir>;
-//   5. remove the other step_*.tmp directories and prune complete checkpoints beyond `keep` (0 = keep all).
+//   5. remove the step_M.tmp directories of earlier steps (M <= N) and prune complete checkpoints beyond `keep`
+//      (0 = keep all).
 // A crash before 4 leaves `latest` naming the previous checkpoint; readers never look at .tmp directories.
 
 #include <cstdint>

@@ -5,6 +5,7 @@
 
 #include <fmt/ranges.h>
 
+#include "framework/checkpoint/crc32c.h"
 #include "framework/checkpoint/safetensors_dtype.h"
 #include "framework/core/error.h"
 
@@ -14,6 +15,15 @@ namespace {
 using nlohmann::json;
 
 constexpr std::string_view kFormatName = "hai-train checkpoint";
+constexpr std::string_view kChecksumKey = "manifest_crc32c";
+
+// The CRC32C of the document's compact JSON without the checksum field. Keys are sorted and numbers print the
+// same after a round trip, so it does not depend on how the file was formatted.
+uint32_t document_checksum(json document) {
+  document.erase(kChecksumKey);
+  std::string text = document.dump();
+  return crc32c(std::as_bytes(std::span<const char>(text.data(), text.size())));
+}
 
 json files_to_json(const std::vector<FileRecord>& files) {
   json list = json::array();
@@ -163,12 +173,18 @@ std::string manifest_to_text(const CheckpointManifest& manifest) {
                    {"layout", state.layout},
                    {"files", files_to_json(manifest.files)},
                    {"tensors", tensors_to_json(manifest.tensors)}};
+  document[kChecksumKey] = document_checksum(document);
   return document.dump(1) + "\n";
 }
 
 CheckpointManifest manifest_from_text(const std::string& text, const std::string& path) {
   CheckpointManifest manifest = parse_json_text<CheckpointManifest>(text, path, [&](const json& document) {
     if (document.at("format").get<std::string>() != kFormatName) HAI_THROW("{}: not a hai-train manifest", path);
+    uint32_t checksum = document_checksum(document);
+    if (checksum != document.at(kChecksumKey).get<uint32_t>()) {
+      HAI_THROW("{}: the manifest is corrupt: CRC32C {:08x}, it says {:08x}", path, checksum,
+                document.at(kChecksumKey).get<uint32_t>());
+    }
     int version = document.at("format_version").get<int>();
     if (version != kCheckpointFormatVersion) {
       HAI_THROW("{}: format version {}, this build reads version {}", path, version, kCheckpointFormatVersion);

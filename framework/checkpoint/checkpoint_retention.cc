@@ -13,6 +13,15 @@ std::string child(const std::string& dir, std::string_view name) {
   return (std::filesystem::path(dir) / name).string();
 }
 
+// The step of "step_00000005.tmp" or "step_00000005.replaced.tmp"; nullopt for other names.
+std::optional<int64_t> parse_temporary_dir_name(std::string_view name) {
+  constexpr std::string_view kReplaced = ".replaced";
+  if (!name.ends_with(kTemporarySuffix)) return std::nullopt;
+  name.remove_suffix(kTemporarySuffix.size());
+  if (name.ends_with(kReplaced)) name.remove_suffix(kReplaced.size());
+  return parse_step_dir_name(name);
+}
+
 }  // namespace
 
 std::vector<int64_t> list_checkpoint_steps(const std::string& dir) {
@@ -28,9 +37,10 @@ std::vector<int64_t> list_checkpoint_steps(const std::string& dir) {
   return steps;
 }
 
-void remove_unfinished_checkpoints(const std::string& dir) {
+void remove_unfinished_checkpoints(const std::string& dir, int64_t up_to_step) {
   for (const std::string& name : list_directory(dir)) {
-    if (name.starts_with("step_") && name.ends_with(kTemporarySuffix)) remove_path(child(dir, name));
+    std::optional<int64_t> step = parse_temporary_dir_name(name);
+    if (step && *step <= up_to_step) remove_path(child(dir, name));
   }
 }
 

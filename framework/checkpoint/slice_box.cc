@@ -40,7 +40,9 @@ SliceBox whole_box(const std::vector<int64_t>& shape) { return {std::vector<int6
 
 int64_t box_volume(const SliceBox& box) {
   int64_t volume = 1;
-  for (int64_t extent : box.extents) volume *= extent;
+  for (int64_t extent : box.extents) {
+    if (__builtin_mul_overflow(volume, extent, &volume)) HAI_THROW("slice {} is too large", box_str(box));
+  }
   return volume;
 }
 

@@ -86,11 +86,19 @@ TEST_F(CheckpointCorruption, AMissingOrDamagedManifestIsRefused) {
   expect_error([&] { CheckpointReader reader(step_dir_); }, {manifest});
 }
 
+TEST_F(CheckpointCorruption, AChangedManifestFailsItsChecksum) {
+  std::string manifest = step_dir_ + "/manifest.json";
+  std::string text = testing::file_text(manifest);
+  text.replace(text.find("\"step\": 3"), 9, "\"step\": 4");
+  write_bytes(manifest, {text.begin(), text.end()});
+  expect_error([&] { CheckpointReader reader(step_dir_); }, {manifest, "corrupt"});
+}
+
 TEST_F(CheckpointCorruption, AManifestThatDisagreesWithItsFilesIsRefused) {
   std::string manifest = step_dir_ + "/manifest.json";
-  std::vector<char> bytes = file_bytes(manifest);
-  std::string text(bytes.begin(), bytes.end());
-  text.replace(text.find("\"BF16\""), 6, "\"F16\"");  // the moment's dtype
+  CheckpointManifest edited = manifest_from_text(testing::file_text(manifest), manifest);
+  edited.tensors[1].dtype = DType::f16;  // "w.exp_avg" is stored as bf16
+  std::string text = manifest_to_text(edited);
   write_bytes(manifest, {text.begin(), text.end()});
   expect_error([&] { CheckpointReader reader(step_dir_); }, {"optim-rank00000.safetensors", "tensor 'w.exp_avg'"});
 }

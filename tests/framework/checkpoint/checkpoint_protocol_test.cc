@@ -65,6 +65,13 @@ TEST(CheckpointProtocol, LatestMovesOnlyAtCommitAndUnfinishedWritesAreIgnoredThe
   EXPECT_EQ(stored_value(*resolve_checkpoint(dir.str(), "auto")), 3.0f);
 }
 
+TEST(CheckpointProtocol, ALaterStepsSaveInProgressIsLeftAlone) {
+  ScratchDir dir;
+  TinyCheckpoint(dir.str(), 6, 6.0f).write();  // a fast rank already writes the next checkpoint
+  TinyCheckpoint(dir.str(), 5, 5.0f).commit(dir.str(), 1);
+  EXPECT_TRUE(fs::exists(dir / "step_00000006.tmp/model-rank00000.safetensors"));
+}
+
 TEST(CheckpointProtocol, LeftoversOfAnEarlierAttemptAtTheSameStepAreDropped) {
   ScratchDir dir;
   fs::create_directories(dir / "step_00000004.tmp");

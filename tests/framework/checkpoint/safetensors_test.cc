@@ -145,6 +145,14 @@ TEST(Safetensors, RefusesMalformedFilesNamingFileAndTensor) {
   }
 }
 
+TEST(Safetensors, RefusesADeeplyNestedHeaderWithoutOverflowingTheStack) {
+  ScratchDir dir;
+  constexpr size_t kDepth = 200'000;
+  write_bytes(dir / "deep.safetensors",
+              raw_file("{\"w\":" + std::string(kDepth, '[') + std::string(kDepth, ']') + "}", 0));
+  expect_error([&] { SafetensorsFile file(dir / "deep.safetensors"); }, {dir / "deep.safetensors", "tensor 'w'"});
+}
+
 TEST(Safetensors, RefusesShortFilesAndHeaderLengthsBeyondTheFile) {
   ScratchDir dir;
   write_bytes(dir / "short.safetensors", {1, 2, 3});
