@@ -1,6 +1,5 @@
 // hai-train --config FILE [--set a.b=value]... [--dry-run | --schedule-only | --eval-only]
 // Every rank reads and validates the config before MPI starts; a bad config exits 2 with the error on rank 0.
-// Training itself comes with the model: for now rank 0 writes the effective config and exits 3.
 
 #include <CLI/CLI.hpp>
 
@@ -8,16 +7,23 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
+
+#include "apps/hai-train/trainer.h"
 #include "framework/config/config_error.h"
 #include "framework/config/load.h"
-#include "framework/config/summary.h"
 #include "framework/config/write.h"
 #include "framework/core/launch.h"
+#include "framework/core/logging.h"
+#include "model/memory_estimate.h"
+#include "model/parameters.h"
 
 namespace {
 
-constexpr int exit_config_error = 2;
-constexpr int exit_not_implemented = 3;
+constexpr int kExitFailure = 1;
+constexpr int kExitConfigError = 2;
+constexpr int kExitNotImplemented = 3;
 
 struct Options {
   std::string config_path;
@@ -25,25 +31,62 @@ struct Options {
   bool dry_run = false;
   bool schedule_only = false;
   bool eval_only = false;
+  int world_size = 0;  // 0: the launcher's
 };
 
 void add_options(CLI::App& app, Options& options) {
   app.add_option("--config", options.config_path, "experiment config (YAML)")->required();
   app.add_option("--set", options.overrides, "override a config key: --set a.b=value (repeatable, the later wins)")
       ->allow_extra_args(false);
-  auto* dry_run = app.add_flag("--dry-run", options.dry_run, "print parameter counts and memory per rank, then exit");
+  auto* dry_run = app.add_flag("--dry-run", options.dry_run,
+                               "print parameter counts and memory per rank as JSON, then exit");
   auto* schedule_only =
       app.add_flag("--schedule-only", options.schedule_only, "build and check the pipeline schedule, then exit");
-  auto* eval_only = app.add_flag("--eval-only", options.eval_only, "evaluate the resumed checkpoint, then exit");
+  auto* eval_only = app.add_flag("--eval-only", options.eval_only,
+                                 "evaluate the checkpoint named by checkpoint.resume, print JSON, then exit");
+  app.add_option("--world-size", options.world_size,
+                 "with --dry-run: plan for this many ranks instead of the launched ones");
   dry_run->excludes(schedule_only)->excludes(eval_only);
   schedule_only->excludes(eval_only);
 }
 
-std::string mode_name(const Options& options) {
-  if (options.dry_run) return "--dry-run";
-  if (options.schedule_only) return "--schedule-only";
-  if (options.eval_only) return "--eval-only";
-  return "training";
+nlohmann::ordered_json dry_run_report(const hai::Config& config, int world_size) {
+  hai::ParameterCounts counts = hai::count_parameters(config.model);
+  hai::RankMemory memory = hai::estimate_rank_memory(config);
+  nlohmann::ordered_json report;
+  report["world_size"] = world_size;
+  report["layout"] = {{"dp", config.parallel.dp.value()}, {"pp", config.parallel.pp},
+                      {"tp", config.parallel.tp}, {"ep", config.parallel.ep}};
+  report["total_params"] = counts.total;
+  report["activated_params"] = counts.activated;
+  report["mtp_params"] = counts.mtp;
+  report["flops_per_token"] = hai::training_flops_per_token(config.model, config.train.seq_len);
+  report["memory_per_rank"] = {{"params", memory.params},
+                               {"grads", memory.grads},
+                               {"optimizer", memory.optimizer},
+                               {"activations", memory.activations},
+                               {"total", memory.total()}};
+  return report;
+}
+
+int train_or_evaluate(const hai::Config& config, const Options& options) {
+  hai::write_config_file(config, config.logging.run_dir + "/config.yaml");
+  hai::Trainer trainer(config);
+  int64_t resumed = trainer.resume();
+  if (!options.eval_only) {
+    trainer.train();
+    return 0;
+  }
+  HAI_CHECK(resumed > 0 || config.checkpoint.resume == "none",
+            "--eval-only needs a checkpoint: none found for checkpoint.resume = {}", config.checkpoint.resume);
+  // data.eval_path is scored whole; the validation split by train.eval_batches micro-batches.
+  int64_t windows = config.data.eval_path.empty() ? config.train.eval_batches * config.train.micro_batch_size : -1;
+  hai::EvalResult result = trainer.evaluate(windows);
+  nlohmann::ordered_json line = {{"step", trainer.step()},      {"eval_loss", result.lm_loss},
+                                 {"mtp_loss", result.mtp_loss}, {"tokens", result.tokens},
+                                 {"windows", result.windows}};
+  std::cout << line.dump() << std::endl;
+  return 0;
 }
 
 }  // namespace
@@ -55,27 +98,33 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& error) {
-    return app.exit(error) == 0 ? 0 : exit_config_error;
+    return app.exit(error) == 0 ? 0 : kExitConfigError;
   }
 
   const hai::LaunchInfo& launch = hai::launch_info();
+  int world_size = options.world_size > 0 ? options.world_size : launch.world_size;
+  auto features = options.dry_run ? hai::FeatureCheck::plan_only : hai::FeatureCheck::require_supported;
   hai::Config config;
   try {
-    config = hai::load_config(options.config_path, options.overrides, launch.world_size);
+    config = hai::load_config(options.config_path, options.overrides, world_size, features);
   } catch (const hai::ConfigError& error) {
     if (launch.rank == 0) std::cerr << error.what() << std::endl;
-    return exit_config_error;
+    return kExitConfigError;
   }
-  if (launch.rank != 0) return exit_not_implemented;
 
-  const std::string effective_path = config.logging.run_dir + "/config.yaml";
+  hai::init_logging(launch.rank, launch.rank == 0);
   try {
-    hai::write_config_file(config, effective_path);
+    if (options.dry_run) {
+      if (launch.rank == 0) std::cout << dry_run_report(config, world_size).dump() << std::endl;
+      return 0;
+    }
+    if (options.schedule_only) {
+      spdlog::error("--schedule-only is not implemented yet (it comes with the pipeline schedules)");
+      return kExitNotImplemented;
+    }
+    return train_or_evaluate(config, options);
   } catch (const hai::Error& error) {
-    std::cerr << error.what() << std::endl;
-    return 1;
+    spdlog::error("{}", error.what());
+    return kExitFailure;
   }
-  std::cout << hai::config_summary(config) << "effective config: " << effective_path << std::endl;
-  std::cerr << "hai-train: " << mode_name(options) << " is not implemented yet (it comes with the model)" << std::endl;
-  return exit_not_implemented;
 }

@@ -6,11 +6,12 @@
 
 namespace hai {
 
-Config load_config(const std::string& path, const std::vector<std::string>& overrides, int world_size) {
+Config load_config(const std::string& path, const std::vector<std::string>& overrides, int world_size,
+                   FeatureCheck features) {
   ParsedConfig parsed = parse_config_file(path, overrides);
   validate(parsed.config, world_size, parsed.lines);
   Config resolved = resolve_auto(parsed.config, world_size);
-  check_supported(resolved, parsed.lines);
+  if (features == FeatureCheck::require_supported) check_supported(resolved, parsed.lines);
   return resolved;
 }
 

@@ -9,7 +9,11 @@
 
 namespace hai {
 
+// Whether features that do not exist yet are refused (training) or only planned for (--dry-run).
+enum class FeatureCheck { require_supported, plan_only };
+
 // Throws ConfigError on any problem. The returned config has dp and micro_batches resolved.
-Config load_config(const std::string& path, const std::vector<std::string>& overrides, int world_size);
+Config load_config(const std::string& path, const std::vector<std::string>& overrides, int world_size,
+                   FeatureCheck features = FeatureCheck::require_supported);
 
 }  // namespace hai

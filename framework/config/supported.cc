@@ -26,7 +26,6 @@ void check_supported(const Config& config, const KeyLines& lines) {
   require(mode == PrecisionMode::fp32 || mode == PrecisionMode::bf16, lines, "precision.mode",
           std::string(to_string(mode)));
   require(config.runtime.device != RuntimeDevice::cuda, lines, "runtime.device", "the CUDA backend");
-  require(!config.ema.enabled, lines, "ema.enabled", "EMA of the parameters");
 }
 
 }  // namespace hai

@@ -42,7 +42,6 @@ TEST(CheckSupported, RefusesWhatDoesNotExistYet) {
   expect_unsupported("precision.mode", [](Config& config) { config.precision.mode = PrecisionMode::fp16; });
   expect_unsupported("precision.mode", [](Config& config) { config.precision.mode = PrecisionMode::fp8; });
   expect_unsupported("runtime.device", [](Config& config) { config.runtime.device = RuntimeDevice::cuda; });
-  expect_unsupported("ema.enabled", [](Config& config) { config.ema.enabled = true; });
 }
 
 TEST(CheckSupported, MessageNamesTheFeature) {

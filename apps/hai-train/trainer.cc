@@ -1,0 +1,206 @@
+#include "apps/hai-train/trainer.h"
+
+#include <sys/resource.h>
+
+#include <chrono>
+#include <cmath>
+
+#include <spdlog/spdlog.h>
+
+#include "framework/device/grad_norm.h"
+#include "framework/metrics/expert_load_stats.h"
+#include "framework/metrics/mfu.h"
+#include "framework/optim/grad_clip.h"
+#include "framework/optim/lr_schedule.h"
+#include "framework/config/config_enums.h"
+#include "model/parameters.h"
+
+namespace hai {
+namespace {
+
+DType compute_dtype(PrecisionMode mode) {
+  switch (mode) {
+    case PrecisionMode::fp32: return DType::f32;
+    case PrecisionMode::bf16: return DType::bf16;
+    case PrecisionMode::fp16: return DType::f16;
+    case PrecisionMode::fp8: break;
+  }
+  HAI_THROW("precision.mode fp8 has no CPU compute copy yet");
+}
+
+double peak_memory_gib() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return static_cast<double>(usage.ru_maxrss) / (1024.0 * 1024.0);  // ru_maxrss is in KiB on Linux
+}
+
+ParameterStore make_store(const Config& config) {
+  ParameterStore store(deepseek_v3_parameters(config.model), Device::cpu(), compute_dtype(config.precision.mode));
+  store.initialize(static_cast<uint64_t>(config.train.seed), config.model.init_std);
+  store.refresh_compute_copy();
+  return store;
+}
+
+DataLoaderOptions loader_options(const Config& config) {
+  return {.micro_batch_size = config.train.micro_batch_size,
+          .dp_rank = 0,
+          .dp_size = 1,
+          .seed = static_cast<uint64_t>(config.train.seed)};
+}
+
+// The mean of a step's micro-batch losses.
+struct StepLosses {
+  double objective = 0, lm = 0, mtp = 0, balance = 0;
+
+  void add(const MicroBatchLosses& losses, double mtp_loss_weight, double weight) {
+    objective += weight * losses.objective(mtp_loss_weight);
+    lm += weight * losses.lm.mean();
+    mtp += weight * losses.mtp_mean();
+    balance += weight * losses.balance;
+  }
+};
+
+std::vector<Tensor> gradient_buffers(const ParameterStore& store) { return {store.grads()}; }
+
+}  // namespace
+
+Trainer::Trainer(const Config& config)
+    : config_(config),
+      store_(make_store(config)),
+      model_(config.model, store_),
+      optimizer_(store_, config.optimizer),
+      data_(open_training_data(config)),
+      loader_(data_.train, loader_options(config)),
+      flops_per_token_(training_flops_per_token(config.model, config.train.seq_len)) {
+  if (config.ema.enabled) ema_ = std::make_unique<ParameterEma>(store_.values(), config.ema.decay);
+}
+
+Trainer::~Trainer() = default;
+
+void Trainer::train() {
+  if (!metrics_) metrics_ = MetricsWriter::fresh(config_.logging.run_dir);
+  log_startup();
+  while (step_ < config_.train.steps) {
+    train_step();
+    bool last = step_ == config_.train.steps;
+    if (config_.train.eval_interval > 0 && (step_ % config_.train.eval_interval == 0 || last)) run_evaluation();
+    if (last || (config_.checkpoint.interval > 0 && step_ % config_.checkpoint.interval == 0)) save_checkpoint();
+  }
+}
+
+void Trainer::train_step() {
+  auto start = std::chrono::steady_clock::now();
+  int64_t micro_batches = config_.parallel.micro_batches.value();
+  store_.zero_grads();
+  model_.reset_expert_load();
+  StepLosses losses;
+  for (int64_t micro_batch = 0; micro_batch < micro_batches; ++micro_batch) {
+    OwnedTensor tokens = loader_.next();  // [B, S + 1]
+    MicroBatchLosses micro = model_.train_micro_batch(tokens, 1.0f / static_cast<float>(micro_batches));
+    losses.add(micro, config_.model.mtp_loss_weight, 1.0 / static_cast<double>(micro_batches));
+  }
+
+  ++step_;
+  double squared_norm = grad_norm_squared(gradient_buffers(store_));
+  double grad_norm = clip_gradients(gradient_buffers(store_), squared_norm, config_.optimizer.grad_clip);
+  bool skipped = !std::isfinite(grad_norm);
+  double lr = learning_rate(config_.optimizer, config_.train.steps, step_);
+  if (skipped) {
+    spdlog::warn("step {}: gradient norm is {}; the update is skipped", step_, grad_norm);
+  } else {
+    optimizer_.step(static_cast<float>(lr), step_);
+    model_.update_router_biases(static_cast<float>(config_.model.moe.bias_update_speed));
+    if (ema_) ema_->submit(store_.values());
+  }
+
+  double step_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  step_time_.add(step_ms);
+  int64_t step_tokens = config_.train.global_batch_size * config_.train.seq_len;
+  StepRecord record{.step = step_,
+                    .tokens = step_ * step_tokens,
+                    .loss = losses.objective,
+                    .lm_loss = losses.lm,
+                    .mtp_loss = losses.mtp,
+                    .balance_loss = losses.balance,
+                    .lr = lr,
+                    .grad_norm = grad_norm,
+                    .loss_scale = 1.0,
+                    .skipped = skipped,
+                    .step_ms = step_ms,
+                    .tokens_per_s = static_cast<double>(step_tokens) / (step_ms / 1000.0),
+                    .mfu = 0,
+                    .mem_gib = peak_memory_gib()};
+  record.mfu = mfu(record.tokens_per_s, flops_per_token_, config_.logging.peak_tflops, 1);
+  metrics_->write(record);
+
+  bool log_now = step_ % config_.logging.interval == 0 || step_ == 1 || step_ == config_.train.steps;
+  if (!log_now) return;
+  ExpertLoadRecord load_record{.step = step_};
+  Tensor load = model_.expert_load();  // [moe_layers, E]
+  for (size_t row = 0; row < model_.moe_layer_indices().size(); ++row) {
+    Tensor layer_load = load.slice(static_cast<int64_t>(row), static_cast<int64_t>(row) + 1)
+                            .reshape(Shape{config_.model.moe.routed_experts});
+    load_record.layers.push_back({model_.moe_layer_indices()[row], expert_load_stats(layer_load)});
+  }
+  metrics_->write(load_record);
+  spdlog::info(format_progress({.step = step_,
+                                .total_steps = config_.train.steps,
+                                .loss = record.loss,
+                                .lr = lr,
+                                .grad_norm = grad_norm,
+                                .tokens_per_s = record.tokens_per_s,
+                                .mfu = record.mfu,
+                                .step_ms = step_ms,
+                                .mem_gib = record.mem_gib,
+                                .eta_s = step_time_.eta_s(config_.train.steps - step_)}));
+}
+
+EvalResult Trainer::evaluate(int64_t max_windows) {
+  HAI_CHECK(data_.eval != nullptr, "no evaluation data: set data.valid_fraction or data.eval_path");
+  int64_t windows = static_cast<int64_t>(data_.eval->window_count());
+  if (max_windows >= 0) windows = std::min(windows, max_windows);
+  int64_t batch = config_.train.micro_batch_size, seq_len = config_.train.seq_len;
+  TokenLoss lm, mtp;
+  for (int64_t first = 0; first < windows; first += batch) {
+    int64_t rows = std::min(batch, windows - first);
+    OwnedTensor tokens(Shape{rows, seq_len + 1}, DType::i32);  // [rows, S + 1]
+    for (int64_t row = 0; row < rows; ++row) {
+      std::span<int32_t> window(tokens.data<int32_t>() + row * (seq_len + 1), static_cast<size_t>(seq_len + 1));
+      data_.eval->read_window(static_cast<uint64_t>(first + row), window);
+    }
+    MicroBatchLosses losses = model_.evaluate(tokens);
+    lm.sum += losses.lm.sum;
+    lm.tokens += losses.lm.tokens;
+    for (const TokenLoss& depth : losses.mtp) {
+      mtp.sum += depth.sum;
+      mtp.tokens += depth.tokens;
+    }
+  }
+  return {.lm_loss = lm.mean(), .mtp_loss = mtp.mean(), .tokens = lm.tokens, .windows = windows};
+}
+
+void Trainer::run_evaluation() {
+  EvalResult result = evaluate(config_.train.eval_batches * config_.train.micro_batch_size);
+  int64_t step_tokens = config_.train.global_batch_size * config_.train.seq_len;
+  metrics_->write(EvalRecord{.step = step_, .tokens = step_ * step_tokens, .eval_loss = result.lm_loss});
+  spdlog::info("step {}: eval loss {:.4f} (MTP {:.4f}) over {} windows", step_, result.lm_loss, result.mtp_loss,
+               result.windows);
+}
+
+void Trainer::log_startup() const {
+  ParameterCounts counts = count_parameters(config_.model);
+  spdlog::info("hai-train: 1 rank (dp 1, pp 1, tp 1, ep 1), device cpu, precision {}",
+               to_string(config_.precision.mode));
+  spdlog::info("parameters: {:.3f}M total, {:.3f}M activated per token, {:.3f}M in MTP modules",
+               counts.total / 1e6, counts.activated / 1e6, counts.mtp / 1e6);
+  spdlog::info("memory: parameters {:.1f} MiB (+ compute copy), optimizer {:.1f} MiB", store_.values().bytes() / 1048576.0,
+               optimizer_.state_bytes() / 1048576.0);
+  spdlog::info("MFU = tokens/s x {:.4g} FLOP/token / ({} TFLOP/s x 1 device); FLOP/token = 6 x activated matmul "
+               "parameters (head included, embedding not) + 3 x layers x heads x seq_len x (d_qk + d_v)",
+               flops_per_token_, config_.logging.peak_tflops);
+  spdlog::info("training steps {}..{} of {}, {} sequences of {} tokens per step ({} micro-batches of {})",
+               step_ + 1, config_.train.steps, config_.train.steps, config_.train.global_batch_size,
+               config_.train.seq_len, config_.parallel.micro_batches.value(), config_.train.micro_batch_size);
+}
+
+}  // namespace hai

@@ -1,0 +1,19 @@
+#pragma once
+// The sample sources a run reads, from the config's data section: the training split, and the evaluation source
+// (the validation split of the same dataset, or data.eval_path read whole).
+
+#include <memory>
+
+#include "framework/config/config.h"
+#include "framework/data/sample_source.h"
+
+namespace hai {
+
+struct TrainingData {
+  std::shared_ptr<const SampleSource> train;
+  std::shared_ptr<const SampleSource> eval;  // null when the config asks for no evaluation data
+};
+
+TrainingData open_training_data(const Config& config);
+
+}  // namespace hai

@@ -1,0 +1,30 @@
+#pragma once
+// The memory one rank needs for a config and layout, estimated from the model shape without allocating it
+// (hai-train --dry-run and the start-up summary). The rank is the busiest one: a pipeline stage holding an even
+// share of the layers (two shares under DualPipe, which keeps two copies of each stage) plus the embedding and
+// head, its ep-th of the routed experts, and its ZeRO-1 shard of the optimizer state.
+//   params:      the compute copy GEMMs read (the fp32 master itself in fp32 mode)
+//   grads:       fp32 gradients of the rank's parameters
+//   optimizer:   ZeRO-1 shard of the fp32 master (mixed precision only) and the two AdamW moments
+//   activations: what forward keeps for backward, for the micro-batches a schedule keeps alive (1 without a
+//                pipeline, pp under 1F1B, pp + 1 under DualPipe(V)); counted per layer from the tensors the
+//                layers save, in the compute dtype's size (fp32 on the CPU reference)
+
+#include <cstdint>
+
+#include "framework/config/config.h"
+
+namespace hai {
+
+struct RankMemory {
+  int64_t params = 0;
+  int64_t grads = 0;
+  int64_t optimizer = 0;
+  int64_t activations = 0;
+  int64_t total() const { return params + grads + optimizer + activations; }
+};
+
+// config must have dp and micro_batches resolved.
+RankMemory estimate_rank_memory(const Config& config);
+
+}  // namespace hai
