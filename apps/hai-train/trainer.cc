@@ -156,6 +156,19 @@ void Trainer::train_step() {
 }
 
 EvalResult Trainer::evaluate(int64_t max_windows) {
+  if (!config_.ema.eval) return evaluate_current(max_windows);
+  // Evaluate with the EMA weights swapped in, then put the trained weights back.
+  OwnedTensor trained(store_.values().shape(), DType::f32);
+  copy_tensor(trained, store_.values());
+  copy_tensor(store_.values(), ema_->values());
+  store_.refresh_compute_copy();
+  EvalResult result = evaluate_current(max_windows);
+  copy_tensor(store_.values(), trained);
+  store_.refresh_compute_copy();
+  return result;
+}
+
+EvalResult Trainer::evaluate_current(int64_t max_windows) {
   HAI_CHECK(data_.eval != nullptr, "no evaluation data: set data.valid_fraction or data.eval_path");
   int64_t windows = static_cast<int64_t>(data_.eval->window_count());
   if (max_windows >= 0) windows = std::min(windows, max_windows);

@@ -36,7 +36,8 @@ class Trainer {
   int64_t resume();
   // Trains from the current step to train.steps, then saves the final checkpoint.
   void train();
-  // The evaluation source's first `max_windows` windows in order (all of them when max_windows < 0).
+  // The evaluation source's first `max_windows` windows in order (all of them when max_windows < 0), with the
+  // EMA weights when ema.eval is set.
   EvalResult evaluate(int64_t max_windows);
 
   int64_t step() const { return step_; }
@@ -44,6 +45,7 @@ class Trainer {
 
  private:
   void train_step();
+  EvalResult evaluate_current(int64_t max_windows);
   void log_startup() const;
   void save_checkpoint();
   void run_evaluation();

@@ -155,6 +155,7 @@ struct CheckpointConfig {
 struct EmaConfig {
   bool enabled = false;
   double decay = 0.999;
+  bool eval = false;  // evaluate with the EMA weights
   bool operator==(const EmaConfig&) const = default;
 };
 

@@ -144,6 +144,7 @@ std::vector<ConfigKey> io_and_runtime_keys() {
       HAI_CONFIG_KEY(checkpoint.resume, "auto (latest in dir, if any), none, or a checkpoint directory", not_empty()),
       HAI_CONFIG_KEY(ema.enabled, "keep an exponential moving average of the parameters in CPU memory"),
       HAI_CONFIG_KEY(ema.decay, "EMA decay per step", open_fraction()),
+      HAI_CONFIG_KEY(ema.eval, "evaluate (periodically and with --eval-only) with the EMA weights; needs ema.enabled"),
       HAI_CONFIG_KEY(logging.run_dir, "directory of config.yaml, metrics.jsonl and the logs", not_empty()),
       HAI_CONFIG_KEY(logging.interval, "print a log line every this many steps", positive<I>()),
       HAI_CONFIG_KEY(logging.peak_tflops, "peak TFLOP/s per GPU, the MFU denominator", positive<double>()),

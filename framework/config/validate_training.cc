@@ -42,6 +42,9 @@ void validate_data(const Config& config, const KeyLines& lines) {
 void validate_training(const Config& config, const KeyLines& lines) {
   validate_lr_schedule(config.optimizer, lines);
   validate_data(config, lines);
+  if (config.ema.eval && !config.ema.enabled) {
+    throw_config_error(lines, "ema.eval", "needs ema.enabled: true");
+  }
   const LossScaleConfig& loss_scale = config.precision.loss_scale;
   if (loss_scale.min > loss_scale.init) {
     throw_config_error(lines, "precision.loss_scale.min",

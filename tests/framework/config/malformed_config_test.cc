@@ -60,6 +60,7 @@ const BadConfig bad_configs[] = {
     {"YarnFactorBelowOne", "model:\n  rope:\n    yarn:\n      factor: 0.5\n", 1, "model.rope.yarn.factor",
      "must be >= 1 (got 0.5)", 4},
     {"EmaDecayOfOne", "ema:\n  decay: 1.0\n", 1, "ema.decay", "must be in (0, 1)", 2},
+    {"EmaEvalWithoutEma", "ema:\n  eval: true\n", 1, "ema.eval", "needs ema.enabled", 2},
     {"ValidFractionOfOne", "data:\n  source: synthetic\n  valid_fraction: 1.0\n", 1, "data.valid_fraction",
      "must be in [0, 1)", 3},
     {"EmptyRunDir", "logging:\n  run_dir: \"\"\n", 1, "logging.run_dir", "must be non-empty", 2},
