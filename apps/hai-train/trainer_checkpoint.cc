@@ -75,7 +75,6 @@ int64_t Trainer::resume() {
   const CheckpointState& state = reader.state();
   step_ = state.step;
   loader_.set_position(DataPosition::parse(state.data_position.at("position").get<std::string>()));
-  metrics_ = MetricsWriter::resumed(config_.logging.run_dir, step_);
   spdlog::info("resumed from {} at step {}", *path, step_);
   return step_;
 }

@@ -44,7 +44,7 @@ std::string mpi_error_string(int code);
     cublasStatus_t hai_cublas_status_ = (call);                                                       \
     if (hai_cublas_status_ != CUBLAS_STATUS_SUCCESS) {                                                \
       throw ::hai::Error(::fmt::format("cuBLAS error in {}: {} ({})", #call,                          \
-                                       cublasGetStatusString(hai_cublas_status_),                     \
+                                       cublasLtGetStatusString(hai_cublas_status_),                   \
                                        static_cast<int>(hai_cublas_status_)),                         \
                          __FILE__, __LINE__);                                                         \
     }                                                                                                 \

@@ -3,6 +3,10 @@
 #include "framework/device/cpu/adamw.h"
 #include "framework/device/dispatch.h"
 
+#ifdef HAI_WITH_CUDA
+#include "framework/device/cuda/adamw.h"
+#endif
+
 namespace hai {
 namespace {
 
@@ -30,11 +34,15 @@ void check_settings(const AdamWSettings& settings) {
 }  // namespace
 
 void adamw_step(const Tensor& params, const Tensor& grads, const Tensor& exp_avg, const Tensor& exp_avg_sq,
-                const AdamWSettings& settings, Stream) {
+                const AdamWSettings& settings, [[maybe_unused]] Stream stream) {
   check_operands(params, grads, exp_avg, exp_avg_sq);
   check_settings(settings);
   if (params.device().is_cpu()) return cpu::adamw_step(params, grads, exp_avg, exp_avg_sq, settings);
+#ifdef HAI_WITH_CUDA
+  return cuda::adamw_step(params, grads, exp_avg, exp_avg_sq, settings, stream);
+#else
   throw_no_backend("adamw_step", params.device());
+#endif
 }
 
 }  // namespace hai

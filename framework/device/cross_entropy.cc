@@ -4,6 +4,10 @@
 #include "framework/device/dispatch.h"
 #include "framework/device/index_check.h"
 
+#ifdef HAI_WITH_CUDA
+#include "framework/device/cuda/cross_entropy.h"
+#endif
+
 namespace hai {
 namespace {
 
@@ -21,23 +25,31 @@ void check_operands(const Tensor& logits, const Tensor& targets, int32_t ignore_
 }  // namespace
 
 void cross_entropy_forward(const Tensor& losses, const Tensor& logits, const Tensor& targets, int32_t ignore_index,
-                           Stream) {
+                           [[maybe_unused]] Stream stream) {
   check_operands(logits, targets, ignore_index);
   check_shape(losses, Shape{logits.size(0)}, "cross-entropy losses");
   check_dtype(losses, DType::f32, "cross-entropy losses");
   check_same_device(losses, logits, "cross-entropy");
   if (logits.device().is_cpu()) return cpu::cross_entropy_forward(losses, logits, targets, ignore_index);
+#ifdef HAI_WITH_CUDA
+  return cuda::cross_entropy_forward(losses, logits, targets, ignore_index, stream);
+#else
   throw_no_backend("cross_entropy_forward", logits.device());
+#endif
 }
 
 void cross_entropy_backward(const Tensor& d_logits, const Tensor& logits, const Tensor& targets, float scale,
-                            int32_t ignore_index, Stream) {
+                            int32_t ignore_index, [[maybe_unused]] Stream stream) {
   check_operands(logits, targets, ignore_index);
   check_shape(d_logits, logits.shape(), "cross-entropy d_logits");
   check_dtype(d_logits, DType::f32, "cross-entropy d_logits");
   check_same_device(d_logits, logits, "cross-entropy");
   if (logits.device().is_cpu()) return cpu::cross_entropy_backward(d_logits, logits, targets, scale, ignore_index);
+#ifdef HAI_WITH_CUDA
+  return cuda::cross_entropy_backward(d_logits, logits, targets, scale, ignore_index, stream);
+#else
   throw_no_backend("cross_entropy_backward", logits.device());
+#endif
 }
 
 }  // namespace hai

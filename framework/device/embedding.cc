@@ -4,6 +4,10 @@
 #include "framework/device/dispatch.h"
 #include "framework/device/index_check.h"
 
+#ifdef HAI_WITH_CUDA
+#include "framework/device/cuda/embedding.h"
+#endif
+
 namespace hai {
 namespace {
 
@@ -21,16 +25,24 @@ void check_operands(const Tensor& rows, const Tensor& table, const Tensor& ids) 
 
 }  // namespace
 
-void embedding_forward(const Tensor& out, const Tensor& table, const Tensor& ids, Stream) {
+void embedding_forward(const Tensor& out, const Tensor& table, const Tensor& ids, [[maybe_unused]] Stream stream) {
   check_operands(out, table, ids);
   if (out.device().is_cpu()) return cpu::embedding_forward(out, table, ids);
+#ifdef HAI_WITH_CUDA
+  return cuda::embedding_forward(out, table, ids, stream);
+#else
   throw_no_backend("embedding_forward", out.device());
+#endif
 }
 
-void embedding_backward(const Tensor& d_table, const Tensor& d_out, const Tensor& ids, Stream) {
+void embedding_backward(const Tensor& d_table, const Tensor& d_out, const Tensor& ids, [[maybe_unused]] Stream stream) {
   check_operands(d_out, d_table, ids);
   if (d_table.device().is_cpu()) return cpu::embedding_backward(d_table, d_out, ids);
+#ifdef HAI_WITH_CUDA
+  return cuda::embedding_backward(d_table, d_out, ids, stream);
+#else
   throw_no_backend("embedding_backward", d_table.device());
+#endif
 }
 
 }  // namespace hai

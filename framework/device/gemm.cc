@@ -3,6 +3,10 @@
 #include "framework/device/cpu/gemm.h"
 #include "framework/device/dispatch.h"
 
+#ifdef HAI_WITH_CUDA
+#include "framework/device/cuda/gemm.h"
+#endif
+
 namespace hai {
 namespace {
 
@@ -35,10 +39,15 @@ void check_operands(const Tensor& c, const Tensor& a, const Tensor& b, const Gem
 
 }  // namespace
 
-void gemm(const Tensor& c, const Tensor& a, const Tensor& b, const GemmOptions& options, Stream) {
+void gemm(const Tensor& c, const Tensor& a, const Tensor& b, const GemmOptions& options,
+          [[maybe_unused]] Stream stream) {
   check_operands(c, a, b, options);
   if (c.device().is_cpu()) return cpu::gemm(c, a, b, options);
+#ifdef HAI_WITH_CUDA
+  return cuda::gemm(c, a, b, options, stream);
+#else
   throw_no_backend("gemm", c.device());
+#endif
 }
 
 }  // namespace hai

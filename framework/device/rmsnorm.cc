@@ -3,6 +3,10 @@
 #include "framework/device/cpu/rmsnorm.h"
 #include "framework/device/dispatch.h"
 
+#ifdef HAI_WITH_CUDA
+#include "framework/device/cuda/rmsnorm.h"
+#endif
+
 namespace hai {
 namespace {
 
@@ -25,21 +29,30 @@ void check_operands(std::initializer_list<const Tensor*> rows, const Tensor& x, 
 
 }  // namespace
 
-void rmsnorm_forward(const Tensor& out, const Tensor& rstd, const Tensor& x, const Tensor& weight, float eps, Stream) {
+void rmsnorm_forward(const Tensor& out, const Tensor& rstd, const Tensor& x, const Tensor& weight, float eps,
+                     [[maybe_unused]] Stream stream) {
   check_operands({&out, &x}, x, weight, rstd);
   HAI_CHECK(eps >= 0.0f, "rmsnorm eps must not be negative, got {}", eps);
   if (x.device().is_cpu()) return cpu::rmsnorm_forward(out, rstd, x, weight, eps);
+#ifdef HAI_WITH_CUDA
+  return cuda::rmsnorm_forward(out, rstd, x, weight, eps, stream);
+#else
   throw_no_backend("rmsnorm_forward", x.device());
+#endif
 }
 
 void rmsnorm_backward(const Tensor& d_x, const Tensor& d_weight, const Tensor& d_out, const Tensor& x,
-                      const Tensor& weight, const Tensor& rstd, Stream) {
+                      const Tensor& weight, const Tensor& rstd, [[maybe_unused]] Stream stream) {
   check_operands({&d_x, &d_out, &x}, x, weight, rstd);
   check_shape(d_weight, weight.shape(), "rmsnorm d_weight");
   check_dtype(d_weight, DType::f32, "rmsnorm d_weight");
   check_same_device(d_weight, x, "rmsnorm");
   if (x.device().is_cpu()) return cpu::rmsnorm_backward(d_x, d_weight, d_out, x, weight, rstd);
+#ifdef HAI_WITH_CUDA
+  return cuda::rmsnorm_backward(d_x, d_weight, d_out, x, weight, rstd, stream);
+#else
   throw_no_backend("rmsnorm_backward", x.device());
+#endif
 }
 
 }  // namespace hai

@@ -3,6 +3,10 @@
 #include "framework/device/cpu/swiglu.h"
 #include "framework/device/dispatch.h"
 
+#ifdef HAI_WITH_CUDA
+#include "framework/device/cuda/swiglu.h"
+#endif
+
 namespace hai {
 namespace {
 
@@ -17,17 +21,25 @@ void check_operands(std::initializer_list<const Tensor*> tensors, const Tensor& 
 
 }  // namespace
 
-void swiglu_forward(const Tensor& out, const Tensor& gate, const Tensor& up, Stream) {
+void swiglu_forward(const Tensor& out, const Tensor& gate, const Tensor& up, [[maybe_unused]] Stream stream) {
   check_operands({&out, &gate, &up}, gate);
   if (out.device().is_cpu()) return cpu::swiglu_forward(out, gate, up);
+#ifdef HAI_WITH_CUDA
+  return cuda::swiglu_forward(out, gate, up, stream);
+#else
   throw_no_backend("swiglu_forward", out.device());
+#endif
 }
 
 void swiglu_backward(const Tensor& d_gate, const Tensor& d_up, const Tensor& d_out, const Tensor& gate,
-                     const Tensor& up, Stream) {
+                     const Tensor& up, [[maybe_unused]] Stream stream) {
   check_operands({&d_gate, &d_up, &d_out, &gate, &up}, gate);
   if (gate.device().is_cpu()) return cpu::swiglu_backward(d_gate, d_up, d_out, gate, up);
+#ifdef HAI_WITH_CUDA
+  return cuda::swiglu_backward(d_gate, d_up, d_out, gate, up, stream);
+#else
   throw_no_backend("swiglu_backward", gate.device());
+#endif
 }
 
 }  // namespace hai

@@ -1,0 +1,20 @@
+#pragma once
+// Launchers of the cross-entropy kernels behind framework/device/cross_entropy.h: one block per row of logits, one
+// pass of online softmax (running maximum and rescaled sum) in fp32, no buffer beyond the logits. Targets are not
+// range-checked on the host: a target outside [0, classes) that is not ignore_index gives a NaN loss / NaN row.
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+namespace hai::cuda::kernels {
+
+// losses [rows] <- logits [rows, classes], targets [rows]
+cudaError_t cross_entropy_forward(float* losses, const float* logits, const int32_t* targets, int32_t ignore_index,
+                                  int64_t rows, int64_t classes, cudaStream_t stream);
+
+// d_logits [rows, classes] = (softmax - onehot) * scale <- logits (d_logits may equal logits), targets [rows]
+cudaError_t cross_entropy_backward(float* d_logits, const float* logits, const int32_t* targets, float scale,
+                                   int32_t ignore_index, int64_t rows, int64_t classes, cudaStream_t stream);
+
+}  // namespace hai::cuda::kernels

@@ -1,0 +1,43 @@
+#pragma once
+// Device-side helpers shared by the kernels: grid sizing for grid-stride loops and block-wide reductions.
+// Included only by .cu files (no hai headers: fmt's compile-time format checks do not build under nvcc).
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+namespace hai::cuda::kernels {
+
+inline constexpr int kThreads = 256;  // threads per block of every elementwise and row kernel
+
+// Blocks for a grid-stride loop over n elements: enough to fill the GPU, capped (the loop covers the rest).
+inline unsigned int grid_for(int64_t n) {
+  constexpr int64_t kMaxBlocks = 8192;
+  int64_t blocks = (n + kThreads - 1) / kThreads;
+  return static_cast<unsigned int>(blocks < 1 ? 1 : (blocks > kMaxBlocks ? kMaxBlocks : blocks));
+}
+
+// Index of this thread in a grid-stride loop, and the stride.
+__device__ inline int64_t grid_index() { return static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; }
+__device__ inline int64_t grid_stride() { return static_cast<int64_t>(gridDim.x) * blockDim.x; }
+
+__device__ inline float warp_sum(float value) {
+  for (int offset = 16; offset > 0; offset /= 2) value += __shfl_xor_sync(0xffffffffu, value, offset);
+  return value;
+}
+
+// The sum of `value` over the block (blockDim.x a multiple of 32, at most 1024), returned to every thread.
+// `scratch` holds 32 floats of shared memory; the call begins with __syncthreads, so consecutive calls may share it.
+__device__ inline float block_sum(float value, float* scratch) {
+  int lane = threadIdx.x % 32;
+  int warp = threadIdx.x / 32;
+  int warps = blockDim.x / 32;
+  value = warp_sum(value);
+  __syncthreads();
+  if (lane == 0) scratch[warp] = value;
+  __syncthreads();
+  value = lane < warps ? scratch[lane] : 0.0f;
+  return warp_sum(value);
+}
+
+}  // namespace hai::cuda::kernels

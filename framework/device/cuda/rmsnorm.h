@@ -1,0 +1,13 @@
+#pragma once
+// CUDA implementation of framework/device/rmsnorm.h (operands already checked by the dispatcher).
+
+#include "framework/tensor/tensor.h"
+
+namespace hai::cuda {
+
+void rmsnorm_forward(const Tensor& out, const Tensor& rstd, const Tensor& x, const Tensor& weight, float eps,
+                     Stream stream);
+void rmsnorm_backward(const Tensor& d_x, const Tensor& d_weight, const Tensor& d_out, const Tensor& x,
+                      const Tensor& weight, const Tensor& rstd, Stream stream);
+
+}  // namespace hai::cuda

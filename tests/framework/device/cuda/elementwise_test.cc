@@ -1,0 +1,73 @@
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "framework/device/cast.h"
+#include "framework/device/elementwise.h"
+#include "framework/device/swiglu.h"
+#include "tests/framework/device/cuda/parity.h"
+#include "tests/framework/device/test_util.h"
+
+namespace hai {
+namespace {
+
+using testing::ParityCase;
+using testing::Tolerance;
+
+// Rounded like the CPU op, one operation at a time: bit-identical.
+constexpr Tolerance kExact{};
+// expf (CUDA, 2 ulp) against std::exp: a few ulp in silu and its derivative.
+constexpr Tolerance kTranscendental{.atol = 1e-6, .rtol = 1e-5};
+
+constexpr int64_t kRows = 77;
+constexpr int64_t kColumns = 1031;
+
+TEST(CudaElementwise, ScaleAndAddScaledAreExact) {
+  HAI_REQUIRE_CUDA_DEVICE();
+  ParityCase scale;
+  scale.output(testing::random_tensor(Shape{kRows, kColumns}, 1), kExact);
+  scale.run([](const std::vector<Tensor>& t) { scale_tensor(t[0], -0.37f); }, "scale_tensor");
+
+  ParityCase add;
+  add.output(testing::random_tensor(Shape{kRows, kColumns}, 2), kExact);
+  add.input(testing::random_tensor(Shape{kRows, kColumns}, 3));
+  add.run([](const std::vector<Tensor>& t) { add_scaled(t[0], t[1], 0.3f); }, "add_scaled");
+}
+
+TEST(CudaSwiglu, ForwardAndBackwardMatchCpu) {
+  HAI_REQUIRE_CUDA_DEVICE();
+  Shape shape{kRows, kColumns};
+  ParityCase forward;
+  forward.output(OwnedTensor(shape, DType::f32), kTranscendental);
+  forward.input(testing::random_tensor(shape, 4, 3.0f));
+  forward.input(testing::random_tensor(shape, 5));
+  forward.run([](const std::vector<Tensor>& t) { swiglu_forward(t[0], t[1], t[2]); }, "swiglu_forward");
+
+  ParityCase backward;
+  backward.output(OwnedTensor(shape, DType::f32), kTranscendental);
+  backward.output(OwnedTensor(shape, DType::f32), kTranscendental);
+  backward.input(testing::random_tensor(shape, 6));
+  backward.input(testing::random_tensor(shape, 7, 3.0f));
+  backward.input(testing::random_tensor(shape, 8));
+  backward.run([](const std::vector<Tensor>& t) { swiglu_backward(t[0], t[1], t[2], t[3], t[4]); },
+               "swiglu_backward");
+}
+
+// Every pair of fp32, bf16 and fp16, on values that overflow fp16 (scale 3e4) and sit between bf16 steps: the
+// conversions round to nearest even on both sides, so they agree bit for bit.
+TEST(CudaCast, EveryDtypePairIsExact) {
+  HAI_REQUIRE_CUDA_DEVICE();
+  uint64_t seed = 10;
+  for (DType from : {DType::f32, DType::bf16, DType::f16}) {
+    for (DType to : {DType::f32, DType::bf16, DType::f16}) {
+      ParityCase cast;
+      cast.output(OwnedTensor(Shape{37000}, to), kExact);
+      cast.input(testing::converted(testing::random_tensor(Shape{1000, 37}, ++seed, 3e4f), from));
+      cast.run([](const std::vector<Tensor>& t) { cast_tensor(t[0], t[1]); },
+               "cast_" + std::string(dtype_name(from)) + "_to_" + std::string(dtype_name(to)));
+    }
+  }
+}
+
+}  // namespace
+}  // namespace hai

@@ -1,0 +1,59 @@
+#include <gtest/gtest.h>
+
+#include <string>
+#include <utility>
+
+#include "framework/device/rmsnorm.h"
+#include "tests/framework/device/cuda/parity.h"
+#include "tests/framework/device/test_util.h"
+
+namespace hai {
+namespace {
+
+using testing::ParityCase;
+using testing::Tolerance;
+
+// The CPU sums squares in double, the GPU in fp32 over a block tree: ~1e-6 relative on rstd and the outputs.
+constexpr Tolerance kForward{.atol = 1e-5, .rtol = 1e-5};
+// d_x subtracts two O(1) terms; d_weight sums kRows products of O(1) terms.
+constexpr Tolerance kBackward{.atol = 1e-4, .rtol = 1e-4};
+
+constexpr float kEps = 1e-6f;
+
+void check_rmsnorm(int64_t rows, int64_t width, uint64_t seed) {
+  Shape shape{rows, width};
+  ParityCase forward;
+  forward.output(OwnedTensor(shape, DType::f32), kForward);        // out
+  forward.output(OwnedTensor(Shape{rows}, DType::f32), kForward);  // rstd
+  forward.input(testing::random_tensor(shape, seed, 2.0f));
+  forward.input(testing::random_tensor(Shape{width}, seed + 1));
+  forward.run([](const std::vector<Tensor>& t) { rmsnorm_forward(t[0], t[1], t[2], t[3], kEps); },
+              "rmsnorm_forward_" + std::to_string(rows) + "x" + std::to_string(width));
+
+  // rstd of x, from the CPU op, so that both backward runs see the same saved value.
+  OwnedTensor x = testing::random_tensor(shape, seed, 2.0f);
+  OwnedTensor weight = testing::random_tensor(Shape{width}, seed + 1);
+  OwnedTensor out(shape, DType::f32);
+  OwnedTensor rstd(Shape{rows}, DType::f32);
+  rmsnorm_forward(out, rstd, x, weight, kEps);
+
+  ParityCase backward;
+  backward.output(OwnedTensor(shape, DType::f32), kBackward);                     // d_x
+  backward.output(testing::random_tensor(Shape{width}, seed + 2), kBackward);     // d_weight, accumulated
+  backward.input(testing::random_tensor(shape, seed + 3));                        // d_out
+  backward.input(std::move(x));
+  backward.input(std::move(weight));
+  backward.input(std::move(rstd));
+  backward.run([](const std::vector<Tensor>& t) { rmsnorm_backward(t[0], t[1], t[2], t[3], t[4], t[5]); },
+               "rmsnorm_backward_" + std::to_string(rows) + "x" + std::to_string(width));
+}
+
+TEST(CudaRmsnorm, ForwardAndBackwardMatchCpu) {
+  HAI_REQUIRE_CUDA_DEVICE();
+  check_rmsnorm(77, 1000, 1);
+  check_rmsnorm(3, 7168, 10);
+  check_rmsnorm(515, 33, 20);
+}
+
+}  // namespace
+}  // namespace hai
