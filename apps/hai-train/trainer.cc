@@ -78,7 +78,9 @@ Trainer::Trainer(const Config& config)
 Trainer::~Trainer() = default;
 
 void Trainer::train() {
-  if (!metrics_) metrics_ = MetricsWriter::fresh(config_.logging.run_dir);
+  // NOTE: opened here, not by resume(), so that --eval-only of an earlier checkpoint leaves the run's records.
+  metrics_ = step_ > 0 ? MetricsWriter::resumed(config_.logging.run_dir, step_)
+                       : MetricsWriter::fresh(config_.logging.run_dir);
   log_startup();
   while (step_ < config_.train.steps) {
     train_step();

@@ -1,4 +1,4 @@
-# hai-train end to end (ctest runs this with cmake -P): exit codes and stderr of the config path.
+# hai-train end to end (ctest runs this with cmake -P): exit codes and stderr of the config path, and a short run.
 # Inputs: HAI_TRAIN (the binary), RANKS (1 = run alone, else under mpirun -np RANKS), MPIRUN (the mpirun command
 # with its flags, space-separated), SOURCE_DIR (the repository), WORK_DIR (a scratch directory).
 
@@ -51,14 +51,22 @@ endif()
 run_hai_train(--set model.hidden_size=3)
 expect_exit_code(2 "missing --config")
 
-# 4. A good config on one rank: the effective config is written, then exit 3 (training is not implemented yet).
+# 4. A good config on one rank: the effective config is written, 2 steps train on synthetic tokens, exit 0 with a
+#    step record per step in metrics.jsonl and the final checkpoint.
 if(RANKS EQUAL 1)
-  file(WRITE ${WORK_DIR}/good.yaml "data:\n  source: synthetic\nlogging:\n  run_dir: run\n")
-  run_hai_train(--config good.yaml --set model.hidden_size=96 --dry-run)
-  expect_exit_code(3 "good config")
+  file(WRITE ${WORK_DIR}/good.yaml "data:\n  source: synthetic\ntrain:\n  steps: 2\n  seq_len: 16\n"
+                                   "logging:\n  run_dir: run\ncheckpoint:\n  dir: run/checkpoints\n")
+  run_hai_train(--config good.yaml --set model.hidden_size=96)
+  expect_exit_code(0 "good config")
   file(READ ${WORK_DIR}/run/config.yaml effective)
   string(FIND "${effective}" "  hidden_size: 96\n" found)
-  if(found EQUAL -1 OR NOT err MATCHES "--dry-run is not implemented yet")
+  if(found EQUAL -1)
     message(FATAL_ERROR "good config: effective config:\n${effective}\nstderr:\n${err}")
+  endif()
+  file(STRINGS ${WORK_DIR}/run/metrics.jsonl step_records REGEX "\"loss\":")
+  list(LENGTH step_records step_count)
+  file(READ ${WORK_DIR}/run/checkpoints/latest latest)
+  if(NOT step_count EQUAL 2 OR NOT latest STREQUAL "step_00000002\n")
+    message(FATAL_ERROR "good config: ${step_count} step records, latest '${latest}'\nstderr:\n${err}")
   endif()
 endif()

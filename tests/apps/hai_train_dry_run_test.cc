@@ -1,0 +1,65 @@
+// hai-train --dry-run: plans a config without training and prints one JSON object with the parameter counts and
+// the memory of a rank.
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "framework/config/load.h"
+#include "model/parameters.h"
+#include "tests/apps/command.h"
+
+namespace hai {
+namespace {
+
+using testing::CommandResult;
+using testing::last_line;
+using testing::run_hai_train;
+using testing::TempDirectory;
+
+std::string shipped_config(const std::string& name) { return std::string(HAI_SOURCE_DIR) + "/configs/" + name; }
+
+nlohmann::json dry_run(const std::string& arguments) {
+  TempDirectory dir;
+  CommandResult result = run_hai_train(arguments + " --dry-run", dir.path());
+  EXPECT_EQ(result.exit_code, 0) << result.err;
+  return nlohmann::json::parse(last_line(result.out));
+}
+
+void expect_positive_memory(const nlohmann::json& report) {
+  for (const char* field : {"params", "grads", "optimizer", "activations"}) {
+    ASSERT_TRUE(report["memory_per_rank"].contains(field)) << field;
+    EXPECT_GT(report["memory_per_rank"][field].get<int64_t>(), 0) << field;
+  }
+}
+
+TEST(HaiTrainDryRunTest, DeepseekV3On2048RanksHas671BParametersWith37BActivated) {
+  nlohmann::json report = dry_run("--config " + shipped_config("deepseek_v3_671b.yaml") + " --world-size 2048");
+  EXPECT_EQ(report["world_size"], 2048);
+  EXPECT_EQ(report["layout"]["dp"], 128);
+  auto total = report["total_params"].get<double>(), activated = report["activated_params"].get<double>();
+  EXPECT_LE(std::abs(total - 671e9), 0.005 * 671e9) << total;
+  EXPECT_LE(std::abs(activated - 37e9), 0.03 * 37e9) << activated;
+  ASSERT_TRUE(report.contains("mtp_params"));
+  EXPECT_GT(report["mtp_params"].get<int64_t>(), 0);
+  expect_positive_memory(report);
+}
+
+TEST(HaiTrainDryRunTest, TinyConfigReportsItsParameterCounts) {
+  std::string path = shipped_config("tiny.yaml");
+  nlohmann::json report = dry_run("--config " + path);
+  ParameterCounts counts = count_parameters(load_config(path, {}, 1).model);
+  EXPECT_EQ(report["world_size"], 1);
+  EXPECT_EQ(report["total_params"], counts.total);
+  EXPECT_EQ(report["activated_params"], counts.activated);
+  EXPECT_EQ(report["mtp_params"], counts.mtp);
+  EXPECT_LT(counts.activated, counts.total);
+  EXPECT_GT(counts.mtp, 0);
+  expect_positive_memory(report);
+}
+
+}  // namespace
+}  // namespace hai
