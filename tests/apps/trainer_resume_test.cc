@@ -6,6 +6,7 @@
 
 #include <map>
 #include <memory>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -85,6 +86,8 @@ struct Variant {
   std::string name;
   std::vector<std::string> overrides;
 };
+
+void PrintTo(const Variant& variant, std::ostream* out) { *out << variant.name; }
 
 std::vector<Variant> variants() {
   return {{"Fp32", {}},
