@@ -3,6 +3,10 @@
 #include "framework/device/cpu/column_copy.h"
 #include "framework/device/dispatch.h"
 
+#ifdef HAI_WITH_CUDA
+#include "framework/device/cuda/column_copy.h"
+#endif
+
 namespace hai {
 namespace {
 
@@ -34,16 +38,24 @@ void check_operands(const Tensor& dst, const Tensor& src, ColumnBlock block, con
 
 }  // namespace
 
-void copy_columns(const Tensor& dst, const Tensor& src, ColumnBlock block, Stream) {
+void copy_columns(const Tensor& dst, const Tensor& src, ColumnBlock block, [[maybe_unused]] Stream stream) {
   check_operands(dst, src, block, dst, src, "copy_columns");
   if (dst.device().is_cpu()) return cpu::copy_columns(dst, src, block);
+#ifdef HAI_WITH_CUDA
+  return cuda::copy_columns(dst, src, block, stream);
+#else
   throw_no_backend("copy_columns", dst.device());
+#endif
 }
 
-void sum_columns(const Tensor& dst, const Tensor& src, ColumnBlock block, Stream) {
+void sum_columns(const Tensor& dst, const Tensor& src, ColumnBlock block, [[maybe_unused]] Stream stream) {
   check_operands(dst, src, block, src, dst, "sum_columns");
   if (dst.device().is_cpu()) return cpu::sum_columns(dst, src, block);
+#ifdef HAI_WITH_CUDA
+  return cuda::sum_columns(dst, src, block, stream);
+#else
   throw_no_backend("sum_columns", dst.device());
+#endif
 }
 
 }  // namespace hai

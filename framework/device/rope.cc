@@ -4,6 +4,10 @@
 #include "framework/device/dispatch.h"
 #include "framework/device/index_check.h"
 
+#ifdef HAI_WITH_CUDA
+#include "framework/device/cuda/rope.h"
+#endif
+
 namespace hai {
 namespace {
 
@@ -30,17 +34,25 @@ void check_operands(const Tensor& out, const Tensor& x, const Tensor& positions,
 }  // namespace
 
 void rope_forward(const Tensor& out, const Tensor& x, const Tensor& positions, const RopeTable& table,
-                  int64_t column_offset, Stream) {
+                  int64_t column_offset, [[maybe_unused]] Stream stream) {
   check_operands(out, x, positions, table, column_offset);
   if (x.device().is_cpu()) return cpu::rope_forward(out, x, positions, table, column_offset);
+#ifdef HAI_WITH_CUDA
+  return cuda::rope_forward(out, x, positions, table, column_offset, stream);
+#else
   throw_no_backend("rope_forward", x.device());
+#endif
 }
 
 void rope_backward(const Tensor& d_x, const Tensor& d_out, const Tensor& positions, const RopeTable& table,
-                   int64_t column_offset, Stream) {
+                   int64_t column_offset, [[maybe_unused]] Stream stream) {
   check_operands(d_x, d_out, positions, table, column_offset);
   if (d_out.device().is_cpu()) return cpu::rope_backward(d_x, d_out, positions, table, column_offset);
+#ifdef HAI_WITH_CUDA
+  return cuda::rope_backward(d_x, d_out, positions, table, column_offset, stream);
+#else
   throw_no_backend("rope_backward", d_out.device());
+#endif
 }
 
 }  // namespace hai
