@@ -3,26 +3,38 @@
 #include "framework/device/cpu/expert_load.h"
 #include "framework/device/dispatch.h"
 
+#ifdef HAI_WITH_CUDA
+#include "framework/device/cuda/expert_load.h"
+#endif
+
 namespace hai {
 
-void accumulate_expert_load(const Tensor& load, const Tensor& topk_indices, Stream) {
+void accumulate_expert_load(const Tensor& load, const Tensor& topk_indices, [[maybe_unused]] Stream stream) {
   HAI_CHECK(load.rank() == 1, "expert load must be [E], got {}", load.str());
   HAI_CHECK(topk_indices.rank() == 2, "expert load topk_indices must be [T, K], got {}", topk_indices.str());
   check_dtype(load, DType::i32, "expert load");
   check_dtype(topk_indices, DType::i32, "expert load topk_indices");
   check_same_device(load, topk_indices, "accumulate_expert_load");
   if (load.device().is_cpu()) return cpu::accumulate_expert_load(load, topk_indices);
+#ifdef HAI_WITH_CUDA
+  return cuda::accumulate_expert_load(load, topk_indices, stream);
+#else
   throw_no_backend("accumulate_expert_load", load.device());
+#endif
 }
 
-void update_router_bias(const Tensor& bias, const Tensor& load, float gamma, Stream) {
+void update_router_bias(const Tensor& bias, const Tensor& load, float gamma, [[maybe_unused]] Stream stream) {
   HAI_CHECK(bias.rank() == 1, "router bias must be [E], got {}", bias.str());
   check_shape(load, bias.shape(), "expert load");
   check_dtype(bias, DType::f32, "router bias");
   check_dtype(load, DType::i32, "expert load");
   check_same_device(bias, load, "update_router_bias");
   if (bias.device().is_cpu()) return cpu::update_router_bias(bias, load, gamma);
+#ifdef HAI_WITH_CUDA
+  return cuda::update_router_bias(bias, load, gamma, stream);
+#else
   throw_no_backend("update_router_bias", bias.device());
+#endif
 }
 
 }  // namespace hai

@@ -3,6 +3,10 @@
 #include "framework/device/cpu/token_permutation.h"
 #include "framework/device/dispatch.h"
 
+#ifdef HAI_WITH_CUDA
+#include "framework/device/cuda/token_permutation.h"
+#endif
+
 namespace hai {
 namespace {
 
@@ -54,28 +58,42 @@ void build_routing_plan(const RoutingPlan& plan, const Tensor& topk_indices, Str
   throw_no_backend("build_routing_plan", topk_indices.device());
 }
 
-void permute_tokens(const Tensor& x_sorted, const Tensor& x, const RoutingPlan& plan, Stream) {
+void permute_tokens(const Tensor& x_sorted, const Tensor& x, const RoutingPlan& plan, [[maybe_unused]] Stream stream) {
   check_rows(x, x_sorted, plan);
   if (x.device().is_cpu()) return cpu::permute_tokens(x_sorted, x, plan);
+#ifdef HAI_WITH_CUDA
+  return cuda::permute_tokens(x_sorted, x, plan, stream);
+#else
   throw_no_backend("permute_tokens", x.device());
+#endif
 }
 
-void permute_tokens_backward(const Tensor& d_x, const Tensor& d_x_sorted, const RoutingPlan& plan, Stream) {
+void permute_tokens_backward(const Tensor& d_x, const Tensor& d_x_sorted, const RoutingPlan& plan,
+                             [[maybe_unused]] Stream stream) {
   check_rows(d_x, d_x_sorted, plan);
   if (d_x.device().is_cpu()) return cpu::permute_tokens_backward(d_x, d_x_sorted, plan);
+#ifdef HAI_WITH_CUDA
+  return cuda::permute_tokens_backward(d_x, d_x_sorted, plan, stream);
+#else
   throw_no_backend("permute_tokens_backward", d_x.device());
+#endif
 }
 
 void unpermute_tokens(const Tensor& out, const Tensor& y_sorted, const Tensor& topk_weights, const RoutingPlan& plan,
-                      Stream) {
+                      [[maybe_unused]] Stream stream) {
   check_rows(out, y_sorted, plan);
   check_weights(topk_weights, plan, "unpermute topk_weights");
   if (out.device().is_cpu()) return cpu::unpermute_tokens(out, y_sorted, topk_weights, plan);
+#ifdef HAI_WITH_CUDA
+  return cuda::unpermute_tokens(out, y_sorted, topk_weights, plan, stream);
+#else
   throw_no_backend("unpermute_tokens", out.device());
+#endif
 }
 
 void unpermute_tokens_backward(const Tensor& d_y_sorted, const Tensor& d_topk_weights, const Tensor& d_out,
-                               const Tensor& y_sorted, const Tensor& topk_weights, const RoutingPlan& plan, Stream) {
+                               const Tensor& y_sorted, const Tensor& topk_weights, const RoutingPlan& plan,
+                               [[maybe_unused]] Stream stream) {
   check_rows(d_out, y_sorted, plan);
   check_rows(d_out, d_y_sorted, plan);
   check_weights(topk_weights, plan, "unpermute topk_weights");
@@ -83,7 +101,11 @@ void unpermute_tokens_backward(const Tensor& d_y_sorted, const Tensor& d_topk_we
   if (d_out.device().is_cpu()) {
     return cpu::unpermute_tokens_backward(d_y_sorted, d_topk_weights, d_out, y_sorted, topk_weights, plan);
   }
+#ifdef HAI_WITH_CUDA
+  return cuda::unpermute_tokens_backward(d_y_sorted, d_topk_weights, d_out, y_sorted, topk_weights, plan, stream);
+#else
   throw_no_backend("unpermute_tokens_backward", d_out.device());
+#endif
 }
 
 }  // namespace hai

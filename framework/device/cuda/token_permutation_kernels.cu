@@ -1,0 +1,111 @@
+#include "framework/device/cuda/kernel_util.cuh"
+#include "framework/device/cuda/token_permutation_kernels.h"
+
+namespace hai::cuda::kernels {
+namespace {
+
+__global__ void permute_kernel(float* x_sorted, const float* x, const int32_t* sources, PermutationShape shape) {
+  int64_t total = shape.tokens * shape.experts_per_token * shape.width;
+  for (int64_t i = grid_index(); i < total; i += grid_stride()) {
+    int64_t row = i / shape.width;
+    int64_t token = sources[row] / shape.experts_per_token;
+    x_sorted[i] = x[token * shape.width + i % shape.width];
+  }
+}
+
+__global__ void permute_backward_kernel(float* d_x, const float* d_x_sorted, const int32_t* positions,
+                                        PermutationShape shape) {
+  int64_t total = shape.tokens * shape.width;
+  for (int64_t i = grid_index(); i < total; i += grid_stride()) {
+    int64_t token = i / shape.width;
+    int64_t d = i % shape.width;
+    float sum = 0.0f;
+    for (int64_t k = 0; k < shape.experts_per_token; ++k) {
+      sum = __fadd_rn(sum, d_x_sorted[positions[token * shape.experts_per_token + k] * shape.width + d]);
+    }
+    d_x[i] = sum;
+  }
+}
+
+__global__ void unpermute_kernel(float* out, const float* y_sorted, const float* topk_weights,
+                                 const int32_t* positions, PermutationShape shape) {
+  int64_t total = shape.tokens * shape.width;
+  for (int64_t i = grid_index(); i < total; i += grid_stride()) {
+    int64_t token = i / shape.width;
+    int64_t d = i % shape.width;
+    float sum = 0.0f;
+    for (int64_t k = 0; k < shape.experts_per_token; ++k) {
+      int64_t assignment = token * shape.experts_per_token + k;
+      float y = y_sorted[positions[assignment] * shape.width + d];
+      sum = __fadd_rn(sum, __fmul_rn(topk_weights[assignment], y));
+    }
+    out[i] = sum;
+  }
+}
+
+__global__ void scatter_weighted_kernel(float* d_y_sorted, const float* d_out, const float* topk_weights,
+                                        const int32_t* positions, PermutationShape shape) {
+  int64_t total = shape.tokens * shape.experts_per_token * shape.width;
+  for (int64_t i = grid_index(); i < total; i += grid_stride()) {
+    int64_t assignment = i / shape.width;
+    int64_t d = i % shape.width;
+    int64_t token = assignment / shape.experts_per_token;
+    d_y_sorted[positions[assignment] * shape.width + d] = topk_weights[assignment] * d_out[token * shape.width + d];
+  }
+}
+
+// One block per assignment.
+__global__ void weight_grad_kernel(float* d_topk_weights, const float* d_out, const float* y_sorted,
+                                   const int32_t* positions, PermutationShape shape) {
+  __shared__ float scratch[32];
+  int64_t assignment = blockIdx.x;
+  const float* d_token = d_out + (assignment / shape.experts_per_token) * shape.width;  // [D]
+  const float* y_row = y_sorted + positions[assignment] * shape.width;                  // [D]
+  float dot = 0.0f;
+  for (int64_t d = threadIdx.x; d < shape.width; d += blockDim.x) dot += d_token[d] * y_row[d];
+  dot = block_sum(dot, scratch);
+  if (threadIdx.x == 0) d_topk_weights[assignment] = dot;
+}
+
+}  // namespace
+
+cudaError_t permute_tokens(float* x_sorted, const float* x, const int32_t* sources, const PermutationShape& shape,
+                           cudaStream_t stream) {
+  int64_t total = shape.tokens * shape.experts_per_token * shape.width;
+  if (total == 0) return cudaSuccess;
+  permute_kernel<<<grid_for(total), kThreads, 0, stream>>>(x_sorted, x, sources, shape);
+  return cudaGetLastError();
+}
+
+cudaError_t permute_tokens_backward(float* d_x, const float* d_x_sorted, const int32_t* positions,
+                                    const PermutationShape& shape, cudaStream_t stream) {
+  int64_t total = shape.tokens * shape.width;
+  if (total == 0) return cudaSuccess;
+  permute_backward_kernel<<<grid_for(total), kThreads, 0, stream>>>(d_x, d_x_sorted, positions, shape);
+  return cudaGetLastError();
+}
+
+cudaError_t unpermute_tokens(float* out, const float* y_sorted, const float* topk_weights, const int32_t* positions,
+                             const PermutationShape& shape, cudaStream_t stream) {
+  int64_t total = shape.tokens * shape.width;
+  if (total == 0) return cudaSuccess;
+  unpermute_kernel<<<grid_for(total), kThreads, 0, stream>>>(out, y_sorted, topk_weights, positions, shape);
+  return cudaGetLastError();
+}
+
+cudaError_t unpermute_tokens_backward(float* d_y_sorted, float* d_topk_weights, const float* d_out,
+                                      const float* y_sorted, const float* topk_weights, const int32_t* positions,
+                                      const PermutationShape& shape, cudaStream_t stream) {
+  int64_t assignments = shape.tokens * shape.experts_per_token;
+  if (assignments == 0) return cudaSuccess;
+  if (shape.width > 0) {
+    scatter_weighted_kernel<<<grid_for(assignments * shape.width), kThreads, 0, stream>>>(d_y_sorted, d_out,
+                                                                                          topk_weights, positions,
+                                                                                          shape);
+  }
+  weight_grad_kernel<<<static_cast<unsigned int>(assignments), kThreads, 0, stream>>>(d_topk_weights, d_out,
+                                                                                      y_sorted, positions, shape);
+  return cudaGetLastError();
+}
+
+}  // namespace hai::cuda::kernels

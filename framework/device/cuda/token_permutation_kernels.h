@@ -1,0 +1,36 @@
+#pragma once
+// Launchers of the token permutation kernels behind framework/device/token_permutation.h (T tokens, K experts per
+// token, D hidden width; positions [T, K] and sources [T * K] of a routing plan). Each rounds like the CPU op: sums
+// over k run in ascending k, one rounded operation at a time.
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+namespace hai::cuda::kernels {
+
+struct PermutationShape {
+  int64_t tokens;             // T
+  int64_t experts_per_token;  // K
+  int64_t width;              // D
+};
+
+// x_sorted [T * K, D] <- x [T, D]: x_sorted[p] = x[sources[p] / K]
+cudaError_t permute_tokens(float* x_sorted, const float* x, const int32_t* sources, const PermutationShape& shape,
+                           cudaStream_t stream);
+
+// d_x [T, D] = sum_k d_x_sorted[positions[t, k]]
+cudaError_t permute_tokens_backward(float* d_x, const float* d_x_sorted, const int32_t* positions,
+                                    const PermutationShape& shape, cudaStream_t stream);
+
+// out [T, D] = sum_k topk_weights[t, k] * y_sorted[positions[t, k]]
+cudaError_t unpermute_tokens(float* out, const float* y_sorted, const float* topk_weights, const int32_t* positions,
+                             const PermutationShape& shape, cudaStream_t stream);
+
+// d_y_sorted[positions[t, k]] = topk_weights[t, k] * d_out[t]; d_topk_weights[t, k] = dot(d_out[t], y_sorted[...])
+// (the dot product sums in a block tree, not in the CPU's order).
+cudaError_t unpermute_tokens_backward(float* d_y_sorted, float* d_topk_weights, const float* d_out,
+                                      const float* y_sorted, const float* topk_weights, const int32_t* positions,
+                                      const PermutationShape& shape, cudaStream_t stream);
+
+}  // namespace hai::cuda::kernels

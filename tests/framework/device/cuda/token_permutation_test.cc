@@ -1,0 +1,74 @@
+#include <gtest/gtest.h>
+
+#include "framework/device/token_permutation.h"
+#include "tests/framework/device/cuda/parity.h"
+#include "tests/framework/device/test_util.h"
+
+namespace hai {
+namespace {
+
+using testing::ParityCase;
+using testing::Tolerance;
+
+constexpr int64_t kTokens = 77;
+constexpr int64_t kExpertsPerToken = 4;
+constexpr int64_t kExperts = 13;
+constexpr int64_t kWidth = 129;
+constexpr int64_t kAssignments = kTokens * kExpertsPerToken;
+
+// Copies, and sums in ascending k with each operation rounded: bit-identical.
+constexpr Tolerance kExact{};
+
+// A routing plan built by the CPU op; its three tensors are operands 0..2 of every case.
+void add_plan(ParityCase& parity) {
+  OwnedTensor topk = testing::random_indices(kAssignments, kExperts, 1);
+  OwnedRoutingPlan plan(kTokens, kExpertsPerToken, kExperts);
+  build_routing_plan(plan, topk.tensor().reshape(Shape{kTokens, kExpertsPerToken}));
+  parity.input(testing::copy_to(plan.plan().positions, Device::cpu()));
+  parity.input(testing::copy_to(plan.plan().sources, Device::cpu()));
+  parity.input(testing::copy_to(plan.plan().expert_offsets, Device::cpu()));
+}
+
+RoutingPlan plan_of(const std::vector<Tensor>& t) { return {t[0], t[1], t[2]}; }
+
+TEST(CudaTokenPermutation, PermuteAndItsBackwardAreExact) {
+  HAI_REQUIRE_CUDA_DEVICE();
+  ParityCase permute;
+  add_plan(permute);
+  permute.output(OwnedTensor(Shape{kAssignments, kWidth}, DType::f32), kExact);
+  permute.input(testing::random_tensor(Shape{kTokens, kWidth}, 2));
+  permute.run([](const std::vector<Tensor>& t) { permute_tokens(t[3], t[4], plan_of(t)); }, "permute_tokens");
+
+  ParityCase backward;
+  add_plan(backward);
+  backward.output(testing::random_tensor(Shape{kTokens, kWidth}, 3), kExact);  // overwritten
+  backward.input(testing::random_tensor(Shape{kAssignments, kWidth}, 4));
+  backward.run([](const std::vector<Tensor>& t) { permute_tokens_backward(t[3], t[4], plan_of(t)); },
+               "permute_tokens_backward");
+}
+
+TEST(CudaTokenPermutation, UnpermuteAndItsBackwardMatchCpu) {
+  HAI_REQUIRE_CUDA_DEVICE();
+  ParityCase unpermute;
+  add_plan(unpermute);
+  unpermute.output(testing::random_tensor(Shape{kTokens, kWidth}, 5), kExact);  // overwritten
+  unpermute.input(testing::random_tensor(Shape{kAssignments, kWidth}, 6));
+  unpermute.input(testing::random_tensor(Shape{kTokens, kExpertsPerToken}, 7));
+  unpermute.run([](const std::vector<Tensor>& t) { unpermute_tokens(t[3], t[4], t[5], plan_of(t)); },
+                "unpermute_tokens");
+
+  // d_topk_weights is a dot product over D = 129 terms, summed in another order: ~1e-6 of its sum of |terms|.
+  ParityCase backward;
+  add_plan(backward);
+  backward.output(OwnedTensor(Shape{kAssignments, kWidth}, DType::f32), kExact);
+  backward.output(OwnedTensor(Shape{kTokens, kExpertsPerToken}, DType::f32), Tolerance{.atol = 1e-5, .rtol = 1e-5});
+  backward.input(testing::random_tensor(Shape{kTokens, kWidth}, 8));
+  backward.input(testing::random_tensor(Shape{kAssignments, kWidth}, 9));
+  backward.input(testing::random_tensor(Shape{kTokens, kExpertsPerToken}, 10));
+  backward.run(
+      [](const std::vector<Tensor>& t) { unpermute_tokens_backward(t[3], t[4], t[5], t[6], t[7], plan_of(t)); },
+      "unpermute_tokens_backward");
+}
+
+}  // namespace
+}  // namespace hai
