@@ -3,6 +3,10 @@
 //   optim group: "optimizer.exp_avg.<name>" and "optimizer.exp_avg_sq.<name>" for every trainable parameter (in
 //                optimizer.moment_dtype), and "ema.<name>" when the EMA is enabled;
 // and as state the step, the data position and the effective config.
+// A weights-only checkpoint (hai-ckpt import-hf) has no optim-group tensor and no data position: resuming from it
+// starts AdamW with zero moments, the EMA at the loaded weights and the data at its first sample.
+
+#include <algorithm>
 
 #include <spdlog/spdlog.h>
 
@@ -43,6 +47,11 @@ void for_each_checkpoint_tensor(const ParameterStore& store, const AdamW& optimi
   }
 }
 
+bool has_optimizer_state(const CheckpointReader& reader) {
+  return std::ranges::any_of(reader.tensors(),
+                             [](const TensorRecord& tensor) { return tensor.group == CheckpointGroup::optim; });
+}
+
 }  // namespace
 
 void Trainer::save_checkpoint() {
@@ -67,14 +76,18 @@ int64_t Trainer::resume() {
   std::optional<std::string> path = resolve_checkpoint(config_.checkpoint.dir, config_.checkpoint.resume);
   if (!path) return 0;
   CheckpointReader reader(*path);
+  bool weights_only = !has_optimizer_state(reader);
   for_each_checkpoint_tensor(store_, optimizer_, ema_.get(),
-                             [&](CheckpointGroup, const std::string& name, const Tensor& tensor) {
-                               reader.read(name, tensor);
+                             [&](CheckpointGroup group, const std::string& name, const Tensor& tensor) {
+                               if (group == CheckpointGroup::model || !weights_only) reader.read(name, tensor);
                              });
   store_.refresh_compute_copy();
+  if (weights_only && ema_) copy_tensor(ema_->values(), store_.values());
   const CheckpointState& state = reader.state();
   step_ = state.step;
-  loader_.set_position(DataPosition::parse(state.data_position.at("position").get<std::string>()));
+  if (!weights_only) {
+    loader_.set_position(DataPosition::parse(state.data_position.at("position").get<std::string>()));
+  }
   spdlog::info("resumed from {} at step {}", *path, step_);
   return step_;
 }

@@ -26,6 +26,7 @@ class CheckpointReader {
   const std::string& path() const { return dir_; }
   const CheckpointState& state() const { return manifest_.state; }
   const std::vector<TensorRecord>& tensors() const { return manifest_.tensors; }
+  const std::vector<FileRecord>& files() const { return manifest_.files; }
   bool contains(std::string_view name) const { return index_.contains(name); }
   // Throws naming the checkpoint when there is no such tensor.
   const TensorRecord& tensor(std::string_view name) const;
