@@ -137,7 +137,7 @@ void Trainer::train_step() {
 
   bool log_now = step_ % config_.logging.interval == 0 || step_ == 1 || step_ == config_.train.steps;
   if (!log_now) return;
-  ExpertLoadRecord load_record{.step = step_};
+  ExpertLoadRecord load_record{.step = step_, .layers = {}};
   Tensor load = model_.expert_load();  // [moe_layers, E]
   for (size_t row = 0; row < model_.moe_layer_indices().size(); ++row) {
     Tensor layer_load = load.slice(static_cast<int64_t>(row), static_cast<int64_t>(row) + 1)

@@ -95,7 +95,7 @@ std::vector<ConfigKey> parallel_and_train_keys() {
       HAI_CONFIG_KEY(train.global_batch_size, "sequences per optimizer step (= micro_batch_size x micro_batches x dp)",
                      positive<I>()),
       HAI_CONFIG_KEY(train.eval_interval, "evaluate every this many steps; 0 = never", non_negative<I>()),
-      HAI_CONFIG_KEY(train.eval_batches, "global batches per evaluation", positive<I>()),
+      HAI_CONFIG_KEY(train.eval_batches, "micro-batches (of micro_batch_size windows, read in order) per evaluation", positive<I>()),
       HAI_CONFIG_KEY(train.seed, "seed of the weight init, data order and every other random stream",
                      non_negative<I>()),
   };
