@@ -8,14 +8,16 @@
 namespace hai {
 namespace {
 
-// NOTE: eh_proj is a linear weight too, but the release keeps it in BF16.
-bool is_fp8_linear(const std::string& name) {
-  return name.ends_with("_proj.weight") && !name.ends_with(".eh_proj.weight");
+// The weights of attention's and the MLPs' linear layers. NOTE: eh_proj is a linear weight too, but the release
+// keeps it in BF16, as it does the MoE gate.
+bool is_fp8_linear(const std::string& name, const std::vector<int64_t>& shape) {
+  bool in_block = name.find(".self_attn.") != std::string::npos || name.find(".mlp.") != std::string::npos;
+  return shape.size() == 2 && in_block && !name.ends_with(".mlp.gate.weight");
 }
 
-HfStorage storage_of(const std::string& name, HfDtype dtype) {
+HfStorage storage_of(const std::string& name, const std::vector<int64_t>& shape, HfDtype dtype) {
   if (name.ends_with(".e_score_correction_bias")) return HfStorage::f32;
-  if (dtype == HfDtype::fp8 && is_fp8_linear(name)) return HfStorage::fp8_blocks;
+  if (dtype == HfDtype::fp8 && is_fp8_linear(name, shape)) return HfStorage::fp8_blocks;
   return HfStorage::bf16;
 }
 
@@ -30,7 +32,8 @@ HfDtype parse_hf_dtype(std::string_view name) {
 std::vector<HfTensor> hf_tensors(const ModelConfig& model, HfDtype dtype) {
   std::vector<HfTensor> tensors;
   for (const ParameterSpec& spec : deepseek_v3_parameters(model)) {
-    tensors.push_back({spec.name, spec.name, spec.shape.to_vector(), storage_of(spec.name, dtype)});
+    std::vector<int64_t> shape = spec.shape.to_vector();
+    tensors.push_back({spec.name, spec.name, shape, storage_of(spec.name, shape, dtype)});
   }
   std::vector<int64_t> vocab_by_hidden = {model.vocab_size, model.hidden_size};
   for (int64_t depth = 1; depth <= model.mtp_depth; ++depth) {

@@ -4,11 +4,12 @@
 // num_layers + k - 1), its own copies `model.layers.{L}.embed_tokens.weight` and
 // `model.layers.{L}.shared_head.head.weight` of the shared embedding and output head.
 //
-// Storage: `bf16` stores every tensor as BF16; `fp8` stores the linear layers' weights (every `*_proj.weight` of
-// attention and MLP: q_a/q_b/kv_a_proj_with_mqa/kv_b/o_proj, gate/up/down_proj of dense, shared and routed
-// experts) as F8_E4M3 with a `<name>_scale_inv` F32 tensor [ceil(out / 128), ceil(in / 128)], one dequantisation
-// scale per 128x128 block, and everything else as BF16. In both, the routing bias `e_score_correction_bias` stays
-// F32 (as released: its per-step updates are far below BF16's resolution).
+// Storage: `bf16` stores every tensor as BF16; `fp8` stores the weights of attention's and the MLPs' linear layers
+// (q_a_proj, q_b_proj, kv_a_proj_with_mqa, kv_b_proj, o_proj; gate/up/down_proj of dense layers, shared and routed
+// experts; not the MoE gate, not eh_proj, as released) as F8_E4M3 with a `<name>_scale_inv` F32 tensor
+// [ceil(out / 128), ceil(in / 128)], one dequantisation scale per 128x128 block, and everything else as BF16. In
+// both, the routing bias `e_score_correction_bias` stays F32 (as released: its per-step updates are far below
+// BF16's resolution).
 
 #include <cstdint>
 #include <string>
