@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "framework/device/cpu/parallel.h"
+
 namespace hai::cpu {
 namespace {
 
@@ -28,12 +30,15 @@ void update(const Tensor& params, const Tensor& grads, const Tensor& exp_avg, co
   float step_size = static_cast<float>(settings.lr / bias_correction1);
   float bias_correction2_sqrt = static_cast<float>(std::sqrt(bias_correction2));
   float decay = 1.0f - settings.lr * settings.weight_decay;
-  for (int64_t i = 0; i < params.numel(); ++i) {
-    float first = store(m[i], settings.beta1 * load(m[i]) + (1.0f - settings.beta1) * g[i]);
-    float second = store(v[i], settings.beta2 * load(v[i]) + (1.0f - settings.beta2) * g[i] * g[i]);
-    float denominator = std::sqrt(second) / bias_correction2_sqrt + settings.eps;
-    p[i] = p[i] * decay - step_size * first / denominator;
-  }
+  constexpr int64_t kWorkPerElement = 16;  // a sqrt, a division and a dozen multiply-adds
+  parallel_for(params.numel(), kWorkPerElement, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      float first = store(m[i], settings.beta1 * load(m[i]) + (1.0f - settings.beta1) * g[i]);
+      float second = store(v[i], settings.beta2 * load(v[i]) + (1.0f - settings.beta2) * g[i] * g[i]);
+      float denominator = std::sqrt(second) / bias_correction2_sqrt + settings.eps;
+      p[i] = p[i] * decay - step_size * first / denominator;
+    }
+  });
 }
 
 }  // namespace

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <limits>
 
+#include "framework/device/cpu/parallel.h"
+
 namespace hai::cpu {
 namespace {
 
@@ -32,25 +34,36 @@ void scale_row(float factor, float* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] *= factor;
 }
 
-// Query row i of (b, h): an online softmax over keys 0..i that accumulates straight into out_row [d_v].
-// Returns the row's log-sum-exp.
+// Keys are scored kKeyChunk at a time into a stack buffer; the softmax is online across chunks.
+constexpr int64_t kKeyChunk = 64;
+
+// Query row i of (b, h): softmax over keys 0..i accumulated straight into out_row [d_v], rescaled once per chunk
+// whose maximum beats the running one. Returns the row's log-sum-exp.
 float attend_row(float* out_row, const float* q_row, const float* k, const float* v, const AttentionLayout& layout,
                  int64_t b, int64_t h, int64_t i, float softmax_scale) {
   float running_max = -std::numeric_limits<float>::infinity();
   float running_sum = 0.0f;
   std::fill(out_row, out_row + layout.v_dim, 0.0f);
-  for (int64_t j = 0; j <= i; ++j) {
-    int64_t key_row = layout.row(b, j, h);
-    float score = softmax_scale * dot(q_row, k + key_row * layout.qk_dim, layout.qk_dim);
-    if (score > running_max) {
-      float rescale = std::exp(running_max - score);  // 0 for the first key
+  for (int64_t chunk_begin = 0; chunk_begin <= i; chunk_begin += kKeyChunk) {
+    int64_t chunk_size = std::min(kKeyChunk, i + 1 - chunk_begin);
+    float scores[kKeyChunk];
+    float chunk_max = -std::numeric_limits<float>::infinity();
+    for (int64_t j = 0; j < chunk_size; ++j) {
+      int64_t key_row = layout.row(b, chunk_begin + j, h);
+      scores[j] = softmax_scale * dot(q_row, k + key_row * layout.qk_dim, layout.qk_dim);
+      chunk_max = std::max(chunk_max, scores[j]);
+    }
+    if (chunk_max > running_max) {
+      float rescale = std::exp(running_max - chunk_max);  // 0 for the first chunk
       scale_row(rescale, out_row, layout.v_dim);
       running_sum *= rescale;
-      running_max = score;
+      running_max = chunk_max;
     }
-    float probability = std::exp(score - running_max);
-    running_sum += probability;
-    axpy(probability, v + key_row * layout.v_dim, out_row, layout.v_dim);
+    for (int64_t j = 0; j < chunk_size; ++j) {
+      float probability = std::exp(scores[j] - running_max);
+      running_sum += probability;
+      axpy(probability, v + layout.row(b, chunk_begin + j, h) * layout.v_dim, out_row, layout.v_dim);
+    }
   }
   scale_row(1.0f / running_sum, out_row, layout.v_dim);
   return running_max + std::log(running_sum);
@@ -92,8 +105,27 @@ void backward_query_row(const BackwardOperands& operands, int64_t b, int64_t h, 
   }
 }
 
+// Zeroes the gradient rows of (b, h), then adds every query row's contributions.
+void backward_head(const BackwardOperands& operands, int64_t b, int64_t h, float softmax_scale) {
+  const AttentionLayout& layout = operands.layout;
+  for (int64_t s = 0; s < layout.sequence; ++s) {
+    int64_t row = layout.row(b, s, h);
+    std::fill_n(operands.d_q + row * layout.qk_dim, layout.qk_dim, 0.0f);
+    std::fill_n(operands.d_k + row * layout.qk_dim, layout.qk_dim, 0.0f);
+    std::fill_n(operands.d_v + row * layout.v_dim, layout.v_dim, 0.0f);
+  }
+  for (int64_t i = 0; i < layout.sequence; ++i) backward_query_row(operands, b, h, i, softmax_scale);
+}
+
+// Multiply-adds of one (b, h) head: about S^2 / 2 query-key pairs of the head widths.
+int64_t work_per_head(const AttentionLayout& layout) {
+  return layout.sequence * (layout.sequence + 1) / 2 * (layout.qk_dim + layout.v_dim);
+}
+
 }  // namespace
 
+// NOTE: both passes run the (b, h) heads in parallel: every output and gradient row belongs to exactly one head,
+// so the results do not depend on the thread count.
 void attention_forward(const Tensor& out, const Tensor& lse, const Tensor& q, const Tensor& k, const Tensor& v,
                        float softmax_scale) {
   AttentionLayout layout(q, v);
@@ -102,16 +134,17 @@ void attention_forward(const Tensor& out, const Tensor& lse, const Tensor& q, co
   const float* v_data = v.data<float>();  // [B, S, H, d_v]
   float* out_data = out.data<float>();    // [B, S, H, d_v]
   float* lse_data = lse.data<float>();    // [B, H, S]
-  for (int64_t b = 0; b < layout.batch; ++b) {
-    for (int64_t i = 0; i < layout.sequence; ++i) {
-      for (int64_t h = 0; h < layout.heads; ++h) {
+  parallel_for(layout.batch * layout.heads, work_per_head(layout), [&](int64_t begin, int64_t end) {
+    for (int64_t head = begin; head < end; ++head) {
+      int64_t b = head / layout.heads, h = head % layout.heads;
+      for (int64_t i = 0; i < layout.sequence; ++i) {
         int64_t query_row = layout.row(b, i, h);
         lse_data[layout.lse_index(b, h, i)] =
             attend_row(out_data + query_row * layout.v_dim, q_data + query_row * layout.qk_dim, k_data, v_data,
                        layout, b, h, i, softmax_scale);
       }
     }
-  }
+  });
 }
 
 void attention_backward(const Tensor& d_q, const Tensor& d_k, const Tensor& d_v, const Tensor& d_out,
@@ -120,15 +153,12 @@ void attention_backward(const Tensor& d_q, const Tensor& d_k, const Tensor& d_v,
   BackwardOperands operands{AttentionLayout(q, v), q.data<float>(), k.data<float>(), v.data<float>(),
                             out.data<float>(), d_out.data<float>(), lse.data<float>(), d_q.data<float>(),
                             d_k.data<float>(), d_v.data<float>()};
-  std::fill(operands.d_q, operands.d_q + d_q.numel(), 0.0f);
-  std::fill(operands.d_k, operands.d_k + d_k.numel(), 0.0f);
-  std::fill(operands.d_v, operands.d_v + d_v.numel(), 0.0f);
   const AttentionLayout& layout = operands.layout;
-  for (int64_t b = 0; b < layout.batch; ++b) {
-    for (int64_t h = 0; h < layout.heads; ++h) {
-      for (int64_t i = 0; i < layout.sequence; ++i) backward_query_row(operands, b, h, i, softmax_scale);
+  parallel_for(layout.batch * layout.heads, 2 * work_per_head(layout), [&](int64_t begin, int64_t end) {
+    for (int64_t head = begin; head < end; ++head) {
+      backward_head(operands, head / layout.heads, head % layout.heads, softmax_scale);
     }
-  }
+  });
 }
 
 }  // namespace hai::cpu

@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "framework/device/cpu/parallel.h"
+
 namespace hai::cpu {
 
 void rmsnorm_forward(const Tensor& out, const Tensor& rstd, const Tensor& x, const Tensor& weight, float eps) {
@@ -10,15 +12,17 @@ void rmsnorm_forward(const Tensor& out, const Tensor& rstd, const Tensor& x, con
   float* output = out.data<float>();        // [N, D]
   float* inverse_rms = rstd.data<float>();  // [N]
   int64_t width = x.size(1);
-  for (int64_t n = 0; n < x.size(0); ++n) {
-    const float* row = input + n * width;
-    double sum_of_squares = 0;
-    for (int64_t d = 0; d < width; ++d) sum_of_squares += static_cast<double>(row[d]) * row[d];
-    double mean_square = width > 0 ? sum_of_squares / static_cast<double>(width) : 0.0;
-    float r = static_cast<float>(1.0 / std::sqrt(mean_square + eps));
-    inverse_rms[n] = r;
-    for (int64_t d = 0; d < width; ++d) output[n * width + d] = row[d] * r * w[d];
-  }
+  parallel_for(x.size(0), 4 * width, [&](int64_t begin, int64_t end) {
+    for (int64_t n = begin; n < end; ++n) {
+      const float* row = input + n * width;
+      double sum_of_squares = 0;
+      for (int64_t d = 0; d < width; ++d) sum_of_squares += static_cast<double>(row[d]) * row[d];
+      double mean_square = width > 0 ? sum_of_squares / static_cast<double>(width) : 0.0;
+      float r = static_cast<float>(1.0 / std::sqrt(mean_square + eps));
+      inverse_rms[n] = r;
+      for (int64_t d = 0; d < width; ++d) output[n * width + d] = row[d] * r * w[d];
+    }
+  });
 }
 
 void rmsnorm_backward(const Tensor& d_x, const Tensor& d_weight, const Tensor& d_out, const Tensor& x,
