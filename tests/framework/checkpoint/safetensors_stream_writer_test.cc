@@ -43,7 +43,8 @@ TEST(SafetensorsStreamWriterTest, RefusesWhatWasNotDeclared) {
   ScratchDir dir;
   std::vector<float> four(4, 1.0f);
   std::span<const std::byte> bytes = std::as_bytes(std::span(four));
-  testing::expect_error([&] { SafetensorsStreamWriter(dir / "a.safetensors", {{"__metadata__", DType::f32, {4}}}, {}); },
+  std::vector<SafetensorsLayoutEntry> reserved = {{"__metadata__", DType::f32, {4}}};
+  testing::expect_error([&] { SafetensorsStreamWriter(dir / "a.safetensors", reserved, {}); },
                         {"'__metadata__' is reserved or repeated"});
   EXPECT_FALSE(std::filesystem::exists(dir / "a.safetensors"));  // refused before the file is created
 
