@@ -34,36 +34,25 @@ void scale_row(float factor, float* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] *= factor;
 }
 
-// Keys are scored kKeyChunk at a time into a stack buffer; the softmax is online across chunks.
-constexpr int64_t kKeyChunk = 64;
-
-// Query row i of (b, h): softmax over keys 0..i accumulated straight into out_row [d_v], rescaled once per chunk
-// whose maximum beats the running one. Returns the row's log-sum-exp.
+// Query row i of (b, h): an online softmax over keys 0..i that accumulates straight into out_row [d_v].
+// Returns the row's log-sum-exp.
 float attend_row(float* out_row, const float* q_row, const float* k, const float* v, const AttentionLayout& layout,
                  int64_t b, int64_t h, int64_t i, float softmax_scale) {
   float running_max = -std::numeric_limits<float>::infinity();
   float running_sum = 0.0f;
   std::fill(out_row, out_row + layout.v_dim, 0.0f);
-  for (int64_t chunk_begin = 0; chunk_begin <= i; chunk_begin += kKeyChunk) {
-    int64_t chunk_size = std::min(kKeyChunk, i + 1 - chunk_begin);
-    float scores[kKeyChunk];
-    float chunk_max = -std::numeric_limits<float>::infinity();
-    for (int64_t j = 0; j < chunk_size; ++j) {
-      int64_t key_row = layout.row(b, chunk_begin + j, h);
-      scores[j] = softmax_scale * dot(q_row, k + key_row * layout.qk_dim, layout.qk_dim);
-      chunk_max = std::max(chunk_max, scores[j]);
-    }
-    if (chunk_max > running_max) {
-      float rescale = std::exp(running_max - chunk_max);  // 0 for the first chunk
+  for (int64_t j = 0; j <= i; ++j) {
+    int64_t key_row = layout.row(b, j, h);
+    float score = softmax_scale * dot(q_row, k + key_row * layout.qk_dim, layout.qk_dim);
+    if (score > running_max) {
+      float rescale = std::exp(running_max - score);  // 0 for the first key
       scale_row(rescale, out_row, layout.v_dim);
       running_sum *= rescale;
-      running_max = chunk_max;
+      running_max = score;
     }
-    for (int64_t j = 0; j < chunk_size; ++j) {
-      float probability = std::exp(scores[j] - running_max);
-      running_sum += probability;
-      axpy(probability, v + layout.row(b, chunk_begin + j, h) * layout.v_dim, out_row, layout.v_dim);
-    }
+    float probability = std::exp(score - running_max);
+    running_sum += probability;
+    axpy(probability, v + key_row * layout.v_dim, out_row, layout.v_dim);
   }
   scale_row(1.0f / running_sum, out_row, layout.v_dim);
   return running_max + std::log(running_sum);

@@ -1,6 +1,7 @@
 #include "framework/device/cpu/parallel.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <string>
 
@@ -12,6 +13,9 @@ namespace {
 
 // Below this many multiply-adds an op runs inline: waking a sleeping thread costs some microseconds.
 constexpr int64_t kMinParallelWork = 1 << 16;
+
+// How long an idle thread of the pool polls for the next job (or the caller for its chunks) before sleeping.
+constexpr std::chrono::microseconds kSpinTime{200};
 
 int threads_from_environment(const char* value) {
   try {
@@ -65,35 +69,46 @@ void ThreadPool::run(int64_t count, const RangeBody& body) {
   {
     std::lock_guard lock(mutex_);
     job_ = job;
-    ++generation_;
-    unfinished_chunks_ = chunks - 1;
     error_ = nullptr;
+    unfinished_chunks_ = chunks - 1;
+    ++generation_;
   }
   job_posted_.notify_all();
   run_chunk(job, 0);
+  wait_for_chunks();
   std::exception_ptr error;
   {
-    std::unique_lock lock(mutex_);
-    job_finished_.wait(lock, [this] { return unfinished_chunks_ == 0; });
+    std::lock_guard lock(mutex_);
     error = error_;
   }
   busy_ = false;
   if (error) std::rethrow_exception(error);
 }
 
+void ThreadPool::wait_for_chunks() {
+  auto spin_end = std::chrono::steady_clock::now() + kSpinTime;
+  while (unfinished_chunks_.load() > 0 && std::chrono::steady_clock::now() < spin_end) std::this_thread::yield();
+  std::unique_lock lock(mutex_);
+  job_finished_.wait(lock, [this] { return unfinished_chunks_.load() == 0; });
+}
+
 void ThreadPool::worker_loop(int chunk) {
   uint64_t seen = 0;
-  std::unique_lock lock(mutex_);
   while (true) {
-    job_posted_.wait(lock, [&] { return stopping_ || generation_ != seen; });
+    auto spin_end = std::chrono::steady_clock::now() + kSpinTime;
+    while (generation_.load() == seen && std::chrono::steady_clock::now() < spin_end) std::this_thread::yield();
+    std::unique_lock lock(mutex_);
+    job_posted_.wait(lock, [&] { return stopping_ || generation_.load() != seen; });
     if (stopping_) return;
-    seen = generation_;
-    if (chunk >= job_.chunks) continue;
+    seen = generation_.load();
     Job job = job_;
     lock.unlock();
+    if (chunk >= job.chunks) continue;
     run_chunk(job, chunk);
-    lock.lock();
-    if (--unfinished_chunks_ == 0) job_finished_.notify_one();
+    if (--unfinished_chunks_ == 0) {
+      std::lock_guard finished_lock(mutex_);
+      job_finished_.notify_one();
+    }
   }
 }
 

@@ -50,19 +50,23 @@ class ThreadPool {
 
   static std::pair<int64_t, int64_t> chunk_range(const Job& job, int chunk);
   void run_chunk(const Job& job, int chunk);
+  void wait_for_chunks();
   void worker_loop(int chunk);
 
   std::vector<std::thread> workers_;  // worker i runs chunk i + 1; the caller runs chunk 0
   std::atomic<int> active_threads_;
   std::atomic<bool> busy_{false};
+  // NOTE: a training step runs hundreds of ops of a few hundred microseconds each, so a worker spins (yielding)
+  // for a while before it sleeps on job_posted_, and the caller likewise before it sleeps on job_finished_:
+  // a sleeping thread takes tens of microseconds to wake.
+  std::atomic<uint64_t> generation_{0};     // bumped once per posted job, under mutex_
+  std::atomic<int> unfinished_chunks_{0};   // chunks of the current job still running on workers
   std::mutex mutex_;
   std::condition_variable job_posted_;
   std::condition_variable job_finished_;
-  Job job_;                    // guarded by mutex_
-  uint64_t generation_ = 0;    // guarded by mutex_; bumped once per posted job
-  int unfinished_chunks_ = 0;  // guarded by mutex_
-  std::exception_ptr error_;   // guarded by mutex_
-  bool stopping_ = false;      // guarded by mutex_
+  Job job_;                   // guarded by mutex_
+  std::exception_ptr error_;  // guarded by mutex_
+  bool stopping_ = false;     // guarded by mutex_
 };
 
 // The thread count described above (reads the environment).
