@@ -93,6 +93,29 @@ TEST_F(HfRoundTripTest, Bf16IsBitExact) {
   expect_bit_identical(imported_parameters(step_dir), contents_.parameters);
 }
 
+TEST_F(HfRoundTripTest, ExportGathersTheSlicesOfAnyLayout) {
+  // Two ranks: rank 0 holds the first half of every matrix's rows (and the vectors), rank 1 the rest.
+  CheckpointWriter rank0(dir_ / "sharded", 4, 0), rank1(dir_ / "sharded", 4, 1);
+  for (const auto& [name, value] : contents_.parameters) {
+    const Tensor& whole = value;
+    std::vector<int64_t> shape = whole.shape().to_vector();
+    if (whole.rank() == 1) {
+      rank0.add(CheckpointGroup::model, name, whole);
+      continue;
+    }
+    int64_t half = shape[0] / 2;
+    rank0.add(CheckpointGroup::model, name, shape, {0, 0}, whole.slice(0, half));
+    rank1.add(CheckpointGroup::model, name, shape, {half, 0}, whole.slice(half, shape[0]));
+  }
+  CheckpointState state;
+  state.step = 4;
+  state.config = config_to_json(config_);
+  commit_checkpoint(dir_ / "sharded", state, {rank0.write_rank_files(), rank1.write_rank_files()}, 0);
+
+  export_hf(dir_ / "sharded", dir_ / "hf", {});
+  expect_bit_identical(imported_parameters(import_hf(dir_ / "hf", dir_ / "imported", config_)), contents_.parameters);
+}
+
 TEST_F(HfRoundTripTest, EmaExportsTheEma) {
   export_hf(dir_ / "ckpt", dir_ / "hf", {.dtype = HfDtype::bf16, .ema = true});
   expect_bit_identical(imported_parameters(import_hf(dir_ / "hf", dir_ / "imported", config_)), contents_.ema);
