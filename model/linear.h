@@ -29,6 +29,10 @@ class Linear {
   void backward_weight(const Tensor& d_y, const Tensor& saved_input) const;
 
  private:
+  // Calls use(x in the compute dtype), converting only when the dtypes differ.
+  template <typename Use>
+  void with_compute_dtype(const Tensor& x, Use&& use) const;
+
   const Parameter* weight_ = nullptr;
 };
 
