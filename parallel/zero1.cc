@@ -1,12 +1,11 @@
 #include "parallel/zero1.h"
 
-#include <bit>
-
 #include "framework/device/adamw.h"
 #include "framework/device/elementwise.h"
 #include "framework/device/grad_norm.h"
 #include "framework/optim/adamw.h"
 #include "framework/optim/grad_clip.h"
+#include "parallel/rank_values.h"
 
 namespace hai {
 namespace {
@@ -16,17 +15,6 @@ OwnedTensor zeros(int64_t numel, DType dtype, Device device) {
   OwnedTensor tensor(Shape{numel}, dtype, device);
   if (!device.is_cpu()) copy_tensor(tensor, OwnedTensor(Shape{numel}, dtype, Device::cpu()));
   return tensor;
-}
-
-// The sum over the group of every rank's `value`, added in rank order in double: the same on every rank.
-double sum_over_ranks(Communicator& group, double value) {
-  OwnedTensor mine(Shape{1}, DType::i64);                  // [1] the bits of `value`
-  OwnedTensor all(Shape{group.size()}, DType::i64);       // [dp]
-  mine.tensor().data<int64_t>()[0] = std::bit_cast<int64_t>(value);
-  group.all_gather(all, mine);
-  double sum = 0;
-  for (int rank = 0; rank < group.size(); ++rank) sum += std::bit_cast<double>(all.tensor().data<int64_t>()[rank]);
-  return sum;
 }
 
 }  // namespace

@@ -7,13 +7,13 @@
 
 #include <spdlog/spdlog.h>
 
-#include "framework/device/grad_norm.h"
+#include "framework/comm/single_rank_communicator.h"
 #include "framework/metrics/expert_load_stats.h"
 #include "framework/metrics/mfu.h"
-#include "framework/optim/grad_clip.h"
 #include "framework/optim/lr_schedule.h"
 #include "framework/config/config_enums.h"
 #include "model/parameters.h"
+#include "parallel/rank_values.h"
 
 namespace hai {
 namespace {
@@ -41,10 +41,10 @@ ParameterStore make_store(const Config& config) {
   return store;
 }
 
-DataLoaderOptions loader_options(const Config& config) {
+DataLoaderOptions loader_options(const Config& config, const Communicator& dp) {
   return {.micro_batch_size = config.train.micro_batch_size,
-          .dp_rank = 0,
-          .dp_size = 1,
+          .dp_rank = dp.rank(),
+          .dp_size = dp.size(),
           .seed = static_cast<uint64_t>(config.train.seed)};
 }
 
@@ -58,19 +58,32 @@ struct StepLosses {
     mtp += weight * losses.mtp_mean();
     balance += weight * losses.balance;
   }
-};
 
-std::vector<Tensor> gradient_buffers(const ParameterStore& store) { return {store.grads()}; }
+  // The means over the DP group (each rank's are means over the same number of micro-batches).
+  StepLosses mean_over(Communicator& dp) const {
+    std::vector<double> sums = sum_over_ranks(dp, std::vector<double>{objective, lm, mtp, balance});
+    double ranks = dp.size();
+    return {sums[0] / ranks, sums[1] / ranks, sums[2] / ranks, sums[3] / ranks};
+  }
+};
 
 }  // namespace
 
-Trainer::Trainer(const Config& config)
+Trainer::Trainer(const Config& config) : Trainer(config, std::make_unique<SingleRankCommunicator>(), nullptr) {}
+
+Trainer::Trainer(const Config& config, Communicator& world) : Trainer(config, nullptr, &world) {}
+
+Trainer::Trainer(const Config& config, std::unique_ptr<Communicator> own_world, Communicator* world)
     : config_(config),
+      own_world_(std::move(own_world)),
+      world_(world != nullptr ? *world : *own_world_),
+      grid_(grid_shape(config.parallel)),
+      groups_(make_parallel_groups(world_, grid_)),
       store_(make_store(config)),
       model_(config.model, store_),
-      optimizer_(store_, config.optimizer),
+      optimizer_(store_, config.optimizer, *groups_.dp),
       data_(open_training_data(config)),
-      loader_(data_.train, loader_options(config)),
+      loader_(data_.train, loader_options(config, *groups_.dp)),
       flops_per_token_(training_flops_per_token(config.model, config.train.seq_len)) {
   if (config.ema.enabled) ema_ = std::make_unique<ParameterEma>(store_.values(), config.ema.decay);
 }
@@ -79,8 +92,10 @@ Trainer::~Trainer() = default;
 
 void Trainer::train() {
   // NOTE: opened here, not by resume(), so that --eval-only of an earlier checkpoint leaves the run's records.
-  metrics_ = step_ > 0 ? MetricsWriter::resumed(config_.logging.run_dir, step_)
-                       : MetricsWriter::fresh(config_.logging.run_dir);
+  if (is_rank0()) {
+    metrics_ = step_ > 0 ? MetricsWriter::resumed(config_.logging.run_dir, step_)
+                         : MetricsWriter::fresh(config_.logging.run_dir);
+  }
   log_startup();
   while (step_ < config_.train.steps) {
     train_step();
@@ -101,10 +116,12 @@ void Trainer::train_step() {
     MicroBatchLosses micro = model_.train_micro_batch(tokens, 1.0f / static_cast<float>(micro_batches));
     losses.add(micro, config_.model.mtp_loss_weight, 1.0 / static_cast<double>(micro_batches));
   }
+  losses = losses.mean_over(*groups_.dp);
+  reduce_expert_load();
 
   ++step_;
-  double squared_norm = grad_norm_squared(gradient_buffers(store_));
-  double grad_norm = clip_gradients(gradient_buffers(store_), squared_norm, config_.optimizer.grad_clip);
+  double squared_norm = optimizer_.reduce_gradients();
+  double grad_norm = optimizer_.clip(squared_norm, config_.optimizer.grad_clip);
   bool skipped = !std::isfinite(grad_norm);
   double lr = learning_rate(config_.optimizer, config_.train.steps, step_);
   if (skipped) {
@@ -132,8 +149,8 @@ void Trainer::train_step() {
                     .tokens_per_s = static_cast<double>(step_tokens) / (step_ms / 1000.0),
                     .mfu = 0,
                     .mem_gib = peak_memory_gib()};
-  record.mfu = mfu(record.tokens_per_s, flops_per_token_, config_.logging.peak_tflops, 1);
-  metrics_->write(record);
+  record.mfu = mfu(record.tokens_per_s, flops_per_token_, config_.logging.peak_tflops, world_.size());
+  if (metrics_) metrics_->write(record);
 
   bool log_now = step_ % config_.logging.interval == 0 || step_ == 1 || step_ == config_.train.steps;
   if (!log_now) return;
@@ -144,7 +161,7 @@ void Trainer::train_step() {
                             .reshape(Shape{config_.model.moe.routed_experts});
     load_record.layers.push_back({model_.moe_layer_indices()[row], expert_load_stats(layer_load)});
   }
-  metrics_->write(load_record);
+  if (metrics_) metrics_->write(load_record);
   spdlog::info(format_progress({.step = step_,
                                 .total_steps = config_.train.steps,
                                 .loss = record.loss,
@@ -155,6 +172,11 @@ void Trainer::train_step() {
                                 .step_ms = step_ms,
                                 .mem_gib = record.mem_gib,
                                 .eta_s = step_time_.eta_s(config_.train.steps - step_)}));
+}
+
+void Trainer::reduce_expert_load() {
+  // NOTE: the whole global batch's load moves the routing biases, so every rank moves them alike.
+  groups_.dp->all_reduce(model_.expert_load(), ReduceOp::sum);
 }
 
 EvalResult Trainer::evaluate(int64_t max_windows) {
@@ -197,19 +219,23 @@ EvalResult Trainer::evaluate_current(int64_t max_windows) {
 void Trainer::run_evaluation() {
   EvalResult result = evaluate(config_.train.eval_batches * config_.train.micro_batch_size);
   int64_t step_tokens = config_.train.global_batch_size * config_.train.seq_len;
-  metrics_->write(EvalRecord{.step = step_, .tokens = step_ * step_tokens, .eval_loss = result.lm_loss});
+  if (metrics_) {
+    metrics_->write(EvalRecord{.step = step_, .tokens = step_ * step_tokens, .eval_loss = result.lm_loss});
+  }
   spdlog::info("step {}: eval loss {:.4f} (MTP {:.4f}) over {} windows", step_, result.lm_loss, result.mtp_loss,
                result.windows);
 }
 
 void Trainer::log_startup() const {
   ParameterCounts counts = count_parameters(config_.model);
-  spdlog::info("hai-train: 1 rank (dp 1, pp 1, tp 1, ep 1), device cpu, precision {}",
-               to_string(config_.precision.mode));
+  spdlog::info("hai-train: {} rank(s) (dp {}, pp {}, tp {}, ep {}), device cpu, precision {}", world_.size(),
+               grid_.dp, grid_.pp, grid_.tp, config_.parallel.ep, to_string(config_.precision.mode));
   spdlog::info("parameters: {:.3f}M total, {:.3f}M activated per token, {:.3f}M in MTP modules",
                counts.total / 1e6, counts.activated / 1e6, counts.mtp / 1e6);
-  spdlog::info("memory: parameters {:.1f} MiB (+ compute copy), optimizer {:.1f} MiB", store_.values().bytes() / 1048576.0,
-               optimizer_.state_bytes() / 1048576.0);
+  spdlog::info("memory: parameters {:.1f} MiB (+ compute copy), optimizer {:.1f} MiB (ZeRO-1: the moments of "
+               "{} of {} trainable elements, 1/{} per rank)",
+               store_.values().bytes() / 1048576.0, optimizer_.state_bytes() / 1048576.0, optimizer_.shard().numel(),
+               optimizer_.shard().total, grid_.dp);
   spdlog::info("MFU = tokens/s x {:.4g} FLOP/token / ({} TFLOP/s x 1 device); FLOP/token = 6 x activated matmul "
                "parameters (head included, embedding not) + 3 x layers x heads x seq_len x (d_qk + d_v)",
                flops_per_token_, config_.logging.peak_tflops);

@@ -1,22 +1,27 @@
 #pragma once
-// Trainer: single-rank training of the DeepSeek-V3 model on the CPU backend. A step accumulates the gradients of
-// parallel.micro_batches micro-batches, clips them by global norm, applies AdamW with the scheduled learning
-// rate, moves the routing biases (auxiliary-loss-free balancing) and feeds the EMA; logging, metrics,
-// evaluation and checkpoints follow the config (DESIGN.md "Outputs", "Checkpoints").
+// Trainer: training of the DeepSeek-V3 model on the CPU backend, on one rank or data-parallel over the ranks of a
+// world communicator (ZeRO-1, parallel/zero1.h). A step accumulates the gradients of parallel.micro_batches
+// micro-batches (each rank reads its rows of every global micro-batch), averages them over the DP group, clips
+// them by global norm, applies AdamW with the scheduled learning rate, moves the routing biases with the expert
+// load summed over the DP group (auxiliary-loss-free balancing) and feeds the EMA. Every rank ends a step with the
+// same parameters. Logging and metrics (global means) come from rank 0; evaluation, checkpoints (every rank
+// writes its shard, rank 0 commits) follow the config (DESIGN.md "Outputs", "Checkpoints").
 
 #include <memory>
 #include <optional>
 #include <string>
 
 #include "framework/config/config.h"
+#include "framework/comm/communicator.h"
 #include "framework/data/data_loader.h"
 #include "framework/metrics/metrics_writer.h"
 #include "framework/metrics/progress.h"
-#include "framework/optim/adamw.h"
 #include "framework/optim/ema.h"
 #include "framework/params/parameter_store.h"
 #include "apps/hai-train/training_data.h"
 #include "model/deepseek_v3_model.h"
+#include "parallel/topology.h"
+#include "parallel/zero1.h"
 
 namespace hai {
 
@@ -29,7 +34,10 @@ struct EvalResult {
 
 class Trainer {
  public:
+  // One rank, without MPI: the config's layout must be a single rank.
   explicit Trainer(const Config& config);
+  // The ranks of `world` (which must outlive the trainer), laid out per the config's parallel section.
+  Trainer(const Config& config, Communicator& world);
   ~Trainer();
 
   // Resumes per checkpoint.resume; returns the step it resumes after (0 for a fresh start).
@@ -44,20 +52,29 @@ class Trainer {
   const ParameterStore& parameters() const { return store_; }
 
  private:
+  // world: the given communicator, or null for *own_world.
+  Trainer(const Config& config, std::unique_ptr<Communicator> own_world, Communicator* world);
   void train_step();
+  void reduce_expert_load();
   EvalResult evaluate_current(int64_t max_windows);
   void log_startup() const;
   void save_checkpoint();
   void run_evaluation();
 
+  bool is_rank0() const { return world_.rank() == 0; }
+
   Config config_;
+  std::unique_ptr<Communicator> own_world_;  // the single-rank world, when none is given
+  Communicator& world_;
+  GridShape grid_;
+  ParallelGroups groups_;
   ParameterStore store_;
   DeepseekV3Model model_;
-  AdamW optimizer_;
+  Zero1Optimizer optimizer_;
   std::unique_ptr<ParameterEma> ema_;
   TrainingData data_;
   DataLoader loader_;
-  std::optional<MetricsWriter> metrics_;
+  std::optional<MetricsWriter> metrics_;  // rank 0 only
   StepTimeAverage step_time_;
   double flops_per_token_;
   int64_t step_ = 0;

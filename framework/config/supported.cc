@@ -15,7 +15,6 @@ void require(bool supported, const KeyLines& lines, const std::string& key_path,
 
 void check_supported(const Config& config, const KeyLines& lines) {
   const ParallelConfig& parallel = config.parallel;
-  require(parallel.dp.value_or(1) == 1, lines, "parallel.dp", "data parallelism: dp must be 1");
   require(parallel.pp == 1, lines, "parallel.pp", "pipeline parallelism: pp must be 1");
   require(parallel.tp == 1, lines, "parallel.tp", "tensor parallelism: tp must be 1");
   require(parallel.ep == 1, lines, "parallel.ep", "expert parallelism: ep must be 1");

@@ -33,14 +33,20 @@ TEST(LoadConfig, ErrorsCarryTheFileLine) {
 }
 
 TEST(LoadConfig, RefusesUnsupportedFeaturesAfterValidation) {
+  std::string path = write_temp_config("load_test_ep.yaml", "data:\n  source: synthetic\nparallel:\n  ep: 2\n");
   try {
-    load_config(testing::source_path("configs/tiny.yaml"), {}, 2);
+    load_config(path, {}, 2);
     FAIL() << "no throw";
   } catch (const ConfigError& error) {
-    EXPECT_EQ(error.key_path(), "parallel.dp");
-    EXPECT_EQ(error.yaml_line(), 26);
-    EXPECT_EQ(error.problem(), "not supported yet (data parallelism: dp must be 1)");
+    EXPECT_EQ(error.key_path(), "parallel.ep");
+    EXPECT_EQ(error.yaml_line(), 4);
+    EXPECT_EQ(error.problem(), "not supported yet (expert parallelism: ep must be 1)");
   }
+}
+
+TEST(LoadConfig, DataParallelismIsSupported) {
+  Config config = load_config(testing::source_path("configs/tiny.yaml"), {}, 2);
+  EXPECT_EQ(config.parallel.dp, 2);
 }
 
 TEST(LoadConfig, SyntaxErrorNamesTheFile) {

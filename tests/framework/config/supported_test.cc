@@ -31,8 +31,13 @@ TEST(CheckSupported, AcceptsTheCpuFoundation) {
   EXPECT_NO_THROW(check_supported(config));
 }
 
+TEST(CheckSupported, AcceptsDataParallelism) {
+  Config config = resolve_auto(Config{}, 4);
+  EXPECT_EQ(config.parallel.dp, 4);
+  EXPECT_NO_THROW(check_supported(config));
+}
+
 TEST(CheckSupported, RefusesWhatDoesNotExistYet) {
-  expect_unsupported("parallel.dp", [](Config& config) { config.parallel.dp = 2; });
   expect_unsupported("parallel.pp", [](Config& config) { config.parallel.pp = 2; });
   expect_unsupported("parallel.tp", [](Config& config) { config.parallel.tp = 2; });
   expect_unsupported("parallel.ep", [](Config& config) { config.parallel.ep = 2; });
