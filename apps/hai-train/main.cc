@@ -5,6 +5,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include <exception>
 #include <iostream>
 #include <memory>
 #include <string>
@@ -106,7 +107,7 @@ int train_or_evaluate_on_ranks(const hai::Config& config, const Options& options
   std::unique_ptr<hai::Communicator> world = runtime.world();
   try {
     return train_or_evaluate(config, options, world.get());
-  } catch (const hai::Error& error) {
+  } catch (const std::exception& error) {  // NOTE: any exception: the other ranks would wait for this one forever
     spdlog::error("{}", error.what());
     world->abort(kExitFailure);
   }

@@ -236,9 +236,9 @@ void Trainer::log_startup() const {
                "{} of {} trainable elements, 1/{} per rank)",
                store_.values().bytes() / 1048576.0, optimizer_.state_bytes() / 1048576.0, optimizer_.shard().numel(),
                optimizer_.shard().total, grid_.dp);
-  spdlog::info("MFU = tokens/s x {:.4g} FLOP/token / ({} TFLOP/s x 1 device); FLOP/token = 6 x activated matmul "
-               "parameters (head included, embedding not) + 3 x layers x heads x seq_len x (d_qk + d_v)",
-               flops_per_token_, config_.logging.peak_tflops);
+  spdlog::info("MFU = tokens/s x {:.4g} FLOP/token / ({} TFLOP/s x {} device(s)); FLOP/token = 6 x activated "
+               "matmul parameters (head included, embedding not) + 3 x layers x heads x seq_len x (d_qk + d_v)",
+               flops_per_token_, config_.logging.peak_tflops, world_.size());
   spdlog::info("training steps {}..{} of {}, {} sequences of {} tokens per step ({} micro-batches of {})",
                step_ + 1, config_.train.steps, config_.train.steps, config_.train.global_batch_size,
                config_.train.seq_len, config_.parallel.micro_batches.value(), config_.train.micro_batch_size);
