@@ -84,12 +84,12 @@ int train_or_evaluate(const hai::Config& config, const Options& options, hai::Co
   bool rank0 = world == nullptr || world->rank() == 0;
   if (rank0) hai::write_config_file(config, config.logging.run_dir + "/config.yaml");
   std::unique_ptr<hai::Trainer> trainer = make_trainer(config, world);
-  int64_t resumed = trainer->resume();
+  trainer->resume();
   if (!options.eval_only) {
     trainer->train();
     return 0;
   }
-  HAI_CHECK(resumed > 0 || config.checkpoint.resume == "none",
+  HAI_CHECK(trainer->resumed_from() || config.checkpoint.resume == "none",
             "--eval-only needs a checkpoint: none found for checkpoint.resume = {}", config.checkpoint.resume);
   // data.eval_path is scored whole; the validation split by train.eval_batches micro-batches.
   int64_t windows = config.data.eval_path.empty() ? config.train.eval_batches * config.train.micro_batch_size : -1;

@@ -42,6 +42,8 @@ class Trainer {
 
   // Resumes per checkpoint.resume; returns the step it resumes after (0 for a fresh start).
   int64_t resume();
+  // The checkpoint resume() loaded (a step directory), if any.
+  const std::optional<std::string>& resumed_from() const { return resumed_from_; }
   // Trains from the current step to train.steps, then saves the final checkpoint.
   void train();
   // The evaluation source's first `max_windows` windows in order (all of them when max_windows < 0), with the
@@ -78,6 +80,7 @@ class Trainer {
   StepTimeAverage step_time_;
   double flops_per_token_;
   int64_t step_ = 0;
+  std::optional<std::string> resumed_from_;
 };
 
 }  // namespace hai

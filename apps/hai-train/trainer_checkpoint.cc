@@ -122,6 +122,7 @@ int64_t Trainer::resume() {
     loader_.set_position(DataPosition::parse(state.data_position.at("position").get<std::string>()));
   }
   spdlog::info("resumed from {} at step {}", *path, step_);
+  resumed_from_ = path;
   return step_;
 }
 
