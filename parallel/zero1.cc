@@ -8,16 +8,6 @@
 #include "parallel/rank_values.h"
 
 namespace hai {
-namespace {
-
-// [numel] of dtype, zero-filled on any device (Buffer zero-fills only host memory).
-OwnedTensor zeros(int64_t numel, DType dtype, Device device) {
-  OwnedTensor tensor(Shape{numel}, dtype, device);
-  if (!device.is_cpu()) copy_tensor(tensor, OwnedTensor(Shape{numel}, dtype, Device::cpu()));
-  return tensor;
-}
-
-}  // namespace
 
 Zero1Optimizer::Zero1Optimizer(ParameterStore& store, const OptimizerConfig& config, Communicator& dp)
     : store_(store),
@@ -26,12 +16,12 @@ Zero1Optimizer::Zero1Optimizer(ParameterStore& store, const OptimizerConfig& con
       shard_(flat_shard(store.grads().numel(), dp.rank(), dp.size())),
       own_segments_(shard_segments(store, shard_.begin, shard_.end)),
       all_segments_(shard_segments(store, 0, shard_.total)),
-      exp_avg_(zeros(shard_.numel(), moment_dtype(config.moment_dtype), store.grads().device())),
-      exp_avg_sq_(zeros(shard_.numel(), moment_dtype(config.moment_dtype), store.grads().device())) {
+      exp_avg_(zero_tensor(Shape{shard_.numel()}, moment_dtype(config.moment_dtype), store.grads().device())),
+      exp_avg_sq_(zero_tensor(Shape{shard_.numel()}, moment_dtype(config.moment_dtype), store.grads().device())) {
   if (!sharded()) return;
   Device device = store.grads().device();
-  staging_ = zeros(shard_.chunk * dp.size(), DType::f32, device);
-  reduced_grads_ = zeros(shard_.chunk, DType::f32, device);
+  staging_ = zero_tensor(Shape{shard_.chunk * dp.size()}, DType::f32, device);
+  reduced_grads_ = zero_tensor(Shape{shard_.chunk}, DType::f32, device);
 }
 
 Tensor Zero1Optimizer::shard_grads() const {

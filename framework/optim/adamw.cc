@@ -3,17 +3,6 @@
 #include "framework/device/adamw.h"
 
 namespace hai {
-namespace {
-
-// [numel] of dtype, zero-filled on any device (Buffer zero-fills only host memory).
-OwnedTensor zeros(int64_t numel, DType dtype, Device device) {
-  OwnedTensor tensor(Shape{numel}, dtype, device);
-  if (!device.is_cpu()) copy_tensor(tensor, OwnedTensor(Shape{numel}, dtype, Device::cpu()));
-  return tensor;
-}
-
-}  // namespace
-
 DType moment_dtype(MomentDType dtype) {
   return dtype == MomentDType::bf16 ? DType::bf16 : DType::f32;
 }
@@ -22,8 +11,8 @@ AdamW::AdamW(ParameterStore& store, const OptimizerConfig& config)
     : store_(store),
       config_(config),
       segments_(segments_of(store)),
-      exp_avg_(zeros(store.grads().numel(), moment_dtype(config.moment_dtype), store.grads().device())),
-      exp_avg_sq_(zeros(store.grads().numel(), moment_dtype(config.moment_dtype), store.grads().device())) {}
+      exp_avg_(zero_tensor(Shape{store.grads().numel()}, moment_dtype(config.moment_dtype), store.grads().device())),
+      exp_avg_sq_(zero_tensor(Shape{store.grads().numel()}, moment_dtype(config.moment_dtype), store.grads().device())) {}
 
 std::vector<AdamW::Segment> AdamW::segments_of(const ParameterStore& store) {
   std::vector<Segment> segments;

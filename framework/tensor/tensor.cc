@@ -138,6 +138,12 @@ OwnedTensor::OwnedTensor(Shape shape, DType dtype, Device device)
     : buffer_(static_cast<size_t>(shape.numel()) * dtype_size(dtype), device),
       view_(buffer_.view(shape, dtype)) {}
 
+OwnedTensor zero_tensor(Shape shape, DType dtype, Device device) {
+  OwnedTensor tensor(shape, dtype, device);
+  if (!device.is_cpu()) copy_tensor(tensor, OwnedTensor(shape, dtype, Device::cpu()));
+  return tensor;
+}
+
 void copy_tensor(const Tensor& destination, const Tensor& source) {
   HAI_CHECK(destination.shape() == source.shape() && destination.dtype() == source.dtype(),
             "copy_tensor: {} <- {}", destination.str(), source.str());

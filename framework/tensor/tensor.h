@@ -150,6 +150,9 @@ class OwnedTensor {
   Tensor view_;
 };
 
+// A zero-filled tensor on any device (Buffer zero-fills only host memory; device memory is cleared by a copy).
+OwnedTensor zero_tensor(Shape shape, DType dtype, Device device = Device::cpu());
+
 // Host <-> device copies of whole tensors of equal shape and dtype (synchronous; tests and set-up only).
 void copy_tensor(const Tensor& destination, const Tensor& source);
 
