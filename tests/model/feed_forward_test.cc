@@ -29,6 +29,15 @@ void set_values(const Parameter& parameter, std::initializer_list<float> values)
   std::copy(values.begin(), values.end(), parameter.value.data<float>());
 }
 
+// F, B and W of one call, with the store's gradients zeroed before W.
+void forward_and_backward(const FeedForward& ffn, ParameterStore& store, FeedForward::Context& ctx, const Tensor& out,
+                          const Tensor& d_x, const Tensor& x, const Tensor& d_out) {
+  ffn.forward(ctx, out, x);
+  ffn.backward_input(ctx, d_x, d_out);
+  store.zero_grads();
+  ffn.backward_weight(ctx);
+}
+
 TEST(FeedForward, KnownValues) {
   ParameterStore store = feed_forward_store(/*hidden=*/2, /*ffn=*/1, 0.0);
   set_values(store[std::string(kPrefix) + "gate_proj.weight"], {1.0f, 0.0f});
@@ -54,10 +63,7 @@ TEST(FeedForward, GradientsMatchFiniteDifferences) {
   OwnedTensor out({kRows, kHidden}, DType::f32), d_x({kRows, kHidden}, DType::f32);
 
   FeedForward::Context ctx;
-  ffn.forward(ctx, out, x);
-  ffn.backward_input(ctx, d_x, d_out);
-  store.zero_grads();
-  ffn.backward_weight(ctx);
+  forward_and_backward(ffn, store, ctx, out, d_x, x, d_out);
 
   auto loss = [&] {
     FeedForward::Context fresh;
@@ -81,10 +87,7 @@ TEST(FeedForward, WeightGradientsAccumulate) {
   OwnedTensor d_out = testing::random_tensor({kRows, kHidden}, 4);
   OwnedTensor out({kRows, kHidden}, DType::f32), d_x({kRows, kHidden}, DType::f32);
   FeedForward::Context ctx;
-  ffn.forward(ctx, out, x);
-  ffn.backward_input(ctx, d_x, d_out);
-  store.zero_grads();
-  ffn.backward_weight(ctx);
+  forward_and_backward(ffn, store, ctx, out, d_x, x, d_out);
   std::vector<float> once(store.grads().data<float>(), store.grads().data<float>() + store.grads().numel());
   ffn.backward_weight(ctx);
   for (size_t i = 0; i < once.size(); ++i) EXPECT_EQ(store.grads().data<float>()[i], 2.0f * once[i]) << i;
