@@ -1,0 +1,47 @@
+#pragma once
+// Grouped GEMM for the routed experts: one call computes every expert's GEMM over its block of rows, with the
+// row blocks given by a device-resident offsets tensor (the routing plan's expert_offsets), so the GPU never
+// waits for the host to learn how many tokens each expert received.
+//
+// Rows are sorted by expert (framework/device/token_permutation.h): expert e owns rows [offsets[e], offsets[e+1]).
+// E = experts, R = routed rows (T * K), N = output features, K = input features.
+//
+// Expert weights stay where the ParameterStore keeps them: E tensors of the same shape placed at a constant
+// distance from one another (expert e's gate/up/down projections follow expert e-1's). ExpertWeights describes
+// them by expert 0's view and that distance, so no copy into a stacked [E, N, K] tensor is needed.
+//
+// Dtypes follow gemm.h: x and the weights are fp32 or bf16 (the same dtype), products accumulate in fp32, the
+// output (y, or the weight gradients) is fp32. With beta == 0 the output is written without being read. Rows of
+// y that belong to no expert (beyond offsets[E]) are left untouched.
+
+#include <cstdint>
+
+#include "framework/tensor/tensor.h"
+
+namespace hai {
+
+struct ExpertWeights {
+  Tensor first;                // [N, K] expert 0's matrix (any dtype the op accepts)
+  int64_t expert_stride = 0;   // elements from expert e's first element to expert e+1's
+  int64_t experts = 0;         // E
+
+  // Expert e's [N, K] matrix as a plain view.
+  Tensor expert(int64_t e) const;
+};
+
+struct GroupedGemmOptions {
+  bool transpose_weights = true;  // y = x @ W_e^T (forward of nn.Linear layout W [N, K]); false: y = x @ W_e
+  float beta = 0.0f;              // y = x @ op(W_e) + beta * y
+};
+
+// y: [R, N] fp32 <- x: [R, K], weights: E x [N, K] (or E x [K, N] without transpose_weights),
+// expert_offsets: [E + 1] i32 on x's device, non-decreasing, offsets[0] == 0, offsets[E] <= R.
+void grouped_gemm(const Tensor& y, const Tensor& x, const ExpertWeights& weights, const Tensor& expert_offsets,
+                  const GroupedGemmOptions& options = {}, Stream stream = {});
+
+// Weight gradients: grad W_e: [N, K] fp32 += d_y[rows of e]^T @ x[rows of e] for every expert e
+// (experts with no rows are left untouched). d_y: [R, N], x: [R, K] (same dtype), gradients: E x [N, K] fp32.
+void grouped_gemm_weight_grad(const ExpertWeights& gradients, const Tensor& d_y, const Tensor& x,
+                              const Tensor& expert_offsets, Stream stream = {});
+
+}  // namespace hai
