@@ -1,9 +1,52 @@
 #include "model/linear.h"
 
 #include "framework/device/cast.h"
+#include "framework/device/fp8_gemm.h"
+#include "framework/device/fp8_quantize.h"
 #include "framework/device/gemm.h"
 
 namespace hai {
+namespace {
+
+int64_t tiles(int64_t extent) { return (extent + kFp8TileSize - 1) / kFp8TileSize; }
+
+// A quantised operand with the buffers it owns.
+struct Fp8Operand {
+  OwnedTensor values;
+  OwnedTensor scales;
+
+  Fp8Matrix matrix() const { return {values, scales, Fp8Scaling::tile_1x128}; }
+};
+
+// x: [R, K] fp32 in 1x128 tiles along K.
+Fp8Operand quantized_rows(const Tensor& x, bool pow2_scales) {
+  check_dtype(x, DType::f32, "fp8 linear activation");
+  Fp8Operand operand{OwnedTensor(x.shape(), DType::e4m3, x.device()),                               // [R, K]
+                     OwnedTensor(Shape{x.size(0), tiles(x.size(1))}, DType::f32, x.device())};  // [R, K / 128]
+  quantize_1x128(operand.values, operand.scales, x, pow2_scales);
+  return operand;
+}
+
+// The saved input of an FP8 linear layer, one u8 buffer: x^T [in, T] e4m3, padded to 256 bytes so that the scales
+// that follow ([in, ceil(T / 128)] fp32) stay aligned.
+int64_t saved_scales_offset(int64_t in, int64_t tokens) { return (in * tokens + 255) / 256 * 256; }
+
+int64_t saved_bytes(int64_t in, int64_t tokens) {
+  return saved_scales_offset(in, tokens) + in * tiles(tokens) * static_cast<int64_t>(sizeof(float));
+}
+
+// The saved buffer's two parts.
+Fp8Matrix saved_matrix(const Tensor& saved, int64_t in, int64_t tokens) {
+  HAI_CHECK(saved.dtype() == DType::u8 && saved.numel() == saved_bytes(in, tokens),
+            "fp8 linear: the saved input {} is not x of {} tokens x {} features quantised by forward", saved.str(),
+            tokens, in);
+  char* bytes = static_cast<char*>(saved.raw());
+  return {Tensor(bytes, Shape{in, tokens}, DType::e4m3, saved.device()),
+          Tensor(bytes + saved_scales_offset(in, tokens), Shape{in, tiles(tokens)}, DType::f32, saved.device()),
+          Fp8Scaling::tile_1x128};
+}
+
+}  // namespace
 
 OwnedTensor to_compute_dtype(const Tensor& x, DType dtype) {
   OwnedTensor converted(x.shape(), dtype, x.device());
@@ -19,20 +62,50 @@ void Linear::with_compute_dtype(const Tensor& x, Use&& use) const {
 }
 
 void Linear::forward(const Tensor& y, const Tensor& x, OwnedTensor& saved_input) const {
+  if (uses_fp8()) return forward_fp8(y, x, saved_input);
   saved_input = to_compute_dtype(x, compute_dtype());
   gemm(y, saved_input, weight_->compute, {.transpose_b = true});
 }
 
 void Linear::backward_input(const Tensor& d_x, const Tensor& d_y, bool accumulate) const {
+  if (uses_fp8()) return backward_input_fp8(d_x, d_y, accumulate);
   with_compute_dtype(d_y, [&](const Tensor& d_y_compute) {
     gemm(d_x, d_y_compute, weight_->compute, {.beta = accumulate ? 1.0f : 0.0f});
   });
 }
 
 void Linear::backward_weight(const Tensor& d_y, const Tensor& saved_input) const {
+  if (uses_fp8()) return backward_weight_fp8(d_y, saved_input);
   with_compute_dtype(d_y, [&](const Tensor& d_y_compute) {
     gemm(weight_->grad, d_y_compute, saved_input, {.transpose_a = true, .beta = 1.0f});
   });
+}
+
+void Linear::forward_fp8(const Tensor& y, const Tensor& x, OwnedTensor& saved_input) const {
+  const Fp8Weight& weight = weight_->fp8;
+  bool pow2 = weight.pow2_activation_scales;
+  Fp8Operand x_rows = quantized_rows(x, pow2);  // [T, in]
+  fp8_gemm(y, x_rows.matrix(), {weight.values, weight.scales, Fp8Scaling::block_128x128});
+  int64_t tokens = x.size(0), in = in_features();
+  saved_input = OwnedTensor(Shape{saved_bytes(in, tokens)}, DType::u8, x.device());
+  Fp8Matrix saved = saved_matrix(saved_input, in, tokens);  // x^T [in, T]
+  quantize_128x1_transposed(saved.values, saved.scales, x, pow2);
+}
+
+void Linear::backward_input_fp8(const Tensor& d_x, const Tensor& d_y, bool accumulate) const {
+  const Fp8Weight& weight = weight_->fp8;
+  Fp8Operand d_y_rows = quantized_rows(d_y, weight.pow2_activation_scales);  // [T, out]
+  fp8_gemm(d_x, d_y_rows.matrix(), {weight.transposed_values, weight.transposed_scales, Fp8Scaling::block_128x128},
+           accumulate ? 1.0f : 0.0f);
+}
+
+void Linear::backward_weight_fp8(const Tensor& d_y, const Tensor& saved_input) const {
+  check_dtype(d_y, DType::f32, "fp8 linear output gradient");
+  int64_t tokens = d_y.size(0), out = out_features();
+  Fp8Operand d_y_columns{OwnedTensor(Shape{out, tokens}, DType::e4m3, d_y.device()),         // d_y^T [out, T]
+                         OwnedTensor(Shape{out, tiles(tokens)}, DType::f32, d_y.device())};  // [out, T / 128]
+  quantize_128x1_transposed(d_y_columns.values, d_y_columns.scales, d_y, weight_->fp8.pow2_activation_scales);
+  fp8_gemm(weight_->grad, d_y_columns.matrix(), saved_matrix(saved_input, in_features(), tokens), 1.0f);
 }
 
 }  // namespace hai

@@ -4,6 +4,12 @@
 // gradient d_y (dgrad, wgrad) are rounded to the compute dtype before the GEMM, like tensor-core inputs, and the
 // products accumulate in fp32.
 //
+// When the weight has an FP8 copy (precision.mode fp8, framework/params/parameter_store.h), the three GEMMs run in
+// FP8 with the DeepSeek-V3 recipe's tiles (framework/device/fp8_gemm.h): forward x (1x128) @ W (128x128)^T,
+// dgrad d_y (1x128) @ W^T (128x128)^T, wgrad d_y^T @ x^T with both quantised in 128x1 tiles along the tokens.
+// x and d_y are fp32 there, quantised online (precision.fp8.pow2_scales rounds their scales up to powers of two),
+// and the saved input is x already quantised for wgrad: FP8 activations cached for backward.
+//
 // Forward (F), input gradient (B) and weight gradient (W) are separate calls because zero-bubble and DualPipe
 // schedules run W later than B.
 
@@ -20,8 +26,10 @@ class Linear {
   int64_t in_features() const { return weight_->spec.shape[1]; }
   int64_t out_features() const { return weight_->spec.shape[0]; }
   DType compute_dtype() const { return weight_->compute.dtype(); }
+  bool uses_fp8() const { return weight_->fp8.defined(); }
 
-  // y: [T, out] <- x: [T, in]. saved_input receives x in the compute dtype (allocated here) for backward_weight.
+  // y: [T, out] <- x: [T, in]. saved_input receives what backward_weight needs (allocated here): x in the compute
+  // dtype, or with FP8, x^T quantised in 1x128 tiles along the tokens and its scales packed in one u8 buffer.
   void forward(const Tensor& y, const Tensor& x, OwnedTensor& saved_input) const;
   // d_x: [T, in] <- d_y: [T, out]. Overwrites d_x, or adds to it when accumulate is set.
   void backward_input(const Tensor& d_x, const Tensor& d_y, bool accumulate = false) const;
@@ -32,6 +40,10 @@ class Linear {
   // Calls use(x in the compute dtype), converting only when the dtypes differ.
   template <typename Use>
   void with_compute_dtype(const Tensor& x, Use&& use) const;
+
+  void forward_fp8(const Tensor& y, const Tensor& x, OwnedTensor& saved_input) const;
+  void backward_input_fp8(const Tensor& d_x, const Tensor& d_y, bool accumulate) const;
+  void backward_weight_fp8(const Tensor& d_y, const Tensor& saved_input) const;
 
   const Parameter* weight_ = nullptr;
 };

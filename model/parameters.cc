@@ -10,6 +10,14 @@ void add(std::vector<ParameterSpec>& specs, std::string name, Shape shape,
   specs.push_back({std::move(name), shape, group, ParameterInit::normal, true, true});
 }
 
+// The weight of a linear layer whose GEMMs run in FP8 under precision.mode fp8 (attention's and the MLPs'
+// projections; the MoE gate, embedding, output head and MTP eh_proj stay in higher precision).
+void add_fp8_linear(std::vector<ParameterSpec>& specs, std::string name, Shape shape,
+                    ParameterGroup group = ParameterGroup::dense) {
+  add(specs, std::move(name), shape, group);
+  specs.back().fp8_gemm = true;
+}
+
 void add_norm(std::vector<ParameterSpec>& specs, std::string name, int64_t size) {
   specs.push_back({std::move(name), Shape{size}, ParameterGroup::dense, ParameterInit::ones, false, true});
 }
@@ -17,20 +25,21 @@ void add_norm(std::vector<ParameterSpec>& specs, std::string name, int64_t size)
 void add_attention(std::vector<ParameterSpec>& specs, const ModelConfig& m, const std::string& prefix) {
   int64_t qk_head_dim = m.qk_nope_head_dim + m.qk_rope_head_dim;
   std::string attn = prefix + "self_attn.";
-  add(specs, attn + "q_a_proj.weight", {m.q_lora_rank, m.hidden_size});
+  add_fp8_linear(specs, attn + "q_a_proj.weight", {m.q_lora_rank, m.hidden_size});
   add_norm(specs, attn + "q_a_layernorm.weight", m.q_lora_rank);
-  add(specs, attn + "q_b_proj.weight", {m.num_heads * qk_head_dim, m.q_lora_rank});
-  add(specs, attn + "kv_a_proj_with_mqa.weight", {m.kv_lora_rank + m.qk_rope_head_dim, m.hidden_size});
+  add_fp8_linear(specs, attn + "q_b_proj.weight", {m.num_heads * qk_head_dim, m.q_lora_rank});
+  add_fp8_linear(specs, attn + "kv_a_proj_with_mqa.weight", {m.kv_lora_rank + m.qk_rope_head_dim, m.hidden_size});
   add_norm(specs, attn + "kv_a_layernorm.weight", m.kv_lora_rank);
-  add(specs, attn + "kv_b_proj.weight", {m.num_heads * (m.qk_nope_head_dim + m.v_head_dim), m.kv_lora_rank});
-  add(specs, attn + "o_proj.weight", {m.hidden_size, m.num_heads * m.v_head_dim});
+  add_fp8_linear(specs, attn + "kv_b_proj.weight",
+                 {m.num_heads * (m.qk_nope_head_dim + m.v_head_dim), m.kv_lora_rank});
+  add_fp8_linear(specs, attn + "o_proj.weight", {m.hidden_size, m.num_heads * m.v_head_dim});
 }
 
 void add_ffn(std::vector<ParameterSpec>& specs, const std::string& prefix, int64_t hidden, int64_t ffn,
              ParameterGroup group) {
-  add(specs, prefix + "gate_proj.weight", {ffn, hidden}, group);
-  add(specs, prefix + "up_proj.weight", {ffn, hidden}, group);
-  add(specs, prefix + "down_proj.weight", {hidden, ffn}, group);
+  add_fp8_linear(specs, prefix + "gate_proj.weight", {ffn, hidden}, group);
+  add_fp8_linear(specs, prefix + "up_proj.weight", {ffn, hidden}, group);
+  add_fp8_linear(specs, prefix + "down_proj.weight", {hidden, ffn}, group);
 }
 
 void add_moe(std::vector<ParameterSpec>& specs, const ModelConfig& m, const std::string& prefix) {

@@ -1,17 +1,21 @@
 #include "apps/hai-train/trainer.h"
 
-#include <sys/resource.h>
-
 #include <chrono>
 #include <cmath>
+#include <limits>
 
 #include <spdlog/spdlog.h>
 
+#include "apps/hai-train/training_device.h"
 #include "framework/comm/single_rank_communicator.h"
+#include "framework/core/launch.h"
+#include "framework/device/all_finite.h"
+#include "framework/device/elementwise.h"
 #include "framework/metrics/expert_load_stats.h"
 #include "framework/metrics/mfu.h"
 #include "framework/optim/lr_schedule.h"
 #include "framework/config/config_enums.h"
+#include "model/expert_parallel_parameters.h"
 #include "model/parameters.h"
 #include "parallel/rank_values.h"
 
@@ -23,19 +27,19 @@ DType compute_dtype(PrecisionMode mode) {
     case PrecisionMode::fp32: return DType::f32;
     case PrecisionMode::bf16: return DType::bf16;
     case PrecisionMode::fp16: return DType::f16;
-    case PrecisionMode::fp8: break;
+    // NOTE: fp8 GEMMs read the store's FP8 weight copies; the layers kept in higher precision read bf16.
+    case PrecisionMode::fp8: return DType::bf16;
   }
-  HAI_THROW("precision.mode fp8 has no CPU compute copy yet");
+  HAI_THROW("unknown precision.mode {}", static_cast<int>(mode));
 }
 
-double peak_memory_gib() {
-  rusage usage{};
-  getrusage(RUSAGE_SELF, &usage);
-  return static_cast<double>(usage.ru_maxrss) / (1024.0 * 1024.0);  // ru_maxrss is in KiB on Linux
-}
-
-ParameterStore make_store(const Config& config) {
-  ParameterStore store(deepseek_v3_parameters(config.model), Device::cpu(), compute_dtype(config.precision.mode));
+// The store of EP rank `ep_rank`: the dense parameters, then its routed experts (the order ZeRO-1 needs).
+ParameterStore make_store(const Config& config, int ep_rank, Device device) {
+  Fp8WeightOptions fp8{.enabled = config.precision.mode == PrecisionMode::fp8,
+                       .pow2_activation_scales = config.precision.fp8.pow2_scales};
+  int ep = static_cast<int>(config.parallel.ep);
+  std::vector<ParameterSpec> specs = expert_parallel_parameters(config.model, ep_rank, ep);
+  ParameterStore store(dense_before_expert(std::move(specs)), device, compute_dtype(config.precision.mode), fp8);
   store.initialize(static_cast<uint64_t>(config.train.seed), config.model.init_std);
   store.refresh_compute_copy();
   return store;
@@ -79,13 +83,19 @@ Trainer::Trainer(const Config& config, std::unique_ptr<Communicator> own_world, 
       world_(world != nullptr ? *world : *own_world_),
       grid_(grid_shape(config.parallel)),
       groups_(make_parallel_groups(world_, grid_)),
-      store_(make_store(config)),
-      model_(config.model, store_),
-      optimizer_(store_, config.optimizer, *groups_.dp),
+      expert_exchange_(grid_.ep > 1 ? std::make_unique<ExpertExchange>(*groups_.ep, config.model.moe.routed_experts)
+                                    : nullptr),
+      device_(training_device(config.runtime.device, world_.size(), launch_info().local_rank)),
+      store_(make_store(config, groups_.ep->rank(), device_)),
+      model_(config.model, store_, expert_exchange_.get()),
+      optimizer_(store_, config.optimizer, *groups_.dp, *groups_.expert_dp),
       data_(open_training_data(config)),
       loader_(data_.train, loader_options(config, *groups_.dp)),
+      loss_sums_(Shape{config.parallel.micro_batches.value(), loss_slots(config.model.mtp_depth)}, DType::f32,
+                 device_),
       flops_per_token_(training_flops_per_token(config.model, config.train.seq_len)) {
   if (config.ema.enabled) ema_ = std::make_unique<ParameterEma>(store_.values(), config.ema.decay);
+  if (config.precision.mode == PrecisionMode::fp16) loss_scaler_.emplace(config.precision.loss_scale);
 }
 
 Trainer::~Trainer() = default;
@@ -103,6 +113,8 @@ void Trainer::train() {
     if (config_.train.eval_interval > 0 && (step_ % config_.train.eval_interval == 0 || last)) run_evaluation();
     if (last || (config_.checkpoint.interval > 0 && step_ % config_.checkpoint.interval == 0)) save_checkpoint();
   }
+  spdlog::info("training done at step {}: peak memory {:.3f} GiB on {}", step_, peak_memory_gib(device_),
+               to_string(device_));
 }
 
 void Trainer::train_step() {
@@ -110,22 +122,38 @@ void Trainer::train_step() {
   int64_t micro_batches = config_.parallel.micro_batches.value();
   store_.zero_grads();
   model_.reset_expert_load();
-  StepLosses losses;
+  double loss_scale = loss_scaler_ ? loss_scaler_->scale() : 1.0;
+  std::vector<CountedTokens> counted;
   for (int64_t micro_batch = 0; micro_batch < micro_batches; ++micro_batch) {
-    OwnedTensor tokens = loader_.next();  // [B, S + 1]
-    MicroBatchLosses micro = model_.train_micro_batch(tokens, 1.0f / static_cast<float>(micro_batches));
-    losses.add(micro, config_.model.mtp_loss_weight, 1.0 / static_cast<double>(micro_batches));
+    OwnedTensor tokens = loader_.next();  // [B, S + 1] on the host
+    Tensor loss_sums = loss_sums_.tensor().slice(micro_batch, micro_batch + 1).reshape(Shape{loss_sums_.shape()[1]});
+    counted.push_back(model_.train_micro_batch(tokens, static_cast<float>(loss_scale) / static_cast<float>(micro_batches),
+                                               loss_sums));
+  }
+  StepLosses losses;
+  OwnedTensor host_sums = host_copy(loss_sums_);  // [micro-batches, loss slots]: the step's one read of its losses
+  for (int64_t micro_batch = 0; micro_batch < micro_batches; ++micro_batch) {
+    Tensor sums = host_sums.tensor().slice(micro_batch, micro_batch + 1).reshape(Shape{host_sums.shape()[1]});
+    losses.add(read_losses(sums, counted[static_cast<size_t>(micro_batch)]), config_.model.mtp_loss_weight,
+               1.0 / static_cast<double>(micro_batches));
   }
   losses = losses.mean_over(*groups_.dp);
   reduce_expert_load();
 
   ++step_;
-  double squared_norm = optimizer_.reduce_gradients();
-  double grad_norm = optimizer_.clip(squared_norm, config_.optimizer.grad_clip);
+  bool finite = gradients_finite_on_every_rank();
+  if (loss_scaler_) loss_scaler_->update(finite);
+  double grad_norm = std::numeric_limits<double>::quiet_NaN();
+  if (finite) {
+    if (loss_scale != 1.0) scale_tensor(store_.grads(), static_cast<float>(1.0 / loss_scale));
+    double squared_norm = optimizer_.reduce_gradients();
+    grad_norm = optimizer_.clip(squared_norm, config_.optimizer.grad_clip);
+  }
   bool skipped = !std::isfinite(grad_norm);
   double lr = learning_rate(config_.optimizer, config_.train.steps, step_);
   if (skipped) {
-    spdlog::warn("step {}: gradient norm is {}; the update is skipped", step_, grad_norm);
+    spdlog::warn("step {}: the gradients are not finite (norm {}); the update is skipped", step_, grad_norm);
+    if (loss_scaler_) spdlog::warn("step {}: loss scale {} -> {}", step_, loss_scale, loss_scaler_->scale());
   } else {
     optimizer_.step(static_cast<float>(lr), step_);
     model_.update_router_biases(static_cast<float>(config_.model.moe.bias_update_speed));
@@ -143,21 +171,21 @@ void Trainer::train_step() {
                     .balance_loss = losses.balance,
                     .lr = lr,
                     .grad_norm = grad_norm,
-                    .loss_scale = 1.0,
+                    .loss_scale = loss_scale,
                     .skipped = skipped,
                     .step_ms = step_ms,
                     .tokens_per_s = static_cast<double>(step_tokens) / (step_ms / 1000.0),
                     .mfu = 0,
-                    .mem_gib = peak_memory_gib()};
+                    .mem_gib = peak_memory_gib(device_)};
   record.mfu = mfu(record.tokens_per_s, flops_per_token_, config_.logging.peak_tflops, world_.size());
   if (metrics_) metrics_->write(record);
 
   bool log_now = step_ % config_.logging.interval == 0 || step_ == 1 || step_ == config_.train.steps;
   if (!log_now) return;
   ExpertLoadRecord load_record{.step = step_, .layers = {}};
-  Tensor load = model_.expert_load();  // [moe_layers, E]
+  OwnedTensor load = host_copy(model_.expert_load());  // [moe_layers, E]
   for (size_t row = 0; row < model_.moe_layer_indices().size(); ++row) {
-    Tensor layer_load = load.slice(static_cast<int64_t>(row), static_cast<int64_t>(row) + 1)
+    Tensor layer_load = load.tensor().slice(static_cast<int64_t>(row), static_cast<int64_t>(row) + 1)
                             .reshape(Shape{config_.model.moe.routed_experts});
     load_record.layers.push_back({model_.moe_layer_indices()[row], expert_load_stats(layer_load)});
   }
@@ -174,6 +202,14 @@ void Trainer::train_step() {
                                 .eta_s = step_time_.eta_s(config_.train.steps - step_)}));
 }
 
+bool Trainer::gradients_finite_on_every_rank() {
+  OwnedTensor flag(Shape{1}, DType::i32, device_);  // [1] 1 when this rank holds an inf or NaN gradient
+  flag_non_finite(flag, store_.grads());
+  OwnedTensor non_finite = host_copy(flag);  // [1], then the same on every rank
+  world_.all_reduce(non_finite, ReduceOp::max);
+  return non_finite.data<int32_t>()[0] == 0;
+}
+
 void Trainer::reduce_expert_load() {
   // NOTE: the whole global batch's load moves the routing biases, so every rank moves them alike.
   groups_.dp->all_reduce(model_.expert_load(), ReduceOp::sum);
@@ -182,7 +218,7 @@ void Trainer::reduce_expert_load() {
 EvalResult Trainer::evaluate(int64_t max_windows) {
   if (!config_.ema.eval) return evaluate_current(max_windows);
   // Evaluate with the EMA weights swapped in, then put the trained weights back.
-  OwnedTensor trained(store_.values().shape(), DType::f32);
+  OwnedTensor trained(store_.values().shape(), DType::f32, device_);
   copy_tensor(trained, store_.values());
   copy_tensor(store_.values(), ema_->values());
   store_.refresh_compute_copy();
@@ -228,14 +264,17 @@ void Trainer::run_evaluation() {
 
 void Trainer::log_startup() const {
   ParameterCounts counts = count_parameters(config_.model);
-  spdlog::info("hai-train: {} rank(s) (dp {}, pp {}, tp {}, ep {}), device cpu, precision {}", world_.size(),
-               grid_.dp, grid_.pp, grid_.tp, config_.parallel.ep, to_string(config_.precision.mode));
+  spdlog::info("hai-train: {} rank(s) (dp {}, pp {}, tp {}, ep {}), device {}, precision {}", world_.size(),
+               grid_.dp, grid_.pp, grid_.tp, config_.parallel.ep, to_string(device_),
+               to_string(config_.precision.mode));
   spdlog::info("parameters: {:.3f}M total, {:.3f}M activated per token, {:.3f}M in MTP modules",
                counts.total / 1e6, counts.activated / 1e6, counts.mtp / 1e6);
-  spdlog::info("memory: parameters {:.1f} MiB (+ compute copy), optimizer {:.1f} MiB (ZeRO-1: the moments of "
-               "{} of {} trainable elements, 1/{} per rank)",
-               store_.values().bytes() / 1048576.0, optimizer_.state_bytes() / 1048576.0, optimizer_.shard().numel(),
-               optimizer_.shard().total, grid_.dp);
+  spdlog::info("memory: parameters {:.1f} MiB (+ compute copy; routed experts 1/{} per rank), optimizer {:.1f} "
+               "MiB (ZeRO-1: the moments of {} of this rank's {} trainable elements; dense 1/{}, experts 1/{})",
+               store_.values().bytes() / 1048576.0, grid_.ep, optimizer_.state_bytes() / 1048576.0,
+               optimizer_.owned_elements(), store_.grads().numel(), grid_.dp, grid_.expert_dp());
+  spdlog::info("peak memory so far: {:.3f} GiB ({})", peak_memory_gib(device_),
+               device_.is_cuda() ? "the GPU's caching pool: parameters, gradients, optimizer state" : "host RSS");
   spdlog::info("MFU = tokens/s x {:.4g} FLOP/token / ({} TFLOP/s x {} device(s)); FLOP/token = 6 x activated "
                "matmul parameters (head included, embedding not) + 3 x layers x heads x seq_len x (d_qk + d_v)",
                flops_per_token_, config_.logging.peak_tflops, world_.size());

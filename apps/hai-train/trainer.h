@@ -1,6 +1,10 @@
 #pragma once
-// Trainer: training of the DeepSeek-V3 model on the CPU backend, on one rank or data-parallel over the ranks of a
-// world communicator (ZeRO-1, parallel/zero1.h). A step accumulates the gradients of parallel.micro_batches
+// Trainer: training of the DeepSeek-V3 model on the CPU backend or on one GPU (runtime.device, training_device.h;
+// parameters, optimizer state and activations live there, each micro-batch is uploaded once and the losses are read
+// back once per step), on one rank or data-parallel over the ranks of a world communicator (ZeRO-1,
+// parallel/zero1.h), with the routed experts split over parallel.ep ranks (expert
+// parallelism, parallel/expert_exchange.h: each rank's store holds only its experts; expert gradients reduce
+// over the expert-DP group). A step accumulates the gradients of parallel.micro_batches
 // micro-batches (each rank reads its rows of every global micro-batch), averages them over the DP group, clips
 // them by global norm, applies AdamW with the scheduled learning rate, moves the routing biases with the expert
 // load summed over the DP group (auxiliary-loss-free balancing) and feeds the EMA. Every rank ends a step with the
@@ -17,9 +21,11 @@
 #include "framework/metrics/metrics_writer.h"
 #include "framework/metrics/progress.h"
 #include "framework/optim/ema.h"
+#include "framework/optim/loss_scaler.h"
 #include "framework/params/parameter_store.h"
 #include "apps/hai-train/training_data.h"
 #include "model/deepseek_v3_model.h"
+#include "parallel/expert_exchange.h"
 #include "parallel/topology.h"
 #include "parallel/zero1.h"
 
@@ -52,11 +58,16 @@ class Trainer {
 
   int64_t step() const { return step_; }
   const ParameterStore& parameters() const { return store_; }
+  const Zero1Optimizer& optimizer() const { return optimizer_; }
+  // The dynamic loss scale the next step uses (precision.mode fp16), 1 in the other modes.
+  double loss_scale() const { return loss_scaler_ ? loss_scaler_->scale() : 1.0; }
 
  private:
   // world: the given communicator, or null for *own_world.
   Trainer(const Config& config, std::unique_ptr<Communicator> own_world, Communicator* world);
   void train_step();
+  // Whether every rank's gradients are finite: a device check, then one all-reduce over the world.
+  bool gradients_finite_on_every_rank();
   void reduce_expert_load();
   EvalResult evaluate_current(int64_t max_windows);
   void log_startup() const;
@@ -70,12 +81,16 @@ class Trainer {
   Communicator& world_;
   GridShape grid_;
   ParallelGroups groups_;
+  std::unique_ptr<ExpertExchange> expert_exchange_;  // null at ep = 1
+  Device device_;  // of the parameters, optimizer state and activations
   ParameterStore store_;
   DeepseekV3Model model_;
   Zero1Optimizer optimizer_;
   std::unique_ptr<ParameterEma> ema_;
+  std::optional<LossScaler> loss_scaler_;  // fp16 only
   TrainingData data_;
   DataLoader loader_;
+  OwnedTensor loss_sums_;  // [micro-batches, loss slots] fp32 on device_: a step's losses, read once per step
   std::optional<MetricsWriter> metrics_;  // rank 0 only
   StepTimeAverage step_time_;
   double flops_per_token_;

@@ -6,6 +6,10 @@
 #include "framework/device/cpu/fp8_quantize.h"
 #include "framework/device/dispatch.h"
 
+#ifdef HAI_WITH_CUDA
+#include "framework/device/cuda/fp8_quantize.h"
+#endif
+
 namespace hai {
 namespace {
 
@@ -15,12 +19,16 @@ constexpr cpu::Fp8Tile kTile128x128{kFp8TileSize, kFp8TileSize};
 
 int64_t tile_count(int64_t extent, int64_t tile_extent) { return (extent + tile_extent - 1) / tile_extent; }
 
-// x: [M, K] fp32, q: [M, K] e4m3, scales: [ceil(M / tile rows), ceil(K / tile cols)] fp32, all on one device.
-void check_operands(const Tensor& x, const Tensor& q, const Tensor& scales, cpu::Fp8Tile tile) {
+Shape transposed(const Shape& shape) { return Shape{shape[1], shape[0]}; }
+
+// x: [M, K] fp32, q: [M, K] e4m3 (or [K, M] transposed), scales: [ceil(M / tile rows), ceil(K / tile cols)] fp32
+// (or its transpose), all on one device.
+void check_operands(const Tensor& x, const Tensor& q, const Tensor& scales, cpu::Fp8Tile tile,
+                    bool transposed_output = false) {
   HAI_CHECK(x.rank() == 2, "fp8 quantisation works on [M, K] matrices, got {}", x.str());
-  check_shape(q, x.shape(), "fp8 quantised matrix");
-  check_shape(scales, Shape{tile_count(x.size(0), tile.rows), tile_count(x.size(1), tile.cols)},
-              "fp8 scales");
+  Shape scale_shape{tile_count(x.size(0), tile.rows), tile_count(x.size(1), tile.cols)};
+  check_shape(q, transposed_output ? transposed(x.shape()) : x.shape(), "fp8 quantised matrix");
+  check_shape(scales, transposed_output ? transposed(scale_shape) : scale_shape, "fp8 scales");
   check_dtype(x, DType::f32, "fp8 full-precision matrix");
   check_dtype(q, DType::e4m3, "fp8 quantised matrix");
   check_dtype(scales, DType::f32, "fp8 scales");
@@ -29,16 +37,25 @@ void check_operands(const Tensor& x, const Tensor& q, const Tensor& scales, cpu:
 }
 
 void quantize(const Tensor& q, const Tensor& scales, const Tensor& x, cpu::Fp8Tile tile, bool pow2_scales,
-              const char* op) {
-  check_operands(x, q, scales, tile);
-  if (x.device().is_cpu()) return cpu::quantize_tiles(q, scales, x, tile, pow2_scales);
+              bool transposed_output, [[maybe_unused]] Stream stream, [[maybe_unused]] const char* op) {
+  check_operands(x, q, scales, tile, transposed_output);
+  if (x.device().is_cpu()) return cpu::quantize_tiles(q, scales, x, tile, pow2_scales, transposed_output);
+#ifdef HAI_WITH_CUDA
+  return cuda::quantize_tiles(q, scales, x, {tile.rows, tile.cols}, pow2_scales, transposed_output, stream);
+#else
   throw_no_backend(op, x.device());
+#endif
 }
 
-void dequantize(const Tensor& x, const Tensor& q, const Tensor& scales, cpu::Fp8Tile tile, const char* op) {
+void dequantize(const Tensor& x, const Tensor& q, const Tensor& scales, cpu::Fp8Tile tile,
+                [[maybe_unused]] Stream stream, [[maybe_unused]] const char* op) {
   check_operands(x, q, scales, tile);
   if (x.device().is_cpu()) return cpu::dequantize_tiles(x, q, scales, tile);
+#ifdef HAI_WITH_CUDA
+  return cuda::dequantize_tiles(x, q, scales, {tile.rows, tile.cols}, stream);
+#else
   throw_no_backend(op, x.device());
+#endif
 }
 
 }  // namespace
@@ -52,28 +69,38 @@ float fp8_scale_from_amax(float amax, bool pow2_scales) {
   return std::bit_cast<float>(bits);
 }
 
-void quantize_1x128(const Tensor& q, const Tensor& scales, const Tensor& x, bool pow2_scales, Stream) {
-  quantize(q, scales, x, kTile1x128, pow2_scales, "quantize_1x128");
+void quantize_1x128(const Tensor& q, const Tensor& scales, const Tensor& x, bool pow2_scales, Stream stream) {
+  quantize(q, scales, x, kTile1x128, pow2_scales, false, stream, "quantize_1x128");
 }
 
-void quantize_128x1(const Tensor& q, const Tensor& scales, const Tensor& x, bool pow2_scales, Stream) {
-  quantize(q, scales, x, kTile128x1, pow2_scales, "quantize_128x1");
+void quantize_128x1(const Tensor& q, const Tensor& scales, const Tensor& x, bool pow2_scales, Stream stream) {
+  quantize(q, scales, x, kTile128x1, pow2_scales, false, stream, "quantize_128x1");
 }
 
-void quantize_128x128(const Tensor& q, const Tensor& scales, const Tensor& x, bool pow2_scales, Stream) {
-  quantize(q, scales, x, kTile128x128, pow2_scales, "quantize_128x128");
+void quantize_128x128(const Tensor& q, const Tensor& scales, const Tensor& x, bool pow2_scales, Stream stream) {
+  quantize(q, scales, x, kTile128x128, pow2_scales, false, stream, "quantize_128x128");
 }
 
-void dequantize_1x128(const Tensor& x, const Tensor& q, const Tensor& scales, Stream) {
-  dequantize(x, q, scales, kTile1x128, "dequantize_1x128");
+void quantize_128x1_transposed(const Tensor& q_t, const Tensor& scales_t, const Tensor& x, bool pow2_scales,
+                               Stream stream) {
+  quantize(q_t, scales_t, x, kTile128x1, pow2_scales, true, stream, "quantize_128x1_transposed");
 }
 
-void dequantize_128x1(const Tensor& x, const Tensor& q, const Tensor& scales, Stream) {
-  dequantize(x, q, scales, kTile128x1, "dequantize_128x1");
+void quantize_128x128_transposed(const Tensor& q_t, const Tensor& scales_t, const Tensor& x, bool pow2_scales,
+                                 Stream stream) {
+  quantize(q_t, scales_t, x, kTile128x128, pow2_scales, true, stream, "quantize_128x128_transposed");
 }
 
-void dequantize_128x128(const Tensor& x, const Tensor& q, const Tensor& scales, Stream) {
-  dequantize(x, q, scales, kTile128x128, "dequantize_128x128");
+void dequantize_1x128(const Tensor& x, const Tensor& q, const Tensor& scales, Stream stream) {
+  dequantize(x, q, scales, kTile1x128, stream, "dequantize_1x128");
+}
+
+void dequantize_128x1(const Tensor& x, const Tensor& q, const Tensor& scales, Stream stream) {
+  dequantize(x, q, scales, kTile128x1, stream, "dequantize_128x1");
+}
+
+void dequantize_128x128(const Tensor& x, const Tensor& q, const Tensor& scales, Stream stream) {
+  dequantize(x, q, scales, kTile128x128, stream, "dequantize_128x128");
 }
 
 }  // namespace hai

@@ -28,6 +28,9 @@ struct ParameterSpec {
   // false for state that is not trained by gradients (the routing bias of auxiliary-loss-free balancing): no
   // gradient buffer, no optimizer state, still checkpointed.
   bool trainable = true;
+  // true for the weight of a linear layer whose GEMMs run in FP8 under precision.mode fp8 (attention's and the
+  // MLPs' projections): the store keeps it quantised in 128x128 blocks too (parameter_store.h).
+  bool fp8_gemm = false;
 };
 
 int64_t total_numel(const std::vector<ParameterSpec>& specs);

@@ -1,9 +1,8 @@
 #include "framework/params/parameter_store.h"
 
-#include <cstring>
-
 #include "framework/core/rng.h"
 #include "framework/device/cast.h"
+#include "framework/device/fp8_quantize.h"
 
 namespace hai {
 
@@ -30,14 +29,53 @@ int64_t trainable_numel(const std::vector<ParameterSpec>& specs) {
   return total;
 }
 
+int64_t blocks(int64_t extent) { return (extent + kFp8TileSize - 1) / kFp8TileSize; }
+
+// The 128x128 block scales of a [out, in] weight.
+int64_t fp8_scale_count(const Shape& shape) { return blocks(shape[0]) * blocks(shape[1]); }
+
+bool has_fp8_copy(const ParameterSpec& spec, const Fp8WeightOptions& fp8) {
+  if (!fp8.enabled || !spec.fp8_gemm) return false;
+  HAI_CHECK(spec.shape.rank() == 2, "FP8 weight {} must be a matrix, got {}", spec.name, spec.shape.str());
+  return true;
+}
+
+// Elements and scales of every FP8 copy.
+struct Fp8Sizes {
+  int64_t values = 0, scales = 0;
+};
+
+Fp8Sizes fp8_sizes(const std::vector<ParameterSpec>& specs, const Fp8WeightOptions& fp8) {
+  Fp8Sizes sizes;
+  for (const ParameterSpec& spec : specs) {
+    if (!has_fp8_copy(spec, fp8)) continue;
+    sizes.values += spec.shape.numel();
+    sizes.scales += fp8_scale_count(spec.shape);
+  }
+  return sizes;
+}
+
+Tensor flat_slice(const Tensor& buffer, int64_t offset, Shape shape) {
+  return buffer.slice(offset, offset + shape.numel()).reshape(shape);
+}
+
 }  // namespace
 
-ParameterStore::ParameterStore(std::vector<ParameterSpec> specs, Device device, DType compute_dtype)
+ParameterStore::ParameterStore(std::vector<ParameterSpec> specs, Device device, DType compute_dtype,
+                               Fp8WeightOptions fp8)
     : values_(Shape{total_numel(specs)}, DType::f32, device),
       grads_(Shape{trainable_numel(specs)}, DType::f32, device) {
   if (compute_dtype != DType::f32) compute_values_ = OwnedTensor(values_.shape(), compute_dtype, device);
   Tensor compute_buffer = compute_dtype == DType::f32 ? values() : compute_values_.tensor();
+  Fp8Sizes fp8_total = fp8_sizes(specs, fp8);
+  if (fp8_total.values > 0) {
+    fp8_values_ = OwnedTensor(Shape{fp8_total.values}, DType::e4m3, device);
+    fp8_transposed_values_ = OwnedTensor(Shape{fp8_total.values}, DType::e4m3, device);
+    fp8_scales_ = OwnedTensor(Shape{fp8_total.scales}, DType::f32, device);
+    fp8_transposed_scales_ = OwnedTensor(Shape{fp8_total.scales}, DType::f32, device);
+  }
   int64_t offset = 0, grad_offset = 0;
+  Fp8Sizes fp8_offset;
   parameters_.reserve(specs.size());
   for (ParameterSpec& spec : specs) {
     HAI_CHECK(index_by_name_.emplace(spec.name, parameters_.size()).second, "parameter {} declared twice",
@@ -45,13 +83,25 @@ ParameterStore::ParameterStore(std::vector<ParameterSpec> specs, Device device, 
     Parameter parameter;
     int64_t numel = spec.shape.numel();
     parameter.offset = offset;
-    parameter.value = values().slice(offset, offset + numel).reshape(spec.shape);
-    parameter.compute = compute_buffer.slice(offset, offset + numel).reshape(spec.shape);
+    parameter.value = flat_slice(values(), offset, spec.shape);
+    parameter.compute = flat_slice(compute_buffer, offset, spec.shape);
     offset += numel;
     if (spec.trainable) {
       parameter.grad_offset = grad_offset;
-      parameter.grad = grads().slice(grad_offset, grad_offset + numel).reshape(spec.shape);
+      parameter.grad = flat_slice(grads(), grad_offset, spec.shape);
       grad_offset += numel;
+    }
+    if (has_fp8_copy(spec, fp8)) {
+      const Shape& shape = spec.shape;
+      Shape transposed{shape[1], shape[0]};
+      parameter.fp8 = {.values = flat_slice(fp8_values_, fp8_offset.values, shape),
+                       .scales = flat_slice(fp8_scales_, fp8_offset.scales, {blocks(shape[0]), blocks(shape[1])}),
+                       .transposed_values = flat_slice(fp8_transposed_values_, fp8_offset.values, transposed),
+                       .transposed_scales = flat_slice(fp8_transposed_scales_, fp8_offset.scales,
+                                                       {blocks(shape[1]), blocks(shape[0])}),
+                       .pow2_activation_scales = fp8.pow2_activation_scales};
+      fp8_offset.values += numel;
+      fp8_offset.scales += fp8_scale_count(shape);
     }
     parameter.spec = std::move(spec);
     parameters_.push_back(std::move(parameter));
@@ -59,9 +109,12 @@ ParameterStore::ParameterStore(std::vector<ParameterSpec> specs, Device device, 
 }
 
 void ParameterStore::initialize(uint64_t seed, double init_std) {
-  HAI_CHECK(values_.tensor().device().is_cpu(), "initialize runs on host parameters");
+  // NOTE: the draws are made on the host; device values are filled from a host copy.
+  bool on_host = values_.tensor().device().is_cpu();
+  OwnedTensor host_values = on_host ? OwnedTensor() : OwnedTensor(values_.shape(), DType::f32);  // [N]
+  float* values = on_host ? values_.data<float>() : host_values.data<float>();
   for (Parameter& parameter : parameters_) {
-    float* data = parameter.value.data<float>();
+    float* data = values + parameter.offset;
     int64_t numel = parameter.value.numel();
     CounterRng rng(seed, parameter_stream(parameter.spec.name));
     for (int64_t i = 0; i < numel; ++i) {
@@ -74,16 +127,20 @@ void ParameterStore::initialize(uint64_t seed, double init_std) {
       }
     }
   }
+  if (!on_host) copy_tensor(values_, host_values);
 }
 
-void ParameterStore::zero_grads() {
-  HAI_CHECK(grads_.tensor().device().is_cpu(), "zero_grads on host parameters");
-  if (grads_.numel() > 0) std::memset(grads_.tensor().raw(), 0, grads_.tensor().bytes());
-}
+void ParameterStore::zero_grads() { zero_fill(grads_); }
 
 void ParameterStore::refresh_compute_copy() {
   // NOTE: in fp32 compute_values_ is an empty OwnedTensor, whose rank-0 shape has numel 1, hence raw().
   if (compute_values_.tensor().raw() != nullptr) cast_tensor(compute_values_, values());
+  for (const Parameter& parameter : parameters_) {
+    if (!parameter.fp8.defined()) continue;
+    // NOTE: weights use exact scales; precision.fp8.pow2_scales applies to activations only.
+    quantize_128x128(parameter.fp8.values, parameter.fp8.scales, parameter.value);
+    quantize_128x128_transposed(parameter.fp8.transposed_values, parameter.fp8.transposed_scales, parameter.value);
+  }
 }
 
 const Parameter& ParameterStore::operator[](const std::string& name) const {

@@ -1,8 +1,12 @@
 #pragma once
 // ParameterStore: all parameters of a rank in flat contiguous buffers: FP32 master values [N], FP32 gradients
 // [N_trainable], and the compute copy [N] that GEMMs read (bf16 or fp16 in mixed precision, refreshed once per
-// step from the master values; in fp32 it is the master buffer itself). Each parameter is a view into them. Initialisation is a pure function of (seed, parameter name,
-// element index) through the counter RNG, so any layout of the same model starts from the same values.
+// step from the master values; in fp32 it is the master buffer itself). With FP8 weights (precision.mode fp8),
+// every parameter whose spec says fp8_gemm is also kept quantised in 128x128 blocks, as stored and transposed
+// (forward and dgrad read one each, framework/device/fp8_gemm.h), refreshed with the compute copy: weights are
+// quantised once per step, not per micro-batch. Each parameter is a view into these buffers. Initialisation is a
+// pure function of (seed, parameter name, element index) through the counter RNG, so any layout of the same model
+// starts from the same values.
 
 #include <cstdint>
 #include <string>
@@ -14,6 +18,23 @@
 
 namespace hai {
 
+// A weight [out, in] quantised for FP8 GEMMs; undefined views when the parameter has no FP8 copy.
+struct Fp8Weight {
+  Tensor values;             // [out, in] e4m3
+  Tensor scales;             // [ceil(out / 128), ceil(in / 128)] fp32
+  Tensor transposed_values;  // [in, out] e4m3
+  Tensor transposed_scales;  // [ceil(in / 128), ceil(out / 128)] fp32
+  // How the GEMMs that read this weight quantise their activations (precision.fp8.pow2_scales).
+  bool pow2_activation_scales = false;
+
+  bool defined() const { return values.raw() != nullptr; }
+};
+
+struct Fp8WeightOptions {
+  bool enabled = false;  // keep FP8 copies of the fp8_gemm parameters
+  bool pow2_activation_scales = false;
+};
+
 struct Parameter {
   ParameterSpec spec;
   int64_t offset = 0;       // into the value buffer, in elements
@@ -21,16 +42,19 @@ struct Parameter {
   Tensor value;             // spec.shape, fp32
   Tensor compute;           // spec.shape, the compute dtype (aliases value in fp32)
   Tensor grad;              // spec.shape, fp32; undefined for non-trainable parameters
+  Fp8Weight fp8;            // defined with FP8 weights enabled and spec.fp8_gemm
 };
 
 class ParameterStore {
  public:
-  ParameterStore(std::vector<ParameterSpec> specs, Device device, DType compute_dtype = DType::f32);
+  ParameterStore(std::vector<ParameterSpec> specs, Device device, DType compute_dtype = DType::f32,
+                 Fp8WeightOptions fp8 = {});
 
   // Fills every value from its init rule: normal draws use CounterRng(seed, stream = hash of the name).
   void initialize(uint64_t seed, double init_std);
   void zero_grads();
-  // Rounds the master values into the compute copy (a no-op in fp32). Call after every change of the values.
+  // Rounds the master values into the compute copy (a no-op in fp32) and quantises the FP8 copies. Call after
+  // every change of the values.
   void refresh_compute_copy();
 
   const Parameter& operator[](const std::string& name) const;
@@ -45,6 +69,9 @@ class ParameterStore {
   OwnedTensor values_;
   OwnedTensor grads_;
   OwnedTensor compute_values_;  // empty when the compute dtype is fp32
+  // The FP8 copies, empty without FP8 weights: values [N_fp8] e4m3 and scales [S_fp8] fp32, as stored and transposed.
+  OwnedTensor fp8_values_, fp8_transposed_values_;
+  OwnedTensor fp8_scales_, fp8_transposed_scales_;
 };
 
 // The RNG stream of a parameter: a stable 64-bit hash (FNV-1a) of its name.

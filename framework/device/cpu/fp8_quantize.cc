@@ -40,17 +40,20 @@ void for_each_tile(int64_t rows, int64_t cols, Fp8Tile tile, const Body& body) {
 
 }  // namespace
 
-void quantize_tiles(const Tensor& q, const Tensor& scales, const Tensor& x, Fp8Tile tile, bool pow2_scales) {
+void quantize_tiles(const Tensor& q, const Tensor& scales, const Tensor& x, Fp8Tile tile, bool pow2_scales,
+                    bool transposed) {
   const int64_t rows = x.size(0), cols = x.size(1);
+  const int64_t tile_rows = (rows + tile.rows - 1) / tile.rows, tile_cols = (cols + tile.cols - 1) / tile.cols;
   const float* x_data = x.data<float>();     // [M, K]
-  e4m3* q_data = q.data<e4m3>();             // [M, K]
+  e4m3* q_data = q.data<e4m3>();             // [M, K], or [K, M] transposed
   float* scale_data = scales.data<float>();  // one per tile
   for_each_tile(rows, cols, tile, [&](const TileBounds& bounds, int64_t scale_index) {
     float scale = fp8_scale_from_amax(tile_amax(x_data, cols, bounds), pow2_scales);
-    scale_data[scale_index] = scale;
+    int64_t tile_row = scale_index / tile_cols, tile_col = scale_index % tile_cols;
+    scale_data[transposed ? tile_col * tile_rows + tile_row : scale_index] = scale;
     for (int64_t r = bounds.row_begin; r < bounds.row_end; ++r) {
       for (int64_t c = bounds.col_begin; c < bounds.col_end; ++c) {
-        q_data[r * cols + c].bits = float_to_e4m3(x_data[r * cols + c] / scale);
+        q_data[transposed ? c * rows + r : r * cols + c].bits = float_to_e4m3(x_data[r * cols + c] / scale);
       }
     }
   });

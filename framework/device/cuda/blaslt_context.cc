@@ -1,5 +1,6 @@
 #include "framework/device/cuda/blaslt_context.h"
 
+#include <cstdint>
 #include <memory>
 #include <utility>
 
@@ -27,6 +28,13 @@ std::optional<cublasLtMatmulAlgo_t> BlasLtContext::find_algorithm(const GemmProb
 void BlasLtContext::remember_algorithm(const GemmProblem& problem, const cublasLtMatmulAlgo_t& algorithm) {
   std::lock_guard lock(mutex_);
   algorithms_.insert_or_assign(problem, algorithm);
+}
+
+int operand_alignment(const void* pointer) {
+  auto address = reinterpret_cast<uintptr_t>(pointer);
+  int alignment = 1;
+  while (alignment < 256 && address % (alignment * 2) == 0) alignment *= 2;
+  return alignment;
 }
 
 BlasLtContext& blaslt_context(Device device, Stream stream) {

@@ -16,8 +16,9 @@
 
 namespace hai::cuda {
 
-// Everything the heuristic's choice depends on: the column-major problem cuBLASLt sees, its input type, and the
-// byte alignment of each operand's address.
+// Everything the heuristic's choice depends on: the column-major problem cuBLASLt sees, its input type, the scale
+// modes of A and B (cublasLtMatmulMatrixScale_t; 0 = a scalar, as in non-FP8 GEMMs), and the byte alignment of
+// each operand's address.
 struct GemmProblem {
   int64_t m = 0;
   int64_t n = 0;
@@ -25,6 +26,8 @@ struct GemmProblem {
   bool transpose_a = false;
   bool transpose_b = false;
   cudaDataType_t input_type = CUDA_R_32F;
+  int scale_mode_a = 0;
+  int scale_mode_b = 0;
   int alignment_a = 0;
   int alignment_b = 0;
   int alignment_c = 0;
@@ -51,6 +54,9 @@ class BlasLtContext {
   mutable std::mutex mutex_;  // guards algorithms_
   std::map<GemmProblem, cublasLtMatmulAlgo_t> algorithms_;
 };
+
+// The largest power of two (up to 256) that divides the address: what cuBLASLt may assume of an operand.
+int operand_alignment(const void* pointer);
 
 // The context of this device and stream, created on first use (thread-safe).
 BlasLtContext& blaslt_context(Device device, Stream stream);

@@ -1,7 +1,6 @@
 #include "framework/device/cuda/gemm.h"
 
-#include <cstdint>
-
+#include "framework/device/cuda/blaslt_algorithm.h"
 #include "framework/device/cuda/blaslt_context.h"
 #include "framework/device/cuda/blaslt_descriptors.h"
 #include "framework/device/cuda/elementwise_kernels.h"
@@ -9,14 +8,6 @@
 
 namespace hai::cuda {
 namespace {
-
-// The largest power of two (up to 256) that divides the address: what cuBLASLt may assume of an operand.
-int alignment_of(const void* pointer) {
-  auto address = reinterpret_cast<uintptr_t>(pointer);
-  int alignment = 1;
-  while (alignment < 256 && address % (alignment * 2) == 0) alignment *= 2;
-  return alignment;
-}
 
 // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: cuBLASLt's "A" is our B and its "B" our A.
 // A row-major [R, S] matrix is a column-major [S, R] one, so a transpose flag carries over unchanged.
@@ -28,31 +19,15 @@ GemmProblem column_major_problem(const Tensor& c, const Tensor& a, const Tensor&
   problem.transpose_a = options.transpose_b;
   problem.transpose_b = options.transpose_a;
   problem.input_type = a.dtype() == DType::bf16 ? CUDA_R_16BF : CUDA_R_32F;
-  problem.alignment_a = alignment_of(b.raw());
-  problem.alignment_b = alignment_of(a.raw());
-  problem.alignment_c = alignment_of(c.raw());
+  problem.alignment_a = operand_alignment(b.raw());
+  problem.alignment_b = operand_alignment(a.raw());
+  problem.alignment_c = operand_alignment(c.raw());
   return problem;
 }
 
 // The stored (column-major) layout of an operand of op() = [rows, columns] with this transpose.
 MatrixLayout stored_layout(cudaDataType_t type, int64_t rows, int64_t columns, bool transposed) {
   return transposed ? MatrixLayout(type, columns, rows) : MatrixLayout(type, rows, columns);
-}
-
-cublasLtMatmulAlgo_t choose_algorithm(BlasLtContext& context, const GemmProblem& problem,
-                                      const MatmulDescriptor& descriptor, const MatrixLayout& a_layout,
-                                      const MatrixLayout& b_layout, const MatrixLayout& c_layout) {
-  if (std::optional<cublasLtMatmulAlgo_t> cached = context.find_algorithm(problem)) return *cached;
-  MatmulPreference preference(context.workspace_bytes(), problem.alignment_a, problem.alignment_b,
-                              problem.alignment_c);
-  cublasLtMatmulHeuristicResult_t result{};
-  int found = 0;
-  HAI_CUBLAS_CHECK(cublasLtMatmulAlgoGetHeuristic(context.handle(), descriptor.get(), a_layout.get(),
-                                                  b_layout.get(), c_layout.get(), c_layout.get(), preference.get(),
-                                                  1, &result, &found));
-  HAI_CHECK(found > 0, "cuBLASLt has no algorithm for a {}x{}x{} GEMM", problem.m, problem.n, problem.k);
-  context.remember_algorithm(problem, result.algo);
-  return result.algo;
 }
 
 // K == 0: C = beta * C, and with beta == 0 zeros (C is not read).

@@ -37,26 +37,46 @@ TEST(CheckSupported, AcceptsDataParallelism) {
   EXPECT_NO_THROW(check_supported(config));
 }
 
+TEST(CheckSupported, AcceptsExpertParallelism) {
+  Config config = resolve_auto(Config{}, 4);
+  config.parallel.ep = 4;
+  EXPECT_NO_THROW(check_supported(config));
+}
+
 TEST(CheckSupported, RefusesWhatDoesNotExistYet) {
   expect_unsupported("parallel.pp", [](Config& config) { config.parallel.pp = 2; });
   expect_unsupported("parallel.tp", [](Config& config) { config.parallel.tp = 2; });
-  expect_unsupported("parallel.ep", [](Config& config) { config.parallel.ep = 2; });
   expect_unsupported("parallel.sequence_parallel", [](Config& config) { config.parallel.sequence_parallel = true; });
   expect_unsupported("parallel.schedule",
                      [](Config& config) { config.parallel.schedule = PipelineSchedule::dualpipev; });
-  expect_unsupported("precision.mode", [](Config& config) { config.precision.mode = PrecisionMode::fp16; });
-  expect_unsupported("precision.mode", [](Config& config) { config.precision.mode = PrecisionMode::fp8; });
-  expect_unsupported("runtime.device", [](Config& config) { config.runtime.device = RuntimeDevice::cuda; });
+  expect_unsupported("runtime.device", [](Config& config) {
+    config.runtime.device = RuntimeDevice::cuda;
+    config.parallel.dp = 2;
+  });
+}
+
+TEST(CheckSupported, AcceptsCudaOnOneRank) {
+  Config config = resolve_auto(Config{}, 1);
+  config.runtime.device = RuntimeDevice::cuda;
+  EXPECT_NO_THROW(check_supported(config));
+}
+
+TEST(CheckSupported, AcceptsEveryPrecisionMode) {
+  Config config = resolve_auto(Config{}, 1);
+  for (PrecisionMode mode : {PrecisionMode::fp32, PrecisionMode::bf16, PrecisionMode::fp16, PrecisionMode::fp8}) {
+    config.precision.mode = mode;
+    EXPECT_NO_THROW(check_supported(config));
+  }
 }
 
 TEST(CheckSupported, MessageNamesTheFeature) {
   Config config = resolve_auto(Config{}, 1);
-  config.precision.mode = PrecisionMode::fp8;
+  config.parallel.sequence_parallel = true;
   try {
     check_supported(config);
     FAIL() << "no throw";
   } catch (const ConfigError& error) {
-    EXPECT_STREQ(error.what(), "config error: precision.mode: not supported yet (fp8)");
+    EXPECT_STREQ(error.what(), "config error: parallel.sequence_parallel: not supported yet (sequence parallelism)");
   }
 }
 

@@ -1,0 +1,25 @@
+#include "framework/device/cuda/fp8_quantize.h"
+
+#include "framework/device/cuda/fp8_quantize_kernels.h"
+#include "framework/device/cuda/launch.h"
+
+namespace hai::cuda {
+
+void quantize_tiles(const Tensor& q, const Tensor& scales, const Tensor& x, Fp8TileShape tile, bool pow2_scales,
+                    bool transposed, Stream stream) {
+  cudaStream_t cuda_stream = prepare_launch(x.device(), stream);
+  kernels::Fp8Layout layout{x.size(0), x.size(1), tile.rows, tile.cols};
+  check_launch(kernels::quantize_tiles(&q.data<e4m3>()->bits, scales.data<float>(), x.data<float>(), layout,
+                                       pow2_scales, transposed, cuda_stream),
+               "fp8 quantisation");
+}
+
+void dequantize_tiles(const Tensor& x, const Tensor& q, const Tensor& scales, Fp8TileShape tile, Stream stream) {
+  cudaStream_t cuda_stream = prepare_launch(x.device(), stream);
+  kernels::Fp8Layout layout{x.size(0), x.size(1), tile.rows, tile.cols};
+  check_launch(kernels::dequantize_tiles(x.data<float>(), &q.data<e4m3>()->bits, scales.data<float>(), layout,
+                                         cuda_stream),
+               "fp8 dequantisation");
+}
+
+}  // namespace hai::cuda

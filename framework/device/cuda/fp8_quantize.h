@@ -1,0 +1,19 @@
+#pragma once
+// CUDA implementation of framework/device/fp8_quantize.h (operands already checked by the dispatcher), bit for bit
+// the CPU reference: the same amax, the same IEEE division for the scale and for x / scale, the same e4m3 rounding.
+
+#include "framework/tensor/tensor.h"
+
+namespace hai::cuda {
+
+// Rows and columns of x covered by one scale.
+struct Fp8TileShape {
+  int64_t rows, cols;
+};
+
+// transposed: q is [K, M] and scales [tiles along K, tiles along M].
+void quantize_tiles(const Tensor& q, const Tensor& scales, const Tensor& x, Fp8TileShape tile, bool pow2_scales,
+                    bool transposed, Stream stream);
+void dequantize_tiles(const Tensor& x, const Tensor& q, const Tensor& scales, Fp8TileShape tile, Stream stream);
+
+}  // namespace hai::cuda

@@ -1,0 +1,22 @@
+#pragma once
+// Launchers of the fp8 block-quantisation kernels behind framework/device/fp8_quantize.h; each returns the launch's
+// status. Matrices are row-major [rows, cols] fp32; e4m3 values are raw bytes.
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+namespace hai::cuda::kernels {
+
+// An [rows, cols] matrix cut into tiles of tile_rows x tile_cols (partial at the right and bottom edges).
+struct Fp8Layout {
+  int64_t rows, cols, tile_rows, tile_cols;
+};
+
+// q: [rows, cols] (or [cols, rows] transposed), scales: one per tile in tile row-major order (or transposed).
+cudaError_t quantize_tiles(uint8_t* q, float* scales, const float* x, Fp8Layout layout, bool pow2_scales,
+                           bool transposed, cudaStream_t stream);
+// x = e4m3_to_float(q) * scale of its tile.
+cudaError_t dequantize_tiles(float* x, const uint8_t* q, const float* scales, Fp8Layout layout, cudaStream_t stream);
+
+}  // namespace hai::cuda::kernels

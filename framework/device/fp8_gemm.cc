@@ -1,0 +1,50 @@
+#include "framework/device/fp8_gemm.h"
+
+#include "framework/device/cpu/fp8_gemm.h"
+#include "framework/device/dispatch.h"
+#include "framework/device/fp8_quantize.h"
+
+#ifdef HAI_WITH_CUDA
+#include "framework/device/cuda/fp8_gemm.h"
+#endif
+
+namespace hai {
+namespace {
+
+int64_t tiles(int64_t extent) { return (extent + kFp8TileSize - 1) / kFp8TileSize; }
+
+void check_matrix(const Fp8Matrix& matrix, const Tensor& c, const char* what) {
+  const Tensor& values = matrix.values;
+  HAI_CHECK(values.rank() == 2, "fp8_gemm {} must be a matrix, got {}", what, values.str());
+  check_dtype(values, DType::e4m3, what);
+  check_dtype(matrix.scales, DType::f32, "fp8_gemm scales");
+  int64_t rows = values.size(0), k = values.size(1);
+  Shape scale_shape = matrix.scaling == Fp8Scaling::tile_1x128 ? Shape{rows, tiles(k)} : Shape{tiles(rows), tiles(k)};
+  check_shape(matrix.scales, scale_shape, "fp8_gemm scales");
+  check_same_device(values, c, "fp8_gemm");
+  check_same_device(matrix.scales, c, "fp8_gemm");
+}
+
+void check_operands(const Tensor& c, const Fp8Matrix& a, const Fp8Matrix& b) {
+  HAI_CHECK(a.scaling == Fp8Scaling::tile_1x128, "fp8_gemm A must be quantised in 1x128 tiles");
+  check_matrix(a, c, "fp8_gemm A");
+  check_matrix(b, c, "fp8_gemm B");
+  HAI_CHECK(a.values.size(1) == b.values.size(1), "fp8_gemm inner dimensions differ: A is {}, B is {}",
+            a.values.str(), b.values.str());
+  check_dtype(c, DType::f32, "fp8_gemm C");
+  check_shape(c, Shape{a.values.size(0), b.values.size(0)}, "fp8_gemm C");
+}
+
+}  // namespace
+
+void fp8_gemm(const Tensor& c, const Fp8Matrix& a, const Fp8Matrix& b, float beta, [[maybe_unused]] Stream stream) {
+  check_operands(c, a, b);
+  if (c.device().is_cpu()) return cpu::fp8_gemm(c, a, b, beta);
+#ifdef HAI_WITH_CUDA
+  return cuda::fp8_gemm(c, a, b, beta, stream);
+#else
+  throw_no_backend("fp8_gemm", c.device());
+#endif
+}
+
+}  // namespace hai

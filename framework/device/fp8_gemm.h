@@ -1,0 +1,38 @@
+#pragma once
+// FP8 GEMM with DeepSeek-V3 block scales (reference/deepseek-v3.md "FP8 mixed precision recipe"):
+//   C = dequant(A) @ dequant(B)^T + beta * C
+// with A: [M, K] and B: [N, K] e4m3, both K-major (the contiguous dimension is the one summed over, as FP8 tensor
+// cores need), fp32 accumulation and an fp32 C: [M, N]. dequant is framework/device/fp8_quantize.h's.
+//
+// A is always quantised in 1x128 tiles (per row, per 128 of K). B is quantised in 128x128 blocks (a weight) or in
+// 1x128 tiles (an activation). The three GEMMs of a linear layer y = x W^T (W [out, in]) are:
+//   forward: y   [T, out]  = x [T, in] (1x128)        @ W [out, in] (128x128)^T
+//   dgrad:   d_x [T, in]   = d_y [T, out] (1x128)     @ W^T [in, out] (128x128)^T
+//   wgrad:   d_W [out, in] = d_y^T [out, T] (1x128)   @ x^T [in, T] (1x128)^T    (tiles along the tokens)
+// where the transposed operands come from quantize_128x128_transposed / quantize_128x1_transposed.
+//
+// The CPU reference dequantises both operands exactly and runs the fp32 GEMM (framework/device/gemm.h). The CUDA
+// path runs cuBLASLt with per-128 (VEC128_32F) and per-128x128 (BLK128x128_32F) scale modes, which promotes its
+// partial sums to fp32 at least every 128 products; it needs K a multiple of 128 and M, N multiples of 16.
+
+#include "framework/tensor/tensor.h"
+
+namespace hai {
+
+enum class Fp8Scaling {
+  tile_1x128,     // scales: [rows, ceil(K / 128)]
+  block_128x128,  // scales: [ceil(rows / 128), ceil(K / 128)]
+};
+
+// An e4m3 matrix with its block scales (fp32, row-major, layouts of framework/device/fp8_quantize.h).
+struct Fp8Matrix {
+  Tensor values;  // [rows, K] e4m3
+  Tensor scales;  // per `scaling`
+  Fp8Scaling scaling = Fp8Scaling::tile_1x128;
+};
+
+// c: [M, N] fp32 <- a: [M, K] (1x128), b: [N, K] (1x128 or 128x128). With beta == 0, C is written without being
+// read. C must not overlap the operands.
+void fp8_gemm(const Tensor& c, const Fp8Matrix& a, const Fp8Matrix& b, float beta = 0.0f, Stream stream = {});
+
+}  // namespace hai

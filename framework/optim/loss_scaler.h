@@ -1,0 +1,32 @@
+#pragma once
+// Dynamic loss scaling for fp16 training (DESIGN.md "Precision", precision.loss_scale): the loss is multiplied by
+// scale() so that small gradients survive fp16, and the gradients are divided by it before the optimizer sees them.
+// After each step the caller reports whether every rank's gradients were finite:
+//   - not finite: the step is skipped, the scale halves (never below `min`) and the count of clean steps restarts;
+//   - finite: one more clean step; after `window` clean steps in a row the scale doubles and the count restarts.
+// The scaler is pure host state: the caller detects inf/NaN (framework/device/all_finite.h) and agrees on it
+// over the ranks, so every rank's scaler moves alike.
+
+#include <cstdint>
+
+#include "framework/config/config.h"
+
+namespace hai {
+
+class LossScaler {
+ public:
+  explicit LossScaler(const LossScaleConfig& config);
+
+  double scale() const { return scale_; }
+  int64_t clean_steps() const { return clean_steps_; }  // since the last change of the scale
+
+  // Records the outcome of the step that used scale().
+  void update(bool gradients_finite);
+
+ private:
+  LossScaleConfig config_;
+  double scale_;
+  int64_t clean_steps_ = 0;
+};
+
+}  // namespace hai

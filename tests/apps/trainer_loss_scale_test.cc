@@ -1,0 +1,66 @@
+// Dynamic loss scaling in precision.mode fp16 (DESIGN.md "Precision"). An initial scale of 2^40 pushes the output
+// gradients past fp16's range (65504), so the first step's gradients hold inf: the step is skipped, parameters and
+// AdamW moments keep their bytes, and the scale halves. Clean steps double the scale after each window.
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "apps/hai-train/trainer.h"
+#include "tests/apps/checkpoint_compare.h"
+#include "tests/apps/metrics_file.h"
+#include "tests/apps/tiny_config.h"
+
+namespace hai {
+namespace {
+
+using testing::expect_same_bytes;
+using testing::MetricsFile;
+using testing::read_metrics;
+using testing::TempDirectory;
+using testing::tiny_config;
+
+bool all_zero(const Tensor& moments) {
+  for (int64_t i = 0; i < moments.numel(); ++i) {
+    if (moments.data<float>()[i] != 0.0f) return false;
+  }
+  return true;
+}
+
+TEST(TrainerLossScaleTest, AnOverflowingGradientSkipsTheStepAndHalvesTheScale) {
+  TempDirectory dir;
+  Trainer trainer(tiny_config(dir.path(), {"precision.mode=fp16", "precision.loss_scale.init=1099511627776",
+                                           "precision.loss_scale.window=1000", "train.steps=1"}));
+  OwnedTensor before(trainer.parameters().values().shape(), DType::f32);  // [N]
+  copy_tensor(before, trainer.parameters().values());
+  trainer.train();
+
+  expect_same_bytes(before, trainer.parameters().values(), "parameters after the skipped step");
+  EXPECT_TRUE(all_zero(trainer.optimizer().exp_avg())) << "AdamW's first moment moved";
+  EXPECT_TRUE(all_zero(trainer.optimizer().exp_avg_sq())) << "AdamW's second moment moved";
+  EXPECT_EQ(trainer.loss_scale(), std::ldexp(1.0, 39));
+  MetricsFile metrics = read_metrics(dir.path() / "run");
+  ASSERT_EQ(metrics.steps.size(), 1u);
+  EXPECT_EQ(metrics.steps[0]["skipped"], true);
+  EXPECT_EQ(metrics.steps[0]["loss_scale"], std::ldexp(1.0, 40));
+  EXPECT_TRUE(metrics.steps[0]["grad_norm"].is_null());
+  EXPECT_TRUE(std::isfinite(metrics.steps[0]["loss"].get<double>()));  // the loss itself is not scaled
+}
+
+TEST(TrainerLossScaleTest, CleanStepsDoubleTheScaleAfterEachWindow) {
+  TempDirectory dir;
+  Trainer trainer(tiny_config(dir.path(), {"precision.mode=fp16", "precision.loss_scale.init=4",
+                                           "precision.loss_scale.window=2", "train.steps=5"}));
+  trainer.train();
+  MetricsFile metrics = read_metrics(dir.path() / "run");
+  ASSERT_EQ(metrics.steps.size(), 5u);
+  const double expected[] = {4, 4, 8, 8, 16};
+  for (size_t step = 0; step < 5; ++step) {
+    EXPECT_EQ(metrics.steps[step]["skipped"], false) << step;
+    EXPECT_EQ(metrics.steps[step]["loss_scale"], expected[step]) << step;
+  }
+  EXPECT_EQ(trainer.loss_scale(), 16.0);
+}
+
+}  // namespace
+}  // namespace hai
