@@ -3,10 +3,15 @@
 #include "framework/device/cpu/attention.h"
 #include "framework/device/dispatch.h"
 
+#ifdef HAI_WITH_CUDA
+#include "framework/device/cuda/attention.h"
+#endif
+
 namespace hai {
 namespace {
 
-// Checks q, k: [B, S, H, d_qk], v, out: [B, S, H, d_v], lse: [B, H, S], all fp32 on one device.
+// Checks q, k: [B, S, H, d_qk], v, out: [B, S, H, d_v], lse: [B, H, S] on one device; q, k, v all fp32 or all bf16,
+// out and lse fp32.
 void check_attention_operands(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out,
                               const Tensor& lse) {
   HAI_CHECK(q.rank() == 4, "attention q must be [B, S, H, d_qk], got {}", q.str());
@@ -16,24 +21,30 @@ void check_attention_operands(const Tensor& q, const Tensor& k, const Tensor& v,
   check_shape(v, Shape{batch, sequence, heads, v.size(3)}, "attention v");
   check_shape(out, v.shape(), "attention out");
   check_shape(lse, Shape{batch, heads, sequence}, "attention lse");
-  for (const Tensor* tensor : {&q, &k, &v, &out, &lse}) {
-    check_dtype(*tensor, DType::f32, "attention operand");
-    check_same_device(*tensor, q, "attention");
-  }
+  HAI_CHECK(q.dtype() == DType::f32 || q.dtype() == DType::bf16, "attention q must be fp32 or bf16, got {}", q.str());
+  check_dtype(k, q.dtype(), "attention k");
+  check_dtype(v, q.dtype(), "attention v");
+  check_dtype(out, DType::f32, "attention out");
+  check_dtype(lse, DType::f32, "attention lse");
+  for (const Tensor* tensor : {&k, &v, &out, &lse}) check_same_device(*tensor, q, "attention");
 }
 
 }  // namespace
 
 void attention_forward(const Tensor& out, const Tensor& lse, const Tensor& q, const Tensor& k, const Tensor& v,
-                       float softmax_scale, Stream) {
+                       float softmax_scale, [[maybe_unused]] Stream stream) {
   check_attention_operands(q, k, v, out, lse);
   if (q.device().is_cpu()) return cpu::attention_forward(out, lse, q, k, v, softmax_scale);
+#ifdef HAI_WITH_CUDA
+  return cuda::attention_forward(out, lse, q, k, v, softmax_scale, stream);
+#else
   throw_no_backend("attention_forward", q.device());
+#endif
 }
 
 void attention_backward(const Tensor& d_q, const Tensor& d_k, const Tensor& d_v, const Tensor& d_out,
                         const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out, const Tensor& lse,
-                        float softmax_scale, Stream) {
+                        float softmax_scale, [[maybe_unused]] Stream stream) {
   check_attention_operands(q, k, v, out, lse);
   check_shape(d_q, q.shape(), "attention d_q");
   check_shape(d_k, k.shape(), "attention d_k");
@@ -44,7 +55,11 @@ void attention_backward(const Tensor& d_q, const Tensor& d_k, const Tensor& d_v,
     check_same_device(*tensor, q, "attention_backward");
   }
   if (q.device().is_cpu()) return cpu::attention_backward(d_q, d_k, d_v, d_out, q, k, v, out, lse, softmax_scale);
+#ifdef HAI_WITH_CUDA
+  return cuda::attention_backward(d_q, d_k, d_v, d_out, q, k, v, out, lse, softmax_scale, stream);
+#else
   throw_no_backend("attention_backward", q.device());
+#endif
 }
 
 }  // namespace hai

@@ -1,8 +1,13 @@
 #pragma once
 // Causal multi-head attention with separate query/key and value head widths (DeepSeek-V3 MLA: d_qk 192, d_v 128).
-// All tensors fp32. B = batch, S = sequence, H = heads. Position i attends to positions j <= i of the same
+// q, k, v are all fp32 or all bf16 (bf16 is widened exactly to fp32, as in gemm.h); out, lse and every gradient are
+// fp32. B = batch, S = sequence, H = heads. Position i attends to positions j <= i of the same
 // sequence; the softmax is computed in fp32 with its log-sum-exp saved for the backward pass, which recomputes
 // the probabilities instead of storing an S x S matrix (flash-attention style).
+//
+// CUDA: head widths must be multiples of 8 up to 256 and every operand 16-byte aligned. bf16 inputs run on tensor
+// cores, which round d_out, the probabilities and their gradients to bf16 for the products and accumulate in fp32; fp32
+// inputs run in fp32 throughout. Both are deterministic (no atomics).
 
 #include "framework/tensor/tensor.h"
 

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 
+#include "framework/device/cpu/cast.h"
 #include "framework/device/cpu/parallel.h"
 
 namespace hai::cpu {
@@ -111,12 +112,22 @@ int64_t work_per_head(const AttentionLayout& layout) {
   return layout.sequence * (layout.sequence + 1) / 2 * (layout.qk_dim + layout.v_dim);
 }
 
+// An fp32 copy of a bf16 tensor (exact).
+OwnedTensor widened(const Tensor& x) {
+  OwnedTensor wide(x.shape(), DType::f32);
+  cast_tensor(wide, x);
+  return wide;
+}
+
 }  // namespace
 
 // NOTE: both passes run the (b, h) heads in parallel: every output and gradient row belongs to exactly one head,
 // so the results do not depend on the thread count.
 void attention_forward(const Tensor& out, const Tensor& lse, const Tensor& q, const Tensor& k, const Tensor& v,
                        float softmax_scale) {
+  if (q.dtype() == DType::bf16) {
+    return attention_forward(out, lse, widened(q), widened(k), widened(v), softmax_scale);
+  }
   AttentionLayout layout(q, v);
   const float* q_data = q.data<float>();  // [B, S, H, d_qk]
   const float* k_data = k.data<float>();  // [B, S, H, d_qk]
@@ -139,6 +150,9 @@ void attention_forward(const Tensor& out, const Tensor& lse, const Tensor& q, co
 void attention_backward(const Tensor& d_q, const Tensor& d_k, const Tensor& d_v, const Tensor& d_out,
                         const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out, const Tensor& lse,
                         float softmax_scale) {
+  if (q.dtype() == DType::bf16) {
+    return attention_backward(d_q, d_k, d_v, d_out, widened(q), widened(k), widened(v), out, lse, softmax_scale);
+  }
   BackwardOperands operands{AttentionLayout(q, v), q.data<float>(), k.data<float>(), v.data<float>(),
                             out.data<float>(), d_out.data<float>(), lse.data<float>(), d_q.data<float>(),
                             d_k.data<float>(), d_v.data<float>()};

@@ -1,5 +1,6 @@
 #pragma once
-// CPU reference of framework/device/attention.h (operands already checked by the dispatcher).
+// CPU reference of framework/device/attention.h (operands already checked by the dispatcher). bf16 q, k, v are
+// widened to fp32 copies first, so the math is the fp32 path's on the same values.
 
 #include "framework/tensor/tensor.h"
 

@@ -122,6 +122,57 @@ TEST(Attention, BackwardIsCausal) {
   for (int64_t i = 2; i < d_v.numel(); ++i) EXPECT_EQ(d_v.data<float>()[i], 0.0f) << i;
 }
 
+// The same values as bf16 and as fp32 (already bf16-representable).
+struct BothDtypes {
+  OwnedTensor f32, bf16;
+};
+BothDtypes bf16_values(Shape shape, uint64_t seed) {
+  OwnedTensor random = testing::random_tensor(shape, seed);
+  BothDtypes both{OwnedTensor(shape, DType::f32), OwnedTensor(shape, DType::bf16)};
+  for (int64_t i = 0; i < random.numel(); ++i) {
+    uint16_t bits = float_to_bf16(random.data<float>()[i]);
+    both.bf16.data<bf16>()[i].bits = bits;
+    both.f32.data<float>()[i] = bf16_to_float(bits);
+  }
+  return both;
+}
+
+void expect_equal(const Tensor& actual, const Tensor& expected) {
+  ASSERT_EQ(actual.numel(), expected.numel());
+  for (int64_t i = 0; i < actual.numel(); ++i) EXPECT_EQ(actual.data<float>()[i], expected.data<float>()[i]) << i;
+}
+
+TEST(Attention, Bf16InputsEqualTheFp32OpOnTheSameValues) {
+  AttentionSizes sizes{2, 9, 2, 24, 16};
+  BothDtypes q = bf16_values(sizes.qk(), 11), k = bf16_values(sizes.qk(), 12), v = bf16_values(sizes.v(), 13);
+  OwnedTensor d_out = testing::random_tensor(sizes.v(), 14);
+  float scale = 1.0f / std::sqrt(24.0f);
+  OwnedTensor out(sizes.v(), DType::f32), lse(sizes.lse(), DType::f32);
+  OwnedTensor out_bf16(sizes.v(), DType::f32), lse_bf16(sizes.lse(), DType::f32);
+  attention_forward(out, lse, q.f32, k.f32, v.f32, scale);
+  attention_forward(out_bf16, lse_bf16, q.bf16, k.bf16, v.bf16, scale);
+  expect_equal(out_bf16, out);
+  expect_equal(lse_bf16, lse);
+
+  OwnedTensor d_q(sizes.qk(), DType::f32), d_k(sizes.qk(), DType::f32), d_v(sizes.v(), DType::f32);
+  OwnedTensor d_q_bf16(sizes.qk(), DType::f32), d_k_bf16(sizes.qk(), DType::f32), d_v_bf16(sizes.v(), DType::f32);
+  attention_backward(d_q, d_k, d_v, d_out, q.f32, k.f32, v.f32, out, lse, scale);
+  attention_backward(d_q_bf16, d_k_bf16, d_v_bf16, d_out, q.bf16, k.bf16, v.bf16, out, lse, scale);
+  expect_equal(d_q_bf16, d_q);
+  expect_equal(d_k_bf16, d_k);
+  expect_equal(d_v_bf16, d_v);
+}
+
+TEST(Attention, RejectsMixedOrUnsupportedDtypes) {
+  Shape shape{1, 2, 1, 8};
+  OwnedTensor q(shape, DType::bf16), k(shape, DType::f32), v(shape, DType::bf16);
+  OwnedTensor out(shape, DType::f32), lse(Shape{1, 1, 2}, DType::f32), out_bf16(shape, DType::bf16);
+  EXPECT_THROW(attention_forward(out, lse, q, k, v, 1.0f), Error);  // k differs
+  EXPECT_THROW(attention_forward(out_bf16, lse, q, q, v, 1.0f), Error);  // out must be fp32
+  OwnedTensor q16(shape, DType::f16);
+  EXPECT_THROW(attention_forward(out, lse, q16, q16, q16, 1.0f), Error);
+}
+
 TEST(Attention, RejectsMismatchedShapes) {
   OwnedTensor q(Shape{1, 2, 1, 4}, DType::f32), k(Shape{1, 2, 1, 3}, DType::f32), v(Shape{1, 2, 1, 2}, DType::f32);
   OwnedTensor out(Shape{1, 2, 1, 2}, DType::f32), lse(Shape{1, 1, 2}, DType::f32);

@@ -1,0 +1,72 @@
+#include "framework/device/cuda/attention.h"
+
+#include <cstdint>
+
+#include "framework/device/cuda/attention_kernels.h"
+#include "framework/device/cuda/launch.h"
+
+namespace hai::cuda {
+namespace {
+
+constexpr int64_t kMaxHeadDim = 256;
+
+// The kernels copy rows in 16-byte pieces: head widths are multiples of 8 and every tensor starts 16-byte aligned.
+kernels::AttentionGeometry geometry_of(const Tensor& q, const Tensor& v, float softmax_scale,
+                                       std::initializer_list<const Tensor*> tensors) {
+  int64_t qk_dim = q.size(3), v_dim = v.size(3);
+  HAI_CHECK(qk_dim % 8 == 0 && v_dim % 8 == 0 && qk_dim <= kMaxHeadDim && v_dim <= kMaxHeadDim && qk_dim > 0 &&
+                v_dim > 0,
+            "CUDA attention needs head widths that are multiples of 8 up to {}, got d_qk {} and d_v {}", kMaxHeadDim,
+            qk_dim, v_dim);
+  for (const Tensor* tensor : tensors) {
+    HAI_CHECK(reinterpret_cast<uintptr_t>(tensor->raw()) % 16 == 0, "CUDA attention needs 16-byte aligned operands, "
+              "got {}", tensor->str());
+  }
+  return {q.size(0), q.size(1), q.size(2), static_cast<int>(qk_dim), static_cast<int>(v_dim), softmax_scale};
+}
+
+const uint16_t* bf16_bits(const Tensor& tensor) { return static_cast<const uint16_t*>(tensor.raw()); }
+
+}  // namespace
+
+void attention_forward(const Tensor& out, const Tensor& lse, const Tensor& q, const Tensor& k, const Tensor& v,
+                       float softmax_scale, Stream stream) {
+  kernels::AttentionGeometry geometry = geometry_of(q, v, softmax_scale, {&out, &q, &k, &v});
+  if (q.numel() == 0) return;
+  cudaStream_t cuda_stream = prepare_launch(q.device(), stream);
+  if (q.dtype() == DType::bf16) {
+    check_launch(kernels::attention_forward_bf16(out.data<float>(), lse.data<float>(), bf16_bits(q), bf16_bits(k),
+                                                 bf16_bits(v), geometry, cuda_stream),
+                 "attention_forward");
+    return;
+  }
+  check_launch(kernels::attention_forward_f32(out.data<float>(), lse.data<float>(), q.data<float>(), k.data<float>(),
+                                              v.data<float>(), geometry, cuda_stream),
+               "attention_forward");
+}
+
+void attention_backward(const Tensor& d_q, const Tensor& d_k, const Tensor& d_v, const Tensor& d_out,
+                        const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out, const Tensor& lse,
+                        float softmax_scale, Stream stream) {
+  kernels::AttentionGeometry geometry =
+      geometry_of(q, v, softmax_scale, {&d_q, &d_k, &d_v, &d_out, &q, &k, &v, &out});
+  if (q.numel() == 0) return;
+  cudaStream_t cuda_stream = prepare_launch(q.device(), stream);
+  check_launch(kernels::attention_output_dots(d_q.data<float>(), d_out.data<float>(), out.data<float>(), geometry,
+                                              cuda_stream),
+               "attention_backward");
+  if (q.dtype() == DType::bf16) {
+    check_launch(kernels::attention_backward_bf16(d_q.data<float>(), d_k.data<float>(), d_v.data<float>(),
+                                                  d_out.data<float>(), bf16_bits(q), bf16_bits(k), bf16_bits(v),
+                                                  lse.data<float>(), geometry, cuda_stream),
+                 "attention_backward");
+    return;
+  }
+  check_launch(kernels::attention_backward_f32(d_q.data<float>(), d_k.data<float>(), d_v.data<float>(),
+                                               d_out.data<float>(), q.data<float>(), k.data<float>(),
+                                               v.data<float>(), lse.data<float>(), geometry,
+                                               cuda_stream),
+               "attention_backward");
+}
+
+}  // namespace hai::cuda

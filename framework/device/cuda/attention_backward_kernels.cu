@@ -1,0 +1,259 @@
+// Causal attention backward on tensor cores, flash-attention 2 style but without atomics: two kernels recompute the
+// probabilities P = exp(score - lse) tile by tile (no S x S buffer), so every gradient row is written by exactly one
+// block and the results are deterministic.
+//   key kernel:   a block owns 64 keys of one (b, h) (16 per warp) and walks the 32-query tiles from the diagonal
+//                 on: d_v += P^T d_out, dS^T = P^T o (V d_out^T - D), d_k += dS^T q.
+//   query kernel: a block owns 64 queries (16 per warp) and walks the 64-key tiles up to the diagonal:
+//                 dS = P o (d_out V^T - D), d_q += dS k.
+// D[i] = dot(d_out[i], out[i]) was stored by attention_output_dots in d_q's first column; the key kernel runs first
+// and the query kernel reads its own rows' D before overwriting them. d_out is rounded to bf16 in shared memory,
+// P and dS to bf16 for the tensor-core products; everything accumulates in fp32.
+
+#include <cuda_bf16.h>
+
+#include <cmath>
+
+#include "framework/device/cuda/attention_kernels.h"
+#include "framework/device/cuda/attention_mma.cuh"
+#include "framework/device/cuda/attention_tiles.cuh"
+#include "framework/device/cuda/attention_widths.cuh"
+
+namespace hai::cuda::kernels {
+namespace {
+
+using attention_mma::Accumulator;
+using attention_tiles::HeadRows;
+using attention_tiles::stride_of;
+
+constexpr int kWarps = 4;
+constexpr int kOwnedRows = 16 * kWarps;  // keys of a key block, queries of a query block
+constexpr int kKeyKernelQueries = 32;    // queries per step of the key kernel
+constexpr int kQueryKernelKeys = 64;     // keys per step of the query kernel
+constexpr float kLog2E = 1.4426950408889634f;
+
+// The operands of one (b, h) as rows.
+struct HeadOperands {
+  HeadRows<const __nv_bfloat16> q, k, v;
+  HeadRows<const float> d_out;
+  const float* lse;        // [S] of this (b, h)
+  const float* output_dot; // D[s] at output_dot[s * output_dot_pitch]
+  int64_t output_dot_pitch;
+};
+
+__device__ inline HeadOperands head_operands(const float* d_q, const float* d_out, const __nv_bfloat16* q,
+                                             const __nv_bfloat16* k, const __nv_bfloat16* v, const float* lse,
+                                             const AttentionGeometry& geometry, int64_t batch_index, int64_t head) {
+  int64_t sequence = geometry.sequence, heads = geometry.heads;
+  HeadRows<const float> d_q_rows = attention_tiles::head_rows(d_q, batch_index, head, sequence, heads, geometry.qk_dim);
+  return {attention_tiles::head_rows(q, batch_index, head, sequence, heads, geometry.qk_dim),
+          attention_tiles::head_rows(k, batch_index, head, sequence, heads, geometry.qk_dim),
+          attention_tiles::head_rows(v, batch_index, head, sequence, heads, geometry.v_dim),
+          attention_tiles::head_rows(d_out, batch_index, head, sequence, heads, geometry.v_dim),
+          lse + (batch_index * heads + head) * sequence,
+          d_q_rows.base,
+          d_q_rows.pitch};
+}
+
+// probability = exp(score * scale - lse) in log2 units, 0 where the key comes after the query or the query is past
+// the sequence end.
+__device__ inline float probability(float score, float scale_log2, float lse_log2, int64_t key, int64_t query,
+                                    int64_t sequence) {
+  return key > query || query >= sequence ? 0.0f : exp2f(score * scale_log2 - lse_log2);
+}
+
+template <int qk_width, int v_width>
+constexpr int key_kernel_shared_bytes() {
+  return (kOwnedRows * (stride_of(qk_width) + stride_of(v_width)) +
+          kKeyKernelQueries * (stride_of(qk_width) + stride_of(v_width))) *
+             static_cast<int>(sizeof(__nv_bfloat16)) +
+         2 * kKeyKernelQueries * static_cast<int>(sizeof(float));
+}
+
+template <int qk_width, int v_width>
+__global__ void __launch_bounds__(kWarps * 32)
+    attention_key_gradients_kernel(float* d_k, float* d_v, const float* d_q, const float* d_out,
+                                   const __nv_bfloat16* q, const __nv_bfloat16* k, const __nv_bfloat16* v,
+                                   const float* lse, AttentionGeometry geometry) {
+  constexpr int qk_chunks = qk_width / 16, v_chunks = v_width / 16;
+  constexpr int qk_tiles = qk_width / 8, v_tiles = v_width / 8, query_tiles = kKeyKernelQueries / 8;
+  extern __shared__ __align__(16) unsigned char shared[];
+  __nv_bfloat16* k_tile = reinterpret_cast<__nv_bfloat16*>(shared);         // [64, qk_width]
+  __nv_bfloat16* v_tile = k_tile + kOwnedRows * stride_of(qk_width);         // [64, v_width]
+  __nv_bfloat16* q_tile = v_tile + kOwnedRows * stride_of(v_width);          // [32, qk_width]
+  __nv_bfloat16* d_out_tile = q_tile + kKeyKernelQueries * stride_of(qk_width);  // [32, v_width]
+  float* lse_log2 = reinterpret_cast<float*>(d_out_tile + kKeyKernelQueries * stride_of(v_width));  // [32]
+  float* output_dot = lse_log2 + kKeyKernelQueries;                                                 // [32]
+
+  const int64_t batch_index = blockIdx.y / geometry.heads, head = blockIdx.y % geometry.heads;
+  const int64_t sequence = geometry.sequence;
+  HeadOperands operands = head_operands(d_q, d_out, q, k, v, lse, geometry, batch_index, head);
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int64_t first_key = int64_t{blockIdx.x} * kOwnedRows;
+  const int64_t key_low = first_key + 16 * warp + lane / 4;  // this thread's rows: key_low and key_low + 8
+  const float scale_log2 = geometry.softmax_scale * kLog2E;
+
+  attention_tiles::load_tile_async<kOwnedRows, qk_width>(k_tile, operands.k, first_key);
+  attention_tiles::load_tile_async<kOwnedRows, v_width>(v_tile, operands.v, first_key);
+  attention_mma::commit_async_copies();
+
+  Accumulator d_k_tiles[qk_tiles], d_v_tiles[v_tiles];  // [16, qk_width], [16, v_width] of this warp
+  attention_mma::zero(d_k_tiles);
+  attention_mma::zero(d_v_tiles);
+  for (int64_t first_query = first_key; first_query < sequence; first_query += kKeyKernelQueries) {
+    attention_tiles::load_tile_async<kKeyKernelQueries, qk_width>(q_tile, operands.q, first_query);
+    attention_mma::commit_async_copies();
+    attention_tiles::load_tile_rounded<kKeyKernelQueries, v_width>(d_out_tile, operands.d_out, first_query);
+    for (int i = threadIdx.x; i < kKeyKernelQueries; i += blockDim.x) {
+      bool valid = first_query + i < sequence;
+      lse_log2[i] = valid ? operands.lse[first_query + i] * kLog2E : 0.0f;
+      output_dot[i] = valid ? operands.output_dot[(first_query + i) * operands.output_dot_pitch] : 0.0f;
+    }
+    attention_mma::wait_async_copies<0>();
+    __syncthreads();
+
+    Accumulator transposed_p[query_tiles];  // P^T [16 keys, 32 queries]
+    attention_mma::zero(transposed_p);
+    attention_mma::multiply_by_rows<qk_chunks, query_tiles>(transposed_p, k_tile, stride_of(qk_width), 16 * warp,
+                                                            q_tile, stride_of(qk_width));
+    Accumulator transposed_d_p[query_tiles];  // (d_out V^T)^T [16 keys, 32 queries]
+    attention_mma::zero(transposed_d_p);
+    attention_mma::multiply_by_rows<v_chunks, query_tiles>(transposed_d_p, v_tile, stride_of(v_width), 16 * warp,
+                                                           d_out_tile, stride_of(v_width));
+#pragma unroll
+    for (int n = 0; n < query_tiles; ++n) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        int column = 8 * n + 2 * (lane % 4) + e % 2;
+        int64_t key = key_low + 8 * (e / 2), query = first_query + column;
+        float p = probability(transposed_p[n].value[e], scale_log2, lse_log2[column], key, query, sequence);
+        transposed_p[n].value[e] = p;
+        transposed_d_p[n].value[e] = p * (transposed_d_p[n].value[e] - output_dot[column]);  // dS^T
+      }
+    }
+    attention_mma::multiply_accumulators_by_tile<kKeyKernelQueries / 16, v_tiles>(d_v_tiles, transposed_p,
+                                                                                  d_out_tile, stride_of(v_width));
+    attention_mma::multiply_accumulators_by_tile<kKeyKernelQueries / 16, qk_tiles>(d_k_tiles, transposed_d_p,
+                                                                                   q_tile, stride_of(qk_width));
+    __syncthreads();  // every warp is done with the query tiles
+  }
+
+  HeadRows<float> d_k_rows = attention_tiles::head_rows(d_k, batch_index, head, sequence, geometry.heads,
+                                                        geometry.qk_dim);
+  HeadRows<float> d_v_rows = attention_tiles::head_rows(d_v, batch_index, head, sequence, geometry.heads,
+                                                        geometry.v_dim);
+  float scale = geometry.softmax_scale;
+  attention_tiles::store_rows(d_k_rows, first_key + 16 * warp, d_k_tiles, scale, scale);
+  attention_tiles::store_rows(d_v_rows, first_key + 16 * warp, d_v_tiles, 1.0f, 1.0f);
+}
+
+template <int qk_width, int v_width>
+constexpr int query_kernel_shared_bytes() {
+  return (kOwnedRows * (stride_of(qk_width) + stride_of(v_width)) +
+          kQueryKernelKeys * (stride_of(qk_width) + stride_of(v_width))) *
+         static_cast<int>(sizeof(__nv_bfloat16));
+}
+
+template <int qk_width, int v_width>
+__global__ void __launch_bounds__(kWarps * 32)
+    attention_query_gradients_kernel(float* d_q, const float* d_out, const __nv_bfloat16* q,
+                                     const __nv_bfloat16* k, const __nv_bfloat16* v, const float* lse,
+                                     AttentionGeometry geometry) {
+  constexpr int qk_chunks = qk_width / 16, v_chunks = v_width / 16;
+  constexpr int qk_tiles = qk_width / 8, key_tiles = kQueryKernelKeys / 8;
+  extern __shared__ __align__(16) unsigned char shared[];
+  __nv_bfloat16* q_tile = reinterpret_cast<__nv_bfloat16*>(shared);              // [64, qk_width]
+  __nv_bfloat16* d_out_tile = q_tile + kOwnedRows * stride_of(qk_width);          // [64, v_width]
+  __nv_bfloat16* k_tile = d_out_tile + kOwnedRows * stride_of(v_width);           // [64, qk_width]
+  __nv_bfloat16* v_tile = k_tile + kQueryKernelKeys * stride_of(qk_width);        // [64, v_width]
+
+  const int query_block = gridDim.x - 1 - blockIdx.x;  // diagonal-heavy blocks first
+  const int64_t batch_index = blockIdx.y / geometry.heads, head = blockIdx.y % geometry.heads;
+  const int64_t sequence = geometry.sequence;
+  HeadOperands operands = head_operands(d_q, d_out, q, k, v, lse, geometry, batch_index, head);
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int64_t first_query = int64_t{query_block} * kOwnedRows;
+  const int64_t query_low = first_query + 16 * warp + lane / 4;  // this thread's rows: query_low and query_low + 8
+  const float scale_log2 = geometry.softmax_scale * kLog2E;
+
+  float lse_log2[2], output_dot[2];
+  for (int half = 0; half < 2; ++half) {
+    int64_t query = query_low + 8 * half;
+    bool valid = query < sequence;
+    lse_log2[half] = valid ? operands.lse[query] * kLog2E : 0.0f;
+    output_dot[half] = valid ? operands.output_dot[query * operands.output_dot_pitch] : 0.0f;
+  }
+  attention_tiles::load_tile_async<kOwnedRows, qk_width>(q_tile, operands.q, first_query);
+  attention_mma::commit_async_copies();
+  attention_tiles::load_tile_rounded<kOwnedRows, v_width>(d_out_tile, operands.d_out, first_query);
+
+  Accumulator d_q_tiles[qk_tiles];  // [16, qk_width] of this warp
+  attention_mma::zero(d_q_tiles);
+  const int64_t end_key = first_query + kOwnedRows < sequence ? first_query + kOwnedRows : sequence;
+  for (int64_t first_key = 0; first_key < end_key; first_key += kQueryKernelKeys) {
+    attention_tiles::load_tile_async<kQueryKernelKeys, qk_width>(k_tile, operands.k, first_key);
+    attention_tiles::load_tile_async<kQueryKernelKeys, v_width>(v_tile, operands.v, first_key);
+    attention_mma::commit_async_copies();
+    attention_mma::wait_async_copies<0>();
+    __syncthreads();
+
+    Accumulator p[key_tiles];  // [16 queries, 64 keys]
+    attention_mma::zero(p);
+    attention_mma::multiply_by_rows<qk_chunks, key_tiles>(p, q_tile, stride_of(qk_width), 16 * warp, k_tile,
+                                                          stride_of(qk_width));
+    Accumulator d_p[key_tiles];  // d_out V^T [16 queries, 64 keys]
+    attention_mma::zero(d_p);
+    attention_mma::multiply_by_rows<v_chunks, key_tiles>(d_p, d_out_tile, stride_of(v_width), 16 * warp, v_tile,
+                                                         stride_of(v_width));
+#pragma unroll
+    for (int n = 0; n < key_tiles; ++n) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        int64_t key = first_key + 8 * n + 2 * (lane % 4) + e % 2, query = query_low + 8 * (e / 2);
+        float probability_value = probability(p[n].value[e], scale_log2, lse_log2[e / 2], key, query, sequence);
+        d_p[n].value[e] = probability_value * (d_p[n].value[e] - output_dot[e / 2]);  // dS
+      }
+    }
+    attention_mma::multiply_accumulators_by_tile<kQueryKernelKeys / 16, qk_tiles>(d_q_tiles, d_p, k_tile,
+                                                                                  stride_of(qk_width));
+    __syncthreads();  // every warp is done with the key tiles
+  }
+
+  HeadRows<float> d_q_rows = attention_tiles::head_rows(d_q, batch_index, head, sequence, geometry.heads,
+                                                        geometry.qk_dim);
+  attention_tiles::store_rows(d_q_rows, first_query + 16 * warp, d_q_tiles, geometry.softmax_scale,
+                              geometry.softmax_scale);
+}
+
+template <typename Kernel>
+cudaError_t allow_shared_bytes(Kernel kernel, int bytes) {
+  return cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
+}
+
+}  // namespace
+
+cudaError_t attention_backward_bf16(float* d_q, float* d_k, float* d_v, const float* d_out, const uint16_t* q,
+                                    const uint16_t* k, const uint16_t* v, const float* lse,
+                                    const AttentionGeometry& geometry, cudaStream_t stream) {
+  auto q_bf16 = reinterpret_cast<const __nv_bfloat16*>(q);
+  auto k_bf16 = reinterpret_cast<const __nv_bfloat16*>(k);
+  auto v_bf16 = reinterpret_cast<const __nv_bfloat16*>(v);
+  unsigned int blocks = static_cast<unsigned int>((geometry.sequence + kOwnedRows - 1) / kOwnedRows);
+  dim3 grid(blocks, static_cast<unsigned int>(geometry.batch * geometry.heads));
+  return attention_widths::with_padded_widths(geometry.qk_dim, geometry.v_dim, [&](auto qk_width, auto v_width) {
+    constexpr int qk = decltype(qk_width)::value, vw = decltype(v_width)::value;
+    auto key_kernel = attention_key_gradients_kernel<qk, vw>;
+    auto query_kernel = attention_query_gradients_kernel<qk, vw>;
+    constexpr int key_bytes = key_kernel_shared_bytes<qk, vw>(), query_bytes = query_kernel_shared_bytes<qk, vw>();
+    cudaError_t status = allow_shared_bytes(key_kernel, key_bytes);
+    if (status == cudaSuccess) status = allow_shared_bytes(query_kernel, query_bytes);
+    if (status != cudaSuccess) return status;
+    key_kernel<<<grid, kWarps * 32, key_bytes, stream>>>(d_k, d_v, d_q, d_out, q_bf16, k_bf16, v_bf16, lse,
+                                                         geometry);
+    status = cudaGetLastError();
+    if (status != cudaSuccess) return status;
+    query_kernel<<<grid, kWarps * 32, query_bytes, stream>>>(d_q, d_out, q_bf16, k_bf16, v_bf16, lse, geometry);
+    return cudaGetLastError();
+  });
+}
+
+}  // namespace hai::cuda::kernels

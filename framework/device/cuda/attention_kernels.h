@@ -1,0 +1,38 @@
+#pragma once
+// Launchers of the causal attention kernels behind framework/device/attention.h; each returns the launch's status.
+// Layouts as in attention.h: q, k [B, S, H, d_qk], v, out, d_out [B, S, H, d_v], lse [B, H, S]; every row starts
+// 16-byte aligned. bf16 operands are passed as raw bf16 bits.
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+namespace hai::cuda::kernels {
+
+struct AttentionGeometry {
+  int64_t batch, sequence, heads;
+  int qk_dim, v_dim;  // multiples of 8, at most 256
+  float softmax_scale;
+};
+
+// Tensor cores (mma.sync bf16 -> fp32): q, k, v bf16; out, lse fp32.
+cudaError_t attention_forward_bf16(float* out, float* lse, const uint16_t* q, const uint16_t* k, const uint16_t* v,
+                                   const AttentionGeometry& geometry, cudaStream_t stream);
+// The backward kernels read D from d_q (attention_output_dots runs first) and overwrite d_q, d_k, d_v.
+cudaError_t attention_backward_bf16(float* d_q, float* d_k, float* d_v, const float* d_out, const uint16_t* q,
+                                    const uint16_t* k, const uint16_t* v, const float* lse,
+                                    const AttentionGeometry& geometry, cudaStream_t stream);
+
+// fp32 on CUDA cores: every operand fp32.
+cudaError_t attention_forward_f32(float* out, float* lse, const float* q, const float* k, const float* v,
+                                  const AttentionGeometry& geometry, cudaStream_t stream);
+cudaError_t attention_backward_f32(float* d_q, float* d_k, float* d_v, const float* d_out, const float* q,
+                                   const float* k, const float* v, const float* lse,
+                                   const AttentionGeometry& geometry, cudaStream_t stream);
+
+// D[row] = dot(d_out[row], out[row]) for every [B, S, H] row, stored in d_q[row * qk_dim] (the first element of
+// the row's d_q, which the d_q kernels read before they overwrite it).
+cudaError_t attention_output_dots(float* d_q, const float* d_out, const float* out,
+                                  const AttentionGeometry& geometry, cudaStream_t stream);
+
+}  // namespace hai::cuda::kernels

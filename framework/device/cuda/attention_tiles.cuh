@@ -1,0 +1,93 @@
+#pragma once
+// Tiles of [B, S, H, d] rows in shared memory for the bf16 attention kernels: `rows` consecutive sequence positions
+// of one (b, h), padded to `width` columns (a multiple of 16) with zeros, and zero rows past the sequence end, so
+// that padding adds nothing to any product.
+
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "framework/device/cuda/attention_mma.cuh"
+
+namespace hai::cuda::kernels::attention_tiles {
+
+// Row stride of a shared tile of `width` columns: 8 extra elements put consecutive rows 4 banks apart, so the eight
+// row addresses of an ldmatrix hit different banks.
+__host__ __device__ constexpr int stride_of(int width) { return width + 8; }
+
+// Where rows of one (b, h) live in a [B, S, H, dim] tensor: row s at base + s * pitch.
+template <typename Element>
+struct HeadRows {
+  Element* base;   // row 0 of this (b, h)
+  int64_t pitch;   // H * dim
+  int dim;         // valid columns
+  int64_t valid;   // S: rows at or past it are zero in tiles
+};
+
+template <typename Element>
+__device__ inline HeadRows<Element> head_rows(Element* tensor, int64_t batch_index, int64_t head, int64_t sequence,
+                                              int64_t heads, int dim) {
+  return {tensor + ((batch_index * sequence) * heads + head) * dim, heads * dim, dim, sequence};
+}
+
+// Starts copying rows first .. first + rows - 1 of `source` into `tile` (cp.async; commit and wait separately).
+template <int rows, int width>
+__device__ inline void load_tile_async(__nv_bfloat16* tile, const HeadRows<const __nv_bfloat16>& source,
+                                       int64_t first) {
+  constexpr int pieces_per_row = width / 8;  // 16-byte pieces
+  for (int piece = threadIdx.x; piece < rows * pieces_per_row; piece += blockDim.x) {
+    int row = piece / pieces_per_row;
+    int col = (piece % pieces_per_row) * 8;
+    bool valid = first + row < source.valid && col < source.dim;
+    const __nv_bfloat16* from = valid ? source.base + (first + row) * source.pitch + col : source.base;
+    attention_mma::copy_16_bytes_async(tile + row * stride_of(width) + col, from, valid);
+  }
+}
+
+// Copies rows first .. first + rows - 1 of an fp32 `source` into `tile`, rounded to bf16 (synchronous loads).
+template <int rows, int width>
+__device__ inline void load_tile_rounded(__nv_bfloat16* tile, const HeadRows<const float>& source, int64_t first) {
+  constexpr int pieces_per_row = width / 8;
+  for (int piece = threadIdx.x; piece < rows * pieces_per_row; piece += blockDim.x) {
+    int row = piece / pieces_per_row;
+    int col = (piece % pieces_per_row) * 8;
+    float4 low = make_float4(0.0f, 0.0f, 0.0f, 0.0f), high = low;
+    if (first + row < source.valid && col < source.dim) {
+      const float4* from = reinterpret_cast<const float4*>(source.base + (first + row) * source.pitch + col);
+      low = from[0];
+      high = from[1];
+    }
+    uint4 packed;
+    packed.x = attention_mma::pack_bf16(low.x, low.y);
+    packed.y = attention_mma::pack_bf16(low.z, low.w);
+    packed.z = attention_mma::pack_bf16(high.x, high.y);
+    packed.w = attention_mma::pack_bf16(high.z, high.w);
+    *reinterpret_cast<uint4*>(tile + row * stride_of(width) + col) = packed;
+  }
+}
+
+// Writes a warp's 16 x 8 n_tiles accumulators (rows row0 .., columns 0 ..) times `factor` to rows of an fp32
+// tensor, skipping padding columns and rows past the sequence end.
+template <int n_tiles>
+__device__ inline void store_rows(const HeadRows<float>& target, int64_t row0,
+                                  const attention_mma::Accumulator (&tiles)[n_tiles], float factor_low,
+                                  float factor_high) {
+  int lane = threadIdx.x % 32;
+  int64_t row_low = row0 + lane / 4, row_high = row_low + 8;
+#pragma unroll
+  for (int n = 0; n < n_tiles; ++n) {
+    int col = 8 * n + 2 * (lane % 4);
+    if (col >= target.dim) continue;
+    if (row_low < target.valid) {
+      *reinterpret_cast<float2*>(target.base + row_low * target.pitch + col) =
+          make_float2(tiles[n].value[0] * factor_low, tiles[n].value[1] * factor_low);
+    }
+    if (row_high < target.valid) {
+      *reinterpret_cast<float2*>(target.base + row_high * target.pitch + col) =
+          make_float2(tiles[n].value[2] * factor_high, tiles[n].value[3] * factor_high);
+    }
+  }
+}
+
+}  // namespace hai::cuda::kernels::attention_tiles

@@ -1,0 +1,151 @@
+#include <cuda_runtime_api.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <string>
+#include <utility>
+
+#include "framework/core/check.h"
+#include "framework/device/attention.h"
+#include "tests/framework/device/cuda/parity.h"
+#include "tests/framework/device/test_util.h"
+
+namespace hai {
+namespace {
+
+using testing::ParityCase;
+using testing::Tolerance;
+
+struct AttentionSizes {
+  int64_t batch, sequence, heads, qk_dim, v_dim;
+  Shape qk() const { return {batch, sequence, heads, qk_dim}; }
+  Shape v() const { return {batch, sequence, heads, v_dim}; }
+  Shape lse() const { return {batch, heads, sequence}; }
+  std::string name() const {
+    return std::to_string(batch) + "x" + std::to_string(sequence) + "x" + std::to_string(heads) + "_" +
+           std::to_string(qk_dim) + "_" + std::to_string(v_dim);
+  }
+};
+
+// Bounds on |gpu - cpu| <= atol + rtol |cpu| for O(1) inputs and scores of unit variance.
+struct AttentionTolerances {
+  Tolerance out, lse, gradients;
+};
+// fp32: only the summation order differs (warp tree sums vs the CPU's sequential ones).
+constexpr AttentionTolerances kFp32{.out = {1e-5, 1e-4}, .lse = {1e-5, 1e-5}, .gradients = {1e-4, 1e-3}};
+// bf16 q, k, v: both sides widen the same bf16 values; the scores and lse accumulate exactly-products in fp32
+// (order only), but the GPU rounds P (relative 2^-9) for P V, and d_out, P and dS for the backward products.
+constexpr AttentionTolerances kBf16{.out = {5e-3, 1e-2}, .lse = {1e-5, 1e-5}, .gradients = {1e-2, 2e-2}};
+
+OwnedTensor random_operand(Shape shape, uint64_t seed, DType dtype) {
+  return testing::converted(testing::random_tensor(shape, seed), dtype);
+}
+
+void check_attention(const AttentionSizes& sizes, DType dtype, uint64_t seed,
+                     const AttentionTolerances& tolerances) {
+  float scale = 1.0f / std::sqrt(static_cast<float>(sizes.qk_dim));
+  std::string name = "attention_" + std::string(dtype_name(dtype)) + "_" + sizes.name();
+  ParityCase forward;
+  forward.output(OwnedTensor(sizes.v(), DType::f32), tolerances.out);
+  forward.output(OwnedTensor(sizes.lse(), DType::f32), tolerances.lse);
+  forward.input(random_operand(sizes.qk(), seed, dtype));
+  forward.input(random_operand(sizes.qk(), seed + 1, dtype));
+  forward.input(random_operand(sizes.v(), seed + 2, dtype));
+  forward.run([scale](const std::vector<Tensor>& t) { attention_forward(t[0], t[1], t[2], t[3], t[4], scale); },
+              name + "_forward");
+
+  // out and lse from the CPU op, so that both backward runs read the same saved values.
+  OwnedTensor q = random_operand(sizes.qk(), seed, dtype), k = random_operand(sizes.qk(), seed + 1, dtype);
+  OwnedTensor v = random_operand(sizes.v(), seed + 2, dtype);
+  OwnedTensor out(sizes.v(), DType::f32), lse(sizes.lse(), DType::f32);
+  attention_forward(out, lse, q, k, v, scale);
+
+  ParityCase backward;
+  backward.output(OwnedTensor(sizes.qk(), DType::f32), tolerances.gradients);  // d_q
+  backward.output(OwnedTensor(sizes.qk(), DType::f32), tolerances.gradients);  // d_k
+  backward.output(OwnedTensor(sizes.v(), DType::f32), tolerances.gradients);   // d_v
+  backward.input(testing::random_tensor(sizes.v(), seed + 3));                 // d_out
+  backward.input(std::move(q));
+  backward.input(std::move(k));
+  backward.input(std::move(v));
+  backward.input(std::move(out));
+  backward.input(std::move(lse));
+  backward.run(
+      [scale](const std::vector<Tensor>& t) {
+        attention_backward(t[0], t[1], t[2], t[3], t[4], t[5], t[6], t[7], t[8], scale);
+      },
+      name + "_backward");
+}
+
+void check_both_dtypes(const AttentionSizes& sizes, uint64_t seed) {
+  check_attention(sizes, DType::f32, seed, kFp32);
+  check_attention(sizes, DType::bf16, seed + 10, kBf16);
+}
+
+TEST(CudaAttention, TinyHeadWidthsMatchCpu) {
+  HAI_REQUIRE_CUDA_DEVICE();
+  for (int64_t sequence : {1, 77, 300}) check_both_dtypes({2, sequence, 3, 24, 16}, 100 + sequence);
+}
+
+TEST(CudaAttention, MlaHeadWidthsMatchCpu) {
+  HAI_REQUIRE_CUDA_DEVICE();
+  for (int64_t sequence : {1, 77, 300}) check_both_dtypes({1, sequence, 2, 192, 128}, 200 + sequence);
+}
+
+TEST(CudaAttention, EveryPaddedWidthMatchesCpu) {
+  HAI_REQUIRE_CUDA_DEVICE();
+  check_both_dtypes({1, 130, 2, 48, 40}, 300);    // padded to 64, 64
+  check_both_dtypes({1, 130, 2, 96, 128}, 310);   // 128, 128
+  check_both_dtypes({1, 130, 2, 256, 200}, 320);  // 256, 256
+}
+
+TEST(CudaAttention, BenchShapeMatchesCpu) {
+  HAI_REQUIRE_CUDA_DEVICE();
+  check_both_dtypes({1, 2048, 16, 192, 128}, 400);
+}
+
+// Milliseconds per call of op (3 warm-up calls, then 10 timed ones).
+template <typename Op>
+float time_ms(Op op) {
+  for (int i = 0; i < 3; ++i) op();
+  cudaEvent_t start, stop;
+  HAI_CUDA_CHECK(cudaEventCreate(&start));
+  HAI_CUDA_CHECK(cudaEventCreate(&stop));
+  HAI_CUDA_CHECK(cudaEventRecord(start));
+  constexpr int kCalls = 10;
+  for (int i = 0; i < kCalls; ++i) op();
+  HAI_CUDA_CHECK(cudaEventRecord(stop));
+  HAI_CUDA_CHECK(cudaEventSynchronize(stop));
+  float ms = 0.0f;
+  HAI_CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
+  HAI_CUDA_CHECK(cudaEventDestroy(start));
+  HAI_CUDA_CHECK(cudaEventDestroy(stop));
+  return ms / kCalls;
+}
+
+// Prints the throughput of the bf16 kernels at the benchmark model's shape (asserts nothing about speed).
+TEST(CudaAttention, BenchShapeThroughput) {
+  HAI_REQUIRE_CUDA_DEVICE();
+  AttentionSizes sizes{4, 2048, 16, 192, 128};
+  Device gpu = Device::cuda(0);
+  OwnedTensor q = testing::copy_to(random_operand(sizes.qk(), 1, DType::bf16), gpu);
+  OwnedTensor k = testing::copy_to(random_operand(sizes.qk(), 2, DType::bf16), gpu);
+  OwnedTensor v = testing::copy_to(random_operand(sizes.v(), 3, DType::bf16), gpu);
+  OwnedTensor d_out = testing::copy_to(testing::random_tensor(sizes.v(), 4), gpu);
+  OwnedTensor out(sizes.v(), DType::f32, gpu), lse(sizes.lse(), DType::f32, gpu);
+  OwnedTensor d_q(sizes.qk(), DType::f32, gpu), d_k(sizes.qk(), DType::f32, gpu), d_v(sizes.v(), DType::f32, gpu);
+  float scale = 1.0f / std::sqrt(192.0f);
+  float forward_ms = time_ms([&] { attention_forward(out, lse, q, k, v, scale); });
+  float backward_ms = time_ms([&] { attention_backward(d_q, d_k, d_v, d_out, q, k, v, out, lse, scale); });
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  // Causal FLOPs: 2 B H S^2 / 2 (d_qk + d_v) forward, 2.5 times that backward.
+  double forward_flops = 2.0 * sizes.batch * sizes.heads * sizes.sequence * sizes.sequence / 2.0 *
+                         static_cast<double>(sizes.qk_dim + sizes.v_dim);
+  std::printf("[ timing ] attention bf16 %s: forward %.3f ms = %.1f TFLOP/s, backward %.3f ms = %.1f TFLOP/s\n",
+              sizes.name().c_str(), forward_ms, forward_flops / forward_ms * 1e-9, backward_ms,
+              2.5 * forward_flops / backward_ms * 1e-9);
+}
+
+}  // namespace
+}  // namespace hai
