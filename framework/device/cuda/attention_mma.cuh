@@ -66,17 +66,6 @@ __device__ inline FragmentA load_a(const __nv_bfloat16* tile, int stride, int ro
   return a;
 }
 
-// A = transpose(M[row0.., col0..]): A[m][k] = M[row0 + k][col0 + m] of a row-major tile M.
-__device__ inline FragmentA load_a_transposed(const __nv_bfloat16* tile, int stride, int row0, int col0) {
-  int lane = threadIdx.x % 32;
-  int matrix = lane / 8;
-  int row = row0 + lane % 8 + (matrix >> 1) * 8;
-  int col = col0 + (matrix & 1) * 8;
-  FragmentA a;
-  load_matrix_x4_transposed(a.reg, tile + row * stride + col);
-  return a;
-}
-
 // Two B fragments (n tiles n0 and n0 + 8) with B[k][n] = M[n0 + n][k0 + k]: M holds B transposed ([n][k]).
 __device__ inline void load_b_pair_from_rows(FragmentB& first, FragmentB& second, const __nv_bfloat16* tile,
                                              int stride, int n0, int k0) {
