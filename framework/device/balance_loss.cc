@@ -3,6 +3,10 @@
 #include "framework/device/cpu/balance_loss.h"
 #include "framework/device/dispatch.h"
 
+#ifdef HAI_WITH_CUDA
+#include "framework/device/cuda/balance_loss.h"
+#endif
+
 namespace hai {
 namespace {
 
@@ -22,7 +26,7 @@ void check_sequences(const Tensor& expert_fraction, const Tensor& scores) {
 }  // namespace
 
 void balance_loss_forward(const Tensor& loss, const Tensor& expert_fraction, const Tensor& scores,
-                          const Tensor& topk_indices, float alpha, Stream) {
+                          const Tensor& topk_indices, float alpha, [[maybe_unused]] Stream stream) {
   check_sequences(expert_fraction, scores);
   check_shape(loss, Shape{expert_fraction.size(0)}, "balance loss");
   HAI_CHECK(topk_indices.rank() == 2 && topk_indices.size(0) == scores.size(0),
@@ -32,11 +36,15 @@ void balance_loss_forward(const Tensor& loss, const Tensor& expert_fraction, con
   check_same_device(loss, scores, "balance loss");
   check_same_device(topk_indices, scores, "balance loss");
   if (scores.device().is_cpu()) return cpu::balance_loss_forward(loss, expert_fraction, scores, topk_indices, alpha);
+#ifdef HAI_WITH_CUDA
+  return cuda::balance_loss_forward(loss, expert_fraction, scores, topk_indices, alpha, stream);
+#else
   throw_no_backend("balance_loss_forward", scores.device());
+#endif
 }
 
 void balance_loss_backward(const Tensor& d_logits, const Tensor& d_loss, const Tensor& expert_fraction,
-                           const Tensor& scores, float alpha, Stream) {
+                           const Tensor& scores, float alpha, [[maybe_unused]] Stream stream) {
   check_sequences(expert_fraction, scores);
   check_shape(d_loss, Shape{expert_fraction.size(0)}, "balance loss d_loss");
   check_shape(d_logits, scores.shape(), "balance loss d_logits");
@@ -45,7 +53,11 @@ void balance_loss_backward(const Tensor& d_logits, const Tensor& d_loss, const T
   check_same_device(d_loss, scores, "balance loss");
   check_same_device(d_logits, scores, "balance loss");
   if (scores.device().is_cpu()) return cpu::balance_loss_backward(d_logits, d_loss, expert_fraction, scores, alpha);
+#ifdef HAI_WITH_CUDA
+  return cuda::balance_loss_backward(d_logits, d_loss, expert_fraction, scores, alpha, stream);
+#else
   throw_no_backend("balance_loss_backward", scores.device());
+#endif
 }
 
 }  // namespace hai

@@ -3,6 +3,10 @@
 #include "framework/device/cpu/router.h"
 #include "framework/device/dispatch.h"
 
+#ifdef HAI_WITH_CUDA
+#include "framework/device/cuda/router.h"
+#endif
+
 namespace hai {
 namespace {
 
@@ -33,7 +37,8 @@ void check_options(const RouterOptions& options, int64_t experts, int64_t expert
 }  // namespace
 
 void router_forward(const Tensor& scores, const Tensor& topk_indices, const Tensor& topk_weights,
-                    const Tensor& logits, const Tensor& bias, const RouterOptions& options, Stream) {
+                    const Tensor& logits, const Tensor& bias, const RouterOptions& options,
+                    [[maybe_unused]] Stream stream) {
   check_routing_operands(scores, topk_indices, topk_weights);
   check_shape(logits, scores.shape(), "router logits");
   check_shape(bias, Shape{scores.size(1)}, "router bias");
@@ -43,11 +48,15 @@ void router_forward(const Tensor& scores, const Tensor& topk_indices, const Tens
   check_same_device(bias, scores, "router");
   check_options(options, scores.size(1), topk_indices.size(1));
   if (scores.device().is_cpu()) return cpu::router_forward(scores, topk_indices, topk_weights, logits, bias, options);
+#ifdef HAI_WITH_CUDA
+  return cuda::router_forward(scores, topk_indices, topk_weights, logits, bias, options, stream);
+#else
   throw_no_backend("router_forward", scores.device());
+#endif
 }
 
 void router_backward(const Tensor& d_logits, const Tensor& d_topk_weights, const Tensor& scores,
-                     const Tensor& topk_indices, float routed_scaling_factor, Stream) {
+                     const Tensor& topk_indices, float routed_scaling_factor, [[maybe_unused]] Stream stream) {
   check_routing_operands(scores, topk_indices, d_topk_weights);
   check_shape(d_logits, scores.shape(), "router d_logits");
   check_dtype(d_logits, DType::f32, "router d_logits");
@@ -55,7 +64,11 @@ void router_backward(const Tensor& d_logits, const Tensor& d_topk_weights, const
   if (scores.device().is_cpu()) {
     return cpu::router_backward(d_logits, d_topk_weights, scores, topk_indices, routed_scaling_factor);
   }
+#ifdef HAI_WITH_CUDA
+  return cuda::router_backward(d_logits, d_topk_weights, scores, topk_indices, routed_scaling_factor, stream);
+#else
   throw_no_backend("router_backward", scores.device());
+#endif
 }
 
 }  // namespace hai

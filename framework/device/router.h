@@ -4,7 +4,7 @@
 // T = tokens, E = routed experts, K = experts per token. The gate GEMM (logits = x @ W_gate^T) is the caller's.
 //
 // Selection, per token (all fp32):
-//   score[e]     = 1 / (1 + exp(-logit[e]))
+//   score[e]     = 1 / (1 + exp(-logit[e]))                 (computed in double, rounded once to fp32)
 //   selection[e] = score[e] + bias[e]                       (the bias only steers the choice)
 //   Experts form `groups` contiguous groups of E / groups. A group's score is the sum of its two largest
 //   selection values (top1 + top2, in that order); a group of a single expert uses that one value.

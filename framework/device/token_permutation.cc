@@ -4,6 +4,7 @@
 #include "framework/device/dispatch.h"
 
 #ifdef HAI_WITH_CUDA
+#include "framework/device/cuda/routing_plan.h"
 #include "framework/device/cuda/token_permutation.h"
 #endif
 
@@ -49,13 +50,17 @@ OwnedRoutingPlan::OwnedRoutingPlan(int64_t tokens, int64_t experts_per_token, in
       expert_offsets_(Shape{experts + 1}, DType::i32, device),
       plan_{positions_, sources_, expert_offsets_} {}
 
-void build_routing_plan(const RoutingPlan& plan, const Tensor& topk_indices, Stream) {
+void build_routing_plan(const RoutingPlan& plan, const Tensor& topk_indices, [[maybe_unused]] Stream stream) {
   check_plan(plan);
   check_shape(topk_indices, plan.positions.shape(), "routing plan topk_indices");
   check_dtype(topk_indices, DType::i32, "routing plan topk_indices");
   check_same_device(topk_indices, plan.positions, "routing plan");
   if (topk_indices.device().is_cpu()) return cpu::build_routing_plan(plan, topk_indices);
+#ifdef HAI_WITH_CUDA
+  return cuda::build_routing_plan(plan, topk_indices, stream);
+#else
   throw_no_backend("build_routing_plan", topk_indices.device());
+#endif
 }
 
 void permute_tokens(const Tensor& x_sorted, const Tensor& x, const RoutingPlan& plan, [[maybe_unused]] Stream stream) {

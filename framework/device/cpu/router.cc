@@ -6,6 +6,10 @@
 namespace hai::cpu {
 namespace {
 
+// NOTE: computed in double and rounded once, so the result is the correctly rounded sigmoid in all but ~1e-9 of
+// cases whatever the libm; the CUDA router does the same and matches this one bit for bit (hence its exact parity).
+float sigmoid(float logit) { return static_cast<float>(1.0 / (1.0 + std::exp(-static_cast<double>(logit)))); }
+
 // Larger value first; on equal values the lower index wins.
 bool ranks_before(float value, int64_t index, float other_value, int64_t other_index) {
   return value > other_value || (value == other_value && index < other_index);
@@ -89,7 +93,7 @@ void router_forward(const Tensor& scores, const Tensor& topk_indices, const Tens
   float* weight_data = topk_weights.data<float>();     // [T, K]
   for (int64_t t = 0; t < tokens; ++t) {
     float* score = score_data + t * experts;
-    for (int64_t e = 0; e < experts; ++e) score[e] = 1.0f / (1.0f + std::exp(-logit_data[t * experts + e]));
+    for (int64_t e = 0; e < experts; ++e) score[e] = sigmoid(logit_data[t * experts + e]);
     SelectionRow selection{score, bias_data, experts / options.groups};
     int32_t* chosen = index_data + t * experts_per_token;
     select_experts(chosen, experts_per_token, selection, options);

@@ -1,6 +1,6 @@
 #pragma once
 // CUDA implementation of framework/device/token_permutation.h (operands already checked by the dispatcher), except
-// build_routing_plan, which has no CUDA kernel yet.
+// build_routing_plan, which is in routing_plan.h.
 
 #include "framework/device/token_permutation.h"
 

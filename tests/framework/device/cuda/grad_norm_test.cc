@@ -1,0 +1,43 @@
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "framework/device/grad_norm.h"
+#include "tests/framework/device/cuda/parity.h"
+#include "tests/framework/device/test_util.h"
+
+namespace hai {
+namespace {
+
+std::vector<Tensor> views(const std::vector<OwnedTensor>& owned) { return {owned.begin(), owned.end()}; }
+
+// Both sum squares (exact in double) in double; only the order of the additions differs: ~1e-15 relative.
+// An empty tensor among them adds nothing.
+TEST(CudaGradNorm, MatchesCpuOnManyTensorsOfAwkwardSizes) {
+  HAI_REQUIRE_CUDA_DEVICE();
+  std::vector<OwnedTensor> host;
+  uint64_t seed = 301;
+  for (int64_t count : {1, 1000, 4097, 3 * (1 << 20) + 7, 77}) {
+    host.push_back(testing::random_tensor(Shape{count}, seed++, 1e-3f));
+  }
+  std::vector<OwnedTensor> device;
+  for (const OwnedTensor& tensor : host) device.push_back(testing::copy_to(tensor, Device::cuda(0)));
+  std::vector<Tensor> device_views = views(device);
+  device_views.insert(device_views.begin() + 2, Tensor(nullptr, Shape{0}, DType::f32, Device::cuda(0)));
+  double expected = grad_norm_squared(views(host));
+  double actual = grad_norm_squared(device_views);
+  std::printf("[ parity ] grad_norm_squared: cpu %.17g, gpu %.17g\n", expected, actual);
+  EXPECT_NEAR(actual, expected, 1e-12 * expected);
+}
+
+// 1 + 4096^2 = 2^24 + 1 is not an fp32 number, but the double sum holds it exactly; the empty list gives 0.
+TEST(CudaGradNorm, SumsInDouble) {
+  HAI_REQUIRE_CUDA_DEVICE();
+  OwnedTensor values = testing::tensor_of(Shape{2}, {1.0f, 4096.0f});
+  OwnedTensor on_gpu = testing::copy_to(values, Device::cuda(0));
+  EXPECT_EQ(grad_norm_squared({on_gpu}), 16777217.0);
+  EXPECT_EQ(grad_norm_squared({}), 0.0);
+}
+
+}  // namespace
+}  // namespace hai
