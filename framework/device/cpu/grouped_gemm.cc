@@ -1,0 +1,48 @@
+#include "framework/device/cpu/grouped_gemm.h"
+
+#include "framework/device/cpu/gemm.h"
+
+namespace hai::cpu {
+namespace {
+
+// Throws unless offsets[0] == 0, the offsets never decrease and offsets[E] <= rows.
+void check_offsets_values(const Tensor& expert_offsets, int64_t rows) {
+  const int32_t* offsets = expert_offsets.data<int32_t>();  // [E + 1]
+  int64_t experts = expert_offsets.numel() - 1;
+  HAI_CHECK(offsets[0] == 0, "grouped gemm expert_offsets[0] is {}, must be 0", offsets[0]);
+  for (int64_t e = 0; e < experts; ++e) {
+    HAI_CHECK(offsets[e] <= offsets[e + 1], "grouped gemm expert_offsets decrease at expert {}: {} > {}", e,
+              offsets[e], offsets[e + 1]);
+  }
+  HAI_CHECK(offsets[experts] <= rows, "grouped gemm expert_offsets[{}] = {} exceeds the {} rows", experts,
+            offsets[experts], rows);
+}
+
+}  // namespace
+
+void grouped_gemm(const Tensor& y, const Tensor& x, const ExpertWeights& weights, const Tensor& expert_offsets,
+                  const GroupedGemmOptions& options) {
+  check_offsets_values(expert_offsets, x.size(0));
+  const int32_t* offsets = expert_offsets.data<int32_t>();  // [E + 1]
+  GemmOptions gemm_options{.transpose_b = options.transpose_weights, .beta = options.beta};
+  for (int64_t e = 0; e < weights.experts; ++e) {
+    if (offsets[e] == offsets[e + 1]) continue;
+    // [rows of e, N] <- [rows of e, K] @ op(W_e)
+    cpu::gemm(y.slice(offsets[e], offsets[e + 1]), x.slice(offsets[e], offsets[e + 1]), weights.expert(e),
+              gemm_options);
+  }
+}
+
+void grouped_gemm_weight_grad(const ExpertWeights& gradients, const Tensor& d_y, const Tensor& x,
+                              const Tensor& expert_offsets) {
+  check_offsets_values(expert_offsets, x.size(0));
+  const int32_t* offsets = expert_offsets.data<int32_t>();  // [E + 1]
+  for (int64_t e = 0; e < gradients.experts; ++e) {
+    if (offsets[e] == offsets[e + 1]) continue;
+    // [N, K] += [rows of e, N]^T @ [rows of e, K]
+    cpu::gemm(gradients.expert(e), d_y.slice(offsets[e], offsets[e + 1]), x.slice(offsets[e], offsets[e + 1]),
+              GemmOptions{.transpose_a = true, .beta = 1.0f});
+  }
+}
+
+}  // namespace hai::cpu

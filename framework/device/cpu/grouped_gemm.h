@@ -1,0 +1,14 @@
+#pragma once
+// CPU reference of framework/device/grouped_gemm.h (operands already checked by the dispatcher): one gemm per
+// expert over its row block, with the offsets read on the host (and checked there).
+
+#include "framework/device/grouped_gemm.h"
+
+namespace hai::cpu {
+
+void grouped_gemm(const Tensor& y, const Tensor& x, const ExpertWeights& weights, const Tensor& expert_offsets,
+                  const GroupedGemmOptions& options);
+void grouped_gemm_weight_grad(const ExpertWeights& gradients, const Tensor& d_y, const Tensor& x,
+                              const Tensor& expert_offsets);
+
+}  // namespace hai::cpu
