@@ -1,0 +1,36 @@
+#include "apps/hai-bench/device_tensors.h"
+
+namespace hai::bench {
+namespace {
+
+// A fixed pattern of 1001 values in [-0.5, 0.5].
+float pattern_value(int64_t i) { return static_cast<float>((i * 7919) % 1001 - 500) / 1000.0f; }
+
+}  // namespace
+
+OwnedTensor filled_device_tensor(Shape shape, DType dtype) {
+  HAI_CHECK(dtype == DType::f32 || dtype == DType::bf16, "benchmark tensors are fp32 or bf16, not {}",
+            dtype_name(dtype));
+  OwnedTensor host(shape, dtype);
+  for (int64_t i = 0; i < host.numel(); ++i) {
+    if (dtype == DType::bf16) {
+      host.data<bf16>()[i].bits = float_to_bf16(pattern_value(i));
+    } else {
+      host.data<float>()[i] = pattern_value(i);
+    }
+  }
+  OwnedTensor device(shape, dtype, Device::cuda(0));
+  copy_tensor(device, host);
+  return device;
+}
+
+OwnedTensor even_expert_offsets(int64_t experts, int64_t rows) {
+  OwnedTensor host(Shape{experts + 1}, DType::i32);
+  for (int64_t e = 0; e < experts; ++e) host.data<int32_t>()[e] = static_cast<int32_t>(e * (rows / experts));
+  host.data<int32_t>()[experts] = static_cast<int32_t>(rows);
+  OwnedTensor device(Shape{experts + 1}, DType::i32, Device::cuda(0));
+  copy_tensor(device, host);
+  return device;
+}
+
+}  // namespace hai::bench

@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# The GPU benchmark as one command (one device call): configures with the CUDA backend into build-gpu (or
+# $HAI_BUILD_DIR), builds hai-bench and hai-train, runs the op-level benchmarks (hai-bench: GEMMs at the model's
+# shapes against the cuBLASLt ceiling, attention, grouped expert GEMMs), then trains configs/bench_moe_1p7b.yaml
+# for a few steps and summarises its metrics.jsonl (docs/formats.md): tokens/s, MFU, step time, peak memory.
+# Writes one JSON object {"ops": <hai-bench>, "training": <summary>} to OUT (default bench.json) and prints it.
+#   NCCL_NVLS_ENABLE=0 bash scripts/bench.sh [OUT] [--steps N] [--set key=value]...
+# --steps (default 30) and --set go to hai-train; the first max(3, steps / 5) steps are left out of the summary
+# as warm-up. Either part failing is reported in the JSON ({"error": ...}) and makes the exit code non-zero.
+set -uo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+build_dir=${HAI_BUILD_DIR:-$root/build-gpu}
+config=$root/configs/bench_moe_1p7b.yaml
+out=bench.json
+steps=30
+train_overrides=()
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --steps) steps=$2; shift 2 ;;
+    --set) train_overrides+=(--set "$2"); shift 2 ;;
+    -*) echo "bench.sh: unknown option $1" >&2; exit 2 ;;
+    *) out=$1; shift ;;
+  esac
+done
+export NCCL_NVLS_ENABLE=0
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader || true
+cmake -S "$root" -B "$build_dir" -G Ninja -DHAI_CUDA=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null || exit 1
+cmake --build "$build_dir" -j "$(nproc)" --target hai-bench hai-train || exit 1
+
+status=0
+echo "bench.sh: op benchmarks (hai-bench)" >&2
+if ! "$build_dir/apps/hai-bench/hai-bench" --config "$config" --out "$work/ops.json" >/dev/null; then
+  status=1
+  [[ -s "$work/ops.json" ]] || echo '{"error": "hai-bench failed before writing its JSON"}' >"$work/ops.json"
+fi
+
+echo "bench.sh: training $config for $steps steps (hai-train)" >&2
+run_dir=$work/run
+if ! "$build_dir/apps/hai-train/hai-train" --config "$config" --set train.steps="$steps" \
+    --set logging.run_dir="$run_dir" --set checkpoint.dir="$work/checkpoints" --set checkpoint.resume=none \
+    "${train_overrides[@]}" 2>&1 | tee "$work/train.log" >&2; then
+  status=1
+  echo "bench.sh: hai-train failed; the summary covers the steps it logged" >&2
+fi
+
+python3 - "$work/ops.json" "$run_dir/metrics.jsonl" "$work/train.log" "$steps" "$out" <<'PYTHON' || status=1
+import json, statistics, sys
+ops_path, metrics_path, log_path, steps, out_path = sys.argv[1:6]
+steps = int(steps)
+with open(ops_path) as f:
+    ops = json.load(f)
+
+def training_summary():
+    try:
+        with open(metrics_path) as f:
+            records = [json.loads(line) for line in f if line.strip()]
+    except (OSError, json.JSONDecodeError) as error:
+        with open(log_path, errors="replace") as f:
+            tail = f.read()[-2000:]
+        return {"error": f"no metrics from hai-train: {error}", "log_tail": tail}
+    step_records = [r for r in records if "step_ms" in r and not r.get("skipped")]
+    warmup = max(3, steps // 5)
+    measured = [r for r in step_records if r["step"] > warmup]
+    if not measured:
+        return {"error": f"hai-train logged {len(step_records)} steps, none after the {warmup} warm-up steps"}
+    def values(key):
+        return [r[key] for r in measured if r.get(key) is not None] or [float("nan")]
+    return {
+        "steps_logged": len(step_records),
+        "warmup_steps": warmup,
+        "steps_measured": len(measured),
+        "tokens_per_step": measured[-1]["tokens"] - measured[-2]["tokens"] if len(measured) > 1 else None,
+        "tokens_per_s": statistics.mean(values("tokens_per_s")),
+        "mfu": statistics.mean(values("mfu")),
+        "step_ms": statistics.median(values("step_ms")),
+        "step_ms_min": min(values("step_ms")),
+        "peak_mem_gib": max(values("mem_gib")),
+        "final_loss": measured[-1]["loss"],
+    }
+
+result = {"ops": ops, "training": training_summary()}
+text = json.dumps(result, indent=2)
+print(text)
+with open(out_path, "w") as f:
+    f.write(text + "\n")
+if "error" in result["training"]:
+    sys.exit(1)
+PYTHON
+echo "bench.sh: wrote $out" >&2
+exit "$status"
