@@ -96,7 +96,7 @@ __global__ void __launch_bounds__(kWarps * 32)
   attention_tiles::load_tile_async<kOwnedRows, v_width>(v_tile, operands.v, first_key);
   attention_mma::commit_async_copies();
 
-  Accumulator d_k_tiles[qk_tiles], d_v_tiles[v_tiles];  // [16, qk_width], [16, v_width] of this warp
+  Accumulator d_k_tiles[1][qk_tiles], d_v_tiles[1][v_tiles];  // [16, qk_width], [16, v_width] of this warp
   attention_mma::zero(d_k_tiles);
   attention_mma::zero(d_v_tiles);
   for (int64_t first_query = first_key; first_query < sequence; first_query += kKeyKernelQueries) {
@@ -111,13 +111,13 @@ __global__ void __launch_bounds__(kWarps * 32)
     attention_mma::wait_async_copies<0>();
     __syncthreads();
 
-    Accumulator transposed_p[query_tiles];  // P^T [16 keys, 32 queries]
+    Accumulator transposed_p[1][query_tiles];  // P^T [16 keys, 32 queries]
     attention_mma::zero(transposed_p);
-    attention_mma::multiply_by_rows<qk_chunks, query_tiles>(transposed_p, k_tile, stride_of(qk_width), 16 * warp,
+    attention_mma::multiply_by_rows<1, qk_chunks, query_tiles>(transposed_p, k_tile, stride_of(qk_width), 16 * warp,
                                                             q_tile, stride_of(qk_width));
-    Accumulator transposed_d_p[query_tiles];  // (d_out V^T)^T [16 keys, 32 queries]
+    Accumulator transposed_d_p[1][query_tiles];  // (d_out V^T)^T [16 keys, 32 queries]
     attention_mma::zero(transposed_d_p);
-    attention_mma::multiply_by_rows<v_chunks, query_tiles>(transposed_d_p, v_tile, stride_of(v_width), 16 * warp,
+    attention_mma::multiply_by_rows<1, v_chunks, query_tiles>(transposed_d_p, v_tile, stride_of(v_width), 16 * warp,
                                                            d_out_tile, stride_of(v_width));
 #pragma unroll
     for (int n = 0; n < query_tiles; ++n) {
@@ -125,14 +125,14 @@ __global__ void __launch_bounds__(kWarps * 32)
       for (int e = 0; e < 4; ++e) {
         int column = 8 * n + 2 * (lane % 4) + e % 2;
         int64_t key = key_low + 8 * (e / 2), query = first_query + column;
-        float p = probability(transposed_p[n].value[e], scale_log2, lse_log2[column], key, query, sequence);
-        transposed_p[n].value[e] = p;
-        transposed_d_p[n].value[e] = p * (transposed_d_p[n].value[e] - output_dot[column]);  // dS^T
+        float p = probability(transposed_p[0][n].value[e], scale_log2, lse_log2[column], key, query, sequence);
+        transposed_p[0][n].value[e] = p;
+        transposed_d_p[0][n].value[e] = p * (transposed_d_p[0][n].value[e] - output_dot[column]);  // dS^T
       }
     }
-    attention_mma::multiply_accumulators_by_tile<kKeyKernelQueries / 16, v_tiles>(d_v_tiles, transposed_p,
+    attention_mma::multiply_accumulators_by_tile<1, kKeyKernelQueries / 16, v_tiles>(d_v_tiles, transposed_p,
                                                                                   d_out_tile, stride_of(v_width));
-    attention_mma::multiply_accumulators_by_tile<kKeyKernelQueries / 16, qk_tiles>(d_k_tiles, transposed_d_p,
+    attention_mma::multiply_accumulators_by_tile<1, kKeyKernelQueries / 16, qk_tiles>(d_k_tiles, transposed_d_p,
                                                                                    q_tile, stride_of(qk_width));
     __syncthreads();  // every warp is done with the query tiles
   }
@@ -142,8 +142,8 @@ __global__ void __launch_bounds__(kWarps * 32)
   HeadRows<float> d_v_rows = attention_tiles::head_rows(d_v, batch_index, head, sequence, geometry.heads,
                                                         geometry.v_dim);
   float scale = geometry.softmax_scale;
-  attention_tiles::store_rows(d_k_rows, first_key + 16 * warp, d_k_tiles, scale, scale);
-  attention_tiles::store_rows(d_v_rows, first_key + 16 * warp, d_v_tiles, 1.0f, 1.0f);
+  attention_tiles::store_rows(d_k_rows, first_key + 16 * warp, d_k_tiles[0], scale, scale);
+  attention_tiles::store_rows(d_v_rows, first_key + 16 * warp, d_v_tiles[0], 1.0f, 1.0f);
 }
 
 template <int qk_width, int v_width>
@@ -186,7 +186,7 @@ __global__ void __launch_bounds__(kWarps * 32)
   attention_mma::commit_async_copies();
   attention_tiles::load_tile_rounded<kOwnedRows, v_width>(d_out_tile, operands.d_out, first_query);
 
-  Accumulator d_q_tiles[qk_tiles];  // [16, qk_width] of this warp
+  Accumulator d_q_tiles[1][qk_tiles];  // [16, qk_width] of this warp
   attention_mma::zero(d_q_tiles);
   const int64_t end_key = first_query + kOwnedRows < sequence ? first_query + kOwnedRows : sequence;
   for (int64_t first_key = 0; first_key < end_key; first_key += kQueryKernelKeys) {
@@ -196,31 +196,31 @@ __global__ void __launch_bounds__(kWarps * 32)
     attention_mma::wait_async_copies<0>();
     __syncthreads();
 
-    Accumulator p[key_tiles];  // [16 queries, 64 keys]
+    Accumulator p[1][key_tiles];  // [16 queries, 64 keys]
     attention_mma::zero(p);
-    attention_mma::multiply_by_rows<qk_chunks, key_tiles>(p, q_tile, stride_of(qk_width), 16 * warp, k_tile,
+    attention_mma::multiply_by_rows<1, qk_chunks, key_tiles>(p, q_tile, stride_of(qk_width), 16 * warp, k_tile,
                                                           stride_of(qk_width));
-    Accumulator d_p[key_tiles];  // d_out V^T [16 queries, 64 keys]
+    Accumulator d_p[1][key_tiles];  // d_out V^T [16 queries, 64 keys]
     attention_mma::zero(d_p);
-    attention_mma::multiply_by_rows<v_chunks, key_tiles>(d_p, d_out_tile, stride_of(v_width), 16 * warp, v_tile,
+    attention_mma::multiply_by_rows<1, v_chunks, key_tiles>(d_p, d_out_tile, stride_of(v_width), 16 * warp, v_tile,
                                                          stride_of(v_width));
 #pragma unroll
     for (int n = 0; n < key_tiles; ++n) {
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
         int64_t key = first_key + 8 * n + 2 * (lane % 4) + e % 2, query = query_low + 8 * (e / 2);
-        float probability_value = probability(p[n].value[e], scale_log2, lse_log2[e / 2], key, query, sequence);
-        d_p[n].value[e] = probability_value * (d_p[n].value[e] - output_dot[e / 2]);  // dS
+        float probability_value = probability(p[0][n].value[e], scale_log2, lse_log2[e / 2], key, query, sequence);
+        d_p[0][n].value[e] = probability_value * (d_p[0][n].value[e] - output_dot[e / 2]);  // dS
       }
     }
-    attention_mma::multiply_accumulators_by_tile<kQueryKernelKeys / 16, qk_tiles>(d_q_tiles, d_p, k_tile,
+    attention_mma::multiply_accumulators_by_tile<1, kQueryKernelKeys / 16, qk_tiles>(d_q_tiles, d_p, k_tile,
                                                                                   stride_of(qk_width));
     __syncthreads();  // every warp is done with the key tiles
   }
 
   HeadRows<float> d_q_rows = attention_tiles::head_rows(d_q, batch_index, head, sequence, geometry.heads,
                                                         geometry.qk_dim);
-  attention_tiles::store_rows(d_q_rows, first_query + 16 * warp, d_q_tiles, geometry.softmax_scale,
+  attention_tiles::store_rows(d_q_rows, first_query + 16 * warp, d_q_tiles[0], geometry.softmax_scale,
                               geometry.softmax_scale);
 }
 

@@ -115,47 +115,61 @@ __device__ inline FragmentA accumulators_as_a(const Accumulator& left, const Acc
   return a;
 }
 
-template <int count>
-__device__ inline void zero(Accumulator (&tiles)[count]) {
+template <int rows, int count>
+__device__ inline void zero(Accumulator (&tiles)[rows][count]) {
 #pragma unroll
-  for (int i = 0; i < count; ++i) tiles[i].value[0] = tiles[i].value[1] = tiles[i].value[2] = tiles[i].value[3] = 0.0f;
+  for (int r = 0; r < rows; ++r) {
+#pragma unroll
+    for (int i = 0; i < count; ++i) tiles[r][i].value[0] = tiles[r][i].value[1] = tiles[r][i].value[2] = tiles[r][i].value[3] = 0.0f;
+  }
 }
 
-// out[16 x 8 n_tiles] += A[16 x 16 k_chunks] (row-major tile, rows row0..) @ B, B[k][n] = rows_tile[n][k]
-// (both tiles in shared memory): the product of a tile with another tile's transpose, e.g. Q K^T.
-template <int k_chunks, int n_tiles>
-__device__ inline void multiply_by_rows(Accumulator (&out)[n_tiles], const __nv_bfloat16* a_tile, int a_stride,
-                                        int row0, const __nv_bfloat16* rows_tile, int rows_stride) {
+// out[16 m_tiles x 8 n_tiles] += A[16 m_tiles x 16 k_chunks] (row-major tile, rows row0..) @ B, B[k][n] =
+// rows_tile[n][k] (both tiles in shared memory): the product of a tile with another tile's transpose, e.g. Q K^T.
+// Each B fragment loaded serves all m_tiles row tiles.
+template <int m_tiles, int k_chunks, int n_tiles>
+__device__ inline void multiply_by_rows(Accumulator (&out)[m_tiles][n_tiles], const __nv_bfloat16* a_tile,
+                                        int a_stride, int row0, const __nv_bfloat16* rows_tile, int rows_stride) {
   static_assert(n_tiles % 2 == 0, "n tiles come in pairs");
 #pragma unroll
   for (int k = 0; k < k_chunks; ++k) {
-    FragmentA a = load_a(a_tile, a_stride, row0, 16 * k);
+    FragmentA a[m_tiles];
+#pragma unroll
+    for (int m = 0; m < m_tiles; ++m) a[m] = load_a(a_tile, a_stride, row0 + 16 * m, 16 * k);
 #pragma unroll
     for (int n = 0; n < n_tiles; n += 2) {
       FragmentB first, second;
       load_b_pair_from_rows(first, second, rows_tile, rows_stride, 8 * n, 16 * k);
-      mma(out[n], a, first);
-      mma(out[n + 1], a, second);
+#pragma unroll
+      for (int m = 0; m < m_tiles; ++m) {
+        mma(out[m][n], a[m], first);
+        mma(out[m][n + 1], a[m], second);
+      }
     }
   }
 }
 
-// out[16 x 8 n_tiles] += P[16 x 16 k_chunks] @ M[.., 0 .. 8 n_tiles], P given as accumulators (rounded to bf16)
-// and M a row-major tile in shared memory: e.g. P V.
-template <int k_chunks, int n_tiles>
-__device__ inline void multiply_accumulators_by_tile(Accumulator (&out)[n_tiles],
-                                                     const Accumulator (&p)[2 * k_chunks],
+// out[16 m_tiles x 8 n_tiles] += P[16 m_tiles x 16 k_chunks] @ M[.., 0 .. 8 n_tiles], P given as accumulators
+// (rounded to bf16) and M a row-major tile in shared memory: e.g. P V.
+template <int m_tiles, int k_chunks, int n_tiles>
+__device__ inline void multiply_accumulators_by_tile(Accumulator (&out)[m_tiles][n_tiles],
+                                                     const Accumulator (&p)[m_tiles][2 * k_chunks],
                                                      const __nv_bfloat16* tile, int stride) {
   static_assert(n_tiles % 2 == 0, "n tiles come in pairs");
 #pragma unroll
   for (int k = 0; k < k_chunks; ++k) {
-    FragmentA a = accumulators_as_a(p[2 * k], p[2 * k + 1]);
+    FragmentA a[m_tiles];
+#pragma unroll
+    for (int m = 0; m < m_tiles; ++m) a[m] = accumulators_as_a(p[m][2 * k], p[m][2 * k + 1]);
 #pragma unroll
     for (int n = 0; n < n_tiles; n += 2) {
       FragmentB first, second;
       load_b_pair_from_columns(first, second, tile, stride, 16 * k, 8 * n);
-      mma(out[n], a, first);
-      mma(out[n + 1], a, second);
+#pragma unroll
+      for (int m = 0; m < m_tiles; ++m) {
+        mma(out[m][n], a[m], first);
+        mma(out[m][n + 1], a[m], second);
+      }
     }
   }
 }

@@ -34,9 +34,11 @@ struct AttentionTolerances {
 };
 // fp32: only the summation order differs (warp tree sums vs the CPU's sequential ones).
 constexpr AttentionTolerances kFp32{.out = {1e-5, 1e-4}, .lse = {1e-5, 1e-5}, .gradients = {1e-4, 1e-3}};
-// bf16 q, k, v: both sides widen the same bf16 values; the scores and lse accumulate exactly-products in fp32
-// (order only), but the GPU rounds P (relative 2^-9) for P V, and d_out, P and dS for the backward products.
-constexpr AttentionTolerances kBf16{.out = {5e-3, 1e-2}, .lse = {1e-5, 1e-5}, .gradients = {1e-2, 2e-2}};
+// bf16 q, k, v: both sides widen the same bf16 values, so the scores and lse differ only in summation order; the GPU
+// rounds P to bf16 (unit roundoff 2^-8) for P V, and d_out, P and dS for the backward products. Measured on H200:
+// out within 3e-3, lse within 3e-6, gradients within 1.7e-2 (d_q of row 0, exactly 0 on the CPU, picks up
+// dot(round(d_out) - d_out, v) ~ 1e-2 with d_v = 128).
+constexpr AttentionTolerances kBf16{.out = {5e-3, 1e-2}, .lse = {1e-5, 1e-5}, .gradients = {3e-2, 2e-2}};
 
 OwnedTensor random_operand(Shape shape, uint64_t seed, DType dtype) {
   return testing::converted(testing::random_tensor(shape, seed), dtype);
