@@ -3,6 +3,10 @@
 #include "framework/device/cpu/grouped_gemm.h"
 #include "framework/device/dispatch.h"
 
+#ifdef HAI_WITH_CUDA
+#include "framework/device/cuda/grouped_gemm.h"
+#endif
+
 namespace hai {
 namespace {
 
@@ -52,7 +56,11 @@ void grouped_gemm(const Tensor& y, const Tensor& x, const ExpertWeights& weights
   check_expert_weights(weights, weight_shape, x.dtype(), x.device(), "weights");
   check_offsets(expert_offsets, weights.experts, x);
   if (x.device().is_cpu()) return cpu::grouped_gemm(y, x, weights, expert_offsets, options);
+#ifdef HAI_WITH_CUDA
+  return cuda::grouped_gemm(y, x, weights, expert_offsets, options, stream);
+#else
   throw_no_backend("grouped_gemm", x.device());
+#endif
 }
 
 void grouped_gemm_weight_grad(const ExpertWeights& gradients, const Tensor& d_y, const Tensor& x,
@@ -66,7 +74,11 @@ void grouped_gemm_weight_grad(const ExpertWeights& gradients, const Tensor& d_y,
   check_expert_weights(gradients, Shape{d_y.size(1), x.size(1)}, DType::f32, x.device(), "gradients");
   check_offsets(expert_offsets, gradients.experts, x);
   if (x.device().is_cpu()) return cpu::grouped_gemm_weight_grad(gradients, d_y, x, expert_offsets);
+#ifdef HAI_WITH_CUDA
+  return cuda::grouped_gemm_weight_grad(gradients, d_y, x, expert_offsets, stream);
+#else
   throw_no_backend("grouped_gemm_weight_grad", x.device());
+#endif
 }
 
 }  // namespace hai

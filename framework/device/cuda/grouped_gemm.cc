@@ -1,0 +1,46 @@
+#include "framework/device/cuda/grouped_gemm.h"
+
+#include "framework/device/cuda/grouped_gemm_kernels.h"
+#include "framework/device/cuda/launch.h"
+
+namespace hai::cuda {
+
+void grouped_gemm(const Tensor& y, const Tensor& x, const ExpertWeights& weights, const Tensor& expert_offsets,
+                  const GroupedGemmOptions& options, Stream stream) {
+  cudaStream_t cuda_stream = prepare_launch(x.device(), stream);
+  kernels::GroupedGemmArguments arguments{
+      .y = y.data<float>(),
+      .x = x.raw(),
+      .weights = weights.first.raw(),
+      .expert_stride = weights.expert_stride,
+      .offsets = expert_offsets.data<int32_t>(),
+      .experts = weights.experts,
+      .rows = x.size(0),
+      .n = y.size(1),
+      .k = x.size(1),
+      .bf16_inputs = x.dtype() == DType::bf16,
+      .transpose_weights = options.transpose_weights,
+      .beta = options.beta,
+  };
+  check_launch(kernels::grouped_gemm(arguments, cuda_stream), "grouped_gemm");
+}
+
+void grouped_gemm_weight_grad(const ExpertWeights& gradients, const Tensor& d_y, const Tensor& x,
+                              const Tensor& expert_offsets, Stream stream) {
+  cudaStream_t cuda_stream = prepare_launch(x.device(), stream);
+  kernels::GroupedWeightGradArguments arguments{
+      .gradients = gradients.first.data<float>(),
+      .expert_stride = gradients.expert_stride,
+      .d_y = d_y.raw(),
+      .x = x.raw(),
+      .offsets = expert_offsets.data<int32_t>(),
+      .experts = gradients.experts,
+      .rows = x.size(0),
+      .n = d_y.size(1),
+      .k = x.size(1),
+      .bf16_inputs = x.dtype() == DType::bf16,
+  };
+  check_launch(kernels::grouped_gemm_weight_grad(arguments, cuda_stream), "grouped_gemm_weight_grad");
+}
+
+}  // namespace hai::cuda

@@ -1,0 +1,195 @@
+#include "framework/device/cuda/grouped_gemm_kernels.h"
+#include "framework/device/cuda/grouped_gemm_mma.cuh"
+#include "framework/device/cuda/grouped_gemm_schedule.cuh"
+#include "framework/device/cuda/grouped_gemm_simt.cuh"
+
+#include <initializer_list>
+
+namespace hai::cuda::kernels {
+namespace {
+
+using bf16 = __nv_bfloat16;
+
+// Forward and input gradient on the tensor cores. Grid: (N tiles, row-tile slots); N tiles vary fastest, so the
+// blocks running together share their x rows and one expert's weights in L2.
+template <bool kTransposeWeights>
+__global__ void __launch_bounds__(mma::kThreads) grouped_gemm_tensor_core_kernel(GroupedGemmArguments arguments) {
+  ExpertRowTile tile;
+  if (!find_expert_row_tile(arguments.offsets, arguments.experts, blockIdx.y, mma::kTile, &tile)) return;
+  int64_t n = arguments.n, k = arguments.k;
+  int64_t column_begin = static_cast<int64_t>(blockIdx.x) * mma::kTile;
+  const bf16* x = static_cast<const bf16*>(arguments.x) + tile.row_begin * k;  // [tile rows, K]
+  const bf16* weights = static_cast<const bf16*>(arguments.weights) + tile.expert * arguments.expert_stride;
+  mma::OperandSource a{x, k, tile.row_end - tile.row_begin, k};
+  mma::OperandSource b = kTransposeWeights ? mma::OperandSource{weights + column_begin * k, k, n - column_begin, k}
+                                           : mma::OperandSource{weights + column_begin, n, n - column_begin, k};
+  extern __shared__ __align__(16) unsigned char shared_bytes[];
+  mma::Accumulators accumulators;
+  mma::multiply_tiles<true, kTransposeWeights>(accumulators, a, b, k, reinterpret_cast<bf16*>(shared_bytes));
+  float beta = arguments.beta;
+  mma::for_each_accumulator_pair(accumulators, [&](int row, int column, float value0, float value1) {
+    int64_t global_row = tile.row_begin + row;
+    int64_t global_column = column_begin + column;
+    if (global_row >= tile.row_end || global_column >= n) return;
+    auto* out = reinterpret_cast<float2*>(arguments.y + global_row * n + global_column);  // N even: both in range
+    float2 result{value0, value1};
+    if (beta != 0.0f) {
+      float2 previous = *out;
+      result.x += beta * previous.x;
+      result.y += beta * previous.y;
+    }
+    *out = result;
+  });
+}
+
+// Weight gradient on the tensor cores: grad W_e [N, K] += d_y_e^T @ x_e. Grid: (K tiles, N tiles, E); each block
+// reduces over all rows of its expert.
+__global__ void __launch_bounds__(mma::kThreads)
+    grouped_weight_grad_tensor_core_kernel(GroupedWeightGradArguments arguments) {
+  int64_t expert = blockIdx.z;
+  int64_t row_begin = arguments.offsets[expert];
+  int64_t rows = arguments.offsets[expert + 1] - row_begin;
+  if (rows <= 0) return;
+  int64_t n = arguments.n, k = arguments.k;
+  int64_t row_tile_begin = static_cast<int64_t>(blockIdx.y) * mma::kTile;  // along N
+  int64_t column_begin = static_cast<int64_t>(blockIdx.x) * mma::kTile;    // along K
+  const bf16* d_y = static_cast<const bf16*>(arguments.d_y) + row_begin * n;  // [rows, N]
+  const bf16* x = static_cast<const bf16*>(arguments.x) + row_begin * k;      // [rows, K]
+  mma::OperandSource a{d_y + row_tile_begin, n, n - row_tile_begin, rows};
+  mma::OperandSource b{x + column_begin, k, k - column_begin, rows};
+  extern __shared__ __align__(16) unsigned char shared_bytes[];
+  mma::Accumulators accumulators;
+  mma::multiply_tiles<false, false>(accumulators, a, b, rows, reinterpret_cast<bf16*>(shared_bytes));
+  float* gradient = arguments.gradients + expert * arguments.expert_stride;  // [N, K]
+  mma::for_each_accumulator_pair(accumulators, [&](int row, int column, float value0, float value1) {
+    int64_t global_row = row_tile_begin + row;
+    int64_t global_column = column_begin + column;
+    if (global_row >= n || global_column >= k) return;
+    auto* out = reinterpret_cast<float2*>(gradient + global_row * k + global_column);  // K even: both in range
+    float2 previous = *out;
+    *out = float2{previous.x + value0, previous.y + value1};
+  });
+}
+
+// Forward and input gradient with fp32 FMAs, any dtype, shape and alignment. Grid: (N tiles, row-tile slots).
+template <typename Element>
+__global__ void __launch_bounds__(simt::kThreads) grouped_gemm_simt_kernel(GroupedGemmArguments arguments) {
+  ExpertRowTile tile;
+  if (!find_expert_row_tile(arguments.offsets, arguments.experts, blockIdx.y, simt::kTile, &tile)) return;
+  int64_t n = arguments.n, k = arguments.k;
+  int64_t column_begin = static_cast<int64_t>(blockIdx.x) * simt::kTile;
+  const Element* x = static_cast<const Element*>(arguments.x) + tile.row_begin * k;
+  const Element* weights = static_cast<const Element*>(arguments.weights) + tile.expert * arguments.expert_stride;
+  simt::OperandSource<Element> a{x, k, 1, tile.row_end - tile.row_begin, k};
+  simt::OperandSource<Element> b =
+      arguments.transpose_weights
+          ? simt::OperandSource<Element>{weights + column_begin * k, k, 1, n - column_begin, k}
+          : simt::OperandSource<Element>{weights + column_begin, 1, n, n - column_begin, k};
+  float accumulators[4][4];
+  simt::multiply_tiles(accumulators, a, b, k);
+  for (int i = 0; i < 4; ++i) {
+    int64_t row = tile.row_begin + simt::thread_row() + i;
+    for (int j = 0; j < 4; ++j) {
+      int64_t column = column_begin + simt::thread_column() + j;
+      if (row >= tile.row_end || column >= n) continue;
+      float* out = arguments.y + row * n + column;
+      *out = arguments.beta == 0.0f ? accumulators[i][j] : accumulators[i][j] + arguments.beta * *out;
+    }
+  }
+}
+
+// Weight gradient with fp32 FMAs. Grid: (K tiles, N tiles, E).
+template <typename Element>
+__global__ void __launch_bounds__(simt::kThreads)
+    grouped_weight_grad_simt_kernel(GroupedWeightGradArguments arguments) {
+  int64_t expert = blockIdx.z;
+  int64_t row_begin = arguments.offsets[expert];
+  int64_t rows = arguments.offsets[expert + 1] - row_begin;
+  if (rows <= 0) return;
+  int64_t n = arguments.n, k = arguments.k;
+  int64_t row_tile_begin = static_cast<int64_t>(blockIdx.y) * simt::kTile;  // along N
+  int64_t column_begin = static_cast<int64_t>(blockIdx.x) * simt::kTile;    // along K
+  const Element* d_y = static_cast<const Element*>(arguments.d_y) + row_begin * n;
+  const Element* x = static_cast<const Element*>(arguments.x) + row_begin * k;
+  simt::OperandSource<Element> a{d_y + row_tile_begin, 1, n, n - row_tile_begin, rows};
+  simt::OperandSource<Element> b{x + column_begin, 1, k, k - column_begin, rows};
+  float accumulators[4][4];
+  simt::multiply_tiles(accumulators, a, b, rows);
+  float* gradient = arguments.gradients + expert * arguments.expert_stride;  // [N, K]
+  for (int i = 0; i < 4; ++i) {
+    int64_t row = row_tile_begin + simt::thread_row() + i;
+    for (int j = 0; j < 4; ++j) {
+      int64_t column = column_begin + simt::thread_column() + j;
+      if (row < n && column < k) gradient[row * k + column] += accumulators[i][j];
+    }
+  }
+}
+
+bool aligned(const void* pointer, uintptr_t bytes) { return reinterpret_cast<uintptr_t>(pointer) % bytes == 0; }
+
+// The tensor-core path loads 16-byte chunks of 8 bf16 (rows, matrices and experts must start on 16 bytes) and
+// stores pairs of fp32 (8 bytes).
+bool tensor_cores_fit(bool bf16_inputs, int64_t n, int64_t k, std::initializer_list<const void*> inputs,
+                      int64_t expert_stride, const float* output) {
+  if (!bf16_inputs || n % 8 != 0 || k % 8 != 0 || expert_stride % 8 != 0 || !aligned(output, 8)) return false;
+  for (const void* input : inputs) {
+    if (!aligned(input, 16)) return false;
+  }
+  return true;
+}
+
+unsigned int blocks(int64_t extent, int64_t tile) { return static_cast<unsigned int>((extent + tile - 1) / tile); }
+
+template <typename Kernel, typename Arguments>
+cudaError_t launch_tensor_core(Kernel kernel, dim3 grid, int shared_bytes, const Arguments& arguments,
+                               cudaStream_t stream) {
+  cudaError_t status = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, shared_bytes);
+  if (status != cudaSuccess) return status;
+  kernel<<<grid, mma::kThreads, shared_bytes, stream>>>(arguments);
+  return cudaGetLastError();
+}
+
+}  // namespace
+
+cudaError_t grouped_gemm(const GroupedGemmArguments& arguments, cudaStream_t stream) {
+  if (arguments.rows == 0 || arguments.n == 0 || arguments.experts == 0) return cudaSuccess;
+  if (tensor_cores_fit(arguments.bf16_inputs, arguments.n, arguments.k, {arguments.x, arguments.weights},
+                       arguments.expert_stride, arguments.y)) {
+    dim3 grid(blocks(arguments.n, mma::kTile),
+              static_cast<unsigned int>(row_tile_slots(arguments.rows, arguments.experts, mma::kTile)));
+    if (arguments.transpose_weights) {
+      return launch_tensor_core(grouped_gemm_tensor_core_kernel<true>, grid, mma::kSharedBytes<true, true>,
+                                arguments, stream);
+    }
+    return launch_tensor_core(grouped_gemm_tensor_core_kernel<false>, grid, mma::kSharedBytes<true, false>,
+                              arguments, stream);
+  }
+  dim3 grid(blocks(arguments.n, simt::kTile),
+            static_cast<unsigned int>(row_tile_slots(arguments.rows, arguments.experts, simt::kTile)));
+  if (arguments.bf16_inputs) {
+    grouped_gemm_simt_kernel<bf16><<<grid, simt::kThreads, 0, stream>>>(arguments);
+  } else {
+    grouped_gemm_simt_kernel<float><<<grid, simt::kThreads, 0, stream>>>(arguments);
+  }
+  return cudaGetLastError();
+}
+
+cudaError_t grouped_gemm_weight_grad(const GroupedWeightGradArguments& arguments, cudaStream_t stream) {
+  if (arguments.rows == 0 || arguments.n == 0 || arguments.k == 0 || arguments.experts == 0) return cudaSuccess;
+  auto experts = static_cast<unsigned int>(arguments.experts);
+  if (tensor_cores_fit(arguments.bf16_inputs, arguments.n, arguments.k, {arguments.d_y, arguments.x},
+                       arguments.expert_stride, arguments.gradients)) {
+    dim3 grid(blocks(arguments.k, mma::kTile), blocks(arguments.n, mma::kTile), experts);
+    return launch_tensor_core(grouped_weight_grad_tensor_core_kernel, grid, mma::kSharedBytes<false, false>,
+                              arguments, stream);
+  }
+  dim3 grid(blocks(arguments.k, simt::kTile), blocks(arguments.n, simt::kTile), experts);
+  if (arguments.bf16_inputs) {
+    grouped_weight_grad_simt_kernel<bf16><<<grid, simt::kThreads, 0, stream>>>(arguments);
+  } else {
+    grouped_weight_grad_simt_kernel<float><<<grid, simt::kThreads, 0, stream>>>(arguments);
+  }
+  return cudaGetLastError();
+}
+
+}  // namespace hai::cuda::kernels

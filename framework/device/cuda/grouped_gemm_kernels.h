@@ -1,0 +1,49 @@
+#pragma once
+// Launchers of the grouped expert GEMM kernels behind framework/device/grouped_gemm.h. E experts, R rows sorted by
+// expert (expert e owns rows [offsets[e], offsets[e + 1]) of a device-resident offsets array, never read on the
+// host), N output features, K input features. Inputs are bf16 (bf16_inputs) or fp32; outputs fp32.
+//
+// bf16 operands with N and K multiples of 8 and 16-byte aligned matrices run on the tensor cores (mma.sync
+// m16n8k16, fp32 accumulation); anything else runs a SIMT kernel with fp32 FMAs.
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+namespace hai::cuda::kernels {
+
+struct GroupedGemmArguments {
+  float* y;                  // [R, N]
+  const void* x;             // [R, K]
+  const void* weights;       // expert e's [N, K] (or [K, N]) matrix starts at weights + e * expert_stride elements
+  int64_t expert_stride;
+  const int32_t* offsets;    // [E + 1]
+  int64_t experts;           // E
+  int64_t rows;              // R
+  int64_t n;                 // N
+  int64_t k;                 // K
+  bool bf16_inputs;
+  bool transpose_weights;    // y = x @ W_e^T with W_e [N, K]; false: y = x @ W_e with W_e [K, N]
+  float beta;                // y = x @ op(W_e) + beta * y (beta == 0: y is not read)
+};
+
+struct GroupedWeightGradArguments {
+  float* gradients;          // expert e's [N, K] fp32 gradient starts at gradients + e * expert_stride elements
+  int64_t expert_stride;
+  const void* d_y;           // [R, N]
+  const void* x;             // [R, K]
+  const int32_t* offsets;    // [E + 1]
+  int64_t experts;           // E
+  int64_t rows;              // R
+  int64_t n;                 // N
+  int64_t k;                 // K
+  bool bf16_inputs;
+};
+
+// y rows of every expert <- x rows @ op(W_e) (+ beta * y); rows past offsets[E] are not touched.
+cudaError_t grouped_gemm(const GroupedGemmArguments& arguments, cudaStream_t stream);
+
+// grad W_e += d_y[rows of e]^T @ x[rows of e] for every expert with rows.
+cudaError_t grouped_gemm_weight_grad(const GroupedWeightGradArguments& arguments, cudaStream_t stream);
+
+}  // namespace hai::cuda::kernels

@@ -1,0 +1,208 @@
+#include "framework/device/grouped_gemm.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <limits>
+#include <numeric>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "framework/core/check.h"
+#include "framework/device/gemm.h"
+#include "tests/framework/device/cuda/parity.h"
+#include "tests/framework/device/test_util.h"
+
+namespace hai {
+namespace {
+
+using testing::ParityCase;
+using testing::Tolerance;
+
+// Both sides sum exact products (bf16 inputs widen exactly) in fp32 and differ only in the order of the
+// additions: about sqrt(depth) * 2^-24 * |partial sums|, well inside 1e-4 relative plus 1e-6 * depth absolute for
+// N(0, 1) inputs (depth = the reduction length: K, or the expert's rows for the weight gradient).
+Tolerance tolerance_for(int64_t depth) {
+  return {.atol = std::max(2e-4, 1e-6 * static_cast<double>(depth)), .rtol = 1e-4};
+}
+
+constexpr int64_t kLead = 8;  // elements before expert 0 in a store (keeps it 16-byte aligned)
+
+// Row counts per expert -> offsets [E + 1].
+OwnedTensor offsets_for(const std::vector<int32_t>& rows_per_expert) {
+  OwnedTensor offsets(Shape{static_cast<int64_t>(rows_per_expert.size()) + 1}, DType::i32);
+  offsets.data<int32_t>()[0] = 0;
+  std::partial_sum(rows_per_expert.begin(), rows_per_expert.end(), offsets.data<int32_t>() + 1);
+  return offsets;
+}
+
+// A store like the ParameterStore's: kLead elements, then E matrices of `shape`, one every `stride` elements,
+// with other data between them.
+OwnedTensor random_store(int64_t experts, const Shape& shape, int64_t stride, DType dtype, uint64_t seed) {
+  HAI_CHECK(stride >= shape.numel(), "stride {} below one matrix", stride);
+  return testing::converted(testing::random_tensor(Shape{kLead + experts * stride}, seed), dtype);
+}
+
+ExpertWeights experts_in(const Tensor& store, const Shape& shape, int64_t stride, int64_t experts) {
+  char* first = static_cast<char*>(store.raw()) + kLead * dtype_size(store.dtype());
+  return {Tensor(first, shape, store.dtype(), store.device()), stride, experts};
+}
+
+OwnedTensor nan_matrix(int64_t rows, int64_t columns) {
+  OwnedTensor matrix(Shape{rows, columns}, DType::f32);
+  for (int64_t i = 0; i < matrix.numel(); ++i) matrix.data<float>()[i] = std::numeric_limits<float>::quiet_NaN();
+  return matrix;
+}
+
+struct Problem {
+  std::vector<int32_t> rows_per_expert;
+  int64_t unassigned_rows;  // rows past offsets[E]
+  int64_t n;
+  int64_t k;
+  int64_t stride_padding;   // store stride = matrix elements + this
+
+  int64_t experts() const { return static_cast<int64_t>(rows_per_expert.size()); }
+  int64_t rows() const {
+    return std::accumulate(rows_per_expert.begin(), rows_per_expert.end(), int64_t{0}) + unassigned_rows;
+  }
+  std::string name(DType dtype) const {
+    return std::string(dtype_name(dtype)) + "_E" + std::to_string(experts()) + "_R" + std::to_string(rows()) +
+           "_N" + std::to_string(n) + "_K" + std::to_string(k);
+  }
+};
+
+void check_forward(const Problem& problem, DType dtype, const GroupedGemmOptions& options, uint64_t seed) {
+  Shape weight_shape = options.transpose_weights ? Shape{problem.n, problem.k} : Shape{problem.k, problem.n};
+  int64_t stride = weight_shape.numel() + problem.stride_padding;
+  ParityCase parity;
+  parity.input(testing::converted(testing::random_tensor(Shape{problem.rows(), problem.k}, seed), dtype));
+  parity.input(random_store(problem.experts(), weight_shape, stride, dtype, seed + 1));
+  parity.input(offsets_for(problem.rows_per_expert));
+  // With beta == 0, y starts as NaN: the op must not read it. Unassigned rows must stay as they were.
+  parity.output(options.beta == 0.0f ? nan_matrix(problem.rows(), problem.n)
+                                     : testing::random_tensor(Shape{problem.rows(), problem.n}, seed + 2),
+                tolerance_for(problem.k));
+  parity.run([&](const std::vector<Tensor>& t) {
+    grouped_gemm(t[3], t[0], experts_in(t[1], weight_shape, stride, problem.experts()), t[2], options);
+  }, "grouped_gemm_" + problem.name(dtype) + (options.transpose_weights ? "_wt" : "_w") + "_beta" +
+         std::to_string(static_cast<int>(options.beta)));
+}
+
+void check_weight_grad(const Problem& problem, DType dtype, uint64_t seed) {
+  Shape gradient_shape{problem.n, problem.k};
+  int64_t stride = gradient_shape.numel() + problem.stride_padding;
+  int64_t largest_expert = *std::max_element(problem.rows_per_expert.begin(), problem.rows_per_expert.end());
+  ParityCase parity;
+  parity.input(testing::converted(testing::random_tensor(Shape{problem.rows(), problem.n}, seed), dtype));
+  parity.input(testing::converted(testing::random_tensor(Shape{problem.rows(), problem.k}, seed + 1), dtype));
+  parity.input(offsets_for(problem.rows_per_expert));
+  // The whole store is compared: the experts accumulate, empty experts and the data between experts stay.
+  parity.output(random_store(problem.experts(), gradient_shape, stride, DType::f32, seed + 2),
+                tolerance_for(largest_expert));
+  parity.run([&](const std::vector<Tensor>& t) {
+    grouped_gemm_weight_grad(experts_in(t[3], gradient_shape, stride, problem.experts()), t[0], t[1], t[2]);
+  }, "grouped_gemm_weight_grad_" + problem.name(dtype));
+}
+
+// Experts with 0, 1, 129 and 300 rows, N and K multiples of 8 but not of the 128 (tensor cores) or 64 (SIMT)
+// tiles, rows past offsets[E], experts spaced by more than one matrix (by a multiple of 8 elements).
+const Problem kAwkward{{0, 1, 129, 200, 0, 64, 300}, 5, 200, 136, 24};
+// K, N and the expert spacing not multiples of 8: bf16 takes the SIMT path too.
+const Problem kUnaligned{{3, 0, 70, 131}, 2, 36, 44, 5};
+
+TEST(CudaGroupedGemm, ForwardMatchesCpu) {
+  HAI_REQUIRE_CUDA_DEVICE();
+  uint64_t seed = 10;
+  for (const Problem& problem : {kAwkward, kUnaligned}) {
+    for (DType dtype : {DType::f32, DType::bf16}) {
+      for (bool transpose_weights : {true, false}) {
+        for (float beta : {0.0f, 1.0f}) {
+          check_forward(problem, dtype, {.transpose_weights = transpose_weights, .beta = beta}, seed += 3);
+        }
+      }
+    }
+  }
+}
+
+TEST(CudaGroupedGemm, WeightGradMatchesCpu) {
+  HAI_REQUIRE_CUDA_DEVICE();
+  uint64_t seed = 100;
+  for (const Problem& problem : {kAwkward, kUnaligned}) {
+    for (DType dtype : {DType::f32, DType::bf16}) check_weight_grad(problem, dtype, seed += 3);
+  }
+}
+
+// The benchmark model's expert projections (K 2048 -> N 1024 and back) on 8 uneven experts of ~128 rows.
+TEST(CudaGroupedGemm, ModelWidthsMatchCpu) {
+  HAI_REQUIRE_CUDA_DEVICE();
+  Problem up{{100, 190, 0, 128, 257, 64, 120, 140}, 0, 1024, 2048, 0};
+  Problem down{{100, 190, 0, 128, 257, 64, 120, 140}, 0, 2048, 1024, 0};
+  check_forward(up, DType::bf16, {}, 200);
+  check_forward(down, DType::bf16, {.transpose_weights = false}, 210);
+  check_weight_grad(up, DType::bf16, 220);
+}
+
+OwnedTensor bf16_random(const Shape& shape, uint64_t seed) {
+  return testing::converted(testing::random_tensor(shape, seed), DType::bf16);
+}
+
+// Milliseconds per call of op (3 warm-up calls, then 20 timed ones).
+template <typename Op>
+float time_ms(Op op) {
+  for (int i = 0; i < 3; ++i) op();
+  cudaEvent_t start, stop;
+  HAI_CUDA_CHECK(cudaEventCreate(&start));
+  HAI_CUDA_CHECK(cudaEventCreate(&stop));
+  HAI_CUDA_CHECK(cudaEventRecord(start));
+  constexpr int kCalls = 20;
+  for (int i = 0; i < kCalls; ++i) op();
+  HAI_CUDA_CHECK(cudaEventRecord(stop));
+  HAI_CUDA_CHECK(cudaEventSynchronize(stop));
+  float ms = 0.0f;
+  HAI_CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
+  HAI_CUDA_CHECK(cudaEventDestroy(start));
+  HAI_CUDA_CHECK(cudaEventDestroy(stop));
+  return ms / kCalls;
+}
+
+// Prints the bf16 throughput at the benchmark model's shapes: 8192 tokens x 4 experts each over 32 experts of
+// uneven load (768..1280 rows), next to one cuBLASLt GEMM of the same total size (asserts nothing about speed).
+TEST(CudaGroupedGemm, ModelShapeThroughput) {
+  HAI_REQUIRE_CUDA_DEVICE();
+  constexpr int64_t kExperts = 32, kRows = 8192 * 4;
+  std::vector<int32_t> rows_per_expert;
+  for (int64_t e = 0; e < kExperts; ++e) {
+    rows_per_expert.push_back(static_cast<int32_t>(e % 2 == 0 ? 768 + 16 * e : 1280 - 16 * (e - 1)));
+  }
+  ASSERT_EQ(std::accumulate(rows_per_expert.begin(), rows_per_expert.end(), int64_t{0}), kRows);
+  Device gpu = Device::cuda(0);
+  OwnedTensor offsets = testing::copy_to(offsets_for(rows_per_expert), gpu);
+  for (auto [k, n] : {std::pair<int64_t, int64_t>{2048, 1024}, {1024, 2048}}) {
+    OwnedTensor x = testing::copy_to(bf16_random(Shape{kRows, k}, 1), gpu);
+    OwnedTensor d_y = testing::copy_to(bf16_random(Shape{kRows, n}, 2), gpu);
+    OwnedTensor weights = testing::copy_to(random_store(kExperts, Shape{n, k}, n * k, DType::bf16, 3), gpu);
+    OwnedTensor gradients = zero_tensor(Shape{kLead + kExperts * n * k}, DType::f32, gpu);
+    OwnedTensor y(Shape{kRows, n}, DType::f32, gpu), d_x(Shape{kRows, k}, DType::f32, gpu);
+    ExpertWeights experts = experts_in(weights, Shape{n, k}, n * k, kExperts);
+    ExpertWeights expert_gradients = experts_in(gradients, Shape{n, k}, n * k, kExperts);
+    OwnedTensor dense_weight = testing::copy_to(bf16_random(Shape{n, k}, 4), gpu);
+    float forward_ms = time_ms([&] { grouped_gemm(y, x, experts, offsets); });
+    float dgrad_ms = time_ms([&] { grouped_gemm(d_x, d_y, experts, offsets, {.transpose_weights = false}); });
+    float wgrad_ms = time_ms([&] { grouped_gemm_weight_grad(expert_gradients, d_y, x, offsets); });
+    float dense_ms = time_ms([&] { gemm(y, x, dense_weight, {.transpose_b = true}); });
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    double flops = 2.0 * kRows * n * k;
+    auto tflops = [&](float ms) { return flops / ms * 1e-9; };
+    std::printf("[ timing ] grouped gemm bf16 R %lld E %lld K %lld -> N %lld: forward %.3f ms = %.1f TFLOP/s, "
+                "dgrad %.3f ms = %.1f, wgrad %.3f ms = %.1f; one cuBLASLt gemm of the same size %.3f ms = %.1f\n",
+                static_cast<long long>(kRows), static_cast<long long>(kExperts), static_cast<long long>(k),
+                static_cast<long long>(n), forward_ms, tflops(forward_ms), dgrad_ms, tflops(dgrad_ms), wgrad_ms,
+                tflops(wgrad_ms), dense_ms, tflops(dense_ms));
+  }
+}
+
+}  // namespace
+}  // namespace hai
