@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <deque>
+#include <utility>
 
 namespace hai {
 namespace {
@@ -73,11 +74,11 @@ class DualRankProgram {
 
 // The quantities of dualpipe.h: n, d, h and the near and far chunks of a rank.
 struct DualRankPlan {
-  int half_ranks = 0;                // n
-  int distance = 0;                  // d
-  int chunk_micro_batches = 0;       // h
-  int near = 0;                      // N
-  int far = 1;                       // R
+  int half_ranks = 0;           // n
+  int distance = 0;             // d
+  int chunk_micro_batches = 0;  // h
+  int near = 0;                 // N
+  int far = 1;                  // R
 };
 
 DualRankPlan dual_rank_plan(const PipelineShape& shape, int rank) {

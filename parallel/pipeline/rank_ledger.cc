@@ -1,5 +1,7 @@
 #include "parallel/pipeline/rank_ledger.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "framework/core/error.h"
