@@ -1,7 +1,8 @@
 #pragma once
 // The tensor-core main loop of the grouped GEMM: a 128 x 128 fp32 block tile of op(A) @ op(B) over a reduction of
 // any length, bf16 operands staged through shared memory by a 4-stage cp.async pipeline, fragments loaded with
-// ldmatrix, products by mma.sync m16n8k16 (bf16 in, fp32 accumulate). 4 warps in a 2 x 2 grid, 64 x 64 each.
+// ldmatrix, products by mma.sync m16n8k16 (bf16 in, fp32 accumulate). 4 warps in a 2 x 2 grid, 64 x 64 each;
+// inside a stage, the fragments of the next 16-deep slice are loaded before the products of the current one.
 //
 // Each operand tile is [128 outer, depth]: outer indexes the output (rows of op(A), columns of op(B)), depth the
 // reduction. In global memory an operand is either depth-contiguous (x rows, W [N, K] rows) or outer-contiguous
@@ -18,8 +19,8 @@
 namespace hai::cuda::kernels::mma {
 
 inline constexpr int kTile = 128;    // outer extent of a block tile (both operands)
-inline constexpr int kDepth = 32;    // reduction consumed per pipeline stage
-inline constexpr int kStages = 4;
+inline constexpr int kDepth = 64;    // reduction consumed per pipeline stage
+inline constexpr int kStages = 3;
 inline constexpr int kThreads = 128;
 inline constexpr int kWarpTile = 64;
 inline constexpr int kPad = 8;       // elements after each shared-memory row
@@ -53,6 +54,12 @@ struct OperandSource {
 // The block's fp32 accumulators: per thread 4 m16 tiles x 8 n8 tiles x 4 values (mma's C fragment layout).
 struct Accumulators {
   float values[4][8][4];
+};
+
+// One warp's operand fragments of a 16-deep slice.
+struct Fragments {
+  uint32_t a[4][4];  // 4 m16 x k16 tiles
+  uint32_t b[8][2];  // 8 k16 x n8 tiles
 };
 
 __device__ inline uint32_t shared_address(const void* pointer) {
@@ -152,6 +159,13 @@ __device__ inline void load_b_fragments(uint32_t (&b)[8][2], const bf16* tile, i
   }
 }
 
+template <bool kADepthContiguous, bool kBDepthContiguous>
+__device__ inline void load_fragments(Fragments& fragments, const bf16* stage, int a_elements, int row, int column,
+                                      int depth) {
+  load_a_fragments<kADepthContiguous>(fragments.a, stage, row, depth);
+  load_b_fragments<kBDepthContiguous>(fragments.b, stage + a_elements, column, depth);
+}
+
 // The warp's row and column offsets inside the block tile.
 __device__ inline int warp_row() { return (static_cast<int>(threadIdx.x) / 32 / 2) * kWarpTile; }
 __device__ inline int warp_column() { return (static_cast<int>(threadIdx.x) / 32 % 2) * kWarpTile; }
@@ -187,17 +201,20 @@ __device__ inline void multiply_tiles(Accumulators& accumulators, const OperandS
     if (step + kStages - 1 < steps) load_stage(step + kStages - 1);
     commit_copies();
     const bf16* stage = shared + (step % kStages) * kStage;
+    Fragments fragments[2];
+    load_fragments<kADepthContiguous, kBDepthContiguous>(fragments[0], stage, kAElements, row, column, 0);
 #pragma unroll
-    for (int slice = 0; slice < kDepth; slice += 16) {
-      uint32_t a_fragments[4][4];
-      uint32_t b_fragments[8][2];
-      load_a_fragments<kADepthContiguous>(a_fragments, stage, row, slice);
-      load_b_fragments<kBDepthContiguous>(b_fragments, stage + kAElements, column, slice);
+    for (int slice = 0; slice < kDepth / 16; ++slice) {
+      if (slice + 1 < kDepth / 16) {
+        load_fragments<kADepthContiguous, kBDepthContiguous>(fragments[(slice + 1) % 2], stage, kAElements, row,
+                                                             column, (slice + 1) * 16);
+      }
+      const Fragments& current = fragments[slice % 2];
 #pragma unroll
       for (int m = 0; m < 4; ++m) {
 #pragma unroll
         for (int n = 0; n < 8; ++n) {
-          multiply_accumulate(accumulators.values[m][n], a_fragments[m], b_fragments[n][0], b_fragments[n][1]);
+          multiply_accumulate(accumulators.values[m][n], current.a[m], current.b[n][0], current.b[n][1]);
         }
       }
     }
