@@ -67,7 +67,7 @@ bool is_reducible(DType dtype) {
 void Communicator::all_reduce(const Tensor& tensor, ReduceOp op) {
   check_not_in_group("all_reduce");
   check_reducible(tensor, "all_reduce");
-  record("all_reduce");
+  OperationScope scope(*this, "all_reduce");
   run_all_reduce(tensor, op);
 }
 
@@ -79,7 +79,7 @@ void Communicator::reduce_scatter(const Tensor& out, const Tensor& in, ReduceOp 
             "reduce_scatter: in {} must hold {} ranks x out {} = {} elements, has {}", in.str(), size(), out.str(),
             size() * out.numel(), in.numel());
   HAI_CHECK(!overlaps(out, in), "reduce_scatter: out {} overlaps in {}", out.str(), in.str());
-  record("reduce_scatter");
+  OperationScope scope(*this, "reduce_scatter");
   run_reduce_scatter(out, in, op);
 }
 
@@ -92,14 +92,14 @@ void Communicator::all_gather(const Tensor& out, const Tensor& in) {
   const char* own_chunk = static_cast<const char*>(out.raw()) + in.bytes() * static_cast<size_t>(rank());
   HAI_CHECK(in.raw() == own_chunk || !overlaps(out, in),
             "all_gather: in {} overlaps out {} other than as this rank's chunk", in.str(), out.str());
-  record("all_gather");
+  OperationScope scope(*this, "all_gather");
   run_all_gather(out, in);
 }
 
 void Communicator::broadcast(const Tensor& tensor, int root) {
   check_not_in_group("broadcast");
   HAI_CHECK(root >= 0 && root < size(), "broadcast: root {} outside the communicator of {} ranks", root, size());
-  record("broadcast");
+  OperationScope scope(*this, "broadcast");
   run_broadcast(tensor, root);
 }
 
@@ -114,51 +114,63 @@ void Communicator::all_to_all_v(const Tensor& send, std::span<const int64_t> sen
   check_counts(send_counts, send, size(), "send");
   check_counts(recv_counts, recv, size(), "recv");
   HAI_CHECK(!overlaps(send, recv), "all_to_all_v: send {} overlaps recv {}", send.str(), recv.str());
-  record("all_to_all_v");
+  OperationScope scope(*this, "all_to_all_v");
   run_all_to_all_v(send, send_counts, recv, recv_counts);
 }
 
 void Communicator::send(const Tensor& tensor, int peer, int tag) {
   check_peer(peer, "send");
   HAI_CHECK(tag >= 0, "send: negative tag {}", tag);
-  record("send");
+  OperationScope scope(*this, "send");
   run_send(tensor, peer, tag);
 }
 
 void Communicator::recv(const Tensor& tensor, int peer, int tag) {
   check_peer(peer, "recv");
   HAI_CHECK(tag >= 0, "recv: negative tag {}", tag);
-  record("recv");
+  OperationScope scope(*this, "recv");
   run_recv(tensor, peer, tag);
 }
 
 void Communicator::group_start() {
-  record("group_start");
+  OperationScope scope(*this, "group_start");
   if (group_depth_++ == 0) run_group_start();
 }
 
 void Communicator::group_end() {
   HAI_CHECK(group_depth_ > 0, "group_end without group_start");
-  record("group_end");
+  OperationScope scope(*this, "group_end");
   if (--group_depth_ == 0) run_group_end();
 }
 
 void Communicator::barrier() {
   check_not_in_group("barrier");
-  record("barrier");
+  OperationScope scope(*this, "barrier");
   run_barrier();
 }
 
 std::unique_ptr<Communicator> Communicator::split(int color, int key) {
   check_not_in_group("split");
   HAI_CHECK(color >= 0, "split: color {} must be >= 0", color);
-  record("split");
-  return run_split(color, key);
+  OperationScope scope(*this, "split");
+  std::unique_ptr<Communicator> part = run_split(color, key);
+  part->set_observer(observer_);
+  return part;
 }
 
 OperationRecord Communicator::last_operation() const {
   std::lock_guard lock(record_mutex_);
   return last_;
+}
+
+Communicator::OperationScope::OperationScope(Communicator& communicator, std::string_view name)
+    : communicator_(communicator) {
+  communicator.record(name);
+  if (communicator.observer_) communicator.observer_->operation_started(communicator, communicator.last_operation());
+}
+
+Communicator::OperationScope::~OperationScope() {
+  if (communicator_.observer_) communicator_.observer_->operation_finished(communicator_);
 }
 
 void Communicator::record(std::string_view name) {

@@ -13,12 +13,14 @@
 //   group_end() completes them all, so paired exchanges (a ring, a halo swap) cannot deadlock. Their tensors
 //   must stay alive and untouched until group_end() returns. Groups nest; the outermost group_end() completes.
 // - A communicator is used by one thread at a time; last_operation() alone may be read from any thread.
+// - An OperationObserver (a watchdog, collective_watchdog.h) may be told when each operation starts and returns.
 
 #include <cstdint>
 #include <memory>
 #include <mutex>
 #include <span>
 #include <string_view>
+#include <utility>
 
 #include "framework/tensor/tensor.h"
 
@@ -37,6 +39,17 @@ bool is_reducible(DType dtype);
 struct OperationRecord {
   std::string_view name;
   uint64_t sequence = 0;
+};
+
+class Communicator;
+
+// Told when each operation of a communicator starts and when it returns (normally or by an exception), on the
+// thread that issued it. The communicator is alive and inside the operation between the two calls.
+class OperationObserver {
+ public:
+  virtual ~OperationObserver() = default;
+  virtual void operation_started(Communicator& communicator, OperationRecord operation) = 0;
+  virtual void operation_finished(Communicator& communicator) = 0;
 };
 
 class Communicator {
@@ -94,6 +107,10 @@ class Communicator {
 
   OperationRecord last_operation() const;
 
+  // Reports every later operation of this communicator, and of the communicators split from it afterwards, to
+  // `observer` (null: to none).
+  void set_observer(std::shared_ptr<OperationObserver> observer) { observer_ = std::move(observer); }
+
  protected:
   // Backend hooks, called after the arguments were checked and the operation numbered. run_send/run_recv see
   // in_group() to decide between blocking and posting; run_group_start/run_group_end are called for the
@@ -112,6 +129,18 @@ class Communicator {
   virtual std::unique_ptr<Communicator> run_split(int color, int key) = 0;
 
  private:
+  // Numbers an operation and tells the observer; tells it again when the scope ends.
+  class OperationScope {
+   public:
+    OperationScope(Communicator& communicator, std::string_view name);
+    ~OperationScope();
+    OperationScope(const OperationScope&) = delete;
+    OperationScope& operator=(const OperationScope&) = delete;
+
+   private:
+    Communicator& communicator_;
+  };
+
   void record(std::string_view name);
   void check_not_in_group(std::string_view name) const;
   void check_peer(int peer, std::string_view name) const;
@@ -119,6 +148,7 @@ class Communicator {
   mutable std::mutex record_mutex_;  // guards last_ against a watchdog thread reading it
   OperationRecord last_;
   int group_depth_ = 0;
+  std::shared_ptr<OperationObserver> observer_;
 };
 
 }  // namespace hai
