@@ -12,12 +12,35 @@ std::unique_ptr<Communicator> split_dp_group(Communicator& world, const GridShap
   return world.split(color, here.dp);
 }
 
+// The EP group: the color names (pp, EP group), the key is the EP rank.
+std::unique_ptr<Communicator> split_ep_group(Communicator& world, const GridShape& grid,
+                                             const RankCoordinates& here) {
+  ExpertCoordinates expert = expert_coordinates(grid, here);
+  int groups_per_stage = grid.expert_dp();
+  return world.split(here.pp * groups_per_stage + expert.ep_group, expert.ep);
+}
+
+// The expert-DP group: the color names (pp, EP rank), the key is the EP group.
+std::unique_ptr<Communicator> split_expert_dp_group(Communicator& world, const GridShape& grid,
+                                                    const RankCoordinates& here) {
+  ExpertCoordinates expert = expert_coordinates(grid, here);
+  return world.split(here.pp * grid.ep + expert.ep, expert.ep_group);
+}
+
 }  // namespace
 
 GridShape grid_shape(const ParallelConfig& parallel) {
   HAI_CHECK(parallel.dp.has_value(), "parallel.dp must be resolved before the grid is built");
-  return {.dp = static_cast<int>(*parallel.dp), .pp = static_cast<int>(parallel.pp),
-          .tp = static_cast<int>(parallel.tp)};
+  GridShape grid{.dp = static_cast<int>(*parallel.dp), .pp = static_cast<int>(parallel.pp),
+                 .tp = static_cast<int>(parallel.tp), .ep = static_cast<int>(parallel.ep)};
+  HAI_CHECK(grid.ep > 0 && grid.dp * grid.tp % grid.ep == 0, "parallel.ep = {} must divide dp x tp = {} x {}",
+            grid.ep, grid.dp, grid.tp);
+  return grid;
+}
+
+ExpertCoordinates expert_coordinates(const GridShape& grid, const RankCoordinates& coordinates) {
+  int stage_rank = coordinates.tp + grid.tp * coordinates.dp;
+  return {.ep = stage_rank % grid.ep, .ep_group = stage_rank / grid.ep};
 }
 
 RankCoordinates rank_coordinates(const GridShape& grid, int rank) {
@@ -35,7 +58,11 @@ ParallelGroups make_parallel_groups(Communicator& world, const GridShape& grid) 
             world.size(), grid.dp, grid.pp, grid.tp, grid.world());
   RankCoordinates here = rank_coordinates(grid, world.rank());
   ParallelGroups groups;
+  HAI_CHECK(grid.ep > 0 && grid.dp * grid.tp % grid.ep == 0, "ep {} must divide dp {} x tp {}", grid.ep, grid.dp,
+            grid.tp);
   groups.dp = split_dp_group(world, grid, here);
+  groups.ep = split_ep_group(world, grid, here);
+  groups.expert_dp = split_expert_dp_group(world, grid, here);
   return groups;
 }
 

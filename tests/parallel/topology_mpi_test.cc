@@ -1,4 +1,5 @@
-// The DP group of the job's grid: dp = world / tp ranks sharing (pp, tp), ranked by their dp coordinate.
+// The groups of the job's grid: the DP group (dp = world / tp ranks sharing (pp, tp), ranked by dp coordinate),
+// the EP groups (ep consecutive ranks of a stage) and the expert-DP groups (the ranks of one EP rank).
 
 #include <gtest/gtest.h>
 
@@ -29,6 +30,32 @@ TEST_F(TopologyWorld, DpGroupsUnderTensorParallelism) {
   value.tensor().data<int32_t>()[0] = here.tp + 1;
   groups.dp->all_reduce(value, ReduceOp::sum);
   EXPECT_EQ(value.tensor().data<int32_t>()[0], groups.dp->size() * (here.tp + 1));
+}
+
+// Sums `value` over a group.
+int32_t group_sum(Communicator& group, int32_t value) {
+  OwnedTensor tensor(Shape{1}, DType::i32);  // [1]
+  tensor.tensor().data<int32_t>()[0] = value;
+  group.all_reduce(tensor, ReduceOp::sum);
+  return tensor.tensor().data<int32_t>()[0];
+}
+
+TEST_F(TopologyWorld, ExpertGroupsOfEveryEpThatDividesTheWorld) {
+  for (int ep = 1; ep <= size(); ++ep) {
+    if (size() % ep != 0) continue;
+    ParallelGroups groups = make_parallel_groups(*world_, GridShape{.dp = size(), .ep = ep});
+    EXPECT_EQ(groups.ep->size(), ep);
+    EXPECT_EQ(groups.ep->rank(), rank() % ep);
+    EXPECT_EQ(groups.expert_dp->size(), size() / ep);
+    EXPECT_EQ(groups.expert_dp->rank(), rank() / ep);
+    // The EP group is ranks [first, first + ep) with first = rank - rank % ep; the expert-DP group the ranks of
+    // this rank's EP rank, rank % ep + k * ep.
+    int first = rank() - rank() % ep;
+    EXPECT_EQ(group_sum(*groups.ep, rank()), ep * first + ep * (ep - 1) / 2) << "ep " << ep;
+    int expert_dp = size() / ep;
+    EXPECT_EQ(group_sum(*groups.expert_dp, rank()), expert_dp * (rank() % ep) + ep * expert_dp * (expert_dp - 1) / 2)
+        << "ep " << ep;
+  }
 }
 
 }  // namespace

@@ -45,7 +45,33 @@ TEST(Topology, SingleRankGroups) {
   ParallelGroups groups = make_parallel_groups(world, GridShape{});
   EXPECT_EQ(groups.dp->size(), 1);
   EXPECT_EQ(groups.dp->rank(), 0);
+  EXPECT_EQ(groups.ep->size(), 1);
+  EXPECT_EQ(groups.expert_dp->size(), 1);
   EXPECT_THROW(make_parallel_groups(world, GridShape{.dp = 2}), Error);
+}
+
+TEST(Topology, ExpertGroupsAreConsecutiveRanksOfAStage) {
+  // A stage of dp 4 x tp 2 = 8 ranks with ep 4: stage rank s = tp + 2 dp, EP rank s % 4, EP group s / 4.
+  GridShape grid{.dp = 4, .pp = 2, .tp = 2, .ep = 4};
+  EXPECT_EQ(grid.expert_dp(), 2);
+  ExpertCoordinates rank_13 = expert_coordinates(grid, rank_coordinates(grid, 13));  // tp 1, dp 2, pp 1: s = 5
+  EXPECT_EQ(rank_13.ep, 1);
+  EXPECT_EQ(rank_13.ep_group, 1);
+  ExpertCoordinates rank_6 = expert_coordinates(grid, rank_coordinates(grid, 6));  // tp 0, dp 3, pp 0: s = 6
+  EXPECT_EQ(rank_6.ep, 2);
+  EXPECT_EQ(rank_6.ep_group, 1);
+  ExpertCoordinates alone = expert_coordinates(GridShape{.dp = 4}, RankCoordinates{.dp = 3});
+  EXPECT_EQ(alone.ep, 0);
+  EXPECT_EQ(alone.ep_group, 3);
+}
+
+TEST(Topology, EpMustDivideDpTimesTp) {
+  ParallelConfig parallel;
+  parallel.dp = 4;
+  parallel.ep = 2;
+  EXPECT_EQ(grid_shape(parallel).ep, 2);
+  parallel.ep = 3;
+  EXPECT_THROW(grid_shape(parallel), Error);
 }
 
 }  // namespace
