@@ -32,4 +32,27 @@ void add_scaled(const Tensor& y, const Tensor& x, float alpha, [[maybe_unused]] 
 #endif
 }
 
+void fill_tensor(const Tensor& tensor, float value, [[maybe_unused]] Stream stream) {
+  check_dtype(tensor, DType::f32, "fill_tensor operand");
+  if (tensor.device().is_cpu()) return cpu::fill_tensor(tensor, value);
+#ifdef HAI_WITH_CUDA
+  return cuda::fill_tensor(tensor, value, stream);
+#else
+  throw_no_backend("fill_tensor", tensor.device());
+#endif
+}
+
+void accumulate_sum(const Tensor& total, const Tensor& x, float scale, [[maybe_unused]] Stream stream) {
+  check_shape(total, Shape{1}, "accumulate_sum total");
+  check_dtype(total, DType::f32, "accumulate_sum total");
+  check_dtype(x, DType::f32, "accumulate_sum x");
+  check_same_device(x, total, "accumulate_sum");
+  if (total.device().is_cpu()) return cpu::accumulate_sum(total, x, scale);
+#ifdef HAI_WITH_CUDA
+  return cuda::accumulate_sum(total, x, scale, stream);
+#else
+  throw_no_backend("accumulate_sum", total.device());
+#endif
+}
+
 }  // namespace hai

@@ -8,6 +8,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "framework/tensor/device_memory.h"
+
 #ifdef HAI_WITH_CUDA
 #include "framework/core/check.h"
 #endif
@@ -92,12 +94,7 @@ Buffer::Buffer(size_t bytes, Device device) : bytes_(bytes), device_(device) {
     std::memset(data_, 0, bytes);
     return;
   }
-#ifdef HAI_WITH_CUDA
-  HAI_CUDA_CHECK(cudaSetDevice(device.index));
-  HAI_CUDA_CHECK(cudaMalloc(&data_, bytes));
-#else
-  HAI_THROW("cannot allocate on {}: this build has no CUDA backend", to_string(device));
-#endif
+  data_ = detail::allocate_device_memory(bytes, device);
 }
 
 Buffer::~Buffer() { release(); }
@@ -120,9 +117,7 @@ void Buffer::release() {
   if (device_.is_cpu()) {
     std::free(data_);
   } else {
-#ifdef HAI_WITH_CUDA
-    cudaFree(data_);  // NOTE: not checked: a destructor must not throw, and a failed free leaves nothing to do
-#endif
+    detail::free_device_memory(data_, device_);
   }
   data_ = nullptr;
 }
@@ -140,8 +135,22 @@ OwnedTensor::OwnedTensor(Shape shape, DType dtype, Device device)
 
 OwnedTensor zero_tensor(Shape shape, DType dtype, Device device) {
   OwnedTensor tensor(shape, dtype, device);
-  if (!device.is_cpu()) copy_tensor(tensor, OwnedTensor(shape, dtype, Device::cpu()));
+  if (!device.is_cpu()) zero_fill(tensor);
   return tensor;
+}
+
+void zero_fill(const Tensor& tensor, [[maybe_unused]] Stream stream) {
+  if (tensor.bytes() == 0) return;
+  if (tensor.device().is_cpu()) {
+    std::memset(tensor.raw(), 0, tensor.bytes());
+    return;
+  }
+#ifdef HAI_WITH_CUDA
+  HAI_CUDA_CHECK(cudaSetDevice(tensor.device().index));
+  HAI_CUDA_CHECK(cudaMemsetAsync(tensor.raw(), 0, tensor.bytes(), static_cast<cudaStream_t>(stream.handle)));
+#else
+  HAI_THROW("zero_fill: this build has no CUDA backend");
+#endif
 }
 
 void copy_tensor(const Tensor& destination, const Tensor& source) {
@@ -155,6 +164,30 @@ void copy_tensor(const Tensor& destination, const Tensor& source) {
   HAI_CUDA_CHECK(cudaMemcpy(destination.raw(), source.raw(), source.bytes(), cudaMemcpyDefault));
 #else
   HAI_THROW("copy_tensor: this build has no CUDA backend");
+#endif
+}
+
+OwnedTensor host_copy(const Tensor& tensor) {
+  OwnedTensor copy(tensor.shape(), tensor.dtype());
+  copy_tensor(copy, tensor);
+  return copy;
+}
+
+void copy_tensor_async(const Tensor& destination, const Tensor& source, [[maybe_unused]] Stream stream) {
+  HAI_CHECK(destination.shape() == source.shape() && destination.dtype() == source.dtype(),
+            "copy_tensor_async: {} <- {}", destination.str(), source.str());
+  if (destination.device().is_cpu() && source.device().is_cpu()) {
+    if (source.bytes() > 0) std::memcpy(destination.raw(), source.raw(), source.bytes());
+    return;
+  }
+#ifdef HAI_WITH_CUDA
+  if (source.bytes() == 0) return;
+  Device device = destination.device().is_cuda() ? destination.device() : source.device();
+  HAI_CUDA_CHECK(cudaSetDevice(device.index));
+  HAI_CUDA_CHECK(cudaMemcpyAsync(destination.raw(), source.raw(), source.bytes(), cudaMemcpyDefault,
+                                 static_cast<cudaStream_t>(stream.handle)));
+#else
+  HAI_THROW("copy_tensor_async: this build has no CUDA backend");
 #endif
 }
 

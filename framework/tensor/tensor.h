@@ -106,6 +106,8 @@ void check_shape(const Tensor& tensor, const Shape& shape, const char* what);
 void check_dtype(const Tensor& tensor, DType dtype, const char* what);
 void check_same_device(const Tensor& a, const Tensor& b, const char* what);
 
+// Memory of one device. CUDA memory comes from the device's stream-ordered caching pool (device_memory.h):
+// allocating and freeing queue on the default stream and reuse memory the pool already holds.
 class Buffer {
  public:
   Buffer() = default;
@@ -150,10 +152,21 @@ class OwnedTensor {
   Tensor view_;
 };
 
-// A zero-filled tensor on any device (Buffer zero-fills only host memory; device memory is cleared by a copy).
+// A zero-filled tensor on any device (Buffer zero-fills only host memory; device memory is cleared on the stream).
 OwnedTensor zero_tensor(Shape shape, DType dtype, Device device = Device::cpu());
+
+// Sets every byte of the tensor to zero: at once on the CPU, queued on `stream` on CUDA.
+void zero_fill(const Tensor& tensor, Stream stream = {});
 
 // Host <-> device copies of whole tensors of equal shape and dtype (synchronous; tests and set-up only).
 void copy_tensor(const Tensor& destination, const Tensor& source);
+
+// A host copy of a tensor on any device (synchronous).
+OwnedTensor host_copy(const Tensor& tensor);
+
+// The same copy queued on `stream` (cudaMemcpyAsync) when a CUDA tensor is involved; host to host at once.
+// Device to device does not wait for the host. From pageable host memory the source is read before the call
+// returns (so it may be released then); into pageable host memory the call returns once the copy is done.
+void copy_tensor_async(const Tensor& destination, const Tensor& source, Stream stream = {});
 
 }  // namespace hai

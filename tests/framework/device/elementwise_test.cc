@@ -30,5 +30,23 @@ TEST(Elementwise, AddScaledRejectsMismatchedShapes) {
   EXPECT_THROW(add_scaled(y, x), Error);
 }
 
+TEST(Elementwise, FillTensor) {
+  OwnedTensor t = testing::tensor_of(Shape{2, 2}, {1, 2, 3, 4});
+  fill_tensor(t, -0.75f);
+  for (int64_t i = 0; i < 4; ++i) EXPECT_EQ(t.data<float>()[i], -0.75f);
+}
+
+TEST(Elementwise, AccumulateSumAddsTheScaledSumInDouble) {
+  OwnedTensor total = testing::tensor_of(Shape{1}, {2.0f});
+  // 1e8 + 1 + 1 - 1e8: in fp32 left to right the ones would be lost; in double they are kept.
+  OwnedTensor x = testing::tensor_of(Shape{2, 2}, {1e8f, 1.0f, 1.0f, -1e8f});
+  accumulate_sum(total, x, 0.5f);
+  EXPECT_EQ(total.data<float>()[0], 3.0f);
+  accumulate_sum(total, x);
+  EXPECT_EQ(total.data<float>()[0], 5.0f);
+  OwnedTensor wide(Shape{2}, DType::f32);
+  EXPECT_THROW(accumulate_sum(wide, x), Error);
+}
+
 }  // namespace
 }  // namespace hai

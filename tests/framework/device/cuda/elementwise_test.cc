@@ -34,6 +34,22 @@ TEST(CudaElementwise, ScaleAndAddScaledAreExact) {
   add.run([](const std::vector<Tensor>& t) { add_scaled(t[0], t[1], 0.3f); }, "add_scaled");
 }
 
+TEST(CudaElementwise, FillIsExactAndAccumulateSumMatchesCpu) {
+  HAI_REQUIRE_CUDA_DEVICE();
+  ParityCase fill;
+  fill.output(testing::random_tensor(Shape{kRows, kColumns}, 8), kExact);
+  fill.run([](const std::vector<Tensor>& t) { fill_tensor(t[0], 0.125f); }, "fill_tensor");
+
+  // Both sum in double (in different orders) and round once: equal but for a rare last-bit difference.
+  for (int64_t n : {int64_t{1}, int64_t{255}, kRows * kColumns}) {
+    ParityCase sum;
+    sum.output(testing::random_tensor(Shape{1}, 9), Tolerance{.atol = 0, .rtol = 1e-6});
+    sum.input(testing::random_tensor(Shape{n}, 10));
+    sum.run([](const std::vector<Tensor>& t) { accumulate_sum(t[0], t[1], 0.01f); },
+            "accumulate_sum n=" + std::to_string(n));
+  }
+}
+
 TEST(CudaSwiglu, ForwardAndBackwardMatchCpu) {
   HAI_REQUIRE_CUDA_DEVICE();
   Shape shape{kRows, kColumns};
