@@ -11,20 +11,20 @@ OwnedTensor like(const Tensor& x) { return OwnedTensor(x.shape(), DType::f32, x.
 
 OwnedTensor copy_of(const Tensor& x) {
   OwnedTensor copy = like(x);
-  copy_tensor(copy, x);
+  copy_tensor_async(copy, x);
   return copy;
 }
 
 }  // namespace
 
 DecoderLayer::DecoderLayer(const ModelConfig& model, const ParameterStore& store, int64_t layer,
-                           const RopeTable& rope)
+                           const RopeTable& rope, ExpertExchange* experts)
     : input_norm_(store[layer_prefix(layer) + "input_layernorm.weight"]),
       post_attention_norm_(store[layer_prefix(layer) + "post_attention_layernorm.weight"]),
       norm_eps_(static_cast<float>(model.norm_eps)),
       attention_(model, store, layer, rope) {
   if (is_moe_layer(model, layer)) {
-    moe_.emplace(model, store, layer);
+    moe_.emplace(model, store, layer, experts);
   } else {
     dense_.emplace(store, layer_prefix(layer) + "mlp.");
   }

@@ -15,7 +15,9 @@ namespace hai {
 
 class DecoderLayer {
  public:
-  DecoderLayer(const ModelConfig& model, const ParameterStore& store, int64_t layer, const RopeTable& rope);
+  // experts: the expert-parallel exchange of an MoE layer (moe_layer.h); null: every routed expert is local.
+  DecoderLayer(const ModelConfig& model, const ParameterStore& store, int64_t layer, const RopeTable& rope,
+               ExpertExchange* experts = nullptr);
 
   struct Context {
     OwnedTensor input;            // [T, H] x
@@ -38,8 +40,10 @@ class DecoderLayer {
 
   // The MoE block, or nullptr for a dense layer.
   const MoeLayer* moe() const { return moe_ ? &*moe_ : nullptr; }
-  // This micro-batch's sequence-wise balance loss (0 for a dense layer).
-  double balance_loss(const Context& ctx) const { return moe_ ? ctx.moe.balance_loss : 0.0; }
+  // total: [1] fp32 += this micro-batch's sequence-wise balance loss (nothing for a dense layer).
+  void accumulate_balance_loss(const Context& ctx, const Tensor& total) const {
+    if (moe_) moe_->accumulate_balance_loss(ctx.moe, total);
+  }
 
  private:
   const Parameter& input_norm_;

@@ -18,116 +18,176 @@ double MicroBatchLosses::objective(double mtp_loss_weight) const {
   return lm.mean() + mtp_loss_weight * mtp_mean() + balance;
 }
 
-// Everything one micro-batch's forward keeps for its backward. T = B * S tokens, H = hidden size.
-struct DeepseekV3Model::Pass {
-  int64_t seq_len = 0;
-  OwnedTensor inputs;     // [T] i32 tokens[:, :S]
-  OwnedTensor targets;    // [T] i32 tokens[:, 1:]
-  OwnedTensor positions;  // [T] i32 t % S
-  std::vector<OwnedTensor> mtp_ids;      // [D][T] i32 t_{i+k} (0 past the window)
-  std::vector<OwnedTensor> mtp_targets;  // [D][T] i32 t_{i+k+1} or kIgnoreTarget
-  std::vector<OwnedTensor> hidden;       // [L + 1][T, H]: the embedding output, then each layer's output
-  std::vector<DecoderLayer::Context> layers;
-  OutputHead::Context head;
-  std::vector<MtpModule::Context> mtp;
-  MicroBatchLosses losses;
-};
-
 namespace {
 
-RopeSettings rope_settings(const ModelConfig& model) { return mla_rope_settings(model); }
+constexpr int64_t kLmSlot = 0;
+constexpr int64_t kBalanceSlot = 1;
+constexpr int64_t kFirstMtpSlot = 2;
 
-// Fills the pass's token tensors from tokens [B, S + 1].
-void split_tokens(const Tensor& tokens, int64_t mtp_depth, std::vector<OwnedTensor>& ids,
-                  std::vector<OwnedTensor>& targets, OwnedTensor& positions) {
-  int64_t batch = tokens.size(0), seq_len = tokens.size(1) - 1, count = batch * seq_len;
-  const int32_t* window = tokens.data<int32_t>();
-  ids.clear();
-  targets.clear();
-  // Depth 0 is the main model: ids t_i, targets t_{i+1}; depth k: ids t_{i+k}, targets t_{i+k+1}.
+// Row `row` of a [rows, T] tensor, as [T].
+Tensor row_of(const Tensor& rows, int64_t row) { return rows.slice(row, row + 1).reshape(Shape{rows.size(1)}); }
+
+// Slot `slot` of the loss sums, as [1].
+Tensor loss_slot(const Tensor& loss_sums, int64_t slot) { return loss_sums.slice(slot, slot + 1); }
+
+// The rows of the batch tensor: inputs, targets, positions, then ids and targets of each MTP depth.
+constexpr int64_t kInputsRow = 0;
+constexpr int64_t kTargetsRow = 1;
+constexpr int64_t kPositionsRow = 2;
+int64_t mtp_ids_row(int64_t depth) { return 3 + 2 * (depth - 1); }      // depth counts from 1
+int64_t mtp_targets_row(int64_t depth) { return 4 + 2 * (depth - 1); }  // depth counts from 1
+int64_t batch_rows(int64_t mtp_depth) { return 3 + 2 * mtp_depth; }
+
+// Fills host rows [batch_rows(D), T] i32 from tokens [B, S + 1] and returns the counted targets.
+// Depth 0 is the main model: ids t_i, targets t_{i+1}; depth k: ids t_{i+k} (0 past the window), targets
+// t_{i+k+1} (kIgnoreTarget past the window).
+CountedTokens split_tokens(const Tensor& rows, const Tensor& tokens, int64_t mtp_depth) {
+  const int64_t batch = tokens.size(0), seq_len = tokens.size(1) - 1;
+  const int32_t* window = tokens.data<int32_t>();  // [B, S + 1]
+  CountedTokens counted;
   for (int64_t depth = 0; depth <= mtp_depth; ++depth) {
-    OwnedTensor depth_ids(Shape{count}, DType::i32), depth_targets(Shape{count}, DType::i32);
+    int32_t* ids = row_of(rows, depth == 0 ? kInputsRow : mtp_ids_row(depth)).data<int32_t>();              // [T]
+    int32_t* targets = row_of(rows, depth == 0 ? kTargetsRow : mtp_targets_row(depth)).data<int32_t>();  // [T]
+    int64_t count = 0;
     for (int64_t b = 0; b < batch; ++b) {
       for (int64_t i = 0; i < seq_len; ++i) {
         int64_t t = b * seq_len + i, id = i + depth, target = i + depth + 1;
-        depth_ids.data<int32_t>()[t] = id <= seq_len ? window[b * (seq_len + 1) + id] : 0;
-        depth_targets.data<int32_t>()[t] = target <= seq_len ? window[b * (seq_len + 1) + target] : kIgnoreTarget;
+        ids[t] = id <= seq_len ? window[b * (seq_len + 1) + id] : 0;
+        targets[t] = target <= seq_len ? window[b * (seq_len + 1) + target] : kIgnoreTarget;
+        count += targets[t] != kIgnoreTarget ? 1 : 0;
       }
     }
-    ids.push_back(std::move(depth_ids));
-    targets.push_back(std::move(depth_targets));
+    if (depth == 0) {
+      counted.lm = count;
+    } else {
+      counted.mtp.push_back(count);
+    }
   }
-  positions = OwnedTensor(Shape{count}, DType::i32);
-  for (int64_t t = 0; t < count; ++t) positions.data<int32_t>()[t] = static_cast<int32_t>(t % seq_len);
+  int32_t* positions = row_of(rows, kPositionsRow).data<int32_t>();  // [T]
+  for (int64_t t = 0; t < batch * seq_len; ++t) positions[t] = static_cast<int32_t>(t % seq_len);
+  return counted;
 }
 
 }  // namespace
 
-DeepseekV3Model::DeepseekV3Model(const ModelConfig& model, const ParameterStore& store)
+int64_t loss_slots(int64_t mtp_depth) { return kFirstMtpSlot + mtp_depth; }
+
+MicroBatchLosses read_losses(const Tensor& sums, const CountedTokens& counted) {
+  check_shape(sums, Shape{loss_slots(static_cast<int64_t>(counted.mtp.size()))}, "loss sums");
+  HAI_CHECK(sums.device().is_cpu(), "read_losses reads a host copy of the loss sums, got {}", sums.str());
+  const float* values = sums.data<float>();
+  MicroBatchLosses losses;
+  losses.lm = {.sum = values[kLmSlot], .tokens = counted.lm};
+  losses.balance = values[kBalanceSlot];
+  for (size_t depth = 0; depth < counted.mtp.size(); ++depth) {
+    losses.mtp.push_back({.sum = values[kFirstMtpSlot + static_cast<int64_t>(depth)], .tokens = counted.mtp[depth]});
+  }
+  return losses;
+}
+
+// Everything one micro-batch's forward keeps for its backward. T = B * S tokens, H = hidden size.
+struct DeepseekV3Model::Pass {
+  int64_t seq_len = 0;
+  OwnedTensor batch;                // [3 + 2D, T] i32 on the device: the rows below
+  Tensor inputs;                    // [T] i32 tokens[:, :S]
+  Tensor targets;                   // [T] i32 tokens[:, 1:]
+  Tensor positions;                 // [T] i32 t % S
+  std::vector<Tensor> mtp_ids;      // [D][T] i32 t_{i+k} (0 past the window)
+  std::vector<Tensor> mtp_targets;  // [D][T] i32 t_{i+k+1} or kIgnoreTarget
+  CountedTokens counted;
+  std::vector<OwnedTensor> hidden;  // [L + 1][T, H]: the embedding output, then each layer's output
+  std::vector<DecoderLayer::Context> layers;
+  OutputHead::Context head;
+  std::vector<MtpModule::Context> mtp;
+};
+
+DeepseekV3Model::DeepseekV3Model(const ModelConfig& model, const ParameterStore& store, ExpertExchange* experts)
     : config_(model), store_(store) {
-  RopeSettings settings = rope_settings(model);
-  rope_cos_ = OwnedTensor(Shape{settings.max_positions, settings.rope_dim / 2}, DType::f32);
-  rope_sin_ = OwnedTensor(Shape{settings.max_positions, settings.rope_dim / 2}, DType::f32);
+  RopeSettings settings = mla_rope_settings(model);
+  Shape table_shape{settings.max_positions, settings.rope_dim / 2};
+  OwnedTensor host_cos(table_shape, DType::f32), host_sin(table_shape, DType::f32);
+  fill_rope_table(RopeTable{host_cos, host_sin}, settings);
+  rope_cos_ = OwnedTensor(table_shape, DType::f32, device());
+  rope_sin_ = OwnedTensor(table_shape, DType::f32, device());
+  copy_tensor(rope_cos_, host_cos);
+  copy_tensor(rope_sin_, host_sin);
   rope_ = RopeTable{rope_cos_, rope_sin_};
-  fill_rope_table(rope_, settings);
 
   for (int64_t layer = 0; layer < model.num_layers; ++layer) {
-    layers_.push_back(std::make_unique<DecoderLayer>(model, store, layer, rope_));
+    layers_.push_back(std::make_unique<DecoderLayer>(model, store, layer, rope_, experts));
     if (layers_.back()->moe()) moe_layer_indices_.push_back(layer);
   }
   head_ = std::make_unique<OutputHead>(model, store, "model.norm.weight");
   for (int64_t depth = 1; depth <= model.mtp_depth; ++depth) {
-    mtp_.push_back(std::make_unique<MtpModule>(model, store, depth, rope_));
+    mtp_.push_back(std::make_unique<MtpModule>(model, store, depth, rope_, experts));
     if (mtp_.back()->block().moe()) moe_layer_indices_.push_back(model.num_layers + depth - 1);
   }
-  expert_load_ = OwnedTensor(Shape{static_cast<int64_t>(moe_layer_indices_.size()), model.moe.routed_experts},
-                             DType::i32);
+  expert_load_ = zero_tensor(Shape{static_cast<int64_t>(moe_layer_indices_.size()), model.moe.routed_experts},
+                             DType::i32, device());
 }
 
 DeepseekV3Model::~DeepseekV3Model() = default;
 
-DeepseekV3Model::Pass DeepseekV3Model::forward(const Tensor& tokens) {
+void DeepseekV3Model::upload_batch(Pass& pass, const Tensor& tokens) const {
   HAI_CHECK(tokens.rank() == 2 && tokens.size(1) >= 2, "tokens must be [B, S + 1], got {}", tokens.str());
-  Pass pass;
+  HAI_CHECK(tokens.device().is_cpu(), "tokens are read on the host, got {}", tokens.str());
+  check_dtype(tokens, DType::i32, "tokens");
   pass.seq_len = tokens.size(1) - 1;
-  std::vector<OwnedTensor> ids, targets;
-  split_tokens(tokens, config_.mtp_depth, ids, targets, pass.positions);
-  pass.inputs = std::move(ids[0]);
-  pass.targets = std::move(targets[0]);
-  for (int64_t depth = 1; depth <= config_.mtp_depth; ++depth) {
-    pass.mtp_ids.push_back(std::move(ids[depth]));
-    pass.mtp_targets.push_back(std::move(targets[depth]));
+  Shape rows{batch_rows(config_.mtp_depth), tokens.size(0) * pass.seq_len};
+  OwnedTensor host_rows(rows, DType::i32);  // [3 + 2D, T]
+  pass.counted = split_tokens(host_rows, tokens, config_.mtp_depth);
+  if (device().is_cpu()) {
+    pass.batch = std::move(host_rows);
+  } else {
+    pass.batch = OwnedTensor(rows, DType::i32, device());
+    copy_tensor_async(pass.batch, host_rows);  // NOTE: the pageable source is read before this returns
   }
+  pass.inputs = row_of(pass.batch, kInputsRow);
+  pass.targets = row_of(pass.batch, kTargetsRow);
+  pass.positions = row_of(pass.batch, kPositionsRow);
+  for (int64_t depth = 1; depth <= config_.mtp_depth; ++depth) {
+    pass.mtp_ids.push_back(row_of(pass.batch, mtp_ids_row(depth)));
+    pass.mtp_targets.push_back(row_of(pass.batch, mtp_targets_row(depth)));
+  }
+}
 
-  int64_t count = pass.inputs.numel();
-  Shape hidden_shape{count, config_.hidden_size};
-  pass.hidden.emplace_back(hidden_shape, DType::f32);
+DeepseekV3Model::Pass DeepseekV3Model::forward(const Tensor& tokens, const Tensor& loss_sums, bool count_load) {
+  check_shape(loss_sums, Shape{loss_slots(config_.mtp_depth)}, "loss sums");
+  check_dtype(loss_sums, DType::f32, "loss sums");
+  HAI_CHECK(loss_sums.device() == device(), "loss sums on {}, the model on {}", to_string(loss_sums.device()),
+            to_string(device()));
+  Pass pass;
+  upload_batch(pass, tokens);
+  zero_fill(loss_sums);
+
+  Shape hidden_shape{pass.inputs.numel(), config_.hidden_size};
+  pass.hidden.emplace_back(hidden_shape, DType::f32, device());
   embedding_forward(pass.hidden[0], store_["model.embed_tokens.weight"].value, pass.inputs);
   pass.layers.resize(layers_.size());
   int64_t moe_row = 0;
   for (size_t layer = 0; layer < layers_.size(); ++layer) {
-    pass.hidden.emplace_back(hidden_shape, DType::f32);
+    pass.hidden.emplace_back(hidden_shape, DType::f32, device());
     layers_[layer]->forward(pass.layers[layer], pass.hidden[layer + 1], pass.hidden[layer], pass.positions,
                             pass.seq_len);
     if (const MoeLayer* moe = layers_[layer]->moe()) {
-      moe->accumulate_load(pass.layers[layer].moe, expert_load_row(moe_row));
+      if (count_load) moe->accumulate_load(pass.layers[layer].moe, expert_load_row(moe_row));
       ++moe_row;
-      pass.losses.balance += layers_[layer]->balance_loss(pass.layers[layer]);
+      layers_[layer]->accumulate_balance_loss(pass.layers[layer], loss_slot(loss_sums, kBalanceSlot));
     }
   }
-  pass.losses.lm = head_->forward(pass.head, pass.hidden.back(), pass.targets);
+  head_->forward(pass.head, pass.hidden.back(), pass.targets, loss_slot(loss_sums, kLmSlot));
 
   pass.mtp.resize(mtp_.size());
   const Tensor* previous = &pass.head.normed.tensor();
   for (size_t depth = 0; depth < mtp_.size(); ++depth) {
     MtpModule::Context& ctx = pass.mtp[depth];
-    pass.losses.mtp.push_back(mtp_[depth]->forward(ctx, *previous, pass.mtp_ids[depth], pass.mtp_targets[depth],
-                                                   pass.positions, pass.seq_len));
+    mtp_[depth]->forward(ctx, *previous, pass.mtp_ids[depth], pass.mtp_targets[depth], pass.positions, pass.seq_len,
+                         loss_slot(loss_sums, kFirstMtpSlot + static_cast<int64_t>(depth)));
     const DecoderLayer& block = mtp_[depth]->block();
     if (const MoeLayer* moe = block.moe()) {
-      moe->accumulate_load(ctx.block.moe, expert_load_row(moe_row));
+      if (count_load) moe->accumulate_load(ctx.block.moe, expert_load_row(moe_row));
       ++moe_row;
-      pass.losses.balance += block.balance_loss(ctx.block);
+      block.accumulate_balance_loss(ctx.block, loss_slot(loss_sums, kBalanceSlot));
     }
     previous = &ctx.output.tensor();
   }
@@ -140,19 +200,19 @@ void DeepseekV3Model::backward(Pass& pass, float grad_scale) {
   OwnedTensor d_next;
   float mtp_weight = config_.mtp_depth > 0 ? static_cast<float>(config_.mtp_loss_weight / config_.mtp_depth) : 0;
   for (size_t depth = mtp_.size(); depth-- > 0;) {
-    OwnedTensor d_previous(hidden_shape, DType::f32);
-    int64_t counted = pass.losses.mtp[depth].tokens;
+    OwnedTensor d_previous(hidden_shape, DType::f32, device());
+    int64_t counted = pass.counted.mtp[depth];
     float loss_grad = counted > 0 ? grad_scale * mtp_weight / static_cast<float>(counted) : 0.0f;
     mtp_[depth]->backward_input(pass.mtp[depth], d_previous, d_next, loss_grad, grad_scale);
     d_next = std::move(d_previous);
   }
 
-  OwnedTensor d_hidden(hidden_shape, DType::f32);
-  int64_t counted = pass.losses.lm.tokens;
+  OwnedTensor d_hidden(hidden_shape, DType::f32, device());
+  int64_t counted = pass.counted.lm;
   float lm_grad = counted > 0 ? grad_scale / static_cast<float>(counted) : 0.0f;
   head_->backward_input(pass.head, d_hidden, lm_grad, d_next);
   for (size_t layer = layers_.size(); layer-- > 0;) {
-    OwnedTensor d_input(hidden_shape, DType::f32);
+    OwnedTensor d_input(hidden_shape, DType::f32, device());
     layers_[layer]->backward_input(pass.layers[layer], d_input, d_hidden, grad_scale);
     d_hidden = std::move(d_input);
   }
@@ -164,27 +224,35 @@ void DeepseekV3Model::backward(Pass& pass, float grad_scale) {
   embedding_backward(store_["model.embed_tokens.weight"].grad, d_hidden, pass.inputs);
 }
 
-MicroBatchLosses DeepseekV3Model::train_micro_batch(const Tensor& tokens, float grad_scale) {
-  Pass pass = forward(tokens);
+CountedTokens DeepseekV3Model::train_micro_batch(const Tensor& tokens, float grad_scale, const Tensor& loss_sums) {
+  Pass pass = forward(tokens, loss_sums, /*count_load=*/true);
   backward(pass, grad_scale);
-  return pass.losses;
+  return pass.counted;
+}
+
+MicroBatchLosses DeepseekV3Model::train_micro_batch(const Tensor& tokens, float grad_scale) {
+  OwnedTensor loss_sums(Shape{loss_slots(config_.mtp_depth)}, DType::f32, device());
+  CountedTokens counted = train_micro_batch(tokens, grad_scale, loss_sums);
+  return read_back(loss_sums, counted);
 }
 
 MicroBatchLosses DeepseekV3Model::evaluate(const Tensor& tokens) {
-  OwnedTensor saved_load(expert_load_.shape(), DType::i32);
-  copy_tensor(saved_load, expert_load_);
-  MicroBatchLosses losses = forward(tokens).losses;
-  copy_tensor(expert_load_, saved_load);  // evaluation does not count towards balancing
-  return losses;
+  OwnedTensor loss_sums(Shape{loss_slots(config_.mtp_depth)}, DType::f32, device());
+  CountedTokens counted = forward(tokens, loss_sums, /*count_load=*/false).counted;
+  return read_back(loss_sums, counted);
+}
+
+MicroBatchLosses DeepseekV3Model::read_back(const Tensor& loss_sums, const CountedTokens& counted) const {
+  OwnedTensor host(loss_sums.shape(), DType::f32);
+  copy_tensor(host, loss_sums);
+  return read_losses(host, counted);
 }
 
 Tensor DeepseekV3Model::expert_load_row(int64_t row) const {
   return expert_load_.tensor().slice(row, row + 1).reshape(Shape{config_.moe.routed_experts});
 }
 
-void DeepseekV3Model::reset_expert_load() {
-  std::fill_n(expert_load_.data<int32_t>(), expert_load_.numel(), 0);
-}
+void DeepseekV3Model::reset_expert_load() { zero_fill(expert_load_); }
 
 void DeepseekV3Model::update_router_biases(float gamma) {
   for (size_t row = 0; row < moe_layer_indices_.size(); ++row) {

@@ -1,6 +1,10 @@
 #pragma once
 // The whole DeepSeek-V3 model on one rank: embedding, decoder layers, final norm and output head, MTP modules.
 // One call runs forward and backward of a micro-batch and accumulates the gradients into the ParameterStore.
+// The model runs on the store's device. The micro-batch's tokens come from the host; everything derived from them
+// (inputs, targets, positions, MTP ids) is built there and copied to the device once. Inside the call nothing is
+// read back: the losses are summed on the device into a small tensor the caller reads when it wants to (the
+// trainer: once per step).
 //
 // The objective of a micro-batch (reference/deepseek-v3.md):
 //   L = L_main + mtp_loss_weight / D * sum_k L_k + sum over MoE layers of the sequence-wise balance loss
@@ -16,6 +20,13 @@
 
 namespace hai {
 
+// The targets a micro-batch counts, known on the host from its tokens.
+struct CountedTokens {
+  int64_t lm = 0;
+  std::vector<int64_t> mtp;  // one per depth
+};
+
+// A micro-batch's losses as host values.
 struct MicroBatchLosses {
   TokenLoss lm;
   std::vector<TokenLoss> mtp;  // one per depth
@@ -25,20 +36,35 @@ struct MicroBatchLosses {
   double objective(double mtp_loss_weight) const;  // L above
 };
 
+// The layout of a micro-batch's loss sums: [loss_slots(D)] fp32,
+//   [0] the main head's token losses, [1] the MoE layers' balance losses, [2 + k] MTP depth k + 1's token losses.
+int64_t loss_slots(int64_t mtp_depth);
+// The host values of `sums` (a host copy of the loss sums) with the micro-batch's counted tokens.
+MicroBatchLosses read_losses(const Tensor& sums, const CountedTokens& counted);
+
 class DeepseekV3Model {
  public:
-  DeepseekV3Model(const ModelConfig& model, const ParameterStore& store);
+  // experts: expert parallelism's exchange (the store then holds only this rank's routed experts); null: all
+  // routed experts are local.
+  DeepseekV3Model(const ModelConfig& model, const ParameterStore& store, ExpertExchange* experts = nullptr);
   ~DeepseekV3Model();
   DeepseekV3Model(const DeepseekV3Model&) = delete;
   DeepseekV3Model& operator=(const DeepseekV3Model&) = delete;
 
-  // Forward + backward of one micro-batch: tokens [B, S + 1] i32 (inputs tokens[:, :S], targets tokens[:, 1:]).
-  // The gradients of grad_scale * L accumulate into the store; the routed-token counts into expert_load().
+  Device device() const { return store_.values().device(); }
+
+  // Forward + backward of one micro-batch: tokens [B, S + 1] i32 on the host (inputs tokens[:, :S], targets
+  // tokens[:, 1:]). The gradients of grad_scale * L accumulate into the store; the routed-token counts into
+  // expert_load(). loss_sums: [loss_slots(mtp_depth)] fp32 on the model's device, overwritten with this
+  // micro-batch's sums (queued: nothing waits for them).
+  CountedTokens train_micro_batch(const Tensor& tokens, float grad_scale, const Tensor& loss_sums);
+  // The same, reading the losses back at once (tests).
   MicroBatchLosses train_micro_batch(const Tensor& tokens, float grad_scale);
-  // Forward only.
+  // Forward only, the losses read back; expert_load() is left alone.
   MicroBatchLosses evaluate(const Tensor& tokens);
 
-  // [moe_layers, E] i32: tokens routed to each expert since reset_expert_load(); rows follow moe_layer_names().
+  // [moe_layers, E] i32 on the model's device: tokens routed to each expert since reset_expert_load(); rows
+  // follow moe_layer_indices().
   Tensor expert_load() const { return expert_load_.tensor(); }
   void reset_expert_load();
   // Auxiliary-loss-free balancing: every MoE layer's routing bias += gamma * sign(mean load - load).
@@ -48,8 +74,13 @@ class DeepseekV3Model {
 
  private:
   struct Pass;
-  Pass forward(const Tensor& tokens);
+  // count_load: add the routed-token counts to expert_load().
+  Pass forward(const Tensor& tokens, const Tensor& loss_sums, bool count_load);
   void backward(Pass& pass, float grad_scale);
+  // The micro-batch's token tensors on the model's device (one copy) and its counted tokens.
+  void upload_batch(Pass& pass, const Tensor& tokens) const;
+  // Host copy of loss sums: [loss_slots] fp32 on the model's device -> host values.
+  MicroBatchLosses read_back(const Tensor& loss_sums, const CountedTokens& counted) const;
   Tensor expert_load_row(int64_t row) const;  // [E] i32
 
   ModelConfig config_;

@@ -6,6 +6,7 @@
 #include "framework/device/column_copy.h"
 #include "framework/device/rmsnorm.h"
 #include "framework/device/rope.h"
+#include "model/in_dtype.h"
 #include "model/parameters.h"
 
 namespace hai {
@@ -55,6 +56,7 @@ MlaAttention::MlaAttention(const ModelConfig& model, const ParameterStore& store
   kv_a_proj_ = Linear(store[prefix + "kv_a_proj_with_mqa.weight"]);
   kv_b_proj_ = Linear(store[prefix + "kv_b_proj.weight"]);
   o_proj_ = Linear(store[prefix + "o_proj.weight"]);
+  attention_dtype_ = o_proj_.compute_dtype() == DType::bf16 ? DType::bf16 : DType::f32;
   const Parameter& q_norm = store[prefix + "q_a_layernorm.weight"];
   const Parameter& kv_norm = store[prefix + "kv_a_layernorm.weight"];
   q_a_norm_weight_ = q_norm.value;
@@ -86,9 +88,10 @@ void MlaAttention::forward_query(Context& ctx, const Tensor& x) const {
   OwnedTensor q_latent_normed = f32_tensor(Shape{tokens, q_lora_rank}, x.device());  // [T, q_lora]
   ctx.q_latent_rstd = f32_tensor(Shape{tokens}, x.device());
   rmsnorm_forward(q_latent_normed, ctx.q_latent_rstd, ctx.q_latent, q_a_norm_weight_, norm_eps_);
-  ctx.q = f32_tensor(Shape{tokens, heads_, nope_dim_ + rope_dim_}, x.device());
-  q_b_proj_.forward(flatten_heads(ctx.q), q_latent_normed, ctx.q_latent_normed);
-  rope_forward(ctx.q, ctx.q, ctx.positions, rope_, nope_dim_);
+  OwnedTensor q = f32_tensor(Shape{tokens, heads_, nope_dim_ + rope_dim_}, x.device());  // [T, H, d_qk]
+  q_b_proj_.forward(flatten_heads(q), q_latent_normed, ctx.q_latent_normed);
+  rope_forward(q, q, ctx.positions, rope_, nope_dim_);
+  ctx.q = in_dtype(std::move(q), attention_dtype_);
 }
 
 void MlaAttention::forward_key_value(Context& ctx, const Tensor& x) const {
@@ -104,11 +107,13 @@ void MlaAttention::forward_key_value(Context& ctx, const Tensor& x) const {
   rmsnorm_forward(kv_latent_normed, ctx.kv_latent_rstd, ctx.kv_latent, kv_a_norm_weight_, norm_eps_);
   OwnedTensor kv = f32_tensor(Shape{tokens, heads_, nope_dim_ + value_dim_}, x.device());  // [T, H, d_nope + d_v]
   kv_b_proj_.forward(flatten_heads(kv), kv_latent_normed, ctx.kv_latent_normed);
-  ctx.k = f32_tensor(Shape{tokens, heads_, nope_dim_ + rope_dim_}, x.device());
-  copy_columns(ctx.k, kv, {.width = nope_dim_});
-  copy_columns(ctx.k, ckv, {.dst_offset = nope_dim_, .src_offset = kv_lora_rank_, .width = rope_dim_});
-  ctx.v = f32_tensor(Shape{tokens, heads_, value_dim_}, x.device());
-  copy_columns(ctx.v, kv, {.src_offset = nope_dim_, .width = value_dim_});
+  OwnedTensor k = f32_tensor(Shape{tokens, heads_, nope_dim_ + rope_dim_}, x.device());  // [T, H, d_qk]
+  copy_columns(k, kv, {.width = nope_dim_});
+  copy_columns(k, ckv, {.dst_offset = nope_dim_, .src_offset = kv_lora_rank_, .width = rope_dim_});
+  ctx.k = in_dtype(std::move(k), attention_dtype_);
+  OwnedTensor v = f32_tensor(Shape{tokens, heads_, value_dim_}, x.device());  // [T, H, d_v]
+  copy_columns(v, kv, {.src_offset = nope_dim_, .width = value_dim_});
+  ctx.v = in_dtype(std::move(v), attention_dtype_);
 }
 
 void MlaAttention::backward_input(Context& ctx, const Tensor& d_x, const Tensor& d_out) const {

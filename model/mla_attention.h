@@ -10,8 +10,9 @@
 //   o    = softmax(causal(q k^T * scale)) v       per sequence, softmax in fp32   [T, H, d_v]
 //   out  = o W_o^T                                o_proj                          [T, hidden]
 // RoPE (interleaved, YaRN) rotates the d_rope columns of q per head and k_rope once per token. The softmax scale is
-// d_qk^-0.5, times mscale^2 when YaRN is active. Follows docs/design/model-layers.md (forward / backward_input /
-// backward_weight).
+// d_qk^-0.5, times mscale^2 when YaRN is active. The attention core reads q, k and v in bf16 when the projections
+// compute in bf16 (rounded after RoPE, like tensor-core inputs), in fp32 otherwise; its softmax, output and
+// gradients are fp32. Follows docs/design/model-layers.md (forward / backward_input / backward_weight).
 
 #include <cstdint>
 
@@ -41,9 +42,9 @@ class MlaAttention {
     OwnedTensor kv_latent;         // [T, kv_lora] before kv_a_layernorm
     OwnedTensor kv_latent_rstd;    // [T]
     OwnedTensor kv_latent_normed;  // [T, kv_lora], compute dtype: input of kv_b_proj
-    OwnedTensor q;                 // [T, H, d_qk], rotated
-    OwnedTensor k;                 // [T, H, d_qk], rotated
-    OwnedTensor v;                 // [T, H, d_v]
+    OwnedTensor q;                 // [T, H, d_qk], rotated, attention dtype
+    OwnedTensor k;                 // [T, H, d_qk], rotated, attention dtype
+    OwnedTensor v;                 // [T, H, d_v], attention dtype
     OwnedTensor o;                 // [T, H, d_v]
     OwnedTensor o_input;           // [T, H * d_v], compute dtype: input of o_proj
     OwnedTensor lse;               // [B, H, S]
@@ -79,6 +80,7 @@ class MlaAttention {
   int64_t kv_lora_rank_;
   float norm_eps_;
   float softmax_scale_;
+  DType attention_dtype_;  // of q, k and v: bf16 when the projections compute in bf16, else fp32
   const RopeTable& rope_;
   Linear q_a_proj_;
   Linear q_b_proj_;

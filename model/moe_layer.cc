@@ -1,6 +1,6 @@
 #include "model/moe_layer.h"
 
-#include <fmt/format.h>
+#include <vector>
 
 #include "framework/device/balance_loss.h"
 #include "framework/device/elementwise.h"
@@ -10,42 +10,25 @@
 #include "model/parameters.h"
 
 namespace hai {
-namespace {
 
-// NOTE: the balance loss is read back on the host (it is logged) and its gradient seed written there; both are
-// a handful of scalars per micro-batch.
-double host_mean(const Tensor& values) {
-  HAI_CHECK(values.device().is_cpu(), "MoE balance loss: host tensor expected, got {}", values.str());
-  double sum = 0;
-  for (int64_t i = 0; i < values.numel(); ++i) sum += values.data<float>()[i];
-  return sum / static_cast<double>(values.numel());
-}
-
-OwnedTensor host_filled(int64_t size, float value) {
-  OwnedTensor tensor(Shape{size}, DType::f32);
-  for (int64_t i = 0; i < size; ++i) tensor.data<float>()[i] = value;
-  return tensor;
-}
-
-}  // namespace
-
-MoeLayer::MoeLayer(const ModelConfig& config, const ParameterStore& store, int64_t layer)
+MoeLayer::MoeLayer(const ModelConfig& config, const ParameterStore& store, int64_t layer, ExpertExchange* experts)
     : routed_experts_(config.moe.routed_experts),
       experts_per_token_(config.moe.experts_per_token),
       router_options_{.groups = config.moe.groups,
                       .groups_per_token = config.moe.groups_per_token,
                       .routed_scaling_factor = static_cast<float>(config.moe.routed_scaling_factor)},
-      balance_loss_alpha_(static_cast<float>(config.moe.balance_loss_alpha)) {
-  const std::string prefix = layer_prefix(layer) + "mlp.";
-  gate_ = &store[prefix + "gate.weight"];
-  bias_ = &store[prefix + "gate.e_score_correction_bias"];
+      balance_loss_alpha_(static_cast<float>(config.moe.balance_loss_alpha)),
+      gate_(&store[layer_prefix(layer) + "mlp.gate.weight"]),
+      bias_(&store[layer_prefix(layer) + "mlp.gate.e_score_correction_bias"]),
+      exchange_(experts),
+      experts_(store, layer_prefix(layer) + "mlp.experts.", experts ? experts->local_experts() : routed_experts_,
+               experts ? experts->first_local_expert() : 0) {
+  HAI_CHECK(!experts || experts->routed_experts() == routed_experts_,
+            "MoE layer {}: the expert exchange splits {} experts, the model has {}", layer,
+            experts ? experts->routed_experts() : 0, routed_experts_);
   check_shape(gate_->value, Shape{routed_experts_, config.hidden_size}, "MoE gate weight");
   check_shape(bias_->value, Shape{routed_experts_}, "MoE gate bias");
-  experts_.reserve(static_cast<size_t>(routed_experts_));
-  for (int64_t expert = 0; expert < routed_experts_; ++expert) {
-    experts_.emplace_back(store, fmt::format("{}experts.{}.", prefix, expert));
-  }
-  if (config.moe.shared_experts > 0) shared_.emplace(store, prefix + "shared_experts.");
+  if (config.moe.shared_experts > 0) shared_.emplace(store, layer_prefix(layer) + "mlp.shared_experts.");
 }
 
 void MoeLayer::forward(Context& ctx, const Tensor& out, const Tensor& x, int64_t seq_len) const {
@@ -79,7 +62,6 @@ void MoeLayer::route(Context& ctx, const Tensor& x, int64_t seq_len) const {
   ctx.sequence_balance_loss = OwnedTensor(Shape{sequences}, DType::f32, device);           // [N]
   balance_loss_forward(ctx.sequence_balance_loss, ctx.expert_fraction, ctx.scores, ctx.topk_indices,
                        balance_loss_alpha_);
-  ctx.balance_loss = host_mean(ctx.sequence_balance_loss);
 }
 
 OwnedTensor MoeLayer::dispatch(Context& ctx, const Tensor& x) const {
@@ -93,12 +75,31 @@ OwnedTensor MoeLayer::dispatch(Context& ctx, const Tensor& x) const {
 
 void MoeLayer::compute_experts(Context& ctx, const Tensor& x_sorted) const {
   ctx.expert_output = OwnedTensor(x_sorted.shape(), DType::f32, x_sorted.device());  // [T * K, H]
-  ctx.experts = std::vector<FeedForward::Context>(static_cast<size_t>(routed_experts_));
+  if (!exchange_) {
+    experts_.forward(ctx.experts, ctx.expert_output, x_sorted, ctx.plan->plan().expert_offsets);
+    return;
+  }
+  route_to_owners(ctx);
+  Shape local_rows{ctx.route.received_total(), x_sorted.size(1)};
+  OwnedTensor x_local(local_rows, DType::f32, x_sorted.device());       // [R, H] by local expert
+  OwnedTensor output_local(local_rows, DType::f32, x_sorted.device());  // [R, H]
+  exchange_->dispatch(ctx.route, x_local, x_sorted);
+  experts_.forward(ctx.experts, output_local, x_local, ctx.local_offsets);
+  exchange_->combine(ctx.route, ctx.expert_output, output_local);
+}
+
+void MoeLayer::route_to_owners(Context& ctx) const {
+  const Tensor& expert_offsets = ctx.plan->plan().expert_offsets;  // [E + 1] i32
+  HAI_CHECK(expert_offsets.device().is_cpu(), "MoE expert parallelism: the exchange reads the row counts on the host");
+  const int32_t* offsets = expert_offsets.data<int32_t>();
+  std::vector<int64_t> expert_rows;  // [E]
   for (int64_t expert = 0; expert < routed_experts_; ++expert) {
-    auto [begin, end] = expert_rows(ctx, expert);
-    if (begin == end) continue;
-    experts_[expert].forward(ctx.experts[expert], ctx.expert_output.tensor().slice(begin, end),
-                             x_sorted.slice(begin, end));
+    expert_rows.push_back(offsets[expert + 1] - offsets[expert]);
+  }
+  ctx.route = exchange_->route(expert_rows);
+  ctx.local_offsets = OwnedTensor(Shape{static_cast<int64_t>(ctx.route.local_offsets.size())}, DType::i32);
+  for (size_t i = 0; i < ctx.route.local_offsets.size(); ++i) {
+    ctx.local_offsets.data<int32_t>()[i] = static_cast<int32_t>(ctx.route.local_offsets[i]);
   }
 }
 
@@ -125,13 +126,17 @@ void MoeLayer::combine_backward(const Context& ctx, const Tensor& d_expert_outpu
 }
 
 void MoeLayer::experts_backward(Context& ctx, const Tensor& d_x_sorted, const Tensor& d_expert_output) const {
-  // NOTE: every sorted row belongs to one expert, so the non-empty experts write all of d_x_sorted.
-  for (int64_t expert = 0; expert < routed_experts_; ++expert) {
-    auto [begin, end] = expert_rows(ctx, expert);
-    if (begin == end) continue;
-    experts_[expert].backward_input(ctx.experts[expert], d_x_sorted.slice(begin, end),
-                                    d_expert_output.slice(begin, end));
+  // NOTE: every sorted row belongs to one expert, so the grouped GEMMs write all of d_x_sorted.
+  if (!exchange_) {
+    experts_.backward_input(ctx.experts, d_x_sorted, d_expert_output);
+    return;
   }
+  Shape local_rows{ctx.route.received_total(), d_x_sorted.size(1)};
+  OwnedTensor d_output_local(local_rows, DType::f32, d_x_sorted.device());  // [R, H] by local expert
+  OwnedTensor d_x_local(local_rows, DType::f32, d_x_sorted.device());       // [R, H]
+  exchange_->dispatch(ctx.route, d_output_local, d_expert_output);
+  experts_.backward_input(ctx.experts, d_x_local, d_output_local);
+  exchange_->combine(ctx.route, d_x_sorted, d_x_local);
 }
 
 void MoeLayer::dispatch_backward(const Context& ctx, const Tensor& d_x, const Tensor& d_x_sorted) const {
@@ -144,7 +149,8 @@ void MoeLayer::route_backward(Context& ctx, const Tensor& d_x, const Tensor& d_t
   ctx.d_logits = OwnedTensor(ctx.scores.shape(), DType::f32, d_x.device());  // [T, E]
   router_backward(ctx.d_logits, d_topk_weights, ctx.scores, ctx.topk_indices, router_options_.routed_scaling_factor);
   // The layer's balance loss is the mean over its sequences, so each sequence's loss gets 1/N of the gradient.
-  OwnedTensor d_sequence_loss = host_filled(sequences, balance_loss_grad / static_cast<float>(sequences));  // [N]
+  OwnedTensor d_sequence_loss(Shape{sequences}, DType::f32, d_x.device());  // [N]
+  fill_tensor(d_sequence_loss, balance_loss_grad / static_cast<float>(sequences));
   balance_loss_backward(ctx.d_logits, d_sequence_loss, ctx.expert_fraction, ctx.scores, balance_loss_alpha_);
   gemm(d_x, ctx.d_logits, gate_->value, {.beta = 1.0f});
 }
@@ -152,10 +158,7 @@ void MoeLayer::route_backward(Context& ctx, const Tensor& d_x, const Tensor& d_t
 void MoeLayer::backward_weight(Context& ctx) const {
   gemm(gate_->grad, ctx.d_logits, ctx.input, {.transpose_a = true, .beta = 1.0f});
   if (shared_) shared_->backward_weight(*ctx.shared);
-  for (int64_t expert = 0; expert < routed_experts_; ++expert) {
-    auto [begin, end] = expert_rows(ctx, expert);
-    if (begin != end) experts_[expert].backward_weight(ctx.experts[expert]);
-  }
+  experts_.backward_weight(ctx.experts);
 }
 
 void MoeLayer::accumulate_load(const Context& ctx, const Tensor& load) const {
@@ -163,11 +166,9 @@ void MoeLayer::accumulate_load(const Context& ctx, const Tensor& load) const {
   accumulate_expert_load(load, ctx.topk_indices);
 }
 
-std::pair<int64_t, int64_t> MoeLayer::expert_rows(const Context& ctx, int64_t expert) const {
-  const Tensor& expert_offsets = ctx.plan->plan().expert_offsets;
-  HAI_CHECK(expert_offsets.device().is_cpu(), "MoE layer: the expert loop reads the routing plan on the host");
-  const int32_t* offsets = expert_offsets.data<int32_t>();  // [E + 1]
-  return {offsets[expert], offsets[expert + 1]};
+void MoeLayer::accumulate_balance_loss(const Context& ctx, const Tensor& total) const {
+  const int64_t sequences = ctx.sequence_balance_loss.numel();
+  accumulate_sum(total, ctx.sequence_balance_loss, 1.0f / static_cast<float>(sequences));
 }
 
 }  // namespace hai

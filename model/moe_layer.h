@@ -3,16 +3,18 @@
 //   out = shared_experts(x) + sum_k w[t, k] * expert_{idx[t, k]}(x)
 // in four stages: routing (fp32 gate GEMM on the master weight, sigmoid scores, group-limited top-k steered by
 // mlp.gate.e_score_correction_bias, the sequence-wise balance loss) -> dispatch (permute the tokens into
-// per-expert blocks) -> expert compute (each routed expert's FeedForward on its block) -> combine (unpermute,
-// weighted by the top-k weights). Expert parallelism replaces dispatch and combine by all-to-all exchanges.
+// per-expert blocks) -> expert compute (RoutedExperts: grouped GEMMs over the blocks, whose bounds stay on the
+// device) -> combine (unpermute, weighted by the top-k weights). Under expert parallelism an ExpertExchange
+// (parallel/expert_exchange.h) sends the sorted rows to the ranks owning their experts before the expert compute
+// and brings the outputs back after it (and the same for their gradients); the layer then holds only its rank's
+// experts. Nothing here reads device memory on the host (but the exchange, which reads the per-expert row counts):
+// the balance loss stays a device tensor that the caller sums where it wants (accumulate_balance_loss).
 //
 // The bias is not trained by gradients: the trainer sums accumulate_load over a step's micro-batches (and ranks)
 // and calls update_router_bias on the store's bias. Layer contract: docs/design/model-layers.md.
 
 #include <memory>
 #include <optional>
-#include <utility>
-#include <vector>
 
 #include "framework/config/config.h"
 #include "framework/device/router.h"
@@ -20,12 +22,15 @@
 #include "framework/params/parameter_store.h"
 #include "framework/tensor/tensor.h"
 #include "model/feed_forward.h"
+#include "model/routed_experts.h"
+#include "parallel/expert_exchange.h"
 
 namespace hai {
 
 class MoeLayer {
  public:
-  MoeLayer(const ModelConfig& config, const ParameterStore& store, int64_t layer);
+  // experts: the expert-parallel exchange (the store holds the routed experts of its rank only); null: all local.
+  MoeLayer(const ModelConfig& config, const ParameterStore& store, int64_t layer, ExpertExchange* experts = nullptr);
 
   // T = tokens, H = hidden size, E = routed experts, K = experts per token, N = sequences.
   struct Context {
@@ -35,12 +40,14 @@ class MoeLayer {
     OwnedTensor topk_indices;                // [T, K] i32 chosen experts, best first
     OwnedTensor topk_weights;                // [T, K] fp32 combine weights
     OwnedTensor expert_fraction;             // [N, E] fp32 f of the balance loss
-    OwnedTensor sequence_balance_loss;       // [N] fp32
-    double balance_loss = 0;                 // mean of sequence_balance_loss: this layer's term of the loss
+    OwnedTensor sequence_balance_loss;       // [N] fp32; their mean is this layer's term of the loss
     std::unique_ptr<OwnedRoutingPlan> plan;  // token order sorted by expert
     // Experts.
-    std::vector<FeedForward::Context> experts;  // [E], used only for experts that received tokens
-    OwnedTensor expert_output;                  // [T * K, H] fp32 routed outputs in sorted order (combine backward)
+    RoutedExperts::Context experts;
+    // Expert parallelism only: where the sorted rows went, and the bounds of the local experts' received rows.
+    ExpertExchange::Route route;
+    OwnedTensor local_offsets;  // [local experts + 1] i32
+    OwnedTensor expert_output;  // [T * K, H] fp32 routed outputs in sorted order (combine backward)
     std::optional<FeedForward::Context> shared;
     // Saved by backward_input for backward_weight.
     OwnedTensor d_logits;  // [T, E] fp32
@@ -49,18 +56,23 @@ class MoeLayer {
   // out: [T, H] <- x: [T, H] fp32, T a multiple of seq_len (the balance loss is per sequence of seq_len tokens).
   void forward(Context& ctx, const Tensor& out, const Tensor& x, int64_t seq_len) const;
   // d_x: [T, H] <- d_out: [T, H]. Overwrites d_x. balance_loss_grad is the derivative of the trained objective
-  // with respect to ctx.balance_loss (the scale the loss got, e.g. the trainer's per-micro-batch loss scale).
+  // with respect to this layer's balance loss, the mean of ctx.sequence_balance_loss (the scale the loss got,
+  // e.g. the trainer's per-micro-batch loss scale).
   void backward_input(Context& ctx, const Tensor& d_x, const Tensor& d_out, float balance_loss_grad) const;
   // Accumulates the gradients of the gate, the shared experts and the routed experts that received tokens.
   void backward_weight(Context& ctx) const;
 
   // load: [E] i32 += the number of tokens this micro-batch routed to each expert.
   void accumulate_load(const Context& ctx, const Tensor& load) const;
+  // total: [1] fp32 on the layer's device += this micro-batch's balance loss (after forward).
+  void accumulate_balance_loss(const Context& ctx, const Tensor& total) const;
 
  private:
   void route(Context& ctx, const Tensor& x, int64_t seq_len) const;
   OwnedTensor dispatch(Context& ctx, const Tensor& x) const;  // -> [T * K, H] x in sorted order
   void compute_experts(Context& ctx, const Tensor& x_sorted) const;
+  // Expert parallelism: exchanges the row counts into ctx.route and ctx.local_offsets.
+  void route_to_owners(Context& ctx) const;
   void combine(const Context& ctx, const Tensor& out) const;
 
   void combine_backward(const Context& ctx, const Tensor& d_expert_output, const Tensor& d_topk_weights,
@@ -69,16 +81,14 @@ class MoeLayer {
   void dispatch_backward(const Context& ctx, const Tensor& d_x, const Tensor& d_x_sorted) const;
   void route_backward(Context& ctx, const Tensor& d_x, const Tensor& d_topk_weights, float balance_loss_grad) const;
 
-  // [begin, end) rows of routed expert e in the sorted order.
-  std::pair<int64_t, int64_t> expert_rows(const Context& ctx, int64_t expert) const;
-
   int64_t routed_experts_;
   int64_t experts_per_token_;
   RouterOptions router_options_;
   float balance_loss_alpha_;
   const Parameter* gate_;  // [E, H] fp32, used at its master value
   const Parameter* bias_;  // [E] fp32, e_score_correction_bias
-  std::vector<FeedForward> experts_;
+  ExpertExchange* exchange_;  // null without expert parallelism
+  RoutedExperts experts_;     // this rank's routed experts
   std::optional<FeedForward> shared_;
 };
 

@@ -13,24 +13,25 @@ int64_t mtp_layer(const ModelConfig& model, int64_t depth) { return model.num_la
 
 }  // namespace
 
-MtpModule::MtpModule(const ModelConfig& model, const ParameterStore& store, int64_t depth, const RopeTable& rope)
+MtpModule::MtpModule(const ModelConfig& model, const ParameterStore& store, int64_t depth, const RopeTable& rope,
+                     ExpertExchange* experts)
     : embedding_(store["model.embed_tokens.weight"]),
       embedding_norm_(store[layer_prefix(mtp_layer(model, depth)) + "enorm.weight"]),
       hidden_norm_(store[layer_prefix(mtp_layer(model, depth)) + "hnorm.weight"]),
       projection_(store[layer_prefix(mtp_layer(model, depth)) + "eh_proj.weight"]),
-      block_(model, store, mtp_layer(model, depth), rope),
+      block_(model, store, mtp_layer(model, depth), rope, experts),
       head_(model, store, layer_prefix(mtp_layer(model, depth)) + "shared_head.norm.weight"),
       norm_eps_(static_cast<float>(model.norm_eps)) {}
 
-TokenLoss MtpModule::forward(Context& ctx, const Tensor& previous, const Tensor& ids, const Tensor& targets,
-                             const Tensor& positions, int64_t seq_len) const {
+void MtpModule::forward(Context& ctx, const Tensor& previous, const Tensor& ids, const Tensor& targets,
+                        const Tensor& positions, int64_t seq_len, const Tensor& loss_sum) const {
   int64_t tokens = previous.size(0), hidden = previous.size(1);
   Device device = previous.device();
   ctx.ids = ids;
   ctx.embedded = OwnedTensor(previous.shape(), DType::f32, device);
   embedding_forward(ctx.embedded, embedding_.value, ids);
   ctx.previous = OwnedTensor(previous.shape(), DType::f32, device);
-  copy_tensor(ctx.previous, previous);
+  copy_tensor_async(ctx.previous, previous);
 
   OwnedTensor normed(previous.shape(), DType::f32, device);
   ctx.concatenated = OwnedTensor(Shape{tokens, 2 * hidden}, DType::f32, device);
@@ -45,7 +46,7 @@ TokenLoss MtpModule::forward(Context& ctx, const Tensor& previous, const Tensor&
   projection_.forward(ctx.projected, ctx.concatenated, ctx.projection_input);
   ctx.output = OwnedTensor(previous.shape(), DType::f32, device);
   block_.forward(ctx.block, ctx.output, ctx.projected, positions, seq_len);
-  return head_.forward(ctx.head, ctx.output, targets);
+  head_.forward(ctx.head, ctx.output, targets, loss_sum);
 }
 
 void MtpModule::backward_input(Context& ctx, const Tensor& d_previous, const Tensor& d_output, float loss_grad,

@@ -13,7 +13,9 @@ namespace hai {
 
 class MtpModule {
  public:
-  MtpModule(const ModelConfig& model, const ParameterStore& store, int64_t depth, const RopeTable& rope);
+  // experts: the expert-parallel exchange of the block's MoE layer; null: every routed expert is local.
+  MtpModule(const ModelConfig& model, const ParameterStore& store, int64_t depth, const RopeTable& rope,
+            ExpertExchange* experts = nullptr);
 
   struct Context {
     Tensor ids;                   // [T] i32 t_{i+k}, the caller's
@@ -33,8 +35,9 @@ class MtpModule {
 
   // h_k = ctx.output. ids: [T] i32 t_{i+k} (any valid id where i + k is past the window: causality keeps those
   // positions from reaching counted ones); targets: [T] i32 t_{i+k+1} or kIgnoreTarget; positions: [T] i32.
-  TokenLoss forward(Context& ctx, const Tensor& previous, const Tensor& ids, const Tensor& targets,
-                    const Tensor& positions, int64_t seq_len) const;
+  // loss_sum: [1] fp32 += the sum of this module's token losses (OutputHead::forward).
+  void forward(Context& ctx, const Tensor& previous, const Tensor& ids, const Tensor& targets,
+               const Tensor& positions, int64_t seq_len, const Tensor& loss_sum) const;
   // d_previous: [T, H] (overwritten) <- d_output: [T, H] from module k + 1 (or undefined for the last one),
   // loss_grad: the objective's derivative with respect to this module's TokenLoss::sum.
   void backward_input(Context& ctx, const Tensor& d_previous, const Tensor& d_output, float loss_grad,

@@ -9,11 +9,11 @@ namespace hai {
 OutputHead::OutputHead(const ModelConfig& model, const ParameterStore& store, const std::string& norm_name)
     : norm_(store[norm_name]), head_(store["lm_head.weight"]), norm_eps_(static_cast<float>(model.norm_eps)) {}
 
-TokenLoss OutputHead::forward(Context& ctx, const Tensor& h, const Tensor& targets) const {
+void OutputHead::forward(Context& ctx, const Tensor& h, const Tensor& targets, const Tensor& loss_sum) const {
   int64_t tokens = h.size(0);
   Device device = h.device();
   ctx.input = OwnedTensor(h.shape(), DType::f32, device);
-  copy_tensor(ctx.input, h);
+  copy_tensor_async(ctx.input, h);
   ctx.normed = OwnedTensor(h.shape(), DType::f32, device);
   ctx.rstd = OwnedTensor(Shape{tokens}, DType::f32, device);
   rmsnorm_forward(ctx.normed, ctx.rstd, h, norm_.value, norm_eps_);
@@ -21,15 +21,9 @@ TokenLoss OutputHead::forward(Context& ctx, const Tensor& h, const Tensor& targe
   head_.forward(ctx.logits, ctx.normed, ctx.head_input);
   ctx.targets = targets;
 
-  OwnedTensor losses(Shape{tokens}, DType::f32, device);
+  OwnedTensor losses(Shape{tokens}, DType::f32, device);  // [T]
   cross_entropy_forward(losses, ctx.logits, targets);
-  TokenLoss loss;
-  for (int64_t t = 0; t < tokens; ++t) {
-    if (targets.data<int32_t>()[t] == kIgnoreTarget) continue;
-    loss.sum += losses.data<float>()[t];
-    ++loss.tokens;
-  }
-  return loss;
+  accumulate_sum(loss_sum, losses);
 }
 
 void OutputHead::backward_input(Context& ctx, const Tensor& d_h, float loss_grad,

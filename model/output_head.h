@@ -11,6 +11,7 @@
 
 namespace hai {
 
+// A token loss read back on the host.
 struct TokenLoss {
   double sum = 0;      // sum of the counted tokens' cross-entropy
   int64_t tokens = 0;  // counted tokens (targets that are not ignored)
@@ -30,8 +31,9 @@ class OutputHead {
     Tensor targets;          // [T] i32, the caller's
   };
 
-  // Returns the loss of the micro-batch's tokens; targets: [T] i32, kIgnoreTarget where there is none.
-  TokenLoss forward(Context& ctx, const Tensor& h, const Tensor& targets) const;
+  // loss_sum: [1] fp32 on h's device += the sum of the tokens' cross-entropy (an ignored target adds 0);
+  // targets: [T] i32, kIgnoreTarget where there is none. Nothing is read on the host.
+  void forward(Context& ctx, const Tensor& h, const Tensor& targets, const Tensor& loss_sum) const;
   // d_h: [T, H] (overwritten). loss_grad: the objective's derivative with respect to TokenLoss::sum.
   // d_normed_extra: gradient reaching `normed` from elsewhere (MTP reads the main head's normed output), or an
   // undefined Tensor.

@@ -1,0 +1,102 @@
+#include "model/routed_experts.h"
+
+#include <fmt/format.h>
+
+#include <vector>
+
+#include "framework/device/swiglu.h"
+#include "model/in_dtype.h"
+#include "model/linear.h"
+
+namespace hai {
+namespace {
+
+// The E tensors `member` (compute copy or gradient) of `parameters` as one ExpertWeights, checked to be equally
+// spaced in memory.
+ExpertWeights equally_spaced(const std::vector<const Parameter*>& parameters, Tensor Parameter::*member) {
+  const Tensor& first = parameters.front()->*member;
+  ExpertWeights weights{
+      .first = first, .expert_stride = first.numel(), .experts = static_cast<int64_t>(parameters.size())};
+  auto element_distance = [&](const Tensor& tensor) {
+    return (static_cast<const char*>(tensor.raw()) - static_cast<const char*>(first.raw())) /
+           static_cast<int64_t>(dtype_size(first.dtype()));
+  };
+  if (parameters.size() > 1) weights.expert_stride = element_distance(parameters[1]->*member);
+  for (size_t e = 0; e < parameters.size(); ++e) {
+    const Tensor& tensor = parameters[e]->*member;
+    HAI_CHECK(tensor.shape() == first.shape() && tensor.dtype() == first.dtype() &&
+                  element_distance(tensor) == static_cast<int64_t>(e) * weights.expert_stride,
+              "{}: the routed experts' weights are not equally spaced in the parameter store",
+              parameters[e]->spec.name);
+  }
+  return weights;
+}
+
+std::vector<const Parameter*> projection_of_experts(const ParameterStore& store, const std::string& prefix,
+                                                    int64_t experts, int64_t first_expert, const char* projection) {
+  HAI_CHECK(experts > 0, "routed experts under {}: {} experts", prefix, experts);
+  std::vector<const Parameter*> parameters;
+  for (int64_t e = first_expert; e < first_expert + experts; ++e) {
+    parameters.push_back(&store[fmt::format("{}{}.{}.weight", prefix, e, projection)]);
+  }
+  return parameters;
+}
+
+}  // namespace
+
+RoutedExperts::RoutedExperts(const ParameterStore& store, const std::string& prefix, int64_t experts,
+                             int64_t first_expert) {
+  std::vector<const Parameter*> gate = projection_of_experts(store, prefix, experts, first_expert, "gate_proj");
+  std::vector<const Parameter*> up = projection_of_experts(store, prefix, experts, first_expert, "up_proj");
+  std::vector<const Parameter*> down = projection_of_experts(store, prefix, experts, first_expert, "down_proj");
+  gate_ = equally_spaced(gate, &Parameter::compute);
+  up_ = equally_spaced(up, &Parameter::compute);
+  down_ = equally_spaced(down, &Parameter::compute);
+  gate_grad_ = equally_spaced(gate, &Parameter::grad);
+  up_grad_ = equally_spaced(up, &Parameter::grad);
+  down_grad_ = equally_spaced(down, &Parameter::grad);
+  HAI_CHECK(up_.first.shape() == gate_.first.shape() &&
+                down_.first.shape() == (Shape{hidden_size(), ffn_size()}),
+            "{}: up_proj must match gate_proj [{}, {}] and down_proj be [{}, {}]", prefix, ffn_size(),
+            hidden_size(), hidden_size(), ffn_size());
+}
+
+void RoutedExperts::forward(Context& ctx, const Tensor& out, const Tensor& x_sorted,
+                            const Tensor& expert_offsets) const {
+  const int64_t rows = x_sorted.size(0);
+  const Device device = x_sorted.device();
+  ctx.expert_offsets = expert_offsets;
+  ctx.input = to_compute_dtype(x_sorted, compute_dtype());
+  ctx.gate = OwnedTensor(Shape{rows, ffn_size()}, DType::f32, device);  // [R, F]
+  ctx.up = OwnedTensor(Shape{rows, ffn_size()}, DType::f32, device);    // [R, F]
+  grouped_gemm(ctx.gate, ctx.input, gate_, expert_offsets);
+  grouped_gemm(ctx.up, ctx.input, up_, expert_offsets);
+  OwnedTensor activation(Shape{rows, ffn_size()}, DType::f32, device);  // [R, F]
+  swiglu_forward(activation, ctx.gate, ctx.up);
+  ctx.activation = in_dtype(std::move(activation), compute_dtype());
+  grouped_gemm(out, ctx.activation, down_, expert_offsets);
+}
+
+void RoutedExperts::backward_input(Context& ctx, const Tensor& d_x_sorted, const Tensor& d_out) const {
+  const int64_t rows = d_out.size(0);
+  const Device device = d_out.device();
+  ctx.d_out = to_compute_dtype(d_out, compute_dtype());  // NOTE: a copy even in fp32: the caller may reuse d_out
+  OwnedTensor d_activation(Shape{rows, ffn_size()}, DType::f32, device);  // [R, F]
+  grouped_gemm(d_activation, ctx.d_out, down_, ctx.expert_offsets, {.transpose_weights = false});
+  OwnedTensor d_gate(Shape{rows, ffn_size()}, DType::f32, device);  // [R, F]
+  OwnedTensor d_up(Shape{rows, ffn_size()}, DType::f32, device);    // [R, F]
+  swiglu_backward(d_gate, d_up, d_activation, ctx.gate, ctx.up);
+  ctx.d_gate = in_dtype(std::move(d_gate), compute_dtype());
+  ctx.d_up = in_dtype(std::move(d_up), compute_dtype());
+  grouped_gemm(d_x_sorted, ctx.d_gate, gate_, ctx.expert_offsets, {.transpose_weights = false});
+  grouped_gemm(d_x_sorted, ctx.d_up, up_, ctx.expert_offsets, {.transpose_weights = false, .beta = 1.0f});
+}
+
+void RoutedExperts::backward_weight(Context& ctx) const {
+  grouped_gemm_weight_grad(down_grad_, ctx.d_out, ctx.activation, ctx.expert_offsets);
+  grouped_gemm_weight_grad(gate_grad_, ctx.d_gate, ctx.input, ctx.expert_offsets);
+  grouped_gemm_weight_grad(up_grad_, ctx.d_up, ctx.input, ctx.expert_offsets);
+  ctx = Context{};
+}
+
+}  // namespace hai

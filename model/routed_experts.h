@@ -1,0 +1,57 @@
+#pragma once
+// The routed experts of one MoE layer, all E at once: each expert is a SwiGLU feed-forward
+//   out = down_proj(silu(gate_proj(x)) * up_proj(x))
+// on its contiguous block of the tokens sorted by expert (framework/device/token_permutation.h). The blocks are
+// given by the routing plan's device-resident expert_offsets, and every projection is one grouped GEMM over all
+// experts (framework/device/grouped_gemm.h), so no call reads the offsets on the host.
+//
+// The weights stay in the ParameterStore: "<prefix><e>.{gate,up,down}_proj.weight" for e in [0, E), which the
+// store lays out at a constant distance from one expert to the next (checked here). GEMM inputs are rounded to
+// the compute dtype like model/linear.h does; products accumulate in fp32. Layer contract:
+// docs/design/model-layers.md.
+
+#include <string>
+
+#include "framework/device/grouped_gemm.h"
+#include "framework/params/parameter_store.h"
+#include "framework/tensor/tensor.h"
+
+namespace hai {
+
+class RoutedExperts {
+ public:
+  // prefix: "model.layers.3.mlp.experts."; experts: E, the global experts [first_expert, first_expert + E) (a
+  // rank's share under expert parallelism; local expert e is global expert first_expert + e).
+  RoutedExperts(const ParameterStore& store, const std::string& prefix, int64_t experts, int64_t first_expert = 0);
+
+  int64_t experts() const { return gate_.experts; }
+  int64_t hidden_size() const { return gate_.first.size(1); }
+  int64_t ffn_size() const { return gate_.first.size(0); }
+
+  // R = sorted rows (T * K), H = hidden size, F = expert FFN width, E = experts.
+  struct Context {
+    Tensor expert_offsets;   // [E + 1] i32, the caller's routing plan (kept alive by it until backward_weight)
+    OwnedTensor input;       // [R, H] x in the compute dtype (wgrad of gate_proj and up_proj)
+    OwnedTensor gate;        // [R, F] fp32 gate_proj(x)
+    OwnedTensor up;          // [R, F] fp32 up_proj(x)
+    OwnedTensor activation;  // [R, F] silu(gate) * up in the compute dtype (wgrad of down_proj)
+    OwnedTensor d_out;       // [R, H] compute dtype, saved by backward_input
+    OwnedTensor d_gate;      // [R, F] compute dtype, saved by backward_input
+    OwnedTensor d_up;        // [R, F] compute dtype, saved by backward_input
+  };
+
+  // out: [R, H] fp32 <- x_sorted: [R, H], expert_offsets: [E + 1] i32 on x's device (offsets[E] == R).
+  void forward(Context& ctx, const Tensor& out, const Tensor& x_sorted, const Tensor& expert_offsets) const;
+  // d_x_sorted: [R, H] fp32 (overwritten) <- d_out: [R, H] fp32.
+  void backward_input(Context& ctx, const Tensor& d_x_sorted, const Tensor& d_out) const;
+  // Accumulates the three projections' gradients of every expert that received rows, then releases ctx.
+  void backward_weight(Context& ctx) const;
+
+ private:
+  DType compute_dtype() const { return gate_.first.dtype(); }
+
+  ExpertWeights gate_, up_, down_;                 // the compute copies: E x [F, H], E x [F, H], E x [H, F]
+  ExpertWeights gate_grad_, up_grad_, down_grad_;  // the fp32 gradients, same shapes
+};
+
+}  // namespace hai
