@@ -1,17 +1,19 @@
 // Trainer: saving and resuming checkpoints. A checkpoint holds, by global name:
-//   model group: every parameter's fp32 master value (HF names, the routing biases included), written by rank 0
-//                (every rank holds the same values);
+//   model group: every parameter's fp32 master value (HF names, the routing biases included), the dense ones
+//                written by rank 0 (every rank holds the same values), each routed expert by the first rank of
+//                the expert-DP group holding it (expert parallelism: a rank holds only its experts);
 //   optim group: "optimizer.exp_avg.<name>" and "optimizer.exp_avg_sq.<name>" for every trainable parameter (in
-//                optimizer.moment_dtype), each rank writing the part its ZeRO-1 shard holds as slices of the
-//                parameter's global shape (a flat range cut into boxes, parallel/flat_range_boxes.h); and
-//                "ema.<name>" when the EMA is enabled (rank 0);
+//                optimizer.moment_dtype), each rank writing the part its ZeRO-1 shards (dense, expert) hold as
+//                slices of the parameter's global shape (a flat range cut into boxes, parallel/flat_range_boxes.h);
+//                and "ema.<name>" when the EMA is enabled (by the writer of the value);
 // and as state the step, the data position, the effective config and the layout. Every rank writes its files,
 // rank 0 commits with every rank's entries. Resuming reads the whole values and the slices of the moments that
-// this rank's shard owns, whatever dp wrote them: a checkpoint saved at one dp resumes at another.
+// this rank's shards own, whatever dp and ep wrote them: a checkpoint saved at one layout resumes at another.
 // A weights-only checkpoint (hai-ckpt import-hf) has no optim-group tensor and no data position: resuming from it
 // starts AdamW with zero moments, the EMA at the loaded weights and the data at its first sample.
 
 #include <algorithm>
+#include <vector>
 
 #include <spdlog/spdlog.h>
 
@@ -32,37 +34,56 @@ Tensor value_view(const Tensor& flat, const Parameter& parameter) {
   return flat.slice(parameter.offset, parameter.offset + numel).reshape(parameter.spec.shape);
 }
 
-// Calls visit(group, name, tensor) for every tensor that every rank holds whole: the values and the EMA.
-template <typename Visit>
-void for_each_replicated_tensor(const ParameterStore& store, ParameterEma* ema, Visit&& visit) {
+// Calls visit(group, name, tensor) for the tensors this rank holds whole, the values and the EMA, of every
+// parameter for which include(parameter) holds.
+template <typename Include, typename Visit>
+void for_each_whole_tensor(const ParameterStore& store, ParameterEma* ema, Include&& include, Visit&& visit) {
   for (const Parameter& parameter : store.parameters()) {
+    if (!include(parameter)) continue;
     visit(CheckpointGroup::model, parameter.spec.name, parameter.value);
     if (ema) visit(CheckpointGroup::optim, "ema." + parameter.spec.name, value_view(ema->values(), parameter));
   }
 }
 
-// Calls visit(name, global_shape, box, tensor) for every slice of the AdamW moments this rank's shard holds:
-// `tensor` [box extents] is the view of the shard's moment buffer holding the box of parameter `name`.
+// Calls visit(name, global_shape, box, tensor) for every slice of the AdamW moments that a ZeRO-1 partition's
+// shard holds: `tensor` [box extents] is the view of the shard's moment buffer holding the box of `name`.
 template <typename Visit>
-void for_each_moment_slice(const ParameterStore& store, const Zero1Optimizer& optimizer, Visit&& visit) {
-  const FlatShard& shard = optimizer.shard();
+void for_each_moment_slice(const ParameterStore& store, const Zero1Partition& partition, Visit&& visit) {
   for (const Parameter& parameter : store.parameters()) {
     if (!parameter.spec.trainable) continue;
-    int64_t first = std::max(shard.begin, parameter.grad_offset);
-    int64_t last = std::min(shard.end, parameter.grad_offset + parameter.spec.shape.numel());
+    int64_t first = std::max(partition.owned_begin(), parameter.grad_offset);
+    int64_t last = std::min(partition.owned_end(), parameter.grad_offset + parameter.spec.shape.numel());
     if (first >= last) continue;
-    int64_t offset = first - shard.begin;  // into the shard's moment buffers
+    int64_t offset = first - partition.owned_begin();  // into the shard's moment buffers
     for (const SliceBox& box : flat_range_boxes(parameter.spec.shape, first - parameter.grad_offset,
                                                 last - parameter.grad_offset)) {
       int64_t end = offset + box_volume(box);
       Shape extents(box.extents);
       visit("optimizer.exp_avg." + parameter.spec.name, parameter.spec.shape, box,
-            optimizer.exp_avg().slice(offset, end).reshape(extents));
+            partition.exp_avg().slice(offset, end).reshape(extents));
       visit("optimizer.exp_avg_sq." + parameter.spec.name, parameter.spec.shape, box,
-            optimizer.exp_avg_sq().slice(offset, end).reshape(extents));
+            partition.exp_avg_sq().slice(offset, end).reshape(extents));
       offset = end;
     }
   }
+}
+
+// What the checkpoint files are written from: a host tensor itself, or a device tensor's host copy, kept in
+// `copies` until the files are written (moving an OwnedTensor keeps its memory where it is).
+Tensor on_host(const Tensor& tensor, std::vector<OwnedTensor>& copies) {
+  if (tensor.device().is_cpu()) return tensor;
+  copies.push_back(host_copy(tensor));
+  return copies.back().tensor();
+}
+
+// Calls read(t) with a host tensor t of `tensor`'s shape and dtype, and copies it into `tensor` if that is on a
+// device (the checkpoint reader fills host memory).
+template <typename Read>
+void read_into(const Tensor& tensor, Read&& read) {
+  if (tensor.device().is_cpu()) return read(tensor);
+  OwnedTensor host(tensor.shape(), tensor.dtype());
+  read(host.tensor());
+  copy_tensor(tensor, host);
 }
 
 bool has_optimizer_state(const CheckpointReader& reader) {
@@ -74,14 +95,21 @@ bool has_optimizer_state(const CheckpointReader& reader) {
 
 void Trainer::save_checkpoint() {
   CheckpointWriter writer(config_.checkpoint.dir, step_, world_.rank());
-  if (is_rank0()) {
-    for_each_replicated_tensor(store_, ema_.get(), [&](CheckpointGroup group, const std::string& name,
-                                                       const Tensor& tensor) { writer.add(group, name, tensor); });
+  // NOTE: one writer per tensor: rank 0 for dense parameters, the first rank of each expert-DP group for experts.
+  auto writes = [&](const Parameter& parameter) {
+    return parameter.spec.group == ParameterGroup::expert ? groups_.expert_dp->rank() == 0 : is_rank0();
+  };
+  std::vector<OwnedTensor> host_copies;  // of device tensors, until the files are written
+  for_each_whole_tensor(store_, ema_.get(), writes,
+                        [&](CheckpointGroup group, const std::string& name, const Tensor& tensor) {
+                          writer.add(group, name, on_host(tensor, host_copies));
+                        });
+  for (const Zero1Partition& partition : optimizer_.partitions()) {
+    for_each_moment_slice(store_, partition, [&](const std::string& name, const Shape& shape, const SliceBox& box,
+                                                 const Tensor& tensor) {
+      writer.add(CheckpointGroup::optim, name, shape.to_vector(), box.offsets, on_host(tensor, host_copies));
+    });
   }
-  for_each_moment_slice(store_, optimizer_, [&](const std::string& name, const Shape& shape, const SliceBox& box,
-                                                const Tensor& tensor) {
-    writer.add(CheckpointGroup::optim, name, shape.to_vector(), box.offsets, tensor);
-  });
   std::vector<std::string> entries = all_gather_strings(world_, writer.write_rank_files());
   if (is_rank0()) {
     CheckpointState state;
@@ -104,14 +132,16 @@ int64_t Trainer::resume() {
   if (!path) return 0;
   CheckpointReader reader(*path);
   bool weights_only = !has_optimizer_state(reader);
-  for_each_replicated_tensor(store_, ema_.get(),
-                             [&](CheckpointGroup group, const std::string& name, const Tensor& tensor) {
-                               if (group == CheckpointGroup::model || !weights_only) reader.read(name, tensor);
-                             });
-  if (!weights_only) {
-    for_each_moment_slice(store_, optimizer_, [&](const std::string& name, const Shape&, const SliceBox& box,
-                                                  const Tensor& tensor) {
-      reader.read_slice(name, box.offsets, tensor);
+  for_each_whole_tensor(store_, ema_.get(), [](const Parameter&) { return true; },
+                        [&](CheckpointGroup group, const std::string& name, const Tensor& tensor) {
+                          if (group != CheckpointGroup::model && weights_only) return;
+                          read_into(tensor, [&](const Tensor& host) { reader.read(name, host); });
+                        });
+  const std::vector<Zero1Partition>& partitions = optimizer_.partitions();
+  for (size_t i = 0; !weights_only && i < partitions.size(); ++i) {
+    for_each_moment_slice(store_, partitions[i], [&](const std::string& name, const Shape&, const SliceBox& box,
+                                                     const Tensor& tensor) {
+      read_into(tensor, [&](const Tensor& host) { reader.read_slice(name, box.offsets, host); });
     });
   }
   store_.refresh_compute_copy();

@@ -148,7 +148,7 @@ std::vector<ConfigKey> io_and_runtime_keys() {
       HAI_CONFIG_KEY(logging.run_dir, "directory of config.yaml, metrics.jsonl and the logs", not_empty()),
       HAI_CONFIG_KEY(logging.interval, "print a log line every this many steps", positive<I>()),
       HAI_CONFIG_KEY(logging.peak_tflops, "peak TFLOP/s per GPU, the MFU denominator", positive<double>()),
-      HAI_CONFIG_KEY(runtime.device, "where to compute; auto = cuda when a GPU is present, else cpu"),
+      HAI_CONFIG_KEY(runtime.device, "where to compute; auto = cuda when a GPU is present and the job is one rank, else cpu"),
       HAI_CONFIG_KEY(runtime.deterministic, "forbid non-deterministic GPU kernels (atomics in reductions)"),
       HAI_CONFIG_KEY(runtime.collective_timeout_s, "abort every rank when a collective hangs this long",
                      positive<I>()),

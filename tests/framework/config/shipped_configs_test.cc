@@ -14,14 +14,14 @@ Config load_shipped(const std::string& name, int world_size) {
   return resolve_auto(parsed.config, world_size);
 }
 
-TEST(ShippedConfigs, TinyTrainsOnOneCpuRank) {
+TEST(ShippedConfigs, TinyTrainsOnOneRankOnTheGpuWhenThereIsOne) {
   Config config = load_shipped("tiny.yaml", 1);
   EXPECT_EQ(config.model.vocab_size, 257);
   EXPECT_EQ(config.model.num_layers, 3);
   EXPECT_EQ(config.model.moe.routed_experts, 8);
   EXPECT_EQ(config.data.path, "data/fortunes");
   EXPECT_EQ(config.precision.mode, PrecisionMode::fp32);
-  EXPECT_EQ(config.runtime.device, RuntimeDevice::cpu);
+  EXPECT_EQ(config.runtime.device, RuntimeDevice::automatic);
   EXPECT_EQ(config.parallel.micro_batches, 2);
   EXPECT_NO_THROW(check_supported(config));
 }
