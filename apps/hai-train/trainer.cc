@@ -127,8 +127,8 @@ void Trainer::train_step() {
   for (int64_t micro_batch = 0; micro_batch < micro_batches; ++micro_batch) {
     OwnedTensor tokens = loader_.next();  // [B, S + 1] on the host
     Tensor loss_sums = loss_sums_.tensor().slice(micro_batch, micro_batch + 1).reshape(Shape{loss_sums_.shape()[1]});
-    counted.push_back(model_.train_micro_batch(tokens, static_cast<float>(loss_scale) / static_cast<float>(micro_batches),
-                                               loss_sums));
+    float grad_scale = static_cast<float>(loss_scale) / static_cast<float>(micro_batches);
+    counted.push_back(model_.train_micro_batch(tokens, grad_scale, loss_sums));
   }
   StepLosses losses;
   OwnedTensor host_sums = host_copy(loss_sums_);  // [micro-batches, loss slots]: the step's one read of its losses
