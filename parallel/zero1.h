@@ -1,20 +1,19 @@
 #pragma once
-// Zero1Optimizer: AdamW with its state sharded over a data-parallel group (ZeRO stage 1). One step:
-//   1. reduce_gradients(): the flat gradient buffer, padded to a multiple of dp (flat_shard.h), is
-//      reduce-scattered (sum) so that each rank receives its chunk, then scaled by 1/dp: the mean over the
-//      group of the ranks' gradients. Returns the squared L2 norm of the whole mean gradient: each rank's
-//      squared shard norm, gathered and summed in rank order in double, so the value is the same on every rank.
-//   2. clip(): scales the shard by the global clipping factor (grad_clip.h).
-//   3. step(): AdamW on the owned elements only, with the weight decay of the parameter each element belongs to
-//      (a chunk boundary may split a parameter), then the updated elements are all-gathered into every rank's
-//      full value buffer and the compute copy is refreshed.
-// Each rank keeps the two moments for its shard only ([shard().numel()], optimizer.moment_dtype): optimizer
-// memory falls as 1/dp. The FP32 values themselves stay whole on every rank (the ParameterStore; the model reads
-// them). Every element is reduced and updated by one rank and then copied, so all ranks end bitwise equal.
-// On a group of one rank this is the plain optimizer (framework/optim/adamw.h) with no copies: the shard is the
-// store's gradient buffer.
-//
-// Expert parameters reduce over the same group as dense ones: this is right while ep == 1 (expert-DP = DP).
+// Zero1Optimizer: AdamW with its state sharded over the data-parallel groups (ZeRO stage 1). The store lays out
+// the gradients of the dense parameters before those of the expert parameters (dense_before_expert); the two
+// ranges are two partitions (zero1_partition.h): dense over the DP group, experts over the expert-DP group (the
+// ranks holding the same experts), both averaged over the dp ranks of the global batch. One step:
+//   1. reduce_gradients(): each partition reduce-scatters its range, so each rank holds its chunk of the mean
+//      gradient. Returns the squared L2 norm of the whole mean gradient: the squared norms of this rank's shards,
+//      summed over the DP group in rank order in double (every element, dense or expert, is owned by exactly one
+//      rank of the DP group while tp = 1), so the value is the same on every rank.
+//   2. clip(): scales the shards by the global clipping factor (grad_clip.h).
+//   3. step(): AdamW on the owned elements, with the weight decay of the parameter each belongs to, then each
+//      partition all-gathers its updated values into every rank of its group; the compute copy is refreshed.
+// Optimizer memory falls as 1/dp for dense parameters and 1/expert-dp for experts. The FP32 values stay whole on
+// every rank (the ParameterStore, which holds only this rank's experts). Every element is reduced and updated by
+// one rank and then copied, so all ranks holding a parameter end bitwise equal. On groups of one rank this is the
+// plain optimizer (framework/optim/adamw.h) with no copies.
 
 #include <cstddef>
 #include <cstdint>
@@ -23,45 +22,42 @@
 #include "framework/comm/communicator.h"
 #include "framework/config/config.h"
 #include "framework/params/parameter_store.h"
-#include "framework/tensor/tensor.h"
-#include "parallel/flat_shard.h"
+#include "parallel/zero1_partition.h"
 
 namespace hai {
 
+// The specs in the order ZeRO-1 needs: every dense parameter, then every expert parameter, each in given order.
+std::vector<ParameterSpec> dense_before_expert(std::vector<ParameterSpec> specs);
+
 class Zero1Optimizer {
  public:
-  // The store and the group must outlive the optimizer; every rank of the group holds the same parameter list.
-  // Moments start at zero.
-  Zero1Optimizer(ParameterStore& store, const OptimizerConfig& config, Communicator& dp);
+  // The store and the groups must outlive the optimizer; the ranks of each group hold the same parameter list.
+  // dp: the DP group (its size is the number of ranks the gradients are averaged over); expert_dp: the ranks
+  // holding this rank's experts. Moments start at zero.
+  Zero1Optimizer(ParameterStore& store, const OptimizerConfig& config, Communicator& dp, Communicator& expert_dp);
+  // ep = 1: the DP group reduces the experts too.
+  Zero1Optimizer(ParameterStore& store, const OptimizerConfig& config, Communicator& dp)
+      : Zero1Optimizer(store, config, dp, dp) {}
 
-  // Reduces the store's gradients into this rank's shard (step 1 above); returns the global squared norm.
+  // Reduces the store's gradients into this rank's shards (step 1 above); returns the global squared norm.
   double reduce_gradients();
-  // Clips the shard's gradients to max_norm (0 = no clipping) given the global squared norm; returns the norm.
+  // Clips the shards' gradients to max_norm (0 = no clipping) given the global squared norm; returns the norm.
   double clip(double squared_norm, double max_norm);
-  // One AdamW update of the shard with learning rate `lr` (step_number counts from 1), then the all-gather.
+  // One AdamW update of the shards with learning rate `lr` (step_number counts from 1), then the all-gathers.
   void step(float lr, int64_t step_number);
 
-  const FlatShard& shard() const { return shard_; }
-  Tensor shard_grads() const;  // [shard().numel()] fp32, valid after reduce_gradients()
-  // [shard().numel()] moment dtype: element i belongs to trainable element shard().begin + i. Writable (resume).
-  Tensor exp_avg() const { return exp_avg_.tensor(); }
-  Tensor exp_avg_sq() const { return exp_avg_sq_.tensor(); }
-  size_t state_bytes() const { return exp_avg().bytes() + exp_avg_sq().bytes(); }
+  // The dense partition, then the expert partition (each present when it has trainable elements).
+  const std::vector<Zero1Partition>& partitions() const { return partitions_; }
+  int64_t owned_elements() const;  // this rank's shard elements over the partitions
+  size_t state_bytes() const;
 
  private:
-  bool sharded() const { return dp_.size() > 1; }
-  void gather_values();
+  std::vector<Tensor> shard_grads() const;  // the non-empty shards' gradients
 
   ParameterStore& store_;
   OptimizerConfig config_;
   Communicator& dp_;
-  FlatShard shard_;
-  std::vector<ShardSegment> own_segments_;  // the owned elements
-  std::vector<ShardSegment> all_segments_;  // every trainable element (where gathered values go)
-  OwnedTensor staging_;                     // [chunk * dp] fp32, the padded layout; only when sharded
-  OwnedTensor reduced_grads_;               // [chunk] fp32, this rank's chunk of the mean; only when sharded
-  OwnedTensor exp_avg_;
-  OwnedTensor exp_avg_sq_;
+  std::vector<Zero1Partition> partitions_;
 };
 
 }  // namespace hai

@@ -1,5 +1,8 @@
 // ZeRO-1 over the ranks of the job: the result is AdamW on the mean of the ranks' gradients (computed here on
 // one rank from the same gradients), every rank ends with the same values, and each holds only its shard's moments.
+// With expert parallelism (ep = world: every rank holds experts of its own, its expert-DP group is itself) the
+// dense part is averaged over the ranks as before while each rank's expert gradient, which already sums the
+// contributions of every rank's tokens, is only divided by dp; the norm covers every rank's experts.
 
 #include <gtest/gtest.h>
 
@@ -9,6 +12,8 @@
 #include "framework/comm/single_rank_communicator.h"
 #include "framework/device/elementwise.h"
 #include "framework/device/grad_norm.h"
+#include "parallel/rank_values.h"
+#include "parallel/topology.h"
 #include "parallel/zero1.h"
 #include "tests/framework/comm/world_fixture.h"
 #include "tests/parallel/zero1_test_util.h"
@@ -45,23 +50,34 @@ TEST_F(Zero1World, EqualsOneRankOnTheMeanGradient) {
   SingleRankCommunicator one_rank;
   Zero1Optimizer zero1(store, config, *world_);
   Zero1Optimizer reference(reference_store, config, one_rank);
-  FlatShard shard = zero1.shard();
-  EXPECT_EQ(shard.chunk, (39 + size() - 1) / size());
-  EXPECT_EQ(zero1.exp_avg().numel(), shard.numel());  // the shard's moments only
+  ASSERT_EQ(zero1.partitions().size(), 2u);
+  EXPECT_EQ(zero1.partitions()[0].shard().chunk, (19 + size() - 1) / size());  // dense: 19 elements
+  EXPECT_EQ(zero1.partitions()[1].shard().chunk, (20 + size() - 1) / size());  // experts: 20 elements
+  for (const Zero1Partition& partition : zero1.partitions()) {
+    EXPECT_EQ(partition.exp_avg().numel(), partition.shard().numel());  // the shard's moments only
+  }
   for (int64_t step = 1; step <= 3; ++step) {
     testing::fill_rank_grads(store, rank(), step);
     fill_mean_grads(reference_store, size(), step);
     double squared = zero1.reduce_gradients();
     double reference_squared = reference.reduce_gradients();
     EXPECT_NEAR(squared, reference_squared, 1e-6 * reference_squared);
-    expect_close(reference.shard_grads().slice(shard.begin, shard.end), zero1.shard_grads(), 1e-6);
+    for (size_t i = 0; i < 2; ++i) {
+      const Zero1Partition& part = zero1.partitions()[i];
+      expect_close(reference.partitions()[i].shard_grads().slice(part.shard().begin, part.shard().end),
+                   part.shard_grads(), 1e-6);
+    }
     zero1.clip(squared, 1.5);
     reference.clip(reference_squared, 1.5);
     zero1.step(0.05f, step);
     reference.step(0.05f, step);
   }
   expect_close(reference_store.values(), store.values(), 1e-5);
-  expect_close(reference.exp_avg().slice(shard.begin, shard.end), zero1.exp_avg(), 1e-5);
+  for (size_t i = 0; i < 2; ++i) {
+    const Zero1Partition& part = zero1.partitions()[i];
+    expect_close(reference.partitions()[i].exp_avg().slice(part.shard().begin, part.shard().end), part.exp_avg(),
+                 1e-5);
+  }
 
   // Every rank holds bitwise the same values: the element-wise max and min over ranks equal its own.
   OwnedTensor highest(store.values().shape(), DType::f32), lowest(store.values().shape(), DType::f32);
@@ -73,6 +89,37 @@ TEST_F(Zero1World, EqualsOneRankOnTheMeanGradient) {
     ASSERT_EQ(highest.tensor().data<float>()[i], store.values().data<float>()[i]) << i;
     ASSERT_EQ(lowest.tensor().data<float>()[i], store.values().data<float>()[i]) << i;
   }
+}
+
+TEST_F(Zero1World, ExpertsOfEachRankReduceOverItsExpertDpGroupOnly) {
+  OptimizerConfig config = testing::zero1_optimizer_config();
+  ParallelGroups groups = make_parallel_groups(*world_, GridShape{.dp = size(), .ep = size()});
+  ASSERT_EQ(groups.expert_dp->size(), 1);
+  ParameterStore store(testing::zero1_specs(), Device::cpu());
+  ParameterStore reference_store(testing::zero1_specs(), Device::cpu());
+  store.initialize(5, 0.5);
+  reference_store.initialize(5, 0.5);
+  SingleRankCommunicator one_rank;
+  Zero1Optimizer zero1(store, config, *groups.dp, *groups.expert_dp);
+  Zero1Optimizer reference(reference_store, config, one_rank);
+  const int64_t dense = 19;  // the dense gradients [0, 19), this rank's experts [19, 39)
+  for (int64_t step = 1; step <= 3; ++step) {
+    testing::fill_rank_grads(store, rank(), step);
+    // The reference: the mean dense gradient, and this rank's expert gradient divided by dp.
+    fill_mean_grads(reference_store, size(), step);
+    copy_tensor(reference_store.grads().slice(dense, 39), store.grads().slice(dense, 39));
+    scale_tensor(reference_store.grads().slice(dense, 39), 1.0f / static_cast<float>(size()));
+    double own_experts = grad_norm_squared({reference_store.grads().slice(dense, 39)});
+    double all_experts = sum_over_ranks(*world_, own_experts);
+    double squared = zero1.reduce_gradients();
+    double reference_squared = reference.reduce_gradients() - own_experts + all_experts;
+    EXPECT_NEAR(squared, reference_squared, 1e-6 * reference_squared);
+    zero1.clip(squared, 1.5);
+    reference.clip(reference_squared, 1.5);
+    zero1.step(0.05f, step);
+    reference.step(0.05f, step);
+  }
+  expect_close(reference_store.values(), store.values(), 1e-5);
 }
 
 TEST_F(Zero1World, NormIsTheSameOnEveryRank) {

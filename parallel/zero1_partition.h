@@ -1,0 +1,63 @@
+#pragma once
+// Zero1Partition: one part of ZeRO-1 (zero1.h): a range [layout_begin, layout_end) of the flat gradient layout
+// (ParameterStore::grads()) whose gradients reduce over one group, sharded over that group (flat_shard.h, with
+// offsets relative to the range). The dense parameters form one partition over the DP group, the expert
+// parameters another over the expert-DP group. Each rank keeps the AdamW moments of its shard only.
+//   reduce_gradients(): the range, padded to a multiple of the group size, is reduce-scattered (sum) and scaled
+//                       by 1 / mean_over: the mean gradient over the mean_over ranks that contributed to it;
+//   step():             AdamW on the owned elements (a chunk boundary may split a parameter);
+//   gather_values():    the owned updated values are all-gathered into every rank's value buffer.
+// On a group of one rank there are no copies: the shard is the range of the store's gradient buffer.
+
+#include <cstdint>
+#include <vector>
+
+#include "framework/comm/communicator.h"
+#include "framework/config/config.h"
+#include "framework/device/adamw.h"
+#include "framework/params/parameter_store.h"
+#include "framework/tensor/tensor.h"
+#include "parallel/flat_shard.h"
+
+namespace hai {
+
+class Zero1Partition {
+ public:
+  // The store and the group must outlive the partition; every rank of the group has the same layout of the
+  // range. mean_over >= 1. Moments start at zero.
+  Zero1Partition(ParameterStore& store, int64_t layout_begin, int64_t layout_end, Communicator& group,
+                 int mean_over, MomentDType moments);
+
+  void reduce_gradients();
+  Tensor shard_grads() const;  // [shard().numel()] fp32, valid after reduce_gradients()
+  // AdamW on the owned elements; settings.weight_decay is replaced per element by weight_decay or 0.
+  void step(AdamWSettings settings, float weight_decay);
+  void gather_values();
+
+  int64_t layout_begin() const { return layout_begin_; }
+  const FlatShard& shard() const { return shard_; }  // relative to layout_begin()
+  int64_t owned_begin() const { return layout_begin_ + shard_.begin; }  // into the flat gradient layout
+  int64_t owned_end() const { return layout_begin_ + shard_.end; }
+  // [shard().numel()] moment dtype: element i belongs to gradient element owned_begin() + i. Writable (resume).
+  Tensor exp_avg() const { return exp_avg_.tensor(); }
+  Tensor exp_avg_sq() const { return exp_avg_sq_.tensor(); }
+  size_t state_bytes() const { return exp_avg().bytes() + exp_avg_sq().bytes(); }
+
+ private:
+  bool sharded() const { return group_.size() > 1; }
+  Tensor layout_grads() const;  // [shard().total] fp32: the range of the store's gradients
+
+  ParameterStore& store_;
+  int64_t layout_begin_;
+  Communicator& group_;
+  int mean_over_;
+  FlatShard shard_;
+  std::vector<ShardSegment> own_segments_;  // the owned elements (absolute gradient offsets)
+  std::vector<ShardSegment> all_segments_;  // every element of the range
+  OwnedTensor staging_;                     // [chunk * group] fp32, the padded range; only when sharded
+  OwnedTensor reduced_grads_;               // [chunk] fp32, this rank's chunk of the mean; only when sharded
+  OwnedTensor exp_avg_;
+  OwnedTensor exp_avg_sq_;
+};
+
+}  // namespace hai
