@@ -18,17 +18,18 @@
 #include "framework/comm/mpi_runtime.h"
 #include "framework/config/config_error.h"
 #include "framework/config/load.h"
+#include "framework/config/parse.h"
 #include "framework/config/write.h"
 #include "framework/core/launch.h"
 #include "framework/core/logging.h"
 #include "model/memory_estimate.h"
 #include "model/parameters.h"
+#include "parallel/pipeline/schedule_report.h"
 
 namespace {
 
 constexpr int kExitFailure = 1;
 constexpr int kExitConfigError = 2;
-constexpr int kExitNotImplemented = 3;
 
 struct Options {
   std::string config_path;
@@ -50,7 +51,7 @@ void add_options(CLI::App& app, Options& options) {
   auto* eval_only = app.add_flag("--eval-only", options.eval_only,
                                  "evaluate the checkpoint named by checkpoint.resume, print JSON, then exit");
   app.add_option("--world-size", options.world_size,
-                 "with --dry-run: plan for this many ranks instead of the launched ones");
+                 "with --dry-run or --schedule-only: plan for this many ranks instead of the launched ones");
   dry_run->excludes(schedule_only)->excludes(eval_only);
   schedule_only->excludes(eval_only);
 }
@@ -72,6 +73,15 @@ nlohmann::ordered_json dry_run_report(const hai::Config& config, int world_size)
                                {"activations", memory.activations},
                                {"total", memory.total()}};
   return report;
+}
+
+// The ranks to plan for: --world-size, else the launched ones; --schedule-only alone plans for the layout's own
+// ranks (pp x tp x dp, an auto dp counting as 1), so that one process shows any pipeline.
+int planned_world_size(const Options& options, const hai::LaunchInfo& launch) {
+  if (options.world_size > 0) return options.world_size;
+  if (!options.schedule_only) return launch.world_size;
+  hai::ParallelConfig parallel = hai::parse_config_file(options.config_path, options.overrides).config.parallel;
+  return static_cast<int>(parallel.pp * parallel.tp * parallel.dp.value_or(1));
 }
 
 // world: the job's ranks, or null for a single rank without MPI.
@@ -127,10 +137,12 @@ int main(int argc, char** argv) {
   }
 
   const hai::LaunchInfo& launch = hai::launch_info();
-  int world_size = options.world_size > 0 ? options.world_size : launch.world_size;
-  auto features = options.dry_run ? hai::FeatureCheck::plan_only : hai::FeatureCheck::require_supported;
+  int world_size = 0;
+  bool plan_only = options.dry_run || options.schedule_only;
+  auto features = plan_only ? hai::FeatureCheck::plan_only : hai::FeatureCheck::require_supported;
   hai::Config config;
   try {
+    world_size = planned_world_size(options, launch);
     config = hai::load_config(options.config_path, options.overrides, world_size, features);
   } catch (const hai::ConfigError& error) {
     if (launch.rank == 0) std::cerr << error.what() << std::endl;
@@ -144,8 +156,9 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (options.schedule_only) {
-      spdlog::error("--schedule-only is not implemented yet (it comes with the pipeline schedules)");
-      return kExitNotImplemented;
+      // NOTE: the default costs F 1, B 2 (W 1), F&B 3 are whole units, and the DualPipe formula is exact for them.
+      if (launch.rank == 0) std::cout << hai::schedule_report(hai::pipeline_shape(config.parallel), hai::StepCosts{});
+      return 0;
     }
     if (launch.world_size > 1) return train_or_evaluate_on_ranks(config, options);
     return train_or_evaluate(config, options, nullptr);

@@ -1,0 +1,52 @@
+// hai-train --schedule-only: builds, validates and simulates the configured pipeline schedule without a model or
+// data, prints the rank x time table with the bubble and activation numbers, and exits 0.
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <string>
+
+#include "tests/apps/command.h"
+#include "tests/apps/tiny_config.h"
+
+namespace hai {
+namespace {
+
+using testing::CommandResult;
+using testing::run_hai_train;
+using testing::TempDirectory;
+using testing::write_tiny_config;
+
+TEST(HaiTrainScheduleOnlyTest, PrintsTheDualPipeTableAndNumbersWithoutTraining) {
+  TempDirectory dir;
+  // pp 2 in one process: the layout's own 2 ranks are planned; 8 sequences / micro-batches of 2 = 4 micro-batches.
+  CommandResult result = run_hai_train("--config " + write_tiny_config(dir.path()) +
+                                           " --set parallel.pp=2 --set parallel.schedule=dualpipe"
+                                           " --set train.global_batch_size=8 --schedule-only",
+                                       dir.path());
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_NE(result.out.find("schedule dualpipe: pp 2, 4 micro-batches, 2 model stages"), std::string::npos)
+      << result.out;
+  EXPECT_NE(result.out.find("rank 0 F0     F2'    F1     B2'    W2'    F3'&B0 -      -      B3'    W3'    B1     W1"),
+            std::string::npos)
+      << result.out;
+  EXPECT_NE(result.out.find("makespan 12; largest bubble 0 (0.0%), reference (PP/2-1)(F&B+B-3W) = 0"),
+            std::string::npos)
+      << result.out;
+  EXPECT_NE(result.out.find("largest peak activations 3 (micro-batch activations of one stage), reference PP+1 = 3"),
+            std::string::npos)
+      << result.out;
+  EXPECT_FALSE(std::filesystem::exists(dir.path() / "run"));  // no run dir: nothing was trained
+}
+
+TEST(HaiTrainScheduleOnlyTest, ATooSmallBatchForDualPipeIsAConfigError) {
+  TempDirectory dir;
+  CommandResult result = run_hai_train("--config " + write_tiny_config(dir.path()) +
+                                           " --set parallel.pp=2 --set parallel.schedule=dualpipe --schedule-only",
+                                       dir.path());
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_NE(result.err.find("config error: parallel.micro_batches"), std::string::npos) << result.err;
+}
+
+}  // namespace
+}  // namespace hai
