@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "framework/core/error.h"
+
 namespace hai {
 namespace {
 
