@@ -5,6 +5,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include <chrono>
 #include <exception>
 #include <iostream>
 #include <memory>
@@ -15,6 +16,7 @@
 #include <spdlog/spdlog.h>
 
 #include "apps/hai-train/trainer.h"
+#include "framework/comm/collective_watchdog.h"
 #include "framework/comm/mpi_runtime.h"
 #include "framework/config/config_error.h"
 #include "framework/config/load.h"
@@ -111,10 +113,13 @@ int train_or_evaluate(const hai::Config& config, const Options& options, hai::Co
   return 0;
 }
 
-// Several ranks: MPI's world; a failure on one rank aborts them all (the others may wait in a collective).
+// Several ranks: MPI's world; a failure on one rank aborts them all (the others may wait in a collective), and
+// so does a collective that waits longer than runtime.collective_timeout_s (the watchdog).
 int train_or_evaluate_on_ranks(const hai::Config& config, const Options& options) {
   hai::MpiRuntime runtime;
   std::unique_ptr<hai::Communicator> world = runtime.world();
+  world->set_observer(std::make_shared<hai::CollectiveWatchdog>(
+      world->rank(), std::chrono::seconds(config.runtime.collective_timeout_s), kExitFailure));
   try {
     return train_or_evaluate(config, options, world.get());
   } catch (const std::exception& error) {  // NOTE: any exception: the other ranks would wait for this one forever

@@ -2,7 +2,9 @@
 // 10 steps at dp 1, 2 and 4 (the same global batch of 4 sequences: 4, 2 and 1 micro-batches of 1 per rank) gives
 // the same per-step losses and gradient norms and the same final parameters, to 1e-5 relative (only the order of
 // the gradient sums differs); a checkpoint written at dp 4 resumes at dp 2 and continues with the losses of the
-// uninterrupted run. Every rank runs single-threaded (HAI_CPU_THREADS=1).
+// uninterrupted run. Expert parallelism the same way: ep 2 with dp 2 and ep 4 with dp 4 (the 4 routed experts
+// split over the ranks, expert gradients reduced over the expert-DP group) reproduce the single-rank run, and a
+// checkpoint written at ep 4 resumes at ep 2. Every rank runs single-threaded (HAI_CPU_THREADS=1).
 
 #include <gtest/gtest.h>
 
@@ -43,12 +45,13 @@ int run_on_ranks(int ranks, const std::filesystem::path& dir, const std::string&
   return code;
 }
 
-// Trains the tiny config for 10 steps on `ranks` ranks in a directory of its own under `root`.
-std::filesystem::path train(int ranks, const std::filesystem::path& root) {
-  std::filesystem::path dir = root / ("dp" + std::to_string(ranks));
+// Trains the tiny config for 10 steps on `ranks` ranks with expert parallelism over `ep` of them, in a
+// directory of its own under `root`.
+std::filesystem::path train(int ranks, const std::filesystem::path& root, int ep = 1) {
+  std::filesystem::path dir = root / ("dp" + std::to_string(ranks) + "_ep" + std::to_string(ep));
   std::filesystem::create_directories(dir);
   testing::write_tiny_config(dir);
-  run_on_ranks(ranks, dir, std::string("--config tiny.yaml") + kOverrides);
+  run_on_ranks(ranks, dir, std::string("--config tiny.yaml") + kOverrides + " --set parallel.ep=" + std::to_string(ep));
   return dir;
 }
 
@@ -127,6 +130,26 @@ TEST_F(DataParallelTraining, CheckpointOfFourRanksResumesOnTwo) {
   ASSERT_EQ(run_on_ranks(2, dp4, arguments), 0);
   expect_same_steps(single_rank_ / "run", dp4 / "run");
   expect_close_checkpoints(checkpoint_of(single_rank_, 10), dp2_checkpoints / step_dir_name(10));
+}
+
+TEST_F(DataParallelTraining, ExpertParallelTwoRanksMatchOneRank) {
+  std::filesystem::path dir = train(2, root_->path(), /*ep=*/2);
+  expect_same_steps(single_rank_ / "run", dir / "run");
+  expect_close_checkpoints(checkpoint_of(single_rank_, 10), checkpoint_of(dir, 10));
+}
+
+TEST_F(DataParallelTraining, ExpertParallelFourRanksMatchOneRankAndResumeOnTwo) {
+  std::filesystem::path ep4 = train(4, root_->path(), /*ep=*/4);
+  expect_same_steps(single_rank_ / "run", ep4 / "run");
+  expect_close_checkpoints(checkpoint_of(single_rank_, 10), checkpoint_of(ep4, 10));
+  // Two ranks at ep 2 resume the ep 4 run's step 5 (each rank reads its experts by their global names).
+  std::filesystem::path ep2_checkpoints = ep4 / "ep2_checkpoints";
+  std::string arguments = std::string("--config tiny.yaml") + kOverrides + " --set parallel.ep=2" +
+                          " --set checkpoint.resume=" + checkpoint_of(ep4, 5).string() +
+                          " --set checkpoint.dir=" + ep2_checkpoints.string();
+  ASSERT_EQ(run_on_ranks(2, ep4, arguments), 0);
+  expect_same_steps(single_rank_ / "run", ep4 / "run");
+  expect_close_checkpoints(checkpoint_of(single_rank_, 10), ep2_checkpoints / step_dir_name(10));
 }
 
 }  // namespace
