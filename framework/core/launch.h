@@ -9,6 +9,7 @@ struct LaunchInfo {
   int world_size = 1;  // ranks in the job
   int local_rank = 0;  // rank among the processes on this node (picks the GPU)
   int local_size = 1;
+  bool local_rank_known = false;  // whether the launcher said; if not, local_rank is 0 (ask MPI for the node's ranks)
 };
 
 // Open MPI (OMPI_COMM_WORLD_*), PMIx (PMIX_RANK), PMI (PMI_RANK/PMI_SIZE) and Slurm (SLURM_PROCID/...) are read
