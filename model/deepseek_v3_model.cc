@@ -24,53 +24,18 @@ constexpr int64_t kLmSlot = 0;
 constexpr int64_t kBalanceSlot = 1;
 constexpr int64_t kFirstMtpSlot = 2;
 
-// Row `row` of a [rows, T] tensor, as [T].
-Tensor row_of(const Tensor& rows, int64_t row) { return rows.slice(row, row + 1).reshape(Shape{rows.size(1)}); }
-
 // Slot `slot` of the loss sums, as [1].
 Tensor loss_slot(const Tensor& loss_sums, int64_t slot) { return loss_sums.slice(slot, slot + 1); }
-
-// The rows of the batch tensor: inputs, targets, positions, then ids and targets of each MTP depth.
-constexpr int64_t kInputsRow = 0;
-constexpr int64_t kTargetsRow = 1;
-constexpr int64_t kPositionsRow = 2;
-int64_t mtp_ids_row(int64_t depth) { return 3 + 2 * (depth - 1); }      // depth counts from 1
-int64_t mtp_targets_row(int64_t depth) { return 4 + 2 * (depth - 1); }  // depth counts from 1
-int64_t batch_rows(int64_t mtp_depth) { return 3 + 2 * mtp_depth; }
-
-// Fills host rows [batch_rows(D), T] i32 from tokens [B, S + 1] and returns the counted targets.
-// Depth 0 is the main model: ids t_i, targets t_{i+1}; depth k: ids t_{i+k} (0 past the window), targets
-// t_{i+k+1} (kIgnoreTarget past the window).
-CountedTokens split_tokens(const Tensor& rows, const Tensor& tokens, int64_t mtp_depth) {
-  const int64_t batch = tokens.size(0), seq_len = tokens.size(1) - 1;
-  const int32_t* window = tokens.data<int32_t>();  // [B, S + 1]
-  CountedTokens counted;
-  for (int64_t depth = 0; depth <= mtp_depth; ++depth) {
-    int32_t* ids = row_of(rows, depth == 0 ? kInputsRow : mtp_ids_row(depth)).data<int32_t>();              // [T]
-    int32_t* targets = row_of(rows, depth == 0 ? kTargetsRow : mtp_targets_row(depth)).data<int32_t>();  // [T]
-    int64_t count = 0;
-    for (int64_t b = 0; b < batch; ++b) {
-      for (int64_t i = 0; i < seq_len; ++i) {
-        int64_t t = b * seq_len + i, id = i + depth, target = i + depth + 1;
-        ids[t] = id <= seq_len ? window[b * (seq_len + 1) + id] : 0;
-        targets[t] = target <= seq_len ? window[b * (seq_len + 1) + target] : kIgnoreTarget;
-        count += targets[t] != kIgnoreTarget ? 1 : 0;
-      }
-    }
-    if (depth == 0) {
-      counted.lm = count;
-    } else {
-      counted.mtp.push_back(count);
-    }
-  }
-  int32_t* positions = row_of(rows, kPositionsRow).data<int32_t>();  // [T]
-  for (int64_t t = 0; t < batch * seq_len; ++t) positions[t] = static_cast<int32_t>(t % seq_len);
-  return counted;
-}
 
 }  // namespace
 
 int64_t loss_slots(int64_t mtp_depth) { return kFirstMtpSlot + mtp_depth; }
+
+Tensor lm_loss_slot(const Tensor& loss_sums) { return loss_slot(loss_sums, kLmSlot); }
+Tensor balance_loss_slot(const Tensor& loss_sums) { return loss_slot(loss_sums, kBalanceSlot); }
+Tensor mtp_loss_slot(const Tensor& loss_sums, int64_t depth) {
+  return loss_slot(loss_sums, kFirstMtpSlot + depth - 1);
+}
 
 MicroBatchLosses read_losses(const Tensor& sums, const CountedTokens& counted) {
   check_shape(sums, Shape{loss_slots(static_cast<int64_t>(counted.mtp.size()))}, "loss sums");
@@ -85,16 +50,9 @@ MicroBatchLosses read_losses(const Tensor& sums, const CountedTokens& counted) {
   return losses;
 }
 
-// Everything one micro-batch's forward keeps for its backward. T = B * S tokens, H = hidden size.
-struct DeepseekV3Model::Pass {
-  int64_t seq_len = 0;
-  OwnedTensor batch;                // [3 + 2D, T] i32 on the device: the rows below
-  Tensor inputs;                    // [T] i32 tokens[:, :S]
-  Tensor targets;                   // [T] i32 tokens[:, 1:]
-  Tensor positions;                 // [T] i32 t % S
-  std::vector<Tensor> mtp_ids;      // [D][T] i32 t_{i+k} (0 past the window)
-  std::vector<Tensor> mtp_targets;  // [D][T] i32 t_{i+k+1} or kIgnoreTarget
-  CountedTokens counted;
+// Everything one micro-batch's forward keeps for its backward: its token rows, then for T = B * S tokens and
+// H = hidden size the activations below.
+struct DeepseekV3Model::Pass : MicroBatchInputs {
   std::vector<OwnedTensor> hidden;  // [L + 1][T, H]: the embedding output, then each layer's output
   std::vector<DecoderLayer::Context> layers;
   OutputHead::Context head;
@@ -128,36 +86,13 @@ DeepseekV3Model::DeepseekV3Model(const ModelConfig& model, const ParameterStore&
 
 DeepseekV3Model::~DeepseekV3Model() = default;
 
-void DeepseekV3Model::upload_batch(Pass& pass, const Tensor& tokens) const {
-  HAI_CHECK(tokens.rank() == 2 && tokens.size(1) >= 2, "tokens must be [B, S + 1], got {}", tokens.str());
-  HAI_CHECK(tokens.device().is_cpu(), "tokens are read on the host, got {}", tokens.str());
-  check_dtype(tokens, DType::i32, "tokens");
-  pass.seq_len = tokens.size(1) - 1;
-  Shape rows{batch_rows(config_.mtp_depth), tokens.size(0) * pass.seq_len};
-  OwnedTensor host_rows(rows, DType::i32);  // [3 + 2D, T]
-  pass.counted = split_tokens(host_rows, tokens, config_.mtp_depth);
-  if (device().is_cpu()) {
-    pass.batch = std::move(host_rows);
-  } else {
-    pass.batch = OwnedTensor(rows, DType::i32, device());
-    copy_tensor_async(pass.batch, host_rows);  // NOTE: the pageable source is read before this returns
-  }
-  pass.inputs = row_of(pass.batch, kInputsRow);
-  pass.targets = row_of(pass.batch, kTargetsRow);
-  pass.positions = row_of(pass.batch, kPositionsRow);
-  for (int64_t depth = 1; depth <= config_.mtp_depth; ++depth) {
-    pass.mtp_ids.push_back(row_of(pass.batch, mtp_ids_row(depth)));
-    pass.mtp_targets.push_back(row_of(pass.batch, mtp_targets_row(depth)));
-  }
-}
-
 DeepseekV3Model::Pass DeepseekV3Model::forward(const Tensor& tokens, const Tensor& loss_sums, bool count_load) {
   check_shape(loss_sums, Shape{loss_slots(config_.mtp_depth)}, "loss sums");
   check_dtype(loss_sums, DType::f32, "loss sums");
   HAI_CHECK(loss_sums.device() == device(), "loss sums on {}, the model on {}", to_string(loss_sums.device()),
             to_string(device()));
   Pass pass;
-  upload_batch(pass, tokens);
+  static_cast<MicroBatchInputs&>(pass) = upload_micro_batch(tokens, config_.mtp_depth, device());
   zero_fill(loss_sums);
 
   Shape hidden_shape{pass.inputs.numel(), config_.hidden_size};

@@ -15,16 +15,11 @@
 
 #include "framework/device/rope_table.h"
 #include "model/decoder_layer.h"
+#include "model/micro_batch_inputs.h"
 #include "model/mtp_module.h"
 #include "model/output_head.h"
 
 namespace hai {
-
-// The targets a micro-batch counts, known on the host from its tokens.
-struct CountedTokens {
-  int64_t lm = 0;
-  std::vector<int64_t> mtp;  // one per depth
-};
 
 // A micro-batch's losses as host values.
 struct MicroBatchLosses {
@@ -39,6 +34,10 @@ struct MicroBatchLosses {
 // The layout of a micro-batch's loss sums: [loss_slots(D)] fp32,
 //   [0] the main head's token losses, [1] the MoE layers' balance losses, [2 + k] MTP depth k + 1's token losses.
 int64_t loss_slots(int64_t mtp_depth);
+// Views of one slot of the loss sums, each [1].
+Tensor lm_loss_slot(const Tensor& loss_sums);
+Tensor balance_loss_slot(const Tensor& loss_sums);
+Tensor mtp_loss_slot(const Tensor& loss_sums, int64_t depth);  // depth counts from 1
 // The host values of `sums` (a host copy of the loss sums) with the micro-batch's counted tokens.
 MicroBatchLosses read_losses(const Tensor& sums, const CountedTokens& counted);
 
@@ -77,8 +76,6 @@ class DeepseekV3Model {
   // count_load: add the routed-token counts to expert_load().
   Pass forward(const Tensor& tokens, const Tensor& loss_sums, bool count_load);
   void backward(Pass& pass, float grad_scale);
-  // The micro-batch's token tensors on the model's device (one copy) and its counted tokens.
-  void upload_batch(Pass& pass, const Tensor& tokens) const;
   // Host copy of loss sums: [loss_slots] fp32 on the model's device -> host values.
   MicroBatchLosses read_back(const Tensor& loss_sums, const CountedTokens& counted) const;
   Tensor expert_load_row(int64_t row) const;  // [E] i32

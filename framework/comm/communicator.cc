@@ -132,6 +132,28 @@ void Communicator::recv(const Tensor& tensor, int peer, int tag) {
   run_recv(tensor, peer, tag);
 }
 
+void Communicator::post_send(const Tensor& tensor, int peer, int tag) {
+  check_not_in_group("post_send");
+  check_peer(peer, "post_send");
+  HAI_CHECK(tag >= 0, "post_send: negative tag {}", tag);
+  OperationScope scope(*this, "post_send");
+  run_post_send(tensor, peer, tag);
+}
+
+void Communicator::wait_posted_sends() {
+  check_not_in_group("wait_posted_sends");
+  OperationScope scope(*this, "wait_posted_sends");
+  run_wait_posted_sends();
+}
+
+void Communicator::run_post_send(const Tensor&, int, int) {
+  HAI_THROW("post_send: this communicator's backend has no posted sends");
+}
+
+void Communicator::run_wait_posted_sends() {
+  HAI_THROW("wait_posted_sends: this communicator's backend has no posted sends");
+}
+
 void Communicator::group_start() {
   OperationScope scope(*this, "group_start");
   if (group_depth_++ == 0) run_group_start();

@@ -92,6 +92,13 @@ class Communicator {
   void send(const Tensor& tensor, int peer, int tag);
   void recv(const Tensor& tensor, int peer, int tag);
 
+  // A send the sender does not wait for (outside a group, to another rank): posted now, matched by a recv of the
+  // same tag like send; `tensor` must stay alive and untouched until wait_posted_sends() returns. A pipeline
+  // engine sends this way, so that two ranks may receive in another order than the other sent.
+  void post_send(const Tensor& tensor, int peer, int tag);
+  // Waits until every send posted by post_send has been taken by its receiver.
+  void wait_posted_sends();
+
   void group_start();
   void group_end();
   bool in_group() const { return group_depth_ > 0; }
@@ -123,6 +130,9 @@ class Communicator {
                                 std::span<const int64_t> recv_counts) = 0;
   virtual void run_send(const Tensor& tensor, int peer, int tag) = 0;
   virtual void run_recv(const Tensor& tensor, int peer, int tag) = 0;
+  // Backends without posted sends keep these, which refuse.
+  virtual void run_post_send(const Tensor& tensor, int peer, int tag);
+  virtual void run_wait_posted_sends();
   virtual void run_group_start() = 0;
   virtual void run_group_end() = 0;
   virtual void run_barrier() = 0;

@@ -156,18 +156,36 @@ void MpiCommunicator::run_recv(const Tensor& tensor, int peer, int tag) {
   pending_requests_.push_back(request);
 }
 
+void MpiCommunicator::run_post_send(const Tensor& tensor, int peer, int tag) {
+  check_host(tensor, "post_send");
+  check_tag(tag, "post_send");
+  PendingTransfer transfer{false, peer, tag, mpi::checked_count(tensor.numel(), "post_send"),
+                           mpi::element_type(tensor.dtype())};
+  MPI_Request request = MPI_REQUEST_NULL;
+  HAI_MPI_CHECK(MPI_Isend(tensor.raw(), transfer.count, transfer.type, peer, tag, comm_, &request));
+  posted_sends_.push_back(transfer);
+  posted_send_requests_.push_back(request);
+}
+
+void MpiCommunicator::run_wait_posted_sends() {
+  wait_all(std::exchange(posted_sends_, {}), std::exchange(posted_send_requests_, {}), "wait_posted_sends");
+}
+
 void MpiCommunicator::run_group_end() {
-  std::vector<PendingTransfer> transfers = std::exchange(pending_transfers_, {});
-  std::vector<MPI_Request> requests = std::exchange(pending_requests_, {});
+  wait_all(std::exchange(pending_transfers_, {}), std::exchange(pending_requests_, {}), "group_end");
+}
+
+void MpiCommunicator::wait_all(const std::vector<PendingTransfer>& transfers, std::vector<MPI_Request> requests,
+                               std::string_view operation) const {
   std::vector<MPI_Status> statuses(requests.size());
   int result = MPI_Waitall(static_cast<int>(requests.size()), requests.data(), statuses.data());
   for (size_t i = 0; result == MPI_ERR_IN_STATUS && i < transfers.size(); ++i) {
     int error = statuses[i].MPI_ERROR;
-    HAI_CHECK(error == MPI_SUCCESS || error == MPI_ERR_PENDING, "group_end: {} rank {} with tag {} failed: {}",
+    HAI_CHECK(error == MPI_SUCCESS || error == MPI_ERR_PENDING, "{}: {} rank {} with tag {} failed: {}", operation,
               transfers[i].is_receive ? "recv from" : "send to", transfers[i].peer, transfers[i].tag,
               detail::mpi_error_string(error));
   }
-  HAI_CHECK(result == MPI_SUCCESS, "group_end: MPI_Waitall failed: {}", detail::mpi_error_string(result));
+  HAI_CHECK(result == MPI_SUCCESS, "{}: MPI_Waitall failed: {}", operation, detail::mpi_error_string(result));
   for (size_t i = 0; i < transfers.size(); ++i) {
     if (transfers[i].is_receive) check_received_count(statuses[i], transfers[i]);
   }

@@ -35,6 +35,8 @@ class MpiCommunicator final : public Communicator {
                         std::span<const int64_t> recv_counts) override;
   void run_send(const Tensor& tensor, int peer, int tag) override;
   void run_recv(const Tensor& tensor, int peer, int tag) override;
+  void run_post_send(const Tensor& tensor, int peer, int tag) override;
+  void run_wait_posted_sends() override;
   void run_group_start() override {}
   void run_group_end() override;
   void run_barrier() override;
@@ -50,6 +52,9 @@ class MpiCommunicator final : public Communicator {
     MPI_Datatype type;
   };
 
+  // Completes `requests` (one per transfer, in the same order), raising the first failure for `operation`.
+  void wait_all(const std::vector<PendingTransfer>& transfers, std::vector<MPI_Request> requests,
+                std::string_view operation) const;
   void check_tag(int tag, std::string_view operation) const;
   void check_received_count(const MPI_Status& status, const PendingTransfer& transfer) const;
 
@@ -59,6 +64,8 @@ class MpiCommunicator final : public Communicator {
   int tag_upper_bound_ = 0;
   std::vector<PendingTransfer> pending_transfers_;
   std::vector<MPI_Request> pending_requests_;  // one per pending transfer, in the same order
+  std::vector<PendingTransfer> posted_sends_;  // by post_send, completed by wait_posted_sends()
+  std::vector<MPI_Request> posted_send_requests_;  // one per posted send, in the same order
 };
 
 }  // namespace hai

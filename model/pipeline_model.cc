@@ -1,0 +1,86 @@
+#include "model/pipeline_model.h"
+
+#include "model/mla_attention.h"
+
+namespace hai {
+
+PipelineModel::PipelineModel(const ModelConfig& model, const ParameterStore& store, int stage_count,
+                             const std::vector<int>& held_stages, ExpertExchange* experts)
+    : config_(model), store_(store) {
+  RopeSettings settings = mla_rope_settings(model);
+  Shape table_shape{settings.max_positions, settings.rope_dim / 2};
+  OwnedTensor host_cos(table_shape, DType::f32), host_sin(table_shape, DType::f32);
+  fill_rope_table(RopeTable{host_cos, host_sin}, settings);
+  rope_cos_ = OwnedTensor(table_shape, DType::f32, device());
+  rope_sin_ = OwnedTensor(table_shape, DType::f32, device());
+  copy_tensor(rope_cos_, host_cos);
+  copy_tensor(rope_sin_, host_sin);
+  rope_ = RopeTable{rope_cos_, rope_sin_};
+
+  std::vector<StageLayers> layers = pipeline_stages(model, stage_count);
+  for (int index : held_stages) {
+    HAI_CHECK(index >= 0 && index < stage_count, "pipeline model: stage {} of {}", index, stage_count);
+    stages_[index] = std::make_unique<PipelineStage>(model, store, layers[static_cast<size_t>(index)], rope_,
+                                                     experts);
+  }
+}
+
+PipelineModel::~PipelineModel() = default;
+
+void PipelineModel::start_step(const std::vector<Tensor>& tokens, float grad_scale, const Tensor& loss_sums,
+                               const Tensor& expert_load) {
+  HAI_CHECK(!tokens.empty(), "pipeline model: a step needs micro-batches");
+  check_shape(loss_sums, Shape{static_cast<int64_t>(tokens.size()), loss_slots(config_.mtp_depth)}, "loss sums");
+  HAI_CHECK(contexts_.empty(), "pipeline model: {} micro-batch contexts of the last step were never released",
+            contexts_.size());
+  batches_.clear();
+  for (const Tensor& window : tokens) batches_.push_back(upload_micro_batch(window, config_.mtp_depth, device()));
+  boundary_shape_ = Shape{batches_.front().inputs.numel(), config_.hidden_size};
+  grad_scale_ = grad_scale;
+  loss_sums_ = loss_sums;
+  expert_load_ = expert_load;
+  zero_fill(loss_sums);
+}
+
+std::vector<CountedTokens> PipelineModel::counted() const {
+  std::vector<CountedTokens> counted;
+  for (const MicroBatchInputs& batch : batches_) counted.push_back(batch.counted);
+  return counted;
+}
+
+void PipelineModel::forward(int stage_index, int microbatch, const Tensor& input, const Tensor& output) {
+  auto [where, inserted] = contexts_.try_emplace({stage_index, microbatch});
+  HAI_CHECK(inserted, "pipeline model: F of stage {} for micro-batch {} twice", stage_index, microbatch);
+  Tensor loss_sums = loss_sums_.slice(microbatch, microbatch + 1).reshape(Shape{loss_sums_.size(1)});  // [slots]
+  stage(stage_index).forward(where->second, batch(microbatch), input, output, loss_sums, expert_load_);
+}
+
+void PipelineModel::backward_input(int stage_index, int microbatch, const Tensor& d_output, const Tensor& d_input) {
+  stage(stage_index).backward_input(context(stage_index, microbatch), batch(microbatch), d_output, d_input,
+                                    grad_scale_);
+}
+
+void PipelineModel::backward_weight(int stage_index, int microbatch) {
+  stage(stage_index).backward_weight(context(stage_index, microbatch), batch(microbatch));
+  contexts_.erase({stage_index, microbatch});
+}
+
+const PipelineStage& PipelineModel::stage(int index) const {
+  auto found = stages_.find(index);
+  HAI_CHECK(found != stages_.end(), "pipeline model: stage {} is not on this rank", index);
+  return *found->second;
+}
+
+const MicroBatchInputs& PipelineModel::batch(int microbatch) const {
+  HAI_CHECK(microbatch >= 0 && microbatch < static_cast<int>(batches_.size()),
+            "pipeline model: micro-batch {} outside the step's {}", microbatch, batches_.size());
+  return batches_[static_cast<size_t>(microbatch)];
+}
+
+PipelineStage::Context& PipelineModel::context(int stage, int microbatch) {
+  auto found = contexts_.find({stage, microbatch});
+  HAI_CHECK(found != contexts_.end(), "pipeline model: no F of stage {} for micro-batch {}", stage, microbatch);
+  return found->second;
+}
+
+}  // namespace hai

@@ -1,0 +1,61 @@
+#pragma once
+// The stages of the DeepSeek-V3 model that one pipeline rank holds, driven by the pipeline engine
+// (parallel/pipeline/engine.h) for the micro-batches of a step. Every stage reads its parameters from the rank's
+// store; with DualPipe(V) a rank holds two stages. Every rank builds every micro-batch's token rows from the same
+// windows (the loader gives each rank of a pipeline the same ones), so only hidden states and their gradients
+// travel between ranks. T = tokens of a micro-batch, H = hidden size.
+
+#include <map>
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "model/deepseek_v3_model.h"
+#include "model/pipeline_stage.h"
+#include "parallel/pipeline/engine.h"
+
+namespace hai {
+
+class PipelineModel final : public PipelineStages {
+ public:
+  // held_stages: the stages of pipeline_stages(model, stage_count) this rank runs (placement.h).
+  PipelineModel(const ModelConfig& model, const ParameterStore& store, int stage_count,
+                const std::vector<int>& held_stages, ExpertExchange* experts = nullptr);
+  ~PipelineModel() override;
+  PipelineModel(const PipelineModel&) = delete;
+  PipelineModel& operator=(const PipelineModel&) = delete;
+
+  // Sets up a step: tokens: one [B, S + 1] i32 host tensor per micro-batch; loss_sums: [micro-batches,
+  // loss_slots(D)] fp32 on the store's device, zeroed here, then each row gets its micro-batch's sums of this
+  // rank's stages; expert_load: [moe blocks, E] i32 += the routed counts of this rank's MoE layers. The gradients
+  // of grad_scale x each micro-batch's objective accumulate into the store.
+  void start_step(const std::vector<Tensor>& tokens, float grad_scale, const Tensor& loss_sums,
+                  const Tensor& expert_load);
+  // The counted targets of each micro-batch of the step.
+  std::vector<CountedTokens> counted() const;
+
+  Shape boundary_shape() const override { return boundary_shape_; }
+  Device device() const override { return store_.values().device(); }
+  void forward(int stage, int microbatch, const Tensor& input, const Tensor& output) override;
+  void backward_input(int stage, int microbatch, const Tensor& d_output, const Tensor& d_input) override;
+  void backward_weight(int stage, int microbatch) override;
+
+ private:
+  const PipelineStage& stage(int index) const;
+  const MicroBatchInputs& batch(int microbatch) const;
+  PipelineStage::Context& context(int stage, int microbatch);
+
+  ModelConfig config_;
+  const ParameterStore& store_;
+  OwnedTensor rope_cos_, rope_sin_;  // [positions, rope_dim / 2] fp32 on the device
+  RopeTable rope_;
+  std::map<int, std::unique_ptr<PipelineStage>> stages_;  // by stage index
+  std::vector<MicroBatchInputs> batches_;                 // this step's, one per micro-batch
+  std::map<std::pair<int, int>, PipelineStage::Context> contexts_;  // by (stage, micro-batch), from F to W
+  Shape boundary_shape_;  // [T, H]
+  float grad_scale_ = 1;
+  Tensor loss_sums_;    // [micro-batches, loss slots]
+  Tensor expert_load_;  // [moe blocks, E]
+};
+
+}  // namespace hai

@@ -1,0 +1,145 @@
+#include "model/pipeline_stage.h"
+
+#include "framework/device/embedding.h"
+#include "model/deepseek_v3_model.h"
+#include "model/parameters.h"
+#include "parallel/pipeline/stage_partition.h"
+
+namespace hai {
+
+std::vector<StageLayers> pipeline_stages(const ModelConfig& model, int stages) {
+  std::vector<double> costs(static_cast<size_t>(model.num_layers), 1.0);
+  if (!costs.empty()) costs.back() += 1.0 + static_cast<double>(model.mtp_depth);
+  std::vector<int> counts = balanced_stage_layers(costs, stages);
+  std::vector<StageLayers> layers;
+  int64_t first_layer = 0;
+  for (int stage = 0; stage < stages; ++stage) {
+    int64_t count = counts[static_cast<size_t>(stage)];
+    layers.push_back({.first_layer = first_layer, .layers = count, .first = stage == 0, .last = stage == stages - 1});
+    first_layer += count;
+  }
+  return layers;
+}
+
+PipelineStage::PipelineStage(const ModelConfig& model, const ParameterStore& store, const StageLayers& layers,
+                             const RopeTable& rope, ExpertExchange* experts)
+    : config_(model), layers_(layers), embedding_(store["model.embed_tokens.weight"]) {
+  HAI_CHECK(layers.layers >= 1 && layers.first_layer >= 0 && layers.first_layer + layers.layers <= model.num_layers,
+            "pipeline stage: layers [{}, {}) outside the model's {}", layers.first_layer,
+            layers.first_layer + layers.layers, model.num_layers);
+  for (int64_t layer = layers.first_layer; layer < layers.first_layer + layers.layers; ++layer) {
+    blocks_.push_back(std::make_unique<DecoderLayer>(model, store, layer, rope, experts));
+  }
+  if (!layers.last) return;
+  head_ = std::make_unique<OutputHead>(model, store, "model.norm.weight");
+  for (int64_t depth = 1; depth <= model.mtp_depth; ++depth) {
+    mtp_.push_back(std::make_unique<MtpModule>(model, store, depth, rope, experts));
+  }
+}
+
+Tensor PipelineStage::expert_load_row(const Tensor& expert_load, int64_t layer) const {
+  // NOTE: every block from first_dense_layers on (MTP blocks included) is an MoE layer, so rows follow layers.
+  int64_t row = layer - config_.first_dense_layers;
+  return expert_load.slice(row, row + 1).reshape(Shape{config_.moe.routed_experts});
+}
+
+void PipelineStage::forward(Context& ctx, const MicroBatchInputs& batch, const Tensor& input, const Tensor& output,
+                            const Tensor& loss_sums, const Tensor& expert_load) const {
+  Shape hidden_shape{batch.inputs.numel(), config_.hidden_size};
+  Device device = embedding_.value.device();
+  OwnedTensor embedded;  // [T, H] first stage
+  Tensor x = input;      // [T, H] the current layer's input
+  if (layers_.first) {
+    embedded = OwnedTensor(hidden_shape, DType::f32, device);
+    embedding_forward(embedded, embedding_.value, batch.inputs);
+    x = embedded;
+  }
+  std::vector<OwnedTensor> hidden;  // [layers][T, H] the layers' outputs (the last one's is `output` but on the last stage)
+  ctx.layers.resize(blocks_.size());
+  for (size_t index = 0; index < blocks_.size(); ++index) {
+    bool writes_output = index + 1 == blocks_.size() && !layers_.last;
+    if (!writes_output) hidden.emplace_back(hidden_shape, DType::f32, device);
+    Tensor out = writes_output ? output : hidden.back().tensor();  // [T, H]
+    const DecoderLayer& block = *blocks_[index];
+    block.forward(ctx.layers[index], out, x, batch.positions, batch.seq_len);
+    if (const MoeLayer* moe = block.moe()) {
+      moe->accumulate_load(ctx.layers[index].moe,
+                           expert_load_row(expert_load, layers_.first_layer + static_cast<int64_t>(index)));
+      block.accumulate_balance_loss(ctx.layers[index], balance_loss_slot(loss_sums));
+    }
+    x = out;
+  }
+  if (layers_.last) forward_head(ctx, batch, x, loss_sums, expert_load);
+}
+
+void PipelineStage::forward_head(Context& ctx, const MicroBatchInputs& batch, const Tensor& hidden,
+                                 const Tensor& loss_sums, const Tensor& expert_load) const {
+  head_->forward(ctx.head, hidden, batch.targets, lm_loss_slot(loss_sums));
+  ctx.mtp.resize(mtp_.size());
+  const Tensor* previous = &ctx.head.normed.tensor();  // [T, H] h_0, then each module's h_k
+  for (size_t index = 0; index < mtp_.size(); ++index) {
+    int64_t depth = static_cast<int64_t>(index) + 1;
+    MtpModule::Context& module = ctx.mtp[index];
+    mtp_[index]->forward(module, *previous, batch.mtp_ids[index], batch.mtp_targets[index], batch.positions,
+                         batch.seq_len, mtp_loss_slot(loss_sums, depth));
+    const DecoderLayer& block = mtp_[index]->block();
+    if (const MoeLayer* moe = block.moe()) {
+      moe->accumulate_load(module.block.moe, expert_load_row(expert_load, config_.num_layers + depth - 1));
+      block.accumulate_balance_loss(module.block, balance_loss_slot(loss_sums));
+    }
+    previous = &module.output.tensor();
+  }
+}
+
+void PipelineStage::backward_input(Context& ctx, const MicroBatchInputs& batch, const Tensor& d_output,
+                                   const Tensor& d_input, float grad_scale) const {
+  Shape hidden_shape{batch.inputs.numel(), config_.hidden_size};
+  Device device = embedding_.value.device();
+  OwnedTensor d_head;  // [T, H] last stage: the gradient of the last layer's output
+  Tensor d_hidden = d_output;
+  if (layers_.last) {
+    d_head = OwnedTensor(hidden_shape, DType::f32, device);
+    backward_head(ctx, batch, d_head, grad_scale);
+    d_hidden = d_head;
+  }
+  OwnedTensor d_layer;  // [T, H] the current layer's input gradient
+  for (size_t index = blocks_.size(); index-- > 0;) {
+    bool writes_input = index == 0 && !layers_.first;
+    OwnedTensor d_x = writes_input ? OwnedTensor() : OwnedTensor(hidden_shape, DType::f32, device);  // [T, H]
+    Tensor d_x_view = writes_input ? d_input : d_x.tensor();
+    blocks_[index]->backward_input(ctx.layers[index], d_x_view, d_hidden, grad_scale);
+    d_layer = std::move(d_x);
+    d_hidden = d_x_view;
+  }
+  if (layers_.first) ctx.d_embedded = std::move(d_layer);
+}
+
+void PipelineStage::backward_head(Context& ctx, const MicroBatchInputs& batch, const Tensor& d_hidden,
+                                  float grad_scale) const {
+  Shape hidden_shape{batch.inputs.numel(), config_.hidden_size};
+  Device device = d_hidden.device();
+  // MTP modules, deepest first: module k receives d h_k from module k + 1; module 1 yields d h_0.
+  OwnedTensor d_next;
+  float mtp_weight = config_.mtp_depth > 0 ? static_cast<float>(config_.mtp_loss_weight / config_.mtp_depth) : 0;
+  for (size_t depth = mtp_.size(); depth-- > 0;) {
+    OwnedTensor d_previous(hidden_shape, DType::f32, device);
+    int64_t counted = batch.counted.mtp[depth];
+    float loss_grad = counted > 0 ? grad_scale * mtp_weight / static_cast<float>(counted) : 0.0f;
+    mtp_[depth]->backward_input(ctx.mtp[depth], d_previous, d_next, loss_grad, grad_scale);
+    d_next = std::move(d_previous);
+  }
+  int64_t counted = batch.counted.lm;
+  float lm_grad = counted > 0 ? grad_scale / static_cast<float>(counted) : 0.0f;
+  head_->backward_input(ctx.head, d_hidden, lm_grad, d_next);
+}
+
+void PipelineStage::backward_weight(Context& ctx, const MicroBatchInputs& batch) const {
+  // The order of DeepseekV3Model's backward: MTP modules, head, layers, embedding.
+  for (size_t depth = 0; depth < mtp_.size(); ++depth) mtp_[depth]->backward_weight(ctx.mtp[depth]);
+  if (head_) head_->backward_weight(ctx.head);
+  for (size_t index = 0; index < blocks_.size(); ++index) blocks_[index]->backward_weight(ctx.layers[index]);
+  if (layers_.first) embedding_backward(embedding_.grad, ctx.d_embedded, batch.inputs);
+  ctx = Context{};
+}
+
+}  // namespace hai

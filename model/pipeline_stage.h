@@ -1,0 +1,75 @@
+#pragma once
+// One pipeline stage of the DeepSeek-V3 model: a contiguous run of decoder layers, with the embedding on the first
+// stage and the final norm, output head and MTP modules on the last (DESIGN.md "Pipeline"). Its forward (F), input
+// gradient (B) and weight gradient (W) of a micro-batch run the ops of DeepseekV3Model in the same order, so a
+// pipelined step gives the unpipelined one's values: bit for bit in fp32 for every parameter held by one stage, up to
+// the order of the sums for the embedding (read by the first stage and by MTP on the last one).
+// T = tokens of the micro-batch, H = hidden size.
+
+#include <memory>
+#include <vector>
+
+#include "framework/device/rope_table.h"
+#include "model/decoder_layer.h"
+#include "model/micro_batch_inputs.h"
+#include "model/mtp_module.h"
+#include "model/output_head.h"
+
+namespace hai {
+
+struct StageLayers {
+  int64_t first_layer = 0;
+  int64_t layers = 1;
+  bool first = false;  // holds the embedding
+  bool last = false;   // holds the final norm, the output head and the MTP modules
+};
+
+// The model's decoder layers in `stages` contiguous stages (stage_partition.h's balanced_stage_layers), each layer
+// costing 1 and the last stage's head and MTP modules 1 + mtp_depth more: the head about a layer, each MTP module
+// a block and a head. Throws hai::Error unless 1 <= stages <= num_layers.
+std::vector<StageLayers> pipeline_stages(const ModelConfig& model, int stages);
+
+class PipelineStage {
+ public:
+  // rope: the model's table (mla_rope_settings), owned by the caller; experts: as DecoderLayer.
+  PipelineStage(const ModelConfig& model, const ParameterStore& store, const StageLayers& layers,
+                const RopeTable& rope, ExpertExchange* experts = nullptr);
+
+  // What a micro-batch's F keeps for its B and W.
+  struct Context {
+    std::vector<DecoderLayer::Context> layers;
+    OutputHead::Context head;             // last stage
+    std::vector<MtpModule::Context> mtp;  // last stage, one per depth
+    OwnedTensor d_embedded;               // [T, H] first stage: the embedding output's gradient, for W
+  };
+
+  // input: [T, H] the previous stage's output (not read on the first stage, which embeds batch.inputs); output:
+  // [T, H] written with the last layer's output (not on the last stage). loss_sums: [loss_slots(D)] fp32 (layout in
+  // deepseek_v3_model.h) += this stage's balance losses, and on the last stage its main and MTP token losses.
+  // expert_load: [moe blocks, E] i32 (rows as DeepseekV3Model::expert_load) += the routed counts of its MoE layers.
+  void forward(Context& ctx, const MicroBatchInputs& batch, const Tensor& input, const Tensor& output,
+               const Tensor& loss_sums, const Tensor& expert_load) const;
+  // d_output: [T, H] the gradient of the output (not read on the last stage); d_input: [T, H] written (not on the
+  // first stage). The gradients are those of grad_scale x the objective (DeepseekV3Model::train_micro_batch).
+  void backward_input(Context& ctx, const MicroBatchInputs& batch, const Tensor& d_output, const Tensor& d_input,
+                      float grad_scale) const;
+  // Accumulates the weight gradients into the store and releases the context.
+  void backward_weight(Context& ctx, const MicroBatchInputs& batch) const;
+
+ private:
+  // Main layers, then MTP blocks: the row of expert_load of block `layer` (an MoE layer).
+  Tensor expert_load_row(const Tensor& expert_load, int64_t layer) const;
+  void forward_head(Context& ctx, const MicroBatchInputs& batch, const Tensor& hidden, const Tensor& loss_sums,
+                    const Tensor& expert_load) const;
+  // The last stage's head and MTP modules: d_hidden (overwritten) is the gradient of the last layer's output.
+  void backward_head(Context& ctx, const MicroBatchInputs& batch, const Tensor& d_hidden, float grad_scale) const;
+
+  ModelConfig config_;
+  StageLayers layers_;
+  const Parameter& embedding_;
+  std::vector<std::unique_ptr<DecoderLayer>> blocks_;
+  std::unique_ptr<OutputHead> head_;             // last stage only
+  std::vector<std::unique_ptr<MtpModule>> mtp_;  // last stage only
+};
+
+}  // namespace hai

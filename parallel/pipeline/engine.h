@@ -1,0 +1,68 @@
+#pragma once
+// The pipeline engine: runs one pipeline rank's instruction list (schedule.h) for one optimizer step, with no
+// schedule-specific branch. Compute goes to the rank's stages through PipelineStages (the model implements it;
+// parallel/ never includes model/); what passes between stages, a stage's output and its gradient, moves between
+// ranks by point-to-point messages on the pipeline communicator, or stays on the rank when the next stage of the
+// micro-batch is there too (the turn of DualPipeV). Messages are matched by tag, one per (stage, micro-batch,
+// direction), and sent without waiting for the receiver (Communicator::post_send), so two ranks may receive in
+// another order than the other sent (docs/design/pipeline.md) and the rank goes on with its work.
+
+#include <map>
+#include <utility>
+#include <vector>
+
+#include "framework/comm/communicator.h"
+#include "framework/tensor/tensor.h"
+#include "parallel/pipeline/instruction.h"
+#include "parallel/pipeline/placement.h"
+
+namespace hai {
+
+// The stages one pipeline rank holds, for the micro-batches of the current step. Between stages flows a fp32
+// tensor of boundary_shape() (the hidden state [T, H], and its gradient back) on device().
+class PipelineStages {
+ public:
+  virtual ~PipelineStages() = default;
+
+  virtual Shape boundary_shape() const = 0;
+  virtual Device device() const = 0;
+
+  // F. input: the output of F(stage - 1) for the micro-batch (undefined for stage 0); output: written (undefined
+  // for the last stage, which ends in the losses).
+  virtual void forward(int stage, int microbatch, const Tensor& input, const Tensor& output) = 0;
+  // B. d_output: the gradient of F's output (undefined for the last stage); d_input: written with the gradient
+  // of F's input (undefined for stage 0).
+  virtual void backward_input(int stage, int microbatch, const Tensor& d_output, const Tensor& d_input) = 0;
+  // W: the weight gradients of (stage, micro-batch), accumulated; after its B.
+  virtual void backward_weight(int stage, int microbatch) = 0;
+};
+
+class PipelineEngine {
+ public:
+  // pipeline: the ranks of this rank's pipeline, ranked by pipeline rank; its size is shape.ranks.
+  PipelineEngine(const PipelineShape& shape, Communicator& pipeline);
+
+  // Runs `program` (this pipeline rank's list of the schedule for `shape`) for one step and waits until its sends
+  // have been received. Throws hai::Error when a stage's input is missing or something is left over at the end.
+  void run(const std::vector<Instruction>& program, PipelineStages& stages);
+
+ private:
+  using Key = std::pair<int, int>;  // (stage, micro-batch)
+
+  void forward(const Instruction& instruction, PipelineStages& stages);
+  void backward_input(int stage, int microbatch, PipelineStages& stages);
+  void send(std::map<Key, OwnedTensor>& from, const Instruction& instruction, int direction);
+  void receive(std::map<Key, OwnedTensor>& into, const Instruction& instruction, int direction,
+               const PipelineStages& stages);
+  // The message tag of (stage, micro-batch) in `direction` (0: activations, 1: gradients).
+  int tag(int stage, int microbatch, int direction) const;
+
+  PipelineShape shape_;
+  int stages_;
+  Communicator& pipeline_;
+  std::map<Key, OwnedTensor> outputs_;    // the output of F(stage, micro-batch), until F(stage + 1) or its send
+  std::map<Key, OwnedTensor> gradients_;  // the input gradient of B(stage, micro-batch), until B(stage - 1) or send
+  std::vector<OwnedTensor> in_flight_;    // posted sends' tensors, until they are received
+};
+
+}  // namespace hai
