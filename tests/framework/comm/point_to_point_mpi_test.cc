@@ -1,5 +1,5 @@
 // send and recv across ranks: blocking pairs, rings and halo exchanges batched in groups (which would deadlock
-// as blocking calls), and receives of the wrong size.
+// as blocking calls), posted sends received in another order, and receives of the wrong size.
 
 #include <string>
 
@@ -51,6 +51,27 @@ TEST_F(PointToPoint, RingInsideAGroupCompletes) {
   }
   EXPECT_EQ(world_->last_operation().name, "group_end");
   EXPECT_EQ(world_->last_operation().sequence, 4u);
+}
+
+// Posted sends do not wait for their receivers: every rank posts two large messages to the next rank, then
+// receives the previous rank's in the other order (by tag), and only then waits for its own sends.
+TEST_F(PointToPoint, PostedSendsAreReceivedInAnyOrder) {
+  if (size() < 2) GTEST_SKIP() << "needs two ranks";
+  constexpr int64_t kCount = int64_t{1} << 18;
+  OwnedTensor first = make_tensor(Shape{kCount}, DType::f32, [&](int64_t i) { return rank() * 1e6 + i; });
+  OwnedTensor second = make_tensor(Shape{kCount}, DType::f32, [&](int64_t i) { return rank() * 1e6 - i; });
+  world_->post_send(first, next(), 1);
+  world_->post_send(second, next(), 2);
+  OwnedTensor second_received(Shape{kCount}, DType::f32), first_received(Shape{kCount}, DType::f32);
+  world_->recv(second_received, previous(), 2);
+  world_->recv(first_received, previous(), 1);
+  world_->wait_posted_sends();
+  for (int64_t i = 0; i < kCount; ++i) {
+    ASSERT_EQ(first_received.data<float>()[i], previous() * 1e6 + i) << "element " << i;
+    ASSERT_EQ(second_received.data<float>()[i], previous() * 1e6 - i) << "element " << i;
+  }
+  EXPECT_EQ(world_->last_operation().name, "wait_posted_sends");
+  EXPECT_EQ(world_->last_operation().sequence, 5u);
 }
 
 // Both neighbours at once (on two ranks they are the same rank): tags tell the two messages apart.
