@@ -204,6 +204,7 @@ void Trainer::train_step() {
 
 bool Trainer::gradients_finite_on_every_rank() {
   OwnedTensor flag(Shape{1}, DType::i32, device_);  // [1] 1 when this rank holds an inf or NaN gradient
+  zero_fill(flag);  // NOTE: device memory from the pool is not zeroed, and the op only ever sets the flag
   flag_non_finite(flag, store_.grads());
   OwnedTensor non_finite = host_copy(flag);  // [1], then the same on every rank
   world_.all_reduce(non_finite, ReduceOp::max);
