@@ -12,8 +12,9 @@ namespace {
 
 void check_input_matrix(const Tensor& matrix, const char* what) {
   HAI_CHECK(matrix.rank() == 2, "gemm {} must be a matrix, got {}", what, matrix.str());
-  HAI_CHECK(matrix.dtype() == DType::f32 || matrix.dtype() == DType::bf16, "gemm {} must be fp32 or bf16, got {}", what,
-            matrix.str());
+  DType dtype = matrix.dtype();
+  HAI_CHECK(dtype == DType::f32 || dtype == DType::bf16 || dtype == DType::f16,
+            "gemm {} must be fp32, bf16 or fp16, got {}", what, matrix.str());
 }
 
 bool overlaps(const Tensor& a, const Tensor& b) {

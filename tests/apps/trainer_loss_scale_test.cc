@@ -1,6 +1,8 @@
 // Dynamic loss scaling in precision.mode fp16 (DESIGN.md "Precision"). An initial scale of 2^40 pushes the output
 // gradients past fp16's range (65504), so the first step's gradients hold inf: the step is skipped, parameters and
 // AdamW moments keep their bytes, and the scale halves. Clean steps double the scale after each window.
+// NOTE: the model is the tiny one without MoE layers (all dense, no MTP block): the routed experts' grouped GEMM
+// takes no fp16 inputs yet.
 
 #include <gtest/gtest.h>
 
@@ -20,6 +22,14 @@ using testing::read_metrics;
 using testing::TempDirectory;
 using testing::tiny_config;
 
+// The tiny config in fp16 without MoE layers, with these further overrides.
+Config fp16_config(const std::filesystem::path& dir, std::vector<std::string> overrides) {
+  for (const char* fp16 : {"precision.mode=fp16", "model.first_dense_layers=2", "model.mtp_depth=0"}) {
+    overrides.push_back(fp16);
+  }
+  return tiny_config(dir, overrides);
+}
+
 bool all_zero(const Tensor& moments) {
   for (int64_t i = 0; i < moments.numel(); ++i) {
     if (moments.data<float>()[i] != 0.0f) return false;
@@ -29,15 +39,18 @@ bool all_zero(const Tensor& moments) {
 
 TEST(TrainerLossScaleTest, AnOverflowingGradientSkipsTheStepAndHalvesTheScale) {
   TempDirectory dir;
-  Trainer trainer(tiny_config(dir.path(), {"precision.mode=fp16", "precision.loss_scale.init=1099511627776",
+  Trainer trainer(fp16_config(dir.path(), {"precision.loss_scale.init=1099511627776",
                                            "precision.loss_scale.window=1000", "train.steps=1"}));
   OwnedTensor before(trainer.parameters().values().shape(), DType::f32);  // [N]
   copy_tensor(before, trainer.parameters().values());
   trainer.train();
 
   expect_same_bytes(before, trainer.parameters().values(), "parameters after the skipped step");
-  EXPECT_TRUE(all_zero(trainer.optimizer().exp_avg())) << "AdamW's first moment moved";
-  EXPECT_TRUE(all_zero(trainer.optimizer().exp_avg_sq())) << "AdamW's second moment moved";
+  ASSERT_FALSE(trainer.optimizer().partitions().empty());
+  for (const Zero1Partition& partition : trainer.optimizer().partitions()) {
+    EXPECT_TRUE(all_zero(partition.exp_avg())) << "AdamW's first moment moved";
+    EXPECT_TRUE(all_zero(partition.exp_avg_sq())) << "AdamW's second moment moved";
+  }
   EXPECT_EQ(trainer.loss_scale(), std::ldexp(1.0, 39));
   MetricsFile metrics = read_metrics(dir.path() / "run");
   ASSERT_EQ(metrics.steps.size(), 1u);
@@ -49,8 +62,8 @@ TEST(TrainerLossScaleTest, AnOverflowingGradientSkipsTheStepAndHalvesTheScale) {
 
 TEST(TrainerLossScaleTest, CleanStepsDoubleTheScaleAfterEachWindow) {
   TempDirectory dir;
-  Trainer trainer(tiny_config(dir.path(), {"precision.mode=fp16", "precision.loss_scale.init=4",
-                                           "precision.loss_scale.window=2", "train.steps=5"}));
+  Trainer trainer(fp16_config(dir.path(), {"precision.loss_scale.init=4", "precision.loss_scale.window=2",
+                                           "train.steps=5"}));
   trainer.train();
   MetricsFile metrics = read_metrics(dir.path() / "run");
   ASSERT_EQ(metrics.steps.size(), 5u);

@@ -23,6 +23,7 @@ constexpr int64_t kDepthBlock = 128;
 
 float to_float(float value) { return value; }
 float to_float(bf16 value) { return bf16_to_float(value.bits); }
+float to_float(fp16 value) { return fp16_to_float(value.bits); }
 
 struct Block {
   int64_t begin;
@@ -39,7 +40,7 @@ struct TileScratch {
   std::array<float, kRowBlock * kColumnBlock> accumulator;  // [padded rows, padded columns]
 };
 
-// A row-major matrix of fp32 or bf16 elements and whether it is used transposed.
+// A row-major matrix of fp32, bf16 or fp16 elements and whether it is used transposed.
 template <typename Element>
 struct Operand {
   const Element* data;
@@ -175,6 +176,7 @@ void gemm_typed(const Tensor& c, const Tensor& a, const Tensor& b, const GemmOpt
 template <typename AElement>
 void gemm_with_a(const Tensor& c, const Tensor& a, const Tensor& b, const GemmOptions& options) {
   if (b.dtype() == DType::bf16) return gemm_typed<AElement, bf16>(c, a, b, options);
+  if (b.dtype() == DType::f16) return gemm_typed<AElement, fp16>(c, a, b, options);
   gemm_typed<AElement, float>(c, a, b, options);
 }
 
@@ -182,6 +184,7 @@ void gemm_with_a(const Tensor& c, const Tensor& a, const Tensor& b, const GemmOp
 
 void gemm(const Tensor& c, const Tensor& a, const Tensor& b, const GemmOptions& options) {
   if (a.dtype() == DType::bf16) return gemm_with_a<bf16>(c, a, b, options);
+  if (a.dtype() == DType::f16) return gemm_with_a<fp16>(c, a, b, options);
   gemm_with_a<float>(c, a, b, options);
 }
 

@@ -18,7 +18,9 @@ GemmProblem column_major_problem(const Tensor& c, const Tensor& a, const Tensor&
   problem.k = options.transpose_a ? a.size(0) : a.size(1);
   problem.transpose_a = options.transpose_b;
   problem.transpose_b = options.transpose_a;
-  problem.input_type = a.dtype() == DType::bf16 ? CUDA_R_16BF : CUDA_R_32F;
+  problem.input_type = a.dtype() == DType::bf16  ? CUDA_R_16BF
+                       : a.dtype() == DType::f16 ? CUDA_R_16F
+                                                 : CUDA_R_32F;
   problem.alignment_a = operand_alignment(b.raw());
   problem.alignment_b = operand_alignment(a.raw());
   problem.alignment_c = operand_alignment(c.raw());
