@@ -33,14 +33,15 @@ TEST(LoadConfig, ErrorsCarryTheFileLine) {
 }
 
 TEST(LoadConfig, RefusesUnsupportedFeaturesAfterValidation) {
-  std::string path = write_temp_config("load_test_ep.yaml", "data:\n  source: synthetic\nparallel:\n  ep: 2\n");
+  std::string path = write_temp_config("load_test_sequence_parallel.yaml",
+                                       "data:\n  source: synthetic\nparallel:\n  sequence_parallel: true\n");
   try {
     load_config(path, {}, 2);
     FAIL() << "no throw";
   } catch (const ConfigError& error) {
-    EXPECT_EQ(error.key_path(), "parallel.ep");
+    EXPECT_EQ(error.key_path(), "parallel.sequence_parallel");
     EXPECT_EQ(error.yaml_line(), 4);
-    EXPECT_EQ(error.problem(), "not supported yet (expert parallelism: ep must be 1)");
+    EXPECT_EQ(error.problem(), "not supported yet (sequence parallelism)");
   }
 }
 
