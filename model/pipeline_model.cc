@@ -1,27 +1,15 @@
 #include "model/pipeline_model.h"
 
-#include "model/mla_attention.h"
-
 namespace hai {
 
 PipelineModel::PipelineModel(const ModelConfig& model, const ParameterStore& store, int stage_count,
                              const std::vector<int>& held_stages, ExpertExchange* experts)
-    : config_(model), store_(store) {
-  RopeSettings settings = mla_rope_settings(model);
-  Shape table_shape{settings.max_positions, settings.rope_dim / 2};
-  OwnedTensor host_cos(table_shape, DType::f32), host_sin(table_shape, DType::f32);
-  fill_rope_table(RopeTable{host_cos, host_sin}, settings);
-  rope_cos_ = OwnedTensor(table_shape, DType::f32, device());
-  rope_sin_ = OwnedTensor(table_shape, DType::f32, device());
-  copy_tensor(rope_cos_, host_cos);
-  copy_tensor(rope_sin_, host_sin);
-  rope_ = RopeTable{rope_cos_, rope_sin_};
-
+    : config_(model), store_(store), rope_(model, store.values().device()) {
   std::vector<StageLayers> layers = pipeline_stages(model, stage_count);
   for (int index : held_stages) {
     HAI_CHECK(index >= 0 && index < stage_count, "pipeline model: stage {} of {}", index, stage_count);
-    stages_[index] = std::make_unique<PipelineStage>(model, store, layers[static_cast<size_t>(index)], rope_,
-                                                     experts);
+    stages_[index] = std::make_unique<PipelineStage>(model, store, layers[static_cast<size_t>(index)],
+                                                     rope_.table(), experts);
   }
 }
 

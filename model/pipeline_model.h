@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "model/deepseek_v3_model.h"
+#include "model/model_rope_table.h"
 #include "model/pipeline_stage.h"
 #include "parallel/pipeline/engine.h"
 
@@ -47,8 +48,7 @@ class PipelineModel final : public PipelineStages {
 
   ModelConfig config_;
   const ParameterStore& store_;
-  OwnedTensor rope_cos_, rope_sin_;  // [positions, rope_dim / 2] fp32 on the device
-  RopeTable rope_;
+  ModelRopeTable rope_;
   std::map<int, std::unique_ptr<PipelineStage>> stages_;  // by stage index
   std::vector<MicroBatchInputs> batches_;                 // this step's, one per micro-batch
   std::map<std::pair<int, int>, PipelineStage::Context> contexts_;  // by (stage, micro-batch), from F to W

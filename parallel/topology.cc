@@ -27,6 +27,12 @@ std::unique_ptr<Communicator> split_expert_dp_group(Communicator& world, const G
   return world.split(here.pp * grid.ep + expert.ep, expert.ep_group);
 }
 
+// The pipeline group: the color names (dp, tp), the key is pp.
+std::unique_ptr<Communicator> split_pipeline_group(Communicator& world, const GridShape& grid,
+                                                   const RankCoordinates& here) {
+  return world.split(here.dp * grid.tp + here.tp, here.pp);
+}
+
 }  // namespace
 
 GridShape grid_shape(const ParallelConfig& parallel) {
@@ -63,6 +69,7 @@ ParallelGroups make_parallel_groups(Communicator& world, const GridShape& grid) 
   groups.dp = split_dp_group(world, grid, here);
   groups.ep = split_ep_group(world, grid, here);
   groups.expert_dp = split_expert_dp_group(world, grid, here);
+  groups.pp = split_pipeline_group(world, grid, here);
   return groups;
 }
 

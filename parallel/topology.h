@@ -9,7 +9,9 @@
 // (EP) groups of ep consecutive ranks: EP rank s % ep, EP group s / ep. The ranks with the same EP rank form the
 // expert-data-parallel (expert-DP) group, ranked by s / ep: they hold the same experts and reduce their gradients.
 // At ep = 1 the EP group is the rank alone and the expert-DP group spans the stage (the DP group when tp = 1).
-// Only the groups in use are built (DP, EP, expert-DP); PP and TP groups are added the same way.
+// The pipeline (PP) group: the pp ranks of one (dp, tp) position, ranked by pp coordinate: the stages a
+// micro-batch flows through. Only the groups in use are built (DP, EP, expert-DP, PP); a TP group would be added
+// the same way.
 
 #include <memory>
 
@@ -53,6 +55,7 @@ struct ParallelGroups {
   std::unique_ptr<Communicator> dp;         // the ranks of this rank's (pp, tp) position, ranked by dp coordinate
   std::unique_ptr<Communicator> ep;         // this rank's EP group (ep ranks), ranked by EP rank
   std::unique_ptr<Communicator> expert_dp;  // the stage's ranks of this EP rank (dp * tp / ep), ranked by EP group
+  std::unique_ptr<Communicator> pp;         // the ranks of this rank's (dp, tp) position, ranked by pp coordinate
 };
 
 // Splits `world` (whose size must equal grid.world()) into the groups of this rank. Every rank of `world` calls it.

@@ -1,5 +1,6 @@
 // The groups of the job's grid: the DP group (dp = world / tp ranks sharing (pp, tp), ranked by dp coordinate),
-// the EP groups (ep consecutive ranks of a stage) and the expert-DP groups (the ranks of one EP rank).
+// the EP groups (ep consecutive ranks of a stage), the expert-DP groups (the ranks of one EP rank) and the pipeline
+// groups (the pp ranks of one (dp, tp) position, ranked by pp coordinate).
 
 #include <gtest/gtest.h>
 
@@ -55,6 +56,19 @@ TEST_F(TopologyWorld, ExpertGroupsOfEveryEpThatDividesTheWorld) {
     int expert_dp = size() / ep;
     EXPECT_EQ(group_sum(*groups.expert_dp, rank()), expert_dp * (rank() % ep) + ep * expert_dp * (expert_dp - 1) / 2)
         << "ep " << ep;
+  }
+}
+
+TEST_F(TopologyWorld, PipelineGroupsOfEveryPpThatDividesTheWorld) {
+  for (int pp = 1; pp <= size(); ++pp) {
+    if (size() % pp != 0) continue;
+    int dp = size() / pp;
+    ParallelGroups groups = make_parallel_groups(*world_, GridShape{.dp = dp, .pp = pp});
+    EXPECT_EQ(groups.pp->size(), pp);
+    EXPECT_EQ(groups.pp->rank(), rank() / dp) << "pp " << pp;
+    EXPECT_EQ(groups.dp->size(), dp);
+    // The pipeline group is the ranks dp_rank + k * dp: their sum is pp * dp_rank + dp * pp * (pp - 1) / 2.
+    EXPECT_EQ(group_sum(*groups.pp, rank()), pp * (rank() % dp) + dp * pp * (pp - 1) / 2) << "pp " << pp;
   }
 }
 
