@@ -60,24 +60,14 @@ struct DeepseekV3Model::Pass : MicroBatchInputs {
 };
 
 DeepseekV3Model::DeepseekV3Model(const ModelConfig& model, const ParameterStore& store, ExpertExchange* experts)
-    : config_(model), store_(store) {
-  RopeSettings settings = mla_rope_settings(model);
-  Shape table_shape{settings.max_positions, settings.rope_dim / 2};
-  OwnedTensor host_cos(table_shape, DType::f32), host_sin(table_shape, DType::f32);
-  fill_rope_table(RopeTable{host_cos, host_sin}, settings);
-  rope_cos_ = OwnedTensor(table_shape, DType::f32, device());
-  rope_sin_ = OwnedTensor(table_shape, DType::f32, device());
-  copy_tensor(rope_cos_, host_cos);
-  copy_tensor(rope_sin_, host_sin);
-  rope_ = RopeTable{rope_cos_, rope_sin_};
-
+    : config_(model), store_(store), rope_(model, store.values().device()) {
   for (int64_t layer = 0; layer < model.num_layers; ++layer) {
-    layers_.push_back(std::make_unique<DecoderLayer>(model, store, layer, rope_, experts));
+    layers_.push_back(std::make_unique<DecoderLayer>(model, store, layer, rope_.table(), experts));
     if (layers_.back()->moe()) moe_layer_indices_.push_back(layer);
   }
   head_ = std::make_unique<OutputHead>(model, store, "model.norm.weight");
   for (int64_t depth = 1; depth <= model.mtp_depth; ++depth) {
-    mtp_.push_back(std::make_unique<MtpModule>(model, store, depth, rope_, experts));
+    mtp_.push_back(std::make_unique<MtpModule>(model, store, depth, rope_.table(), experts));
     if (mtp_.back()->block().moe()) moe_layer_indices_.push_back(model.num_layers + depth - 1);
   }
   expert_load_ = zero_tensor(Shape{static_cast<int64_t>(moe_layer_indices_.size()), model.moe.routed_experts},

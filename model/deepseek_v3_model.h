@@ -13,9 +13,9 @@
 #include <memory>
 #include <vector>
 
-#include "framework/device/rope_table.h"
 #include "model/decoder_layer.h"
 #include "model/micro_batch_inputs.h"
+#include "model/model_rope_table.h"
 #include "model/mtp_module.h"
 #include "model/output_head.h"
 
@@ -82,8 +82,7 @@ class DeepseekV3Model {
 
   ModelConfig config_;
   const ParameterStore& store_;
-  OwnedTensor rope_cos_, rope_sin_;
-  RopeTable rope_;
+  ModelRopeTable rope_;
   std::vector<std::unique_ptr<DecoderLayer>> layers_;
   std::unique_ptr<OutputHead> head_;
   std::vector<std::unique_ptr<MtpModule>> mtp_;
