@@ -114,14 +114,14 @@ float e4m3_to_float(uint8_t bits) {
   float sign = (bits & 0x80) ? -1.0f : 1.0f;
   uint32_t exponent = (bits >> 3) & 0xf;
   uint32_t mantissa = bits & 0x7;
-  if (exponent == 0xf && mantissa == 0x7) return sign * std::numeric_limits<float>::quiet_NaN();
+  if (exponent == 0xf && mantissa == 0x7) return std::numeric_limits<float>::quiet_NaN();  // canonical, unsigned
   if (exponent == 0) return sign * std::ldexp(static_cast<float>(mantissa), -9);  // subnormal: m * 2^-9
   return sign * std::ldexp(static_cast<float>(8 + mantissa), static_cast<int>(exponent) - 10);
 }
 
 uint8_t float_to_e4m3(float value) {
+  if (std::isnan(value)) return 0x7f;  // NOTE: one NaN: a NaN's sign bit differs between CPUs and GPUs
   uint8_t sign = std::signbit(value) ? 0x80 : 0;
-  if (std::isnan(value)) return static_cast<uint8_t>(sign | 0x7f);
   float magnitude = std::fabs(value);
   if (magnitude >= kE4m3Max) return static_cast<uint8_t>(sign | 0x7e);  // saturate (inf included)
   float rounded = round_to_quantum(magnitude, quantum_exponent(magnitude, 3, 7));

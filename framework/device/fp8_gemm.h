@@ -14,6 +14,12 @@
 // The CPU reference dequantises both operands exactly and runs the fp32 GEMM (framework/device/gemm.h). The CUDA
 // path runs cuBLASLt with per-128 (VEC128_32F) and per-128x128 (BLK128x128_32F) scale modes, which promotes its
 // partial sums to fp32 at least every 128 products; it needs K a multiple of 128 and M, N multiples of 16.
+// cuBLASLt does not read our row-major scale tensors as they are: it wants 1x128 scales transposed
+// ([ceil(K / 128), rows], rows fastest) and 128x128 scales with their row stride rounded up to 4 floats. The CUDA
+// launcher rewrites both into that layout (a small kernel, stream-ordered scratch) before each GEMM; callers keep
+// the layouts above. Evidence (H200, our scales passed unchanged): error 40 where reading A's 1x128 scales
+// transposed matched to 3e-4; 1x128 x 1x128 matched to 1.75e-4 reading both transposed; 3 K blocks per row of
+// 128x128 scales (stride 3) gave 3.6e5. framework/device/cuda/fp8_gemm.cc has the details.
 
 #include "framework/tensor/tensor.h"
 

@@ -11,8 +11,11 @@
 //   pow2_scales: scale = the smallest power of two >= scale, on the bits: if the 23 mantissa bits of scale are
 //                not all zero, bits = (bits & 0x7f800000) + 0x00800000 (clear them, add one to the exponent)
 //   q     = float_to_e4m3(x / scale)          (fp32 division, then framework/core/dtype.h: round to nearest even,
-//                                              saturating at +-448)
-// Dequantisation: x' = e4m3_to_float(q) * scale (one fp32 multiply).
+//                                              saturating at +-448; every NaN becomes 0x7f)
+// Dequantisation: x' = e4m3_to_float(q) * scale (one fp32 multiply); a NaN result is written as the canonical quiet
+// NaN 0x7fc00000 (GPU arithmetic never keeps a NaN's sign or payload; x86's keeps them or makes 0xffc00000).
+// A tile holding an infinity gets an infinite scale: its infinities quantise to NaN (inf / inf), its finite
+// elements to zero, and it dequantises to NaN everywhere (0 * inf); the loss scaler skips such steps.
 // Round-trip bound for finite x: |x - x'| <= 2^-4 * |x| + 2^-10 * scale (half an e4m3 ulp: 2^-4 relative in the
 // normal range, 2^-10 absolute in units of the scale in the subnormal range; the two fp32 roundings fit in the
 // slack of the sum). The tile's largest element maps to at most 448 (up to one fp32 rounding), so it is never

@@ -10,7 +10,7 @@
 namespace hai {
 namespace {
 
-bool is_gemm_input_dtype(DType dtype) { return dtype == DType::f32 || dtype == DType::bf16; }
+bool is_gemm_input_dtype(DType dtype) { return dtype == DType::f32 || dtype == DType::bf16 || dtype == DType::f16; }
 
 void check_expert_weights(const ExpertWeights& weights, const Shape& shape, DType dtype, Device device,
                           const char* what) {
@@ -32,7 +32,7 @@ void check_offsets(const Tensor& expert_offsets, int64_t experts, const Tensor& 
 
 void check_rows_input(const Tensor& x, const char* what) {
   HAI_CHECK(x.rank() == 2, "grouped gemm {} must be a matrix, got {}", what, x.str());
-  HAI_CHECK(is_gemm_input_dtype(x.dtype()), "grouped gemm {} must be fp32 or bf16, got {}", what, x.str());
+  HAI_CHECK(is_gemm_input_dtype(x.dtype()), "grouped gemm {} must be fp32, bf16 or fp16, got {}", what, x.str());
 }
 
 }  // namespace

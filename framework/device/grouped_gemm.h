@@ -10,13 +10,13 @@
 // distance from one another (expert e's gate/up/down projections follow expert e-1's). ExpertWeights describes
 // them by expert 0's view and that distance, so no copy into a stacked [E, N, K] tensor is needed.
 //
-// Dtypes follow gemm.h: x and the weights are fp32 or bf16 (the same dtype), products accumulate in fp32, the
+// Dtypes follow gemm.h: x and the weights are fp32, bf16 or fp16 (the same dtype), products accumulate in fp32, the
 // output (y, or the weight gradients) is fp32. With beta == 0 the output is written without being read. Rows of
 // y that belong to no expert (beyond offsets[E]) are left untouched.
 //
 // The CPU op checks the offsets' values; the CUDA op never reads them on the host (it trusts them). On CUDA, bf16
 // operands with N and K multiples of 8, matrices starting on 16 bytes and an expert stride that is a multiple of 8
-// run on the tensor cores; anything else (fp32 included) runs a slower SIMT kernel with the same results up to the
+// run on the tensor cores; anything else (fp32 and fp16 included) runs a slower SIMT kernel with the same results up to the
 // order of the fp32 additions.
 
 #include <cstdint>

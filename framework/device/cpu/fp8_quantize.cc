@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "framework/device/fp8_quantize.h"
 
@@ -68,7 +69,8 @@ void dequantize_tiles(const Tensor& x, const Tensor& q, const Tensor& scales, Fp
     float scale = scale_data[scale_index];
     for (int64_t r = bounds.row_begin; r < bounds.row_end; ++r) {
       for (int64_t c = bounds.col_begin; c < bounds.col_end; ++c) {
-        x_data[r * cols + c] = e4m3_to_float(q_data[r * cols + c].bits) * scale;
+        float value = e4m3_to_float(q_data[r * cols + c].bits) * scale;
+        x_data[r * cols + c] = std::isnan(value) ? std::numeric_limits<float>::quiet_NaN() : value;
       }
     }
   });

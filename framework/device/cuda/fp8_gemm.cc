@@ -1,6 +1,7 @@
 #include "framework/device/cuda/fp8_gemm.h"
 
 #include "framework/device/cuda/blaslt_algorithm.h"
+#include "framework/device/cuda/fp8_scale_layout_kernels.h"
 #include "framework/device/cuda/launch.h"
 
 namespace hai::cuda {
@@ -8,9 +9,56 @@ namespace {
 
 // Row-major C [M, N] = A [M, K] B [N, K]^T is column-major C^T [N, M] = B' A' with cuBLASLt's "A" = our B (stored
 // column-major [K, N], transposed: "TN", the one layout FP8 tensor cores take) and its "B" = our A ([K, M]).
-// The scale tensors keep our row-major layouts, which are what cuBLASLt reads for these operands:
-//   VEC128_32F of a [K, R] column-major operand: column-major [ceil(K / 128), R] = our row-major [R, ceil(K / 128)];
-//   BLK128x128_32F: column-major [ceil(K / 128), ceil(R / 128)] = our row-major [ceil(R / 128), ceil(K / 128)].
+//
+// cuBLASLt reads the scales of an operand stored as our row-major [R, K] in these layouts:
+//   VEC128_32F (our 1x128):        [ceil(K / 128), R] row-major (R fastest): our [R, ceil(K / 128)] transposed;
+//   BLK128x128_32F (our 128x128):  [ceil(R / 128), ceil(K / 128)] row-major with the row stride rounded up to a
+//                                  multiple of 4 floats (16 bytes): our layout, padded.
+// Evidence: on an H200 with our row-major scales passed as they are (tests/framework/device/cuda/fp8_gemm_test.cc,
+// commit bb8245b), 1x128 x 128x128 at 256x384x512 was off by 40 (relative to sum |a' b'|) and within 3e-4 when the
+// reference read A's scales transposed; 1x128 x 1x128 within 1.75e-4 reading both transposed; 160x272x384 (3 K
+// blocks: a row stride of 3, not a multiple of 4) off by 3.6e5. PyTorch's _scaled_mm asks the same of the scales it
+// hands to cuBLASLt's blockwise modes (1x128: outer-dimension-major; 128x128: a 16-byte aligned row stride).
+// The launcher therefore rewrites both scale tensors into scratch from the stream-ordered pool before each GEMM.
+
+// Floats from the stream-ordered pool, given back on the same stream after the work queued meanwhile.
+class ScaleScratch {
+ public:
+  ScaleScratch(int64_t count, cudaStream_t stream) : stream_(stream) {
+    HAI_CUDA_CHECK(cudaMallocAsync(reinterpret_cast<void**>(&data_), static_cast<size_t>(count) * sizeof(float),
+                                   stream_));
+  }
+  ~ScaleScratch() { cudaFreeAsync(data_, stream_); }  // NOTE: unchecked: a destructor must not throw
+  ScaleScratch(const ScaleScratch&) = delete;
+  ScaleScratch& operator=(const ScaleScratch&) = delete;
+  float* data() const { return data_; }
+
+ private:
+  float* data_ = nullptr;
+  cudaStream_t stream_;
+};
+
+// Where scale (r, c) of a matrix's row-major scale tensor goes in cuBLASLt's layout (above), and its size.
+struct CublasLtScaleLayout {
+  int64_t row_stride, column_stride, count;
+};
+
+CublasLtScaleLayout cublaslt_scale_layout(const Fp8Matrix& matrix) {
+  int64_t rows = matrix.scales.size(0), columns = matrix.scales.size(1);
+  if (matrix.scaling == Fp8Scaling::tile_1x128) return {1, rows, rows * columns};
+  int64_t padded_columns = (columns + 3) / 4 * 4;
+  return {padded_columns, 1, rows * padded_columns};
+}
+
+// scratch (cuBLASLt's layout) <- matrix.scales ([R, ceil(K / 128)] or [ceil(R / 128), ceil(K / 128)] row-major).
+// NOTE: the padding of a 128x128 layout stays uninitialised: it lies past K, where no product reads it.
+void write_cublaslt_scales(const ScaleScratch& scratch, const Fp8Matrix& matrix, const CublasLtScaleLayout& layout,
+                           cudaStream_t stream) {
+  check_launch(kernels::copy_scales_strided(scratch.data(), matrix.scales.data<float>(), matrix.scales.size(0),
+                                            matrix.scales.size(1), layout.row_stride, layout.column_stride, stream),
+               "fp8_gemm scale layout");
+}
+
 cublasLtMatmulMatrixScale_t scale_mode(Fp8Scaling scaling) {
   return scaling == Fp8Scaling::tile_1x128 ? CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F
                                            : CUBLASLT_MATMUL_MATRIX_SCALE_BLK128x128_32F;
@@ -43,14 +91,14 @@ void set_attribute(const MatmulDescriptor& descriptor, cublasLtMatmulDescAttribu
   HAI_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(descriptor.get(), attribute, &value, sizeof(value)));
 }
 
-// Our B's scales for cuBLASLt's A, our A's for its B.
-void set_scales(const MatmulDescriptor& descriptor, const GemmProblem& problem, const Fp8Matrix& a,
-                const Fp8Matrix& b) {
+// cuBLASLt's A scales (our B's, rewritten), its B scales (our A's).
+void set_scales(const MatmulDescriptor& descriptor, const GemmProblem& problem, const ScaleScratch& cublaslt_a,
+                const ScaleScratch& cublaslt_b) {
   int32_t mode_a = problem.scale_mode_a, mode_b = problem.scale_mode_b;
   set_attribute(descriptor, CUBLASLT_MATMUL_DESC_A_SCALE_MODE, mode_a);
   set_attribute(descriptor, CUBLASLT_MATMUL_DESC_B_SCALE_MODE, mode_b);
-  const void* scales_a = b.scales.raw();
-  const void* scales_b = a.scales.raw();
+  const void* scales_a = cublaslt_a.data();
+  const void* scales_b = cublaslt_b.data();
   set_attribute(descriptor, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, scales_a);
   set_attribute(descriptor, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, scales_b);
 }
@@ -64,8 +112,12 @@ void fp8_gemm(const Tensor& c, const Fp8Matrix& a, const Fp8Matrix& b, float bet
   check_supported_shape(problem);
 
   BlasLtContext& context = blaslt_context(c.device(), stream);
+  CublasLtScaleLayout scale_layout_a = cublaslt_scale_layout(b), scale_layout_b = cublaslt_scale_layout(a);
+  ScaleScratch scales_a(scale_layout_a.count, cuda_stream), scales_b(scale_layout_b.count, cuda_stream);
+  write_cublaslt_scales(scales_a, b, scale_layout_a, cuda_stream);
+  write_cublaslt_scales(scales_b, a, scale_layout_b, cuda_stream);
   MatmulDescriptor descriptor(problem.transpose_a, problem.transpose_b);
-  set_scales(descriptor, problem, a, b);
+  set_scales(descriptor, problem, scales_a, scales_b);
   MatrixLayout a_layout(CUDA_R_8F_E4M3, problem.k, problem.m);  // our B, [K, N] column-major
   MatrixLayout b_layout(CUDA_R_8F_E4M3, problem.k, problem.n);  // our A, [K, M] column-major
   MatrixLayout c_layout(CUDA_R_32F, problem.m, problem.n);      // C^T

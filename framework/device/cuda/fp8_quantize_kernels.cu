@@ -8,6 +8,7 @@ constexpr float kE4m3Max = 448.0f;
 constexpr float kMinAmax = 1e-4f;       // framework/device/fp8_quantize.h
 constexpr int kE4m3MinNormalExponent = -6;  // 1 - bias 7
 constexpr int kE4m3MantissaBits = 3;
+constexpr int kCanonicalNan = 0x7fc00000;  // the CPU's quiet NaN; GPU arithmetic makes 0x7fffffff
 
 // The scale rule of framework/device/fp8_quantize.h: max(amax, 1e-4) / 448 with IEEE division, optionally raised
 // to a power of two on the bits.
@@ -22,8 +23,8 @@ __device__ float scale_from_amax(float amax, bool pow2_scales) {
 // framework/core/dtype.cc float_to_e4m3, step for step: saturate at 448, round to nearest even on the quantum of
 // the value's binade (subnormals share the smallest normal binade's), then encode.
 __device__ uint8_t float_to_e4m3(float value) {
+  if (isnan(value)) return 0x7f;
   uint8_t sign = signbit(value) ? 0x80 : 0;
-  if (isnan(value)) return sign | 0x7f;
   float magnitude = fabsf(value);
   if (magnitude >= kE4m3Max) return sign | 0x7e;
   int exponent = magnitude == 0.0f ? kE4m3MinNormalExponent : max(ilogbf(magnitude), kE4m3MinNormalExponent);
@@ -44,7 +45,7 @@ __device__ float e4m3_to_float(uint8_t bits) {
   float sign = (bits & 0x80) ? -1.0f : 1.0f;
   int exponent = (bits >> 3) & 0xf;
   int mantissa = bits & 0x7;
-  if (exponent == 0xf && mantissa == 0x7) return sign * __int_as_float(0x7fc00000);
+  if (exponent == 0xf && mantissa == 0x7) return __int_as_float(kCanonicalNan);
   if (exponent == 0) return sign * ldexpf(static_cast<float>(mantissa), -9);
   return sign * ldexpf(static_cast<float>(8 + mantissa), exponent - 10);
 }
@@ -104,7 +105,8 @@ __global__ void dequantize_tiles_kernel(float* x, const uint8_t* q, const float*
   int64_t n = layout.rows * layout.cols;
   for (int64_t i = grid_index(); i < n; i += grid_stride()) {
     int64_t r = i / layout.cols, c = i % layout.cols;
-    x[i] = e4m3_to_float(q[i]) * scales[(r / layout.tile_rows) * tile_cols + c / layout.tile_cols];
+    float value = e4m3_to_float(q[i]) * scales[(r / layout.tile_rows) * tile_cols + c / layout.tile_cols];
+    x[i] = isnan(value) ? __int_as_float(kCanonicalNan) : value;
   }
 }
 

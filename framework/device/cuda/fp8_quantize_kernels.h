@@ -16,7 +16,7 @@ struct Fp8Layout {
 // q: [rows, cols] (or [cols, rows] transposed), scales: one per tile in tile row-major order (or transposed).
 cudaError_t quantize_tiles(uint8_t* q, float* scales, const float* x, Fp8Layout layout, bool pow2_scales,
                            bool transposed, cudaStream_t stream);
-// x = e4m3_to_float(q) * scale of its tile.
+// x = e4m3_to_float(q) * scale of its tile (a NaN written as 0x7fc00000).
 cudaError_t dequantize_tiles(float* x, const uint8_t* q, const float* scales, Fp8Layout layout, cudaStream_t stream);
 
 }  // namespace hai::cuda::kernels

@@ -4,6 +4,16 @@
 #include "framework/device/cuda/launch.h"
 
 namespace hai::cuda {
+namespace {
+
+// The dispatcher accepts fp32, bf16 and fp16 inputs only.
+kernels::GroupedGemmInput input_type(DType dtype) {
+  if (dtype == DType::bf16) return kernels::GroupedGemmInput::bf16;
+  if (dtype == DType::f16) return kernels::GroupedGemmInput::f16;
+  return kernels::GroupedGemmInput::f32;
+}
+
+}  // namespace
 
 void grouped_gemm(const Tensor& y, const Tensor& x, const ExpertWeights& weights, const Tensor& expert_offsets,
                   const GroupedGemmOptions& options, Stream stream) {
@@ -18,7 +28,7 @@ void grouped_gemm(const Tensor& y, const Tensor& x, const ExpertWeights& weights
       .rows = x.size(0),
       .n = y.size(1),
       .k = x.size(1),
-      .bf16_inputs = x.dtype() == DType::bf16,
+      .input_type = input_type(x.dtype()),
       .transpose_weights = options.transpose_weights,
       .beta = options.beta,
   };
@@ -38,7 +48,7 @@ void grouped_gemm_weight_grad(const ExpertWeights& gradients, const Tensor& d_y,
       .rows = x.size(0),
       .n = d_y.size(1),
       .k = x.size(1),
-      .bf16_inputs = x.dtype() == DType::bf16,
+      .input_type = input_type(x.dtype()),
   };
   check_launch(kernels::grouped_gemm_weight_grad(arguments, cuda_stream), "grouped_gemm_weight_grad");
 }

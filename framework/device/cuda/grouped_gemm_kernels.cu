@@ -129,9 +129,9 @@ bool aligned(const void* pointer, uintptr_t bytes) { return reinterpret_cast<uin
 
 // The tensor-core path loads 16-byte chunks of 8 bf16 (rows, matrices and experts must start on 16 bytes) and
 // stores pairs of fp32 (8 bytes).
-bool tensor_cores_fit(bool bf16_inputs, int64_t n, int64_t k, std::initializer_list<const void*> inputs,
+bool tensor_cores_fit(GroupedGemmInput input_type, int64_t n, int64_t k, std::initializer_list<const void*> inputs,
                       int64_t expert_stride, const float* output) {
-  if (!bf16_inputs || n % 8 != 0 || k % 8 != 0 || expert_stride % 8 != 0 || !aligned(output, 8)) return false;
+  if (input_type != GroupedGemmInput::bf16 || n % 8 != 0 || k % 8 != 0 || expert_stride % 8 != 0 || !aligned(output, 8)) return false;
   for (const void* input : inputs) {
     if (!aligned(input, 16)) return false;
   }
@@ -149,11 +149,28 @@ cudaError_t launch_tensor_core(Kernel kernel, dim3 grid, int shared_bytes, const
   return cudaGetLastError();
 }
 
+// The SIMT kernel instantiated for each input type.
+template <typename Arguments>
+struct SimtKernels {
+  void (*f32)(Arguments);
+  void (*bf16)(Arguments);
+  void (*f16)(Arguments);
+};
+
+template <typename Arguments>
+void launch_simt(const SimtKernels<Arguments>& simt_kernels, GroupedGemmInput input_type, dim3 grid,
+                 const Arguments& arguments, cudaStream_t stream) {
+  void (*kernel)(Arguments) = input_type == GroupedGemmInput::bf16  ? simt_kernels.bf16
+                              : input_type == GroupedGemmInput::f16 ? simt_kernels.f16
+                                                                     : simt_kernels.f32;
+  kernel<<<grid, simt::kThreads, 0, stream>>>(arguments);
+}
+
 }  // namespace
 
 cudaError_t grouped_gemm(const GroupedGemmArguments& arguments, cudaStream_t stream) {
   if (arguments.rows == 0 || arguments.n == 0 || arguments.experts == 0) return cudaSuccess;
-  if (tensor_cores_fit(arguments.bf16_inputs, arguments.n, arguments.k, {arguments.x, arguments.weights},
+  if (tensor_cores_fit(arguments.input_type, arguments.n, arguments.k, {arguments.x, arguments.weights},
                        arguments.expert_stride, arguments.y)) {
     dim3 grid(blocks(arguments.n, mma::kTile),
               static_cast<unsigned int>(row_tile_slots(arguments.rows, arguments.experts, mma::kTile)));
@@ -166,29 +183,27 @@ cudaError_t grouped_gemm(const GroupedGemmArguments& arguments, cudaStream_t str
   }
   dim3 grid(blocks(arguments.n, simt::kTile),
             static_cast<unsigned int>(row_tile_slots(arguments.rows, arguments.experts, simt::kTile)));
-  if (arguments.bf16_inputs) {
-    grouped_gemm_simt_kernel<bf16><<<grid, simt::kThreads, 0, stream>>>(arguments);
-  } else {
-    grouped_gemm_simt_kernel<float><<<grid, simt::kThreads, 0, stream>>>(arguments);
-  }
+  SimtKernels<GroupedGemmArguments> simt_kernels{grouped_gemm_simt_kernel<float>,
+                                                 grouped_gemm_simt_kernel<bf16>,
+                                                 grouped_gemm_simt_kernel<__half>};
+  launch_simt(simt_kernels, arguments.input_type, grid, arguments, stream);
   return cudaGetLastError();
 }
 
 cudaError_t grouped_gemm_weight_grad(const GroupedWeightGradArguments& arguments, cudaStream_t stream) {
   if (arguments.rows == 0 || arguments.n == 0 || arguments.k == 0 || arguments.experts == 0) return cudaSuccess;
   auto experts = static_cast<unsigned int>(arguments.experts);
-  if (tensor_cores_fit(arguments.bf16_inputs, arguments.n, arguments.k, {arguments.d_y, arguments.x},
+  if (tensor_cores_fit(arguments.input_type, arguments.n, arguments.k, {arguments.d_y, arguments.x},
                        arguments.expert_stride, arguments.gradients)) {
     dim3 grid(blocks(arguments.k, mma::kTile), blocks(arguments.n, mma::kTile), experts);
     return launch_tensor_core(grouped_weight_grad_tensor_core_kernel, grid, mma::kSharedBytes<false, false>,
                               arguments, stream);
   }
   dim3 grid(blocks(arguments.k, simt::kTile), blocks(arguments.n, simt::kTile), experts);
-  if (arguments.bf16_inputs) {
-    grouped_weight_grad_simt_kernel<bf16><<<grid, simt::kThreads, 0, stream>>>(arguments);
-  } else {
-    grouped_weight_grad_simt_kernel<float><<<grid, simt::kThreads, 0, stream>>>(arguments);
-  }
+  SimtKernels<GroupedWeightGradArguments> simt_kernels{grouped_weight_grad_simt_kernel<float>,
+                                                       grouped_weight_grad_simt_kernel<bf16>,
+                                                       grouped_weight_grad_simt_kernel<__half>};
+  launch_simt(simt_kernels, arguments.input_type, grid, arguments, stream);
   return cudaGetLastError();
 }
 

@@ -1,16 +1,18 @@
 #pragma once
 // Launchers of the grouped expert GEMM kernels behind framework/device/grouped_gemm.h. E experts, R rows sorted by
 // expert (expert e owns rows [offsets[e], offsets[e + 1]) of a device-resident offsets array, never read on the
-// host), N output features, K input features. Inputs are bf16 (bf16_inputs) or fp32; outputs fp32.
+// host), N output features, K input features. Inputs are fp32, bf16 or fp16 (input_type); outputs fp32.
 //
 // bf16 operands with N and K multiples of 8 and 16-byte aligned matrices run on the tensor cores (mma.sync
-// m16n8k16, fp32 accumulation); anything else runs a SIMT kernel with fp32 FMAs.
+// m16n8k16, fp32 accumulation); anything else (fp16 included) runs a SIMT kernel with fp32 FMAs.
 
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
 
 namespace hai::cuda::kernels {
+
+enum class GroupedGemmInput { f32, bf16, f16 };
 
 struct GroupedGemmArguments {
   float* y;                  // [R, N]
@@ -22,7 +24,7 @@ struct GroupedGemmArguments {
   int64_t rows;              // R
   int64_t n;                 // N
   int64_t k;                 // K
-  bool bf16_inputs;
+  GroupedGemmInput input_type;
   bool transpose_weights;    // y = x @ W_e^T with W_e [N, K]; false: y = x @ W_e with W_e [K, N]
   float beta;                // y = x @ op(W_e) + beta * y (beta == 0: y is not read)
 };
@@ -37,7 +39,7 @@ struct GroupedWeightGradArguments {
   int64_t rows;              // R
   int64_t n;                 // N
   int64_t k;                 // K
-  bool bf16_inputs;
+  GroupedGemmInput input_type;
 };
 
 // y rows of every expert <- x rows @ op(W_e) (+ beta * y); rows past offsets[E] are not touched.

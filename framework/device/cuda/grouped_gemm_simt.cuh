@@ -1,9 +1,10 @@
 #pragma once
-// The SIMT fallback of the grouped GEMM (fp32 inputs, or bf16 of shapes or alignments the tensor-core path does
-// not take): a 64 x 64 fp32 block tile of op(A) @ op(B), 256 threads of 4 x 4 outputs, operands read element by
+// The SIMT fallback of the grouped GEMM (fp32 and fp16 inputs, or bf16 of shapes or alignments the tensor-core path
+// does not take): a 64 x 64 fp32 block tile of op(A) @ op(B), 256 threads of 4 x 4 outputs, operands read element by
 // element (any strides), staged 16 deep in shared memory as fp32, products by fp32 FMA.
 
 #include <cuda_bf16.h>
+#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -16,6 +17,7 @@ inline constexpr int kThreads = 256;
 
 __device__ inline float to_float(float value) { return value; }
 __device__ inline float to_float(__nv_bfloat16 value) { return __bfloat162float(value); }
+__device__ inline float to_float(__half value) { return __half2float(value); }
 
 // Element (outer o, depth d) of one operand is origin[o * outer_stride + d * depth_stride]; elements with
 // o >= outer_limit or d >= depth_limit read as 0.

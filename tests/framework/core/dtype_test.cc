@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -133,6 +134,8 @@ TEST(E4m3, SaturatesAndKeepsNan) {
   EXPECT_EQ(float_to_e4m3(std::numeric_limits<float>::infinity()), 0x7e);
   EXPECT_EQ(float_to_e4m3(-std::numeric_limits<float>::infinity()), 0xfe);
   EXPECT_TRUE(std::isnan(e4m3_to_float(float_to_e4m3(std::numeric_limits<float>::quiet_NaN()))));
+  EXPECT_EQ(float_to_e4m3(-std::numeric_limits<float>::quiet_NaN()), 0x7f);  // one NaN, whatever its sign
+  EXPECT_EQ(std::bit_cast<uint32_t>(e4m3_to_float(0xff)), 0x7fc00000u);      // the canonical quiet NaN
   EXPECT_EQ(float_to_e4m3(std::ldexp(1.0f, -11)), 0x00);  // a quarter of the smallest subnormal
   EXPECT_EQ(float_to_e4m3(std::ldexp(1.0f, -10)), 0x00);  // half of it: tie to even (zero)
   EXPECT_EQ(float_to_e4m3(std::ldexp(3.0f, -11)), 0x01);
