@@ -1,9 +1,8 @@
 #pragma once
-// Element types and exact scalar conversions. Conversions from float round to nearest, ties to even; NaN stays
-// NaN. bf16 and fp16 overflow to infinity as IEEE does. e4m3 (OCP FP8 E4M3, "fn": no infinities, one NaN
-// pattern per sign, max 448) saturates: every finite value beyond 448 in magnitude, and infinity, becomes +-448,
-// as DeepSeek's recipe and cuBLASLt's saturating conversion do. Every NaN encodes to 0x7f and both e4m3 NaN patterns
-// decode to the canonical quiet NaN 0x7fc00000 (a NaN's sign and payload differ between CPU and GPU arithmetic).
+// Element types and exact scalar conversions. Conversions from float round to nearest, ties to even; NaN stays NaN.
+// bf16 and fp16 overflow to infinity as IEEE does. e4m3 (OCP FP8 E4M3 "fn": no infinities, max 448) saturates:
+// finite values beyond 448 in magnitude, and infinity, become +-448 (as DeepSeek and cuBLASLt do); every NaN encodes
+// to 0x7f and both NaN patterns decode to the quiet NaN 0x7fc00000 (NaN sign/payload differ between CPU and GPU).
 
 #include <cstddef>
 #include <cstdint>

@@ -1,6 +1,9 @@
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <cmath>
+#include <cstdint>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -82,6 +85,22 @@ TEST(Fp8Quantize, AllZeroTileHasTheClampedScale) {
       EXPECT_EQ(trip.restored.data<float>()[i], 0.0f) << layout.name;
     }
   }
+}
+
+// A tile holding an infinity has an infinite scale: inf / inf and NaN quantise to the one NaN 0x7f, finite values to
+// (signed) zero, and everything dequantises to the canonical quiet NaN, bit for bit as the GPU does.
+TEST(Fp8Quantize, InfiniteTileGivesCanonicalNans) {
+  const float inf = std::numeric_limits<float>::infinity();
+  OwnedTensor x(Shape{1, 5}, DType::f32);  // [1, 5]: one 1x128 tile
+  const std::vector<float> values{inf, 1.0f, -2.0f, -inf, -std::numeric_limits<float>::quiet_NaN()};
+  for (int64_t i = 0; i < 5; ++i) x.data<float>()[i] = values[static_cast<size_t>(i)];
+  OwnedTensor q(Shape{1, 5}, DType::e4m3), scales(Shape{1, 1}, DType::f32), back(Shape{1, 5}, DType::f32);
+  quantize_1x128(q, scales, x);
+  EXPECT_EQ(scales.data<float>()[0], inf);
+  const std::vector<uint8_t> expected{0x7f, 0x00, 0x80, 0x7f, 0x7f};
+  for (int64_t i = 0; i < 5; ++i) EXPECT_EQ(q.data<e4m3>()[i].bits, expected[static_cast<size_t>(i)]) << i;
+  dequantize_1x128(back, q, scales);
+  for (int64_t i = 0; i < 5; ++i) EXPECT_EQ(std::bit_cast<uint32_t>(back.data<float>()[i]), 0x7fc00000u) << i;
 }
 
 // amax 1344 gives scale 3, rounded up to 4; 1344 / 4 = 336 is a tie between 320 and 352 in e4m3 and goes to the

@@ -14,13 +14,15 @@
 namespace hai {
 namespace {
 
-// A copy of fp32 values in `dtype` (bf16: rounded to nearest even).
+// A copy of fp32 values in `dtype` (bf16, fp16: rounded to nearest even).
 OwnedTensor in_dtype(const Tensor& values, DType dtype) {
   OwnedTensor result(values.shape(), dtype);
   for (int64_t i = 0; i < values.numel(); ++i) {
     float value = values.data<float>()[i];
     if (dtype == DType::bf16) {
       result.data<bf16>()[i].bits = float_to_bf16(value);
+    } else if (dtype == DType::f16) {
+      result.data<fp16>()[i].bits = float_to_fp16(value);
     } else {
       result.data<float>()[i] = value;
     }
@@ -105,7 +107,7 @@ TEST(GroupedGemm, EqualsOneGemmPerExpert) {
   const int64_t n = 24, k = 40, experts = 6;
   OwnedTensor offsets = offsets_of(kOffsets);
   uint64_t seed = 10;
-  for (DType dtype : {DType::f32, DType::bf16}) {
+  for (DType dtype : {DType::f32, DType::bf16, DType::f16}) {
     for (bool transpose_weights : {true, false}) {
       for (float beta : {0.0f, 1.0f}) {
         std::string name = std::string(dtype_name(dtype)) + (transpose_weights ? " W^T" : " W") + " beta " +
@@ -134,7 +136,7 @@ TEST(GroupedGemm, EqualsOneGemmPerExpert) {
 TEST(GroupedGemm, WeightGradEqualsOneGemmPerExpertAndSkipsEmptyExperts) {
   const int64_t n = 24, k = 40, experts = 6;
   OwnedTensor offsets = offsets_of(kOffsets);
-  for (DType dtype : {DType::f32, DType::bf16}) {
+  for (DType dtype : {DType::f32, DType::bf16, DType::f16}) {
     InterleavedStore gradients = interleaved_store(experts, n, k, DType::f32, 50);
     OwnedTensor d_y = in_dtype(testing::random_tensor(Shape{kRows, n}, 51), dtype);
     OwnedTensor x = in_dtype(testing::random_tensor(Shape{kRows, k}, 52), dtype);

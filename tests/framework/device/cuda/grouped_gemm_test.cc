@@ -22,7 +22,7 @@ namespace {
 using testing::ParityCase;
 using testing::Tolerance;
 
-// Both sides sum exact products (bf16 inputs widen exactly) in fp32 and differ only in the order of the
+// Both sides sum exact products (bf16 and fp16 inputs widen exactly) in fp32 and differ only in the order of the
 // additions: about sqrt(depth) * 2^-24 * |partial sums|, well inside 1e-4 relative plus 1e-6 * depth absolute for
 // N(0, 1) inputs (depth = the reduction length: K, or the expert's rows for the weight gradient).
 Tolerance tolerance_for(int64_t depth) {
@@ -117,7 +117,7 @@ TEST(CudaGroupedGemm, ForwardMatchesCpu) {
   HAI_REQUIRE_CUDA_DEVICE();
   uint64_t seed = 10;
   for (const Problem& problem : {kAwkward, kUnaligned}) {
-    for (DType dtype : {DType::f32, DType::bf16}) {
+    for (DType dtype : {DType::f32, DType::bf16, DType::f16}) {
       for (bool transpose_weights : {true, false}) {
         for (float beta : {0.0f, 1.0f}) {
           check_forward(problem, dtype, {.transpose_weights = transpose_weights, .beta = beta}, seed += 3);
@@ -131,7 +131,7 @@ TEST(CudaGroupedGemm, WeightGradMatchesCpu) {
   HAI_REQUIRE_CUDA_DEVICE();
   uint64_t seed = 100;
   for (const Problem& problem : {kAwkward, kUnaligned}) {
-    for (DType dtype : {DType::f32, DType::bf16}) check_weight_grad(problem, dtype, seed += 3);
+    for (DType dtype : {DType::f32, DType::bf16, DType::f16}) check_weight_grad(problem, dtype, seed += 3);
   }
 }
 
