@@ -88,6 +88,8 @@ Trainer::Trainer(const Config& config, std::unique_ptr<Communicator> own_world, 
       device_(training_device(config.runtime.device, world_.size(), launch_info().local_rank)),
       store_(make_store(config, groups_.ep->rank(), device_)),
       model_(config.model, store_, expert_exchange_.get()),
+      pipeline_(grid_.pp > 1 ? std::make_unique<TrainingPipeline>(config, store_, *groups_.pp, expert_exchange_.get())
+                             : nullptr),
       optimizer_(store_, config.optimizer, *groups_.dp, *groups_.expert_dp),
       data_(open_training_data(config)),
       loader_(data_.train, loader_options(config, *groups_.dp)),
@@ -123,13 +125,8 @@ void Trainer::train_step() {
   store_.zero_grads();
   model_.reset_expert_load();
   double loss_scale = loss_scaler_ ? loss_scaler_->scale() : 1.0;
-  std::vector<CountedTokens> counted;
-  for (int64_t micro_batch = 0; micro_batch < micro_batches; ++micro_batch) {
-    OwnedTensor tokens = loader_.next();  // [B, S + 1] on the host
-    Tensor loss_sums = loss_sums_.tensor().slice(micro_batch, micro_batch + 1).reshape(Shape{loss_sums_.shape()[1]});
-    float grad_scale = static_cast<float>(loss_scale) / static_cast<float>(micro_batches);
-    counted.push_back(model_.train_micro_batch(tokens, grad_scale, loss_sums));
-  }
+  std::vector<CountedTokens> counted =
+      run_micro_batches(static_cast<float>(loss_scale) / static_cast<float>(micro_batches));
   StepLosses losses;
   OwnedTensor host_sums = host_copy(loss_sums_);  // [micro-batches, loss slots]: the step's one read of its losses
   for (int64_t micro_batch = 0; micro_batch < micro_batches; ++micro_batch) {
@@ -200,6 +197,22 @@ void Trainer::train_step() {
                                 .step_ms = step_ms,
                                 .mem_gib = record.mem_gib,
                                 .eta_s = step_time_.eta_s(config_.train.steps - step_)}));
+}
+
+std::vector<CountedTokens> Trainer::run_micro_batches(float grad_scale) {
+  int64_t micro_batches = config_.parallel.micro_batches.value();
+  std::vector<OwnedTensor> windows;  // [B, S + 1] i32 on the host, one per micro-batch
+  for (int64_t micro_batch = 0; micro_batch < micro_batches; ++micro_batch) windows.push_back(loader_.next());
+  if (pipeline_) {
+    std::vector<Tensor> tokens(windows.begin(), windows.end());
+    return pipeline_->train_step(tokens, grad_scale, loss_sums_, model_.expert_load());
+  }
+  std::vector<CountedTokens> counted;
+  for (int64_t micro_batch = 0; micro_batch < micro_batches; ++micro_batch) {
+    Tensor loss_sums = loss_sums_.tensor().slice(micro_batch, micro_batch + 1).reshape(Shape{loss_sums_.shape()[1]});
+    counted.push_back(model_.train_micro_batch(windows[static_cast<size_t>(micro_batch)], grad_scale, loss_sums));
+  }
+  return counted;
 }
 
 bool Trainer::gradients_finite_on_every_rank() {
@@ -274,6 +287,11 @@ void Trainer::log_startup() const {
                "MiB (ZeRO-1: the moments of {} of this rank's {} trainable elements; dense 1/{}, experts 1/{})",
                store_.values().bytes() / 1048576.0, grid_.ep, optimizer_.state_bytes() / 1048576.0,
                optimizer_.owned_elements(), store_.grads().numel(), grid_.dp, grid_.expert_dp());
+  if (pipeline_) {
+    spdlog::info("pipeline: {} over pp {} ranks, {} micro-batches per step; every pipeline rank keeps the whole "
+                 "store and its ZeRO-1 moments (not sharded by stage)",
+                 to_string(config_.parallel.schedule), grid_.pp, config_.parallel.micro_batches.value());
+  }
   spdlog::info("peak memory so far: {:.3f} GiB ({})", peak_memory_gib(device_),
                device_.is_cuda() ? "the GPU's caching pool: parameters, gradients, optimizer state" : "host RSS");
   spdlog::info("MFU = tokens/s x {:.4g} FLOP/token / ({} TFLOP/s x {} device(s)); FLOP/token = 6 x activated "

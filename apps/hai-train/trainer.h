@@ -4,12 +4,13 @@
 // back once per step), on one rank or data-parallel over the ranks of a world communicator (ZeRO-1,
 // parallel/zero1.h), with the routed experts split over parallel.ep ranks (expert
 // parallelism, parallel/expert_exchange.h: each rank's store holds only its experts; expert gradients reduce
-// over the expert-DP group). A step accumulates the gradients of parallel.micro_batches
-// micro-batches (each rank reads its rows of every global micro-batch), averages them over the DP group, clips
-// them by global norm, applies AdamW with the scheduled learning rate, moves the routing biases with the expert
-// load summed over the DP group (auxiliary-loss-free balancing) and feeds the EMA. Every rank ends a step with the
-// same parameters. Logging and metrics (global means) come from rank 0; evaluation, checkpoints (every rank
-// writes its shard, rank 0 commits) follow the config (DESIGN.md "Outputs", "Checkpoints").
+// over the expert-DP group), and the layers split into parallel.pp pipeline stages run by parallel.schedule
+// (training_pipeline.h; every pipeline rank keeps the whole store). A step accumulates the gradients of
+// parallel.micro_batches micro-batches (each rank reads its rows of every global micro-batch), averages them over
+// the DP group, clips them by global norm, applies AdamW with the scheduled learning rate, moves the routing biases
+// with the expert load summed over the DP group (auxiliary-loss-free balancing) and feeds the EMA. Every rank ends a
+// step with the same parameters. Logging and metrics (global means) come from rank 0; evaluation, checkpoints
+// (every rank writes its shard, rank 0 commits) follow the config (DESIGN.md "Outputs", "Checkpoints").
 
 #include <memory>
 #include <optional>
@@ -24,6 +25,7 @@
 #include "framework/optim/loss_scaler.h"
 #include "framework/params/parameter_store.h"
 #include "apps/hai-train/training_data.h"
+#include "apps/hai-train/training_pipeline.h"
 #include "model/deepseek_v3_model.h"
 #include "parallel/expert_exchange.h"
 #include "parallel/topology.h"
@@ -66,6 +68,10 @@ class Trainer {
   // world: the given communicator, or null for *own_world.
   Trainer(const Config& config, std::unique_ptr<Communicator> own_world, Communicator* world);
   void train_step();
+  // Forward and backward of the step's micro-batches, alone or through the pipeline: the gradients of
+  // grad_scale x each objective into the store, the routed counts into the model's expert load, the loss sums
+  // into loss_sums_. Returns each micro-batch's counted targets.
+  std::vector<CountedTokens> run_micro_batches(float grad_scale);
   // Whether every rank's gradients are finite: a device check, then one all-reduce over the world.
   bool gradients_finite_on_every_rank();
   void reduce_expert_load();
@@ -75,6 +81,9 @@ class Trainer {
   void run_evaluation();
 
   bool is_rank0() const { return world_.rank() == 0; }
+  // Writes the whole-tensor values and the moments of the checkpoint: the first pipeline rank (every pipeline rank
+  // holds the same).
+  bool is_pipeline_rank0() const { return groups_.pp->rank() == 0; }
 
   Config config_;
   std::unique_ptr<Communicator> own_world_;  // the single-rank world, when none is given
@@ -85,6 +94,7 @@ class Trainer {
   Device device_;  // of the parameters, optimizer state and activations
   ParameterStore store_;
   DeepseekV3Model model_;
+  std::unique_ptr<TrainingPipeline> pipeline_;  // null at pp = 1
   Zero1Optimizer optimizer_;
   std::unique_ptr<ParameterEma> ema_;
   std::optional<LossScaler> loss_scaler_;  // fp16 only

@@ -6,7 +6,8 @@
 //                optimizer.moment_dtype), each rank writing the part its ZeRO-1 shards (dense, expert) hold as
 //                slices of the parameter's global shape (a flat range cut into boxes, parallel/flat_range_boxes.h);
 //                and "ema.<name>" when the EMA is enabled (by the writer of the value);
-// and as state the step, the data position, the effective config and the layout. Every rank writes its files,
+// with pipeline parallelism every pipeline rank holds the same store and moments, and only the first one writes
+// them; and as state the step, the data position, the effective config and the layout. Every rank writes its files,
 // rank 0 commits with every rank's entries. Resuming reads the whole values and the slices of the moments that
 // this rank's shards own, whatever dp and ep wrote them: a checkpoint saved at one layout resumes at another.
 // A weights-only checkpoint (hai-ckpt import-hf) has no optim-group tensor and no data position: resuming from it
@@ -95,20 +96,22 @@ bool has_optimizer_state(const CheckpointReader& reader) {
 
 void Trainer::save_checkpoint() {
   CheckpointWriter writer(config_.checkpoint.dir, step_, world_.rank());
-  // NOTE: one writer per tensor: rank 0 for dense parameters, the first rank of each expert-DP group for experts.
+  // NOTE: one writer per tensor: rank 0 for dense parameters, the first rank of each expert-DP group of the first
+  // pipeline rank for experts.
   auto writes = [&](const Parameter& parameter) {
-    return parameter.spec.group == ParameterGroup::expert ? groups_.expert_dp->rank() == 0 : is_rank0();
+    return parameter.spec.group == ParameterGroup::expert ? groups_.expert_dp->rank() == 0 && is_pipeline_rank0()
+                                                          : is_rank0();
   };
   std::vector<OwnedTensor> host_copies;  // of device tensors, until the files are written
   for_each_whole_tensor(store_, ema_.get(), writes,
                         [&](CheckpointGroup group, const std::string& name, const Tensor& tensor) {
                           writer.add(group, name, on_host(tensor, host_copies));
                         });
+  auto add_moment = [&](const std::string& name, const Shape& shape, const SliceBox& box, const Tensor& tensor) {
+    writer.add(CheckpointGroup::optim, name, shape.to_vector(), box.offsets, on_host(tensor, host_copies));
+  };
   for (const Zero1Partition& partition : optimizer_.partitions()) {
-    for_each_moment_slice(store_, partition, [&](const std::string& name, const Shape& shape, const SliceBox& box,
-                                                 const Tensor& tensor) {
-      writer.add(CheckpointGroup::optim, name, shape.to_vector(), box.offsets, on_host(tensor, host_copies));
-    });
+    if (is_pipeline_rank0()) for_each_moment_slice(store_, partition, add_moment);
   }
   std::vector<std::string> entries = all_gather_strings(world_, writer.write_rank_files());
   if (is_rank0()) {

@@ -4,6 +4,7 @@
 
 #include <functional>
 
+#include "framework/config/config_enums.h"
 #include "framework/config/supported.h"
 #include "framework/config/validate.h"
 
@@ -44,15 +45,27 @@ TEST(CheckSupported, AcceptsExpertParallelism) {
 }
 
 TEST(CheckSupported, RefusesWhatDoesNotExistYet) {
-  expect_unsupported("parallel.pp", [](Config& config) { config.parallel.pp = 2; });
+  expect_unsupported("parallel.ep", [](Config& config) {
+    config.parallel.pp = 2;
+    config.parallel.ep = 2;
+  });
   expect_unsupported("parallel.tp", [](Config& config) { config.parallel.tp = 2; });
   expect_unsupported("parallel.sequence_parallel", [](Config& config) { config.parallel.sequence_parallel = true; });
-  expect_unsupported("parallel.schedule",
-                     [](Config& config) { config.parallel.schedule = PipelineSchedule::dualpipev; });
   expect_unsupported("runtime.device", [](Config& config) {
     config.runtime.device = RuntimeDevice::cuda;
     config.parallel.dp = 2;
   });
+}
+
+TEST(CheckSupported, AcceptsPipelineParallelismUnderEverySchedule) {
+  for (PipelineSchedule schedule :
+       {PipelineSchedule::one_f_one_b, PipelineSchedule::dualpipe, PipelineSchedule::dualpipev}) {
+    Config config = resolve_auto(Config{}, 4);
+    config.parallel.pp = 2;
+    config.parallel.dp = 2;
+    config.parallel.schedule = schedule;
+    EXPECT_NO_THROW(check_supported(config)) << to_string(schedule);
+  }
 }
 
 TEST(CheckSupported, AcceptsCudaOnOneRank) {

@@ -8,42 +8,22 @@
 
 #include <gtest/gtest.h>
 
-#include <sys/wait.h>
-
-#include <algorithm>
-#include <cmath>
-#include <cstdlib>
 #include <string>
-#include <vector>
 
-#include "framework/checkpoint/checkpoint_paths.h"
-#include "framework/checkpoint/checkpoint_reader.h"
-#include "tests/apps/metrics_file.h"
 #include "tests/apps/tiny_config.h"
+#include "tests/parallel/training/training_runs.h"
 
 namespace hai {
 namespace {
 
-constexpr double kTolerance = 1e-5;
+using testing::checkpoint_of;
+using testing::expect_close_checkpoints;
+using testing::expect_same_steps;
+using testing::run_on_ranks;
 
 // The tiny config at 10 steps with micro-batches of one sequence, checkpoints at steps 5 and 10.
 const char* kOverrides =
     " --set train.steps=10 --set train.micro_batch_size=1 --set checkpoint.interval=5 --set logging.interval=1";
-
-// Runs hai-train on `ranks` ranks (alone when 1) in `dir`; returns its exit code, with its stderr on failure.
-int run_on_ranks(int ranks, const std::filesystem::path& dir, const std::string& arguments) {
-  std::string launcher = ranks == 1 ? "" : std::string(HAI_MPIRUN_COMMAND) + " " + std::to_string(ranks) +
-                                               " -x HAI_CPU_THREADS ";
-  std::string command = "cd " + dir.string() + " && HAI_CPU_THREADS=1 " + launcher + HAI_TRAIN_BINARY + " " +
-                        arguments + " >hai-train.out 2>hai-train.err";
-  int status = std::system(command.c_str());
-  int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  if (code != 0) {
-    std::vector<char> err = testing::read_bytes(dir / "hai-train.err");
-    ADD_FAILURE() << ranks << " rank(s) exited with " << code << ":\n" << std::string(err.begin(), err.end());
-  }
-  return code;
-}
 
 // Trains the tiny config for 10 steps on `ranks` ranks with expert parallelism over `ep` of them, in a
 // directory of its own under `root`.
@@ -53,48 +33,6 @@ std::filesystem::path train(int ranks, const std::filesystem::path& root, int ep
   testing::write_tiny_config(dir);
   run_on_ranks(ranks, dir, std::string("--config tiny.yaml") + kOverrides + " --set parallel.ep=" + std::to_string(ep));
   return dir;
-}
-
-void expect_close(double expected, double actual, const std::string& what) {
-  EXPECT_LE(std::abs(actual - expected), kTolerance * std::abs(expected)) << what << ": " << actual << " vs "
-                                                                          << expected;
-}
-
-void expect_same_steps(const std::filesystem::path& expected_run, const std::filesystem::path& actual_run) {
-  testing::MetricsFile expected = testing::read_metrics(expected_run), actual = testing::read_metrics(actual_run);
-  ASSERT_EQ(expected.steps.size(), 10u);
-  ASSERT_EQ(actual.steps.size(), expected.steps.size());
-  for (size_t i = 0; i < expected.steps.size(); ++i) {
-    EXPECT_EQ(actual.steps[i]["step"], expected.steps[i]["step"]);
-    for (const char* key : {"loss", "lm_loss", "mtp_loss", "balance_loss", "grad_norm"}) {
-      expect_close(expected.steps[i][key].get<double>(), actual.steps[i][key].get<double>(),
-                   "step " + std::to_string(i + 1) + " " + key);
-    }
-  }
-}
-
-// Every tensor of the two checkpoints (fp32) within 1e-5 relative: ||actual - expected|| <= 1e-5 ||expected||
-// (L2 over the tensor's elements; an element of a tiny AdamW update may differ by more on its own).
-void expect_close_checkpoints(const std::filesystem::path& expected_dir, const std::filesystem::path& actual_dir) {
-  CheckpointReader expected(expected_dir.string()), actual(actual_dir.string());
-  ASSERT_EQ(actual.tensors().size(), expected.tensors().size());
-  for (const TensorRecord& record : expected.tensors()) {
-    ASSERT_EQ(record.dtype, DType::f32) << record.name;
-    OwnedTensor want(Shape(record.shape), DType::f32), got(Shape(record.shape), DType::f32);
-    expected.read(record.name, want);
-    actual.read(record.name, got);
-    double norm = 0, difference = 0;  // squared
-    for (int64_t i = 0; i < want.numel(); ++i) {
-      double value = want.tensor().data<float>()[i];
-      norm += value * value;
-      difference += (value - got.tensor().data<float>()[i]) * (value - got.tensor().data<float>()[i]);
-    }
-    EXPECT_LE(std::sqrt(difference), kTolerance * std::sqrt(norm)) << record.name;
-  }
-}
-
-std::filesystem::path checkpoint_of(const std::filesystem::path& dir, int64_t step) {
-  return dir / "checkpoints" / step_dir_name(step);
 }
 
 class DataParallelTraining : public ::testing::Test {

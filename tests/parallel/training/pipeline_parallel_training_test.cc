@@ -1,0 +1,99 @@
+// hai-train under mpirun with pipeline parallelism reproduces the single-rank run: the tiny fp32 model with 4
+// layers (so that DualPipeV's 2 pp stages are filled) for 10 steps, a global batch of 4 sequences in micro-batches
+// of one, gives the same per-step losses and gradient norms and the same checkpoint (values, AdamW moments) at
+// step 10 as one rank, to 1e-5 relative: pp 2 and pp 4 under 1f1b, pp 2 under dualpipe and dualpipev (4
+// micro-batches = 2 pp), pp 2 x dp 2 under 1f1b (2 micro-batches per pipeline). A checkpoint written at pp 2 resumes
+// on one rank and continues with the losses of the uninterrupted run. Every rank runs single-threaded.
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "tests/apps/tiny_config.h"
+#include "tests/parallel/training/training_runs.h"
+
+namespace hai {
+namespace {
+
+using testing::checkpoint_of;
+using testing::expect_close_checkpoints;
+using testing::expect_same_steps;
+using testing::run_on_ranks;
+
+// The tiny config with 4 layers at 10 steps with micro-batches of one sequence, checkpoints at steps 5 and 10.
+const char* kOverrides =
+    " --set model.num_layers=4 --set train.steps=10 --set train.micro_batch_size=1 --set checkpoint.interval=5"
+    " --set logging.interval=1";
+
+struct Layout {
+  int ranks = 1;
+  int pp = 1;
+  std::string schedule = "1f1b";
+
+  std::string name() const { return "np" + std::to_string(ranks) + "_pp" + std::to_string(pp) + "_" + schedule; }
+  std::string arguments() const {
+    return std::string("--config tiny.yaml") + kOverrides + " --set parallel.pp=" + std::to_string(pp) +
+           " --set parallel.schedule=" + schedule;
+  }
+};
+
+// Trains the config on `layout` in a directory of its own under `root`.
+std::filesystem::path train(const Layout& layout, const std::filesystem::path& root) {
+  std::filesystem::path dir = root / layout.name();
+  std::filesystem::create_directories(dir);
+  testing::write_tiny_config(dir);
+  run_on_ranks(layout.ranks, dir, layout.arguments());
+  return dir;
+}
+
+class PipelineParallelTraining : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    root_ = new testing::TempDirectory();
+    single_rank_ = train(Layout{}, root_->path());
+  }
+  static void TearDownTestSuite() { delete root_; }
+
+  static void expect_single_rank_run(const Layout& layout) {
+    std::filesystem::path dir = train(layout, root_->path());
+    expect_same_steps(single_rank_ / "run", dir / "run");
+    expect_close_checkpoints(checkpoint_of(single_rank_, 10), checkpoint_of(dir, 10));
+  }
+
+  inline static testing::TempDirectory* root_ = nullptr;
+  inline static std::filesystem::path single_rank_;
+};
+
+TEST_F(PipelineParallelTraining, TwoStagesOneFOneBMatchOneRank) {
+  expect_single_rank_run({.ranks = 2, .pp = 2, .schedule = "1f1b"});
+}
+
+TEST_F(PipelineParallelTraining, FourStagesOneFOneBMatchOneRank) {
+  expect_single_rank_run({.ranks = 4, .pp = 4, .schedule = "1f1b"});
+}
+
+TEST_F(PipelineParallelTraining, TwoRanksDualPipeMatchOneRank) {
+  expect_single_rank_run({.ranks = 2, .pp = 2, .schedule = "dualpipe"});
+}
+
+TEST_F(PipelineParallelTraining, TwoRanksDualPipeVMatchOneRank) {
+  expect_single_rank_run({.ranks = 2, .pp = 2, .schedule = "dualpipev"});
+}
+
+TEST_F(PipelineParallelTraining, TwoStagesTimesTwoDataParallelMatchOneRank) {
+  expect_single_rank_run({.ranks = 4, .pp = 2, .schedule = "1f1b"});
+}
+
+TEST_F(PipelineParallelTraining, CheckpointOfTwoStagesResumesOnOneRank) {
+  std::filesystem::path pp2 = train({.ranks = 2, .pp = 2, .schedule = "dualpipe"}, root_->path() / "resume");
+  // One rank resumes the pipelined run's step 5 into checkpoints of its own, appending to its metrics.
+  std::filesystem::path one_rank_checkpoints = pp2 / "one_rank_checkpoints";
+  std::string arguments = Layout{}.arguments() + " --set checkpoint.resume=" + checkpoint_of(pp2, 5).string() +
+                          " --set checkpoint.dir=" + one_rank_checkpoints.string();
+  ASSERT_EQ(run_on_ranks(1, pp2, arguments), 0);
+  expect_same_steps(single_rank_ / "run", pp2 / "run");
+  expect_close_checkpoints(checkpoint_of(single_rank_, 10), one_rank_checkpoints / step_dir_name(10));
+}
+
+}  // namespace
+}  // namespace hai
