@@ -33,6 +33,7 @@ DecoderLayer::DecoderLayer(const ModelConfig& model, const ParameterStore& store
 void DecoderLayer::forward(Context& ctx, const Tensor& out, const Tensor& x, const Tensor& positions,
                            int64_t seq_len) const {
   int64_t tokens = x.size(0);
+  mark_phase(profiler_, "forward.attention");
   ctx.input = copy_of(x);
   ctx.attention_input = like(x);
   ctx.attention_rstd = OwnedTensor(Shape{tokens}, DType::f32, x.device());
@@ -42,6 +43,7 @@ void DecoderLayer::forward(Context& ctx, const Tensor& out, const Tensor& x, con
   attention_.forward(ctx.attention, ctx.residual, ctx.attention_input, positions, seq_len);
   add_scaled(ctx.residual, x);
 
+  mark_phase(profiler_, moe_ ? "forward.moe_routing" : "forward.dense_mlp");
   ctx.mlp_input = like(x);
   ctx.mlp_rstd = OwnedTensor(Shape{tokens}, DType::f32, x.device());
   rmsnorm_forward(ctx.mlp_input, ctx.mlp_rstd, ctx.residual, post_attention_norm_.value, norm_eps_);
@@ -56,6 +58,7 @@ void DecoderLayer::forward(Context& ctx, const Tensor& out, const Tensor& x, con
 void DecoderLayer::backward_input(Context& ctx, const Tensor& d_x, const Tensor& d_out,
                                   float balance_loss_grad) const {
   // MLP branch: d_h = d_out + norm_backward(mlp_backward(d_out)).
+  mark_phase(profiler_, moe_ ? "backward_input.moe_experts" : "backward_input.dense_mlp");
   OwnedTensor d_mlp_input = like(d_out);
   if (moe_) {
     moe_->backward_input(ctx.moe, d_mlp_input, d_out, balance_loss_grad);
@@ -68,6 +71,7 @@ void DecoderLayer::backward_input(Context& ctx, const Tensor& d_x, const Tensor&
   add_scaled(d_residual, d_out);
 
   // Attention branch: d_x = d_h + norm_backward(attention_backward(d_h)).
+  mark_phase(profiler_, "backward_input.attention");
   OwnedTensor d_attention_input = like(d_out);
   attention_.backward_input(ctx.attention, d_attention_input, d_residual);
   rmsnorm_backward(d_x, input_norm_.grad, d_attention_input, ctx.input, input_norm_.value, ctx.attention_rstd);
@@ -75,12 +79,19 @@ void DecoderLayer::backward_input(Context& ctx, const Tensor& d_x, const Tensor&
 }
 
 void DecoderLayer::backward_weight(Context& ctx) const {
+  mark_phase(profiler_, "backward_weight.attention");
   attention_.backward_weight(ctx.attention);
   if (moe_) {
-    moe_->backward_weight(ctx.moe);
+    moe_->backward_weight(ctx.moe);  // marks its parts
   } else {
+    mark_phase(profiler_, "backward_weight.dense_mlp");
     dense_->backward_weight(ctx.dense);
   }
+}
+
+void DecoderLayer::set_profiler(StepProfiler* profiler) {
+  profiler_ = profiler;
+  if (moe_) moe_->set_profiler(profiler);
 }
 
 }  // namespace hai

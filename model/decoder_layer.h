@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "framework/device/rope_table.h"
+#include "framework/metrics/step_profiler.h"
 #include "model/feed_forward.h"
 #include "model/mla_attention.h"
 #include "model/moe_layer.h"
@@ -37,6 +38,9 @@ class DecoderLayer {
   // this layer's balance loss (ignored by dense layers). Norm weight gradients are accumulated here.
   void backward_input(Context& ctx, const Tensor& d_x, const Tensor& d_out, float balance_loss_grad) const;
   void backward_weight(Context& ctx) const;
+  // Marks the phases of this layer's parts (attention block, dense MLP or the MoE's parts) in `profiler`
+  // (framework/metrics/step_profiler.h); null turns it off.
+  void set_profiler(StepProfiler* profiler);
 
   // The MoE block, or nullptr for a dense layer.
   const MoeLayer* moe() const { return moe_ ? &*moe_ : nullptr; }
@@ -52,6 +56,7 @@ class DecoderLayer {
   MlaAttention attention_;
   std::optional<FeedForward> dense_;
   std::optional<MoeLayer> moe_;
+  StepProfiler* profiler_ = nullptr;
 };
 
 }  // namespace hai

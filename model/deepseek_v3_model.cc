@@ -1,5 +1,7 @@
 #include "model/deepseek_v3_model.h"
 
+#include <fmt/format.h>
+
 #include "framework/device/cross_entropy.h"
 #include "framework/device/embedding.h"
 #include "framework/device/expert_load.h"
@@ -82,12 +84,15 @@ DeepseekV3Model::Pass DeepseekV3Model::forward(const Tensor& tokens, const Tenso
   HAI_CHECK(loss_sums.device() == device(), "loss sums on {}, the model on {}", to_string(loss_sums.device()),
             to_string(device()));
   Pass pass;
+  mark_phase(profiler_, "forward.inputs_upload");
   static_cast<MicroBatchInputs&>(pass) = upload_micro_batch(tokens, config_.mtp_depth, device());
   zero_fill(loss_sums);
 
   Shape hidden_shape{pass.inputs.numel(), config_.hidden_size};
+  mark_phase(profiler_, "forward.embedding");
   pass.hidden.emplace_back(hidden_shape, DType::f32, device());
   embedding_forward(pass.hidden[0], store_["model.embed_tokens.weight"].value, pass.inputs);
+  record_memory_point(profiler_, "embedding", "embedding");
   pass.layers.resize(layers_.size());
   int64_t moe_row = 0;
   for (size_t layer = 0; layer < layers_.size(); ++layer) {
@@ -99,9 +104,16 @@ DeepseekV3Model::Pass DeepseekV3Model::forward(const Tensor& tokens, const Tenso
       ++moe_row;
       layers_[layer]->accumulate_balance_loss(pass.layers[layer], loss_slot(loss_sums, kBalanceSlot));
     }
+    if (profiler_) {
+      profiler_->record_memory(fmt::format("layer.{}", layer), layers_[layer]->moe() ? "moe" : "dense");
+    }
   }
+  mark_phase(profiler_, "forward.head_loss");
   head_->forward(pass.head, pass.hidden.back(), pass.targets, loss_slot(loss_sums, kLmSlot));
 
+  record_memory_point(profiler_, "head", "head");
+
+  mark_phase(profiler_, "forward.mtp");
   pass.mtp.resize(mtp_.size());
   const Tensor* previous = &pass.head.normed.tensor();
   for (size_t depth = 0; depth < mtp_.size(); ++depth) {
@@ -115,6 +127,7 @@ DeepseekV3Model::Pass DeepseekV3Model::forward(const Tensor& tokens, const Tenso
       block.accumulate_balance_loss(ctx.block, loss_slot(loss_sums, kBalanceSlot));
     }
     previous = &ctx.output.tensor();
+    if (profiler_) profiler_->record_memory(fmt::format("mtp.{}", depth + 1), "mtp");
   }
   return pass;
 }
@@ -122,6 +135,7 @@ DeepseekV3Model::Pass DeepseekV3Model::forward(const Tensor& tokens, const Tenso
 void DeepseekV3Model::backward(Pass& pass, float grad_scale) {
   Shape hidden_shape{pass.inputs.numel(), config_.hidden_size};
   // MTP modules, deepest first: module k receives d h_k from module k + 1; module 1 yields d h_0.
+  mark_phase(profiler_, "backward_input.mtp");
   OwnedTensor d_next;
   float mtp_weight = config_.mtp_depth > 0 ? static_cast<float>(config_.mtp_loss_weight / config_.mtp_depth) : 0;
   for (size_t depth = mtp_.size(); depth-- > 0;) {
@@ -132,6 +146,7 @@ void DeepseekV3Model::backward(Pass& pass, float grad_scale) {
     d_next = std::move(d_previous);
   }
 
+  mark_phase(profiler_, "backward_input.head_loss");
   OwnedTensor d_hidden(hidden_shape, DType::f32, device());
   int64_t counted = pass.counted.lm;
   float lm_grad = counted > 0 ? grad_scale / static_cast<float>(counted) : 0.0f;
@@ -143,9 +158,12 @@ void DeepseekV3Model::backward(Pass& pass, float grad_scale) {
   }
 
   // Weight gradients (W), after every input gradient (B).
+  mark_phase(profiler_, "backward_weight.mtp");
   for (size_t depth = 0; depth < mtp_.size(); ++depth) mtp_[depth]->backward_weight(pass.mtp[depth]);
+  mark_phase(profiler_, "backward_weight.head_loss");
   head_->backward_weight(pass.head);
   for (size_t layer = 0; layer < layers_.size(); ++layer) layers_[layer]->backward_weight(pass.layers[layer]);
+  mark_phase(profiler_, "backward_weight.embedding");
   embedding_backward(store_["model.embed_tokens.weight"].grad, d_hidden, pass.inputs);
 }
 
@@ -175,6 +193,11 @@ MicroBatchLosses DeepseekV3Model::read_back(const Tensor& loss_sums, const Count
 
 Tensor DeepseekV3Model::expert_load_row(int64_t row) const {
   return expert_load_.tensor().slice(row, row + 1).reshape(Shape{config_.moe.routed_experts});
+}
+
+void DeepseekV3Model::set_profiler(StepProfiler* profiler) {
+  profiler_ = profiler;
+  for (const std::unique_ptr<DecoderLayer>& layer : layers_) layer->set_profiler(profiler);
 }
 
 void DeepseekV3Model::reset_expert_load() { zero_fill(expert_load_); }

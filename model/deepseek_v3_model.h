@@ -71,6 +71,11 @@ class DeepseekV3Model {
   // The layer index (as in the HF names) of each row of expert_load().
   const std::vector<int64_t>& moe_layer_indices() const { return moe_layer_indices_; }
 
+  // Marks the phases of train_micro_batch (embedding, each decoder layer's parts, head and loss, MTP, backward of
+  // each, the embedding's gradient) and the pool's live bytes after each forward part in `profiler`
+  // (framework/metrics/step_profiler.h); null turns it off.
+  void set_profiler(StepProfiler* profiler);
+
  private:
   struct Pass;
   // count_load: add the routed-token counts to expert_load().
@@ -88,6 +93,7 @@ class DeepseekV3Model {
   std::vector<std::unique_ptr<MtpModule>> mtp_;
   std::vector<int64_t> moe_layer_indices_;
   OwnedTensor expert_load_;
+  StepProfiler* profiler_ = nullptr;
 };
 
 }  // namespace hai

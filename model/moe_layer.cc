@@ -33,10 +33,12 @@ MoeLayer::MoeLayer(const ModelConfig& config, const ParameterStore& store, int64
 
 void MoeLayer::forward(Context& ctx, const Tensor& out, const Tensor& x, int64_t seq_len) const {
   route(ctx, x, seq_len);
+  mark_phase(profiler_, "forward.moe_experts");
   OwnedTensor x_sorted = dispatch(ctx, x);  // [T * K, H]
   compute_experts(ctx, x_sorted);
   combine(ctx, out);
   if (shared_) {
+    mark_phase(profiler_, "forward.shared_expert");
     OwnedTensor shared_out(x.shape(), DType::f32, x.device());  // [T, H]
     ctx.shared.emplace();
     shared_->forward(*ctx.shared, shared_out, x);
@@ -116,7 +118,11 @@ void MoeLayer::backward_input(Context& ctx, const Tensor& d_x, const Tensor& d_o
   OwnedTensor d_x_sorted(Shape{tokens * experts_per_token_, hidden}, DType::f32, device);  // [T * K, H]
   experts_backward(ctx, d_x_sorted, d_expert_output);
   dispatch_backward(ctx, d_x, d_x_sorted);
-  if (shared_) shared_->backward_input(*ctx.shared, d_x, d_out, /*accumulate=*/true);
+  if (shared_) {
+    mark_phase(profiler_, "backward_input.shared_expert");
+    shared_->backward_input(*ctx.shared, d_x, d_out, /*accumulate=*/true);
+  }
+  mark_phase(profiler_, "backward_input.moe_routing");
   route_backward(ctx, d_x, d_topk_weights, balance_loss_grad);
 }
 
@@ -156,8 +162,13 @@ void MoeLayer::route_backward(Context& ctx, const Tensor& d_x, const Tensor& d_t
 }
 
 void MoeLayer::backward_weight(Context& ctx) const {
+  mark_phase(profiler_, "backward_weight.moe_routing");
   gemm(gate_->grad, ctx.d_logits, ctx.input, {.transpose_a = true, .beta = 1.0f});
-  if (shared_) shared_->backward_weight(*ctx.shared);
+  if (shared_) {
+    mark_phase(profiler_, "backward_weight.shared_expert");
+    shared_->backward_weight(*ctx.shared);
+  }
+  mark_phase(profiler_, "backward_weight.moe_experts");
   experts_.backward_weight(ctx.experts);
 }
 

@@ -19,6 +19,7 @@
 #include "framework/config/config.h"
 #include "framework/device/router.h"
 #include "framework/device/token_permutation.h"
+#include "framework/metrics/step_profiler.h"
 #include "framework/params/parameter_store.h"
 #include "framework/tensor/tensor.h"
 #include "model/feed_forward.h"
@@ -67,6 +68,10 @@ class MoeLayer {
   // total: [1] fp32 on the layer's device += this micro-batch's balance loss (after forward).
   void accumulate_balance_loss(const Context& ctx, const Tensor& total) const;
 
+  // Marks the phases of the routed experts (dispatch, expert GEMMs, combine) and the shared expert in `profiler`
+  // (the caller marks where routing starts in forward and the experts' backward starts); null turns it off.
+  void set_profiler(StepProfiler* profiler) { profiler_ = profiler; }
+
  private:
   void route(Context& ctx, const Tensor& x, int64_t seq_len) const;
   OwnedTensor dispatch(Context& ctx, const Tensor& x) const;  // -> [T * K, H] x in sorted order
@@ -90,6 +95,7 @@ class MoeLayer {
   ExpertExchange* exchange_;  // null without expert parallelism
   RoutedExperts experts_;     // this rank's routed experts
   std::optional<FeedForward> shared_;
+  StepProfiler* profiler_ = nullptr;
 };
 
 }  // namespace hai

@@ -69,9 +69,12 @@ void Zero1Optimizer::step(float lr, int64_t step_number) {
   settings.eps = static_cast<float>(config_.eps);
   settings.step = step_number;
   for (Zero1Partition& partition : partitions_) {
+    mark_phase(profiler_, "optimizer.adamw");
     partition.step(settings, static_cast<float>(config_.weight_decay));
+    mark_phase(profiler_, "optimizer.parameter_all_gather");
     partition.gather_values();
   }
+  mark_phase(profiler_, "optimizer.compute_copy_refresh");
   store_.refresh_compute_copy();
 }
 

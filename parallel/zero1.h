@@ -21,6 +21,7 @@
 
 #include "framework/comm/communicator.h"
 #include "framework/config/config.h"
+#include "framework/metrics/step_profiler.h"
 #include "framework/params/parameter_store.h"
 #include "parallel/zero1_partition.h"
 
@@ -45,6 +46,8 @@ class Zero1Optimizer {
   double clip(double squared_norm, double max_norm);
   // One AdamW update of the shards with learning rate `lr` (step_number counts from 1), then the all-gathers.
   void step(float lr, int64_t step_number);
+  // Marks step()'s parts (AdamW, the all-gathers, the compute copy's refresh) in `profiler`; null turns it off.
+  void set_profiler(StepProfiler* profiler) { profiler_ = profiler; }
 
   // The dense partition, then the expert partition (each present when it has trainable elements).
   const std::vector<Zero1Partition>& partitions() const { return partitions_; }
@@ -58,6 +61,7 @@ class Zero1Optimizer {
   OptimizerConfig config_;
   Communicator& dp_;
   std::vector<Zero1Partition> partitions_;
+  StepProfiler* profiler_ = nullptr;
 };
 
 }  // namespace hai

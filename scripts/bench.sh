@@ -2,9 +2,12 @@
 # The GPU benchmark as one command (one device call): configures with the CUDA backend into build-gpu (or
 # $HAI_BUILD_DIR), builds hai-bench and hai-train, runs the op-level benchmarks (hai-bench: GEMMs at the model's
 # shapes against the cuBLASLt ceiling, attention, grouped expert GEMMs), then trains configs/bench_moe_1p7b.yaml
-# for a few steps and summarises its metrics.jsonl (docs/formats.md): tokens/s, MFU, step time, peak memory.
-# Writes one JSON object {"ops": <hai-bench>, "training": <summary>} to OUT (default bench.json) and prints it.
-#   NCCL_NVLS_ENABLE=0 bash scripts/bench.sh [OUT] [--steps N] [--set key=value]...
+# for a few steps and summarises its metrics.jsonl (docs/formats.md): tokens/s, MFU, step time, peak memory; then
+# profiles a few more steps (hai-train --profile-steps: the time of each phase of a step, by layer kind, and the
+# pool's live memory after each layer; docs/performance.md "Step profile").
+# Writes one JSON object {"ops": <hai-bench>, "training": <summary>, "step_profile": <report>} to OUT (default
+# bench.json) and prints it.
+#   NCCL_NVLS_ENABLE=0 bash scripts/bench.sh [OUT] [--steps N] [--profile-steps N] [--set key=value]...
 # --steps (default 30) and --set go to hai-train; the first max(3, steps / 5) steps are left out of the summary
 # as warm-up. Either part failing is reported in the JSON ({"error": ...}) and makes the exit code non-zero.
 set -uo pipefail
@@ -13,10 +16,12 @@ build_dir=${HAI_BUILD_DIR:-$root/build-gpu}
 config=$root/configs/bench_moe_1p7b.yaml
 out=bench.json
 steps=30
+profile_steps=5
 train_overrides=()
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --steps) steps=$2; shift 2 ;;
+    --profile-steps) profile_steps=$2; shift 2 ;;
     --set) train_overrides+=(--set "$2"); shift 2 ;;
     -*) echo "bench.sh: unknown option $1" >&2; exit 2 ;;
     *) out=$1; shift ;;
@@ -46,9 +51,19 @@ if ! "$build_dir/apps/hai-train/hai-train" --config "$config" --set train.steps=
   echo "bench.sh: hai-train failed; the summary covers the steps it logged" >&2
 fi
 
-python3 - "$work/ops.json" "$run_dir/metrics.jsonl" "$work/train.log" "$steps" "$out" <<'PYTHON' || status=1
+echo "bench.sh: profiling $profile_steps steps of $config (hai-train --profile-steps)" >&2
+if ! "$build_dir/apps/hai-train/hai-train" --config "$config" --profile-steps "$profile_steps" \
+    --set logging.run_dir="$work/profile" --set checkpoint.dir="$work/profile_checkpoints" \
+    --set checkpoint.resume=none "${train_overrides[@]}" >"$work/profile.out" 2>"$work/profile.log"; then
+  status=1
+  echo "bench.sh: the step profile failed:" >&2
+  tail -n 20 "$work/profile.log" >&2
+fi
+
+python3 - "$work/ops.json" "$run_dir/metrics.jsonl" "$work/train.log" "$steps" "$out" "$work/profile.out" \
+    <<'PYTHON' || status=1
 import json, statistics, sys
-ops_path, metrics_path, log_path, steps, out_path = sys.argv[1:6]
+ops_path, metrics_path, log_path, steps, out_path, profile_path = sys.argv[1:7]
 steps = int(steps)
 with open(ops_path) as f:
     ops = json.load(f)
@@ -81,7 +96,15 @@ def training_summary():
         "final_loss": measured[-1]["loss"],
     }
 
-result = {"ops": ops, "training": training_summary()}
+def step_profile():
+    try:
+        with open(profile_path) as f:
+            lines = [line for line in f if line.strip()]
+        return json.loads(lines[-1])
+    except (OSError, IndexError, json.JSONDecodeError) as error:
+        return {"error": f"no step profile from hai-train --profile-steps: {error}"}
+
+result = {"ops": ops, "training": training_summary(), "step_profile": step_profile()}
 text = json.dumps(result, indent=2)
 print(text)
 with open(out_path, "w") as f:

@@ -1,4 +1,4 @@
-// hai-train --config FILE [--set a.b=value]... [--dry-run | --schedule-only | --eval-only]
+// hai-train --config FILE [--set a.b=value]... [--dry-run | --schedule-only | --eval-only | --profile-steps N]
 // Every rank reads and validates the config before MPI starts; a bad config exits 2 with the error on rank 0.
 // Launched on several ranks (mpirun, srun), the ranks train together over MPI (data parallelism, ZeRO-1); an error
 // on any rank ends every rank with exit 1. Alone, it trains on one rank without MPI.
@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <exception>
+#include <fstream>
 #include <iostream>
 #include <memory>
 #include <string>
@@ -32,6 +33,8 @@ namespace {
 
 constexpr int kExitFailure = 1;
 constexpr int kExitConfigError = 2;
+// --profile-steps: steps trained before the profiled ones (the pool's growth, cuBLASLt's heuristics).
+constexpr int64_t kProfileWarmupSteps = 2;
 
 struct Options {
   std::string config_path;
@@ -39,6 +42,7 @@ struct Options {
   bool dry_run = false;
   bool schedule_only = false;
   bool eval_only = false;
+  int64_t profile_steps = 0;  // 0: train
   int world_size = 0;  // 0: the launcher's
 };
 
@@ -52,10 +56,15 @@ void add_options(CLI::App& app, Options& options) {
       app.add_flag("--schedule-only", options.schedule_only, "build and check the pipeline schedule, then exit");
   auto* eval_only = app.add_flag("--eval-only", options.eval_only,
                                  "evaluate the checkpoint named by checkpoint.resume, print JSON, then exit");
+  auto* profile_steps = app.add_option("--profile-steps", options.profile_steps,
+                                       "train 2 warm-up steps, then profile N steps: print where a step's time and "
+                                       "memory go as JSON (also <run_dir>/step_profile.json), then exit")
+                            ->check(CLI::PositiveNumber);
   app.add_option("--world-size", options.world_size,
                  "with --dry-run or --schedule-only: plan for this many ranks instead of the launched ones");
-  dry_run->excludes(schedule_only)->excludes(eval_only);
-  schedule_only->excludes(eval_only);
+  dry_run->excludes(schedule_only)->excludes(eval_only)->excludes(profile_steps);
+  schedule_only->excludes(eval_only)->excludes(profile_steps);
+  eval_only->excludes(profile_steps);
 }
 
 nlohmann::ordered_json dry_run_report(const hai::Config& config, int world_size) {
@@ -97,6 +106,14 @@ int train_or_evaluate(const hai::Config& config, const Options& options, hai::Co
   if (rank0) hai::write_config_file(config, config.logging.run_dir + "/config.yaml");
   std::unique_ptr<hai::Trainer> trainer = make_trainer(config, world);
   trainer->resume();
+  if (options.profile_steps > 0) {
+    nlohmann::ordered_json report = trainer->profile(kProfileWarmupSteps, options.profile_steps);
+    if (rank0) {
+      std::ofstream(config.logging.run_dir + "/step_profile.json") << report.dump(2) << std::endl;
+      std::cout << report.dump() << std::endl;
+    }
+    return 0;
+  }
   if (!options.eval_only) {
     trainer->train();
     return 0;

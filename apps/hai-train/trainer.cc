@@ -122,12 +122,16 @@ void Trainer::train() {
 void Trainer::train_step() {
   auto start = std::chrono::steady_clock::now();
   int64_t micro_batches = config_.parallel.micro_batches.value();
+  mark_phase(profiler_.get(), "step.zero_grads");
+  record_memory_point(profiler_.get(), "step_start", "step");
   store_.zero_grads();
   model_.reset_expert_load();
   double loss_scale = loss_scaler_ ? loss_scaler_->scale() : 1.0;
   std::vector<CountedTokens> counted =
       run_micro_batches(static_cast<float>(loss_scale) / static_cast<float>(micro_batches));
   StepLosses losses;
+  record_memory_point(profiler_.get(), "after_backward", "step");
+  mark_phase(profiler_.get(), "step.loss_read_back");
   OwnedTensor host_sums = host_copy(loss_sums_);  // [micro-batches, loss slots]: the step's one read of its losses
   for (int64_t micro_batch = 0; micro_batch < micro_batches; ++micro_batch) {
     Tensor sums = host_sums.tensor().slice(micro_batch, micro_batch + 1).reshape(Shape{host_sums.shape()[1]});
@@ -135,15 +139,19 @@ void Trainer::train_step() {
                1.0 / static_cast<double>(micro_batches));
   }
   losses = losses.mean_over(*groups_.dp);
+  mark_phase(profiler_.get(), "step.expert_load_all_reduce");
   reduce_expert_load();
 
   ++step_;
+  mark_phase(profiler_.get(), "step.gradient_finite_check");
   bool finite = gradients_finite_on_every_rank();
   if (loss_scaler_) loss_scaler_->update(finite);
   double grad_norm = std::numeric_limits<double>::quiet_NaN();
   if (finite) {
+    mark_phase(profiler_.get(), "step.gradient_reduce_and_norm");
     if (loss_scale != 1.0) scale_tensor(store_.grads(), static_cast<float>(1.0 / loss_scale));
     double squared_norm = optimizer_.reduce_gradients();
+    mark_phase(profiler_.get(), "step.gradient_clip");
     grad_norm = optimizer_.clip(squared_norm, config_.optimizer.grad_clip);
   }
   bool skipped = !std::isfinite(grad_norm);
@@ -153,10 +161,13 @@ void Trainer::train_step() {
     if (loss_scaler_) spdlog::warn("step {}: loss scale {} -> {}", step_, loss_scale, loss_scaler_->scale());
   } else {
     optimizer_.step(static_cast<float>(lr), step_);
+    mark_phase(profiler_.get(), "step.router_bias_update");
     model_.update_router_biases(static_cast<float>(config_.model.moe.bias_update_speed));
+    mark_phase(profiler_.get(), "step.ema");
     if (ema_) ema_->submit(store_.values());
   }
 
+  mark_phase(profiler_.get(), "step.metrics_and_logging");
   double step_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   step_time_.add(step_ms);
   int64_t step_tokens = config_.train.global_batch_size * config_.train.seq_len;
@@ -201,6 +212,7 @@ void Trainer::train_step() {
 
 std::vector<CountedTokens> Trainer::run_micro_batches(float grad_scale) {
   int64_t micro_batches = config_.parallel.micro_batches.value();
+  mark_phase(profiler_.get(), "step.data_loading");
   std::vector<OwnedTensor> windows;  // [B, S + 1] i32 on the host, one per micro-batch
   for (int64_t micro_batch = 0; micro_batch < micro_batches; ++micro_batch) windows.push_back(loader_.next());
   if (pipeline_) {
@@ -213,6 +225,29 @@ std::vector<CountedTokens> Trainer::run_micro_batches(float grad_scale) {
     counted.push_back(model_.train_micro_batch(windows[static_cast<size_t>(micro_batch)], grad_scale, loss_sums));
   }
   return counted;
+}
+
+nlohmann::ordered_json Trainer::profile(int64_t warmup_steps, int64_t profiled_steps) {
+  HAI_CHECK(warmup_steps >= 0 && profiled_steps > 0, "profile: {} warm-up and {} profiled steps", warmup_steps,
+            profiled_steps);
+  for (int64_t step = 0; step < warmup_steps; ++step) train_step();
+  profiler_ = std::make_unique<StepProfiler>(device_);
+  model_.set_profiler(profiler_.get());
+  optimizer_.set_profiler(profiler_.get());
+  for (int64_t step = 0; step < profiled_steps; ++step) {
+    profiler_->begin_step();
+    train_step();
+    profiler_->end_step();
+  }
+  nlohmann::ordered_json report = profiler_->report();
+  model_.set_profiler(nullptr);
+  optimizer_.set_profiler(nullptr);
+  profiler_.reset();
+  int64_t step_tokens = config_.train.global_batch_size * config_.train.seq_len;
+  report["warmup_steps"] = warmup_steps;
+  report["tokens_per_step"] = step_tokens;
+  report["tokens_per_s"] = static_cast<double>(step_tokens) / (report["step_ms"].get<double>() / 1000.0);
+  return report;
 }
 
 bool Trainer::gradients_finite_on_every_rank() {

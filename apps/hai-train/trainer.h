@@ -21,6 +21,7 @@
 #include "framework/data/data_loader.h"
 #include "framework/metrics/metrics_writer.h"
 #include "framework/metrics/progress.h"
+#include "framework/metrics/step_profiler.h"
 #include "framework/optim/ema.h"
 #include "framework/optim/loss_scaler.h"
 #include "framework/params/parameter_store.h"
@@ -57,6 +58,10 @@ class Trainer {
   // The evaluation source's first `max_windows` windows in order (all of them when max_windows < 0), with the
   // EMA weights when ema.eval is set.
   EvalResult evaluate(int64_t max_windows);
+  // Trains warmup_steps steps, then profiled_steps steps with a StepProfiler (framework/metrics/step_profiler.h):
+  // its report (where a step's time and memory go) with warmup_steps, tokens_per_step and tokens_per_s added.
+  // The steps are real training steps (the step counter moves); no metrics, evaluation or checkpoint.
+  nlohmann::ordered_json profile(int64_t warmup_steps, int64_t profiled_steps);
 
   int64_t step() const { return step_; }
   const ParameterStore& parameters() const { return store_; }
@@ -102,6 +107,7 @@ class Trainer {
   DataLoader loader_;
   OwnedTensor loss_sums_;  // [micro-batches, loss slots] fp32 on device_: a step's losses, read once per step
   std::optional<MetricsWriter> metrics_;  // rank 0 only
+  std::unique_ptr<StepProfiler> profiler_;  // only while profile() runs
   StepTimeAverage step_time_;
   double flops_per_token_;
   int64_t step_ = 0;
