@@ -15,9 +15,6 @@ void require(bool supported, const KeyLines& lines, const std::string& key_path,
 
 void check_supported(const Config& config, const KeyLines& lines) {
   const ParallelConfig& parallel = config.parallel;
-  // NOTE: the pipeline stages pass the expert exchange through, but pp x ep has no equality test yet.
-  require(parallel.pp == 1 || parallel.ep == 1, lines, "parallel.ep",
-          "expert parallelism together with pipeline parallelism (parallel.pp > 1): ep must be 1");
   require(parallel.tp == 1, lines, "parallel.tp", "tensor parallelism: tp must be 1");
   require(!parallel.sequence_parallel, lines, "parallel.sequence_parallel", "sequence parallelism");
   // NOTE: ranks exchange host tensors over MPI; device tensors need the NCCL communicator, which is not written yet.
