@@ -216,6 +216,7 @@ std::vector<CountedTokens> Trainer::run_micro_batches(float grad_scale) {
   std::vector<OwnedTensor> windows;  // [B, S + 1] i32 on the host, one per micro-batch
   for (int64_t micro_batch = 0; micro_batch < micro_batches; ++micro_batch) windows.push_back(loader_.next());
   if (pipeline_) {
+    mark_phase(profiler_.get(), "step.pipeline_forward_backward");  // NOTE: the stages mark no phases of their own
     std::vector<Tensor> tokens(windows.begin(), windows.end());
     return pipeline_->train_step(tokens, grad_scale, loss_sums_, model_.expert_load());
   }

@@ -16,6 +16,7 @@
 // Off costs nothing: the profiled code holds a StepProfiler pointer that is null unless profiling, and calls
 // mark_phase / record_memory_point, which test it.
 
+#include <chrono>
 #include <cstdint>
 #include <string>
 #include <string_view>
