@@ -124,6 +124,10 @@ void Trainer::save_checkpoint() {
     state.config = config_to_json(config_);
     state.layout = {{"world", world_.size()}, {"dp", grid_.dp}, {"pp", grid_.pp}, {"tp", grid_.tp},
                     {"ep", config_.parallel.ep}};
+    if (loss_scaler_) {
+      state.training_state = {{"loss_scale", loss_scaler_->scale()},
+                              {"loss_scale_clean_steps", loss_scaler_->clean_steps()}};
+    }
     std::string path = commit_checkpoint(config_.checkpoint.dir, state, entries, config_.checkpoint.keep);
     spdlog::info("step {}: saved checkpoint {}", step_, path);
   }
@@ -153,6 +157,10 @@ int64_t Trainer::resume() {
   step_ = state.step;
   if (!weights_only) {
     loader_.set_position(DataPosition::parse(state.data_position.at("position").get<std::string>()));
+    if (loss_scaler_ && state.training_state.contains("loss_scale")) {
+      loss_scaler_->restore(state.training_state.at("loss_scale").get<double>(),
+                            state.training_state.at("loss_scale_clean_steps").get<int64_t>());
+    }
   }
   spdlog::info("resumed from {} at step {}", *path, step_);
   resumed_from_ = path;

@@ -171,6 +171,7 @@ std::string manifest_to_text(const CheckpointManifest& manifest) {
                    {"rng_state", state.rng_state},
                    {"config", state.config},
                    {"layout", state.layout},
+                   {"training_state", state.training_state},
                    {"files", files_to_json(manifest.files)},
                    {"tensors", tensors_to_json(manifest.tensors)}};
   document[kChecksumKey] = document_checksum(document);
@@ -191,7 +192,9 @@ CheckpointManifest manifest_from_text(const std::string& text, const std::string
     }
     CheckpointState state{document.at("step").get<int64_t>(), document.at("consumed_samples").get<int64_t>(),
                           document.at("data_position"),       document.at("rng_state"),
-                          document.at("config"),              document.at("layout")};
+                          document.at("config"),              document.at("layout"),
+                          // NOTE: optional: manifests written before it existed have none.
+                          document.value("training_state", json::object())};
     return CheckpointManifest{std::move(state), files_from_json(document.at("files")),
                               tensors_from_json(document.at("tensors"), path)};
   });

@@ -27,6 +27,7 @@ struct CheckpointState {
   nlohmann::json rng_state = nlohmann::json::object();
   nlohmann::json config = nlohmann::json::object();  // the effective config
   nlohmann::json layout = nlohmann::json::object();  // the parallel layout that wrote the checkpoint
+  nlohmann::json training_state = nlohmann::json::object();  // the trainer's own state (e.g. the fp16 loss scale)
 };
 
 // One stored slice of a tensor: the file (name inside the step directory), the tensor's key in that file, where

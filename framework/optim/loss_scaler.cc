@@ -1,6 +1,7 @@
 #include "framework/optim/loss_scaler.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "framework/core/error.h"
 
@@ -10,6 +11,15 @@ LossScaler::LossScaler(const LossScaleConfig& config) : config_(config), scale_(
   HAI_CHECK(config.init > 0 && config.min > 0 && config.window > 0,
             "loss scaling needs a positive init, min and window, got {}, {}, {}", config.init, config.min,
             config.window);
+}
+
+void LossScaler::restore(double scale, int64_t clean_steps) {
+  HAI_CHECK(std::isfinite(scale) && scale >= config_.min, "loss scale {} from the checkpoint is not finite or below "
+            "precision.loss_scale.min {}", scale, config_.min);
+  HAI_CHECK(clean_steps >= 0 && clean_steps < config_.window, "loss scaler: {} clean steps from the checkpoint, "
+            "the window is {}", clean_steps, config_.window);
+  scale_ = scale;
+  clean_steps_ = clean_steps;
 }
 
 void LossScaler::update(bool gradients_finite) {

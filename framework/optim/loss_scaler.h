@@ -22,6 +22,8 @@ class LossScaler {
 
   // Records the outcome of the step that used scale().
   void update(bool gradients_finite);
+  // Puts back a state saved with a checkpoint (scale() and clean_steps() of the run that wrote it).
+  void restore(double scale, int64_t clean_steps);
 
  private:
   LossScaleConfig config_;

@@ -75,5 +75,28 @@ TEST(TrainerLossScaleTest, CleanStepsDoubleTheScaleAfterEachWindow) {
   EXPECT_EQ(trainer.loss_scale(), 16.0);
 }
 
+TEST(TrainerLossScaleTest, ResumingKeepsTheScaleAndItsCleanSteps) {
+  // Uninterrupted: scales 4, 4, 8, 8, 16. Interrupted after step 3 (scale 8, one clean step since it doubled):
+  // the resumed steps 4 and 5 must log 8 and 16, not restart at 4.
+  TempDirectory dir;
+  std::vector<std::string> overrides = {"precision.loss_scale.init=4", "precision.loss_scale.window=2"};
+  {
+    std::vector<std::string> first = overrides;
+    first.push_back("train.steps=3");
+    Trainer(fp16_config(dir.path(), first)).train();
+  }
+  std::vector<std::string> second = overrides;
+  second.push_back("train.steps=5");
+  Trainer resumed(fp16_config(dir.path(), second));
+  ASSERT_EQ(resumed.resume(), 3);
+  EXPECT_EQ(resumed.loss_scale(), 8.0);
+  resumed.train();
+  MetricsFile metrics = read_metrics(dir.path() / "run");
+  ASSERT_GE(metrics.steps.size(), 2u);
+  EXPECT_EQ(metrics.steps[metrics.steps.size() - 2]["loss_scale"], 8.0);
+  EXPECT_EQ(metrics.steps.back()["loss_scale"], 16.0);
+  EXPECT_EQ(resumed.loss_scale(), 16.0);
+}
+
 }  // namespace
 }  // namespace hai
