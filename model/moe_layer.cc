@@ -1,5 +1,7 @@
 #include "model/moe_layer.h"
 
+#include <fmt/format.h>
+
 #include <vector>
 
 #include "framework/device/balance_loss.h"
@@ -10,6 +12,15 @@
 #include "model/parameters.h"
 
 namespace hai {
+namespace {
+
+// The FP8 copy of the up_proj weight of the layer's first local routed expert: defined in precision.mode fp8.
+const Fp8Weight& first_expert_fp8(const ParameterStore& store, int64_t layer, const ExpertExchange* experts) {
+  int64_t expert = experts ? experts->first_local_expert() : 0;
+  return store[fmt::format("{}mlp.experts.{}.up_proj.weight", layer_prefix(layer), expert)].fp8;
+}
+
+}  // namespace
 
 MoeLayer::MoeLayer(const ModelConfig& config, const ParameterStore& store, int64_t layer, ExpertExchange* experts)
     : routed_experts_(config.moe.routed_experts),
@@ -21,6 +32,8 @@ MoeLayer::MoeLayer(const ModelConfig& config, const ParameterStore& store, int64
       gate_(&store[layer_prefix(layer) + "mlp.gate.weight"]),
       bias_(&store[layer_prefix(layer) + "mlp.gate.e_score_correction_bias"]),
       exchange_(experts),
+      fp8_dispatch_(first_expert_fp8(store, layer, experts).defined()),
+      fp8_pow2_scales_(first_expert_fp8(store, layer, experts).pow2_activation_scales),
       experts_(store, layer_prefix(layer) + "mlp.experts.", experts ? experts->local_experts() : routed_experts_,
                experts ? experts->first_local_expert() : 0) {
   HAI_CHECK(!experts || experts->routed_experts() == routed_experts_,
@@ -78,6 +91,8 @@ OwnedTensor MoeLayer::dispatch(Context& ctx, const Tensor& x) const {
 void MoeLayer::compute_experts(Context& ctx, const Tensor& x_sorted) const {
   ctx.expert_output = OwnedTensor(x_sorted.shape(), DType::f32, x_sorted.device());  // [T * K, H]
   if (!exchange_) {
+    // NOTE: in place: the sorted rows are this forward's own buffer.
+    if (fp8_dispatch_) round_trip_fp8_rows(x_sorted, fp8_pow2_scales_);
     experts_.forward(ctx.experts, ctx.expert_output, x_sorted, ctx.plan->plan().expert_offsets);
     return;
   }
@@ -85,7 +100,11 @@ void MoeLayer::compute_experts(Context& ctx, const Tensor& x_sorted) const {
   Shape local_rows{ctx.route.received_total(), x_sorted.size(1)};
   OwnedTensor x_local(local_rows, DType::f32, x_sorted.device());       // [R, H] by local expert
   OwnedTensor output_local(local_rows, DType::f32, x_sorted.device());  // [R, H]
-  exchange_->dispatch(ctx.route, x_local, x_sorted);
+  if (fp8_dispatch_) {
+    exchange_->dispatch_fp8(ctx.route, x_local, x_sorted, fp8_pow2_scales_);
+  } else {
+    exchange_->dispatch(ctx.route, x_local, x_sorted);
+  }
   experts_.forward(ctx.experts, output_local, x_local, ctx.local_offsets);
   exchange_->combine(ctx.route, ctx.expert_output, output_local);
 }

@@ -7,7 +7,9 @@
 // device) -> combine (unpermute, weighted by the top-k weights). Under expert parallelism an ExpertExchange
 // (parallel/expert_exchange.h) sends the sorted rows to the ranks owning their experts before the expert compute
 // and brings the outputs back after it (and the same for their gradients); the layer then holds only its rank's
-// experts. Nothing here reads device memory on the host (but the exchange, which reads the per-expert row counts):
+// experts. In precision.mode fp8 (the experts' weights have FP8 copies) the rows are dispatched in FP8
+// (ExpertExchange::dispatch_fp8, 1x128 tiles); without expert parallelism they get the same quantise-dequantise
+// (round_trip_fp8_rows), so the results do not depend on ep. Their gradients and the combine stay in fp32. Nothing here reads device memory on the host (but the exchange, which reads the per-expert row counts):
 // the balance loss stays a device tensor that the caller sums where it wants (accumulate_balance_loss).
 //
 // The bias is not trained by gradients: the trainer sums accumulate_load over a step's micro-batches (and ranks)
@@ -93,6 +95,8 @@ class MoeLayer {
   const Parameter* gate_;  // [E, H] fp32, used at its master value
   const Parameter* bias_;  // [E] fp32, e_score_correction_bias
   ExpertExchange* exchange_;  // null without expert parallelism
+  bool fp8_dispatch_;         // precision.mode fp8: the routed rows go to the experts in FP8
+  bool fp8_pow2_scales_;      // precision.fp8.pow2_scales, for those rows
   RoutedExperts experts_;     // this rank's routed experts
   std::optional<FeedForward> shared_;
   StepProfiler* profiler_ = nullptr;

@@ -11,6 +11,13 @@
 // The backward pass uses the same route: output gradients go out like dispatch, input gradients come back like
 // combine. On a group of one rank both are plain copies. Every rank of the group calls route, dispatch and combine
 // the same number of times in the same order (they are collectives).
+//
+// FP8 dispatch (precision.mode fp8, DeepSeek-V3's low-precision communication; the caller decides): dispatch_fp8
+// quantises the fp32 rows in 1x128 tiles (e4m3 values and one fp32 scale per row and 128 columns,
+// framework/device/fp8_quantize.h), sends both and dequantises what arrives, so the wire carries about a quarter of
+// the fp32 bytes (half of bf16's). Quantisation is per row, so a row arrives with the same values whoever sends it:
+// round_trip_fp8_rows applies the same to rows that stay on their rank (ep = 1), and the results do not depend on
+// ep. combine stays in full precision.
 
 #include <cstdint>
 #include <span>
@@ -49,6 +56,9 @@ class ExpertExchange {
   // local: [route.received_total(), ...row] <- sorted: [route.sent_total(), ...row], this rank's rows in global
   // expert order. Any dtype; the same dtype, device and row shape for both.
   void dispatch(const Route& route, const Tensor& local, const Tensor& sorted);
+  // local: [route.received_total(), H] fp32 <- sorted: [route.sent_total(), H] fp32, as dispatch, but sent in FP8:
+  // each row arrives as round_trip_fp8_rows makes it. pow2_scales: precision.fp8.pow2_scales.
+  void dispatch_fp8(const Route& route, const Tensor& local, const Tensor& sorted, bool pow2_scales);
   // sorted: [route.sent_total(), ...row] <- local: [route.received_total(), ...row]: each local row goes back to
   // the rank and the sorted row it was dispatched from.
   void combine(const Route& route, const Tensor& sorted, const Tensor& local);
@@ -61,5 +71,8 @@ class ExpertExchange {
   Communicator& group_;
   int64_t routed_experts_;
 };
+
+// rows: [R, H] fp32, in place: quantised in 1x128 tiles to e4m3 and dequantised, as dispatch_fp8 delivers them.
+void round_trip_fp8_rows(const Tensor& rows, bool pow2_scales);
 
 }  // namespace hai
