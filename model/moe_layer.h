@@ -9,8 +9,9 @@
 // and brings the outputs back after it (and the same for their gradients); the layer then holds only its rank's
 // experts. In precision.mode fp8 (the experts' weights have FP8 copies) the rows are dispatched in FP8
 // (ExpertExchange::dispatch_fp8, 1x128 tiles); without expert parallelism they get the same quantise-dequantise
-// (round_trip_fp8_rows), so the results do not depend on ep. Their gradients and the combine stay in fp32. Nothing here reads device memory on the host (but the exchange, which reads the per-expert row counts):
-// the balance loss stays a device tensor that the caller sums where it wants (accumulate_balance_loss).
+// (round_trip_fp8_rows), so the results do not depend on ep. Their gradients and the combine stay in fp32.
+// Nothing here reads device memory on the host (but the exchange, which reads the per-expert row counts): the
+// balance loss stays a device tensor that the caller sums where it wants (accumulate_balance_loss).
 //
 // The bias is not trained by gradients: the trainer sums accumulate_load over a step's micro-batches (and ranks)
 // and calls update_router_bias on the store's bias. Layer contract: docs/design/model-layers.md.

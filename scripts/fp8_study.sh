@@ -1,0 +1,122 @@
+#!/usr/bin/env bash
+# The FP8 study of docs/fp8.md as one command (one device call on one H200):
+#   1. loss parity: configs/fp8_study.yaml trained for STEPS steps in bf16 and then in fp8, the same seed and data:
+#      byte-level real text (the Python standard library's sources, found on the machine itself: it has no
+#      network), turned into an indexed dataset by hai-data;
+#   2. speed: configs/bench_moe_1p7b.yaml trained for SPEED_STEPS steps in bf16 and then in fp8 (tokens/s and peak
+#      memory; the first steps are warm-up);
+# then scripts/plot_fp8.py summarises the runs: smoothed loss curves, the final relative difference of the smoothed
+# loss (target < 0.25%), the speed ratio (target >= 1.3x) and peak memory.
+#   NCCL_NVLS_ENABLE=0 bash scripts/fp8_study.sh OUT_DIR [--steps N] [--speed-steps N] [--only loss|speed]
+#   bash scripts/fp8_study.sh OUT_DIR --cpu-smoke     # the whole pipeline on the CPU: tiny model, a few steps
+# OUT_DIR receives at most 7 files: loss_{bf16,fp8}.jsonl and speed_{bf16,fp8}.jsonl (hai-train's metrics),
+# summary.json, study.log (hai-data's and hai-train's output) and fp8_loss.png (with matplotlib). Everything else
+# (corpus, dataset, checkpoints) goes to a temporary directory. The build directory is $HAI_BUILD_DIR (default
+# build-gpu; configured with the CUDA backend when it does not exist yet); only hai-train and hai-data are built.
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+build_dir=${HAI_BUILD_DIR:-$root/build-gpu}
+steps=300
+speed_steps=20
+only=all
+cpu_smoke=false
+out=""
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --steps) steps=$2; shift 2 ;;
+    --speed-steps) speed_steps=$2; shift 2 ;;
+    --only) only=$2; shift 2 ;;
+    --cpu-smoke) cpu_smoke=true; shift ;;
+    -*) echo "fp8_study.sh: unknown option $1" >&2; exit 2 ;;
+    *) out=$1; shift ;;
+  esac
+done
+if [[ -z "$out" ]]; then echo "fp8_study.sh: give the output directory" >&2; exit 2; fi
+export NCCL_NVLS_ENABLE=0
+mkdir -p "$out"
+out=$(cd "$out" && pwd)
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+log=$out/study.log
+: >"$log"
+
+loss_config=$root/configs/fp8_study.yaml
+speed_config=$root/configs/bench_moe_1p7b.yaml
+loss_overrides=()
+speed_overrides=()
+corpus_files=0  # all of them
+cuda=ON
+if [[ "$cpu_smoke" == true ]]; then
+  # The tiny model of configs/tiny.yaml on both parts, a few steps, on the CPU: checks the plumbing only.
+  loss_config=$root/configs/tiny.yaml
+  speed_config=$root/configs/tiny.yaml
+  steps=${FP8_SMOKE_STEPS:-6}
+  speed_steps=4
+  corpus_files=40
+  cuda=OFF
+  loss_overrides=(--set runtime.device=cpu --set train.eval_interval=3 --set train.eval_batches=2
+                  --set ema.enabled=false)
+  speed_overrides=(--set runtime.device=cpu --set data.source=synthetic --set ema.enabled=false)
+fi
+
+if [[ ! -f "$build_dir/CMakeCache.txt" ]]; then
+  cmake -S "$root" -B "$build_dir" -G Ninja -DHAI_CUDA=$cuda -DCMAKE_BUILD_TYPE=RelWithDebInfo >>"$log" || exit 1
+fi
+cmake --build "$build_dir" -j "$(nproc)" --target hai-train hai-data >>"$log" || exit 1
+hai_train=$build_dir/apps/hai-train/hai-train
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader >>"$log" 2>&1 || true
+
+# The corpus: every .py file of the Python standard library (site-packages left out), in path order, one document
+# per file. Printed: the number of files and bytes.
+make_corpus() {
+  python3 - "$work/corpus" "$corpus_files" <<'PYTHON'
+import os, shutil, sys, sysconfig
+target, limit = sys.argv[1], int(sys.argv[2])
+stdlib = sysconfig.get_paths()["stdlib"]
+paths = []
+for directory, subdirectories, files in os.walk(stdlib):
+    subdirectories[:] = sorted(d for d in subdirectories if d not in ("site-packages", "dist-packages", "__pycache__"))
+    paths += [os.path.join(directory, name) for name in sorted(files) if name.endswith(".py")]
+if limit > 0:
+    paths = paths[:limit]
+os.makedirs(target)
+total = 0
+for index, path in enumerate(paths):
+    shutil.copyfile(path, os.path.join(target, f"{index:06d}.py"))
+    total += os.path.getsize(path)
+print(f"corpus: {len(paths)} files, {total} bytes from {stdlib}")
+PYTHON
+}
+
+# train NAME CONFIG STEPS PRECISION [--set ...]: hai-train into $work/NAME, its metrics copied to $out/NAME.jsonl.
+train() {
+  local name=$1 config=$2 train_steps=$3 precision=$4
+  shift 4
+  echo "fp8_study.sh: $name: $(basename "$config"), $precision, $train_steps steps" | tee -a "$log" >&2
+  local status=0
+  "$hai_train" --config "$config" --set precision.mode="$precision" --set train.steps="$train_steps" \
+      --set logging.run_dir="$work/$name" --set checkpoint.dir="$work/$name/checkpoints" \
+      --set checkpoint.resume=none "$@" >>"$log" 2>&1 || status=$?
+  if [[ $status -ne 0 ]]; then
+    echo "fp8_study.sh: $name failed (exit $status); the last lines of study.log:" >&2
+    tail -n 20 "$log" >&2
+  fi
+  cp "$work/$name/metrics.jsonl" "$out/$name.jsonl" 2>/dev/null || true
+  return $status
+}
+
+status=0
+if [[ "$only" == all || "$only" == loss ]]; then
+  make_corpus | tee -a "$log" >&2
+  "$build_dir/apps/hai-data/hai-data" --format file --input "$work/corpus" --output "$work/corpus_tokens" >>"$log"
+  data=(--set data.path="$work/corpus_tokens")
+  train loss_bf16 "$loss_config" "$steps" bf16 "${data[@]}" "${loss_overrides[@]}" || status=1
+  train loss_fp8 "$loss_config" "$steps" fp8 "${data[@]}" "${loss_overrides[@]}" || status=1
+fi
+if [[ "$only" == all || "$only" == speed ]]; then
+  train speed_bf16 "$speed_config" "$speed_steps" bf16 "${speed_overrides[@]}" || status=1
+  train speed_fp8 "$speed_config" "$speed_steps" fp8 "${speed_overrides[@]}" || status=1
+fi
+
+python3 "$root/scripts/plot_fp8.py" "$out" --png "$out/fp8_loss.png" --summary "$out/summary.json" || status=1
+exit "$status"
