@@ -2,8 +2,9 @@
 // layers with group-limited routing, MTP) on synthetic tokens trains one step (2 micro-batches of 4 x 64 tokens)
 // with runtime.device cpu and cuda from the same initial parameters and data. The step's losses (computed before
 // the update) and gradient norm agree to 1e-4 relative in fp32 and 1e-2 in bf16 (the same bf16 rounding of the
-// GEMM inputs on both devices; only the fp32 accumulation order differs). The run also writes its final
-// checkpoint from device memory and reports the GPU pool's peak memory as mem_gib.
+// GEMM inputs on both devices; only the fp32 accumulation order differs) and in fp8 (the same e4m3 quantisation
+// on both; the tiny widths, not multiples of 128, take the FP8 GEMM's dequantised path). The run also writes its
+// final checkpoint from device memory and reports the GPU pool's peak memory as mem_gib.
 //
 // Without a GPU the test skips; under HAI_REQUIRE_GPU=1 (scripts/gpu-test.sh) it fails instead.
 
@@ -70,6 +71,11 @@ TEST(CudaTrainingStep, Fp32LossAgreesWithTheCpuTo1e4) {
 TEST(CudaTrainingStep, Bf16LossAgreesWithTheCpuTo1e2) {
   HAI_REQUIRE_CUDA_DEVICE();
   expect_step_agrees("bf16", 1e-2);
+}
+
+TEST(CudaTrainingStep, Fp8LossAgreesWithTheCpuTo1e2) {
+  HAI_REQUIRE_CUDA_DEVICE();
+  expect_step_agrees("fp8", 1e-2);
 }
 
 }  // namespace

@@ -45,6 +45,29 @@ TEST(ShippedConfigs, BenchMoeMatchesTheGpuMachineShape) {
   EXPECT_EQ(config.runtime.device, RuntimeDevice::cuda);
 }
 
+// cuBLASLt's block-scaled FP8 GEMMs need every FP8 linear layer's input width a multiple of 128 and its output
+// width and token count multiples of 16 (framework/device/fp8_gemm.h).
+TEST(ShippedConfigs, Fp8StudyFitsTheFp8GemmShapes) {
+  Config config = load_shipped("fp8_study.yaml", 1);
+  const ModelConfig& model = config.model;
+  EXPECT_NO_THROW(check_supported(config));
+  for (int64_t in_features : {model.hidden_size, model.q_lora_rank, model.kv_lora_rank,
+                              model.num_heads * model.v_head_dim, model.dense_ffn_size, model.moe.expert_ffn_size}) {
+    EXPECT_EQ(in_features % 128, 0) << in_features;
+  }
+  const int64_t qk_head_dim = model.qk_nope_head_dim + model.qk_rope_head_dim;
+  for (int64_t out_features : {model.q_lora_rank, model.num_heads * qk_head_dim,
+                               model.kv_lora_rank + model.qk_rope_head_dim,
+                               model.num_heads * (model.qk_nope_head_dim + model.v_head_dim)}) {
+    EXPECT_EQ(out_features % 16, 0) << out_features;
+  }
+  EXPECT_EQ(config.train.micro_batch_size * config.train.seq_len % 16, 0);
+  EXPECT_EQ(model.vocab_size, 257);
+  EXPECT_EQ(config.data.source, DataSource::indexed);
+  EXPECT_EQ(config.precision.mode, PrecisionMode::bf16);  // scripts/fp8_study.sh sets it per run
+  EXPECT_EQ(config.runtime.device, RuntimeDevice::cuda);
+}
+
 TEST(ShippedConfigs, DeepseekV3ReproducesTheReferenceTable) {
   Config config = load_shipped("deepseek_v3_671b.yaml", 2048);
   const ModelConfig& model = config.model;
