@@ -8,8 +8,13 @@
 # Writes one JSON object {"ops": <hai-bench>, "training": <summary>, "step_profile": <report>} to OUT (default
 # bench.json) and prints it.
 #   NCCL_NVLS_ENABLE=0 bash scripts/bench.sh [OUT] [--steps N] [--profile-steps N] [--set key=value]...
+#   NCCL_NVLS_ENABLE=0 bash scripts/bench.sh [OUT] --multi-gpu [--steps N] [--set key=value]...
 # --steps (default 30) and --set go to hai-train; the first max(3, steps / 5) steps are left out of the summary
 # as warm-up. Either part failing is reported in the JSON ({"error": ...}) and makes the exit code non-zero.
+# --multi-gpu (a machine with two GPUs): instead of the op benchmarks and the profile, trains on one GPU and on two
+# (mpirun -np 2, one rank per GPU) with each layout: dp 2 and ep 2 (dp 2) at a micro-batch per GPU per step, pp 2
+# under 1f1b and dualpipe at 4 micro-batches per step; writes {"training": <one GPU>, "multi_gpu": {<layout>:
+# <summary> with tokens_per_s_per_gpu and per_gpu_vs_one_gpu}}.
 set -uo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build_dir=${HAI_BUILD_DIR:-$root/build-gpu}
@@ -17,10 +22,12 @@ config=$root/configs/bench_moe_1p7b.yaml
 out=bench.json
 steps=30
 profile_steps=5
+multi_gpu=false
 train_overrides=()
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --steps) steps=$2; shift 2 ;;
+    --multi-gpu) multi_gpu=true; shift ;;
     --profile-steps) profile_steps=$2; shift 2 ;;
     --set) train_overrides+=(--set "$2"); shift 2 ;;
     -*) echo "bench.sh: unknown option $1" >&2; exit 2 ;;
@@ -36,10 +43,14 @@ cmake -S "$root" -B "$build_dir" -G Ninja -DHAI_CUDA=ON -DCMAKE_BUILD_TYPE=RelWi
 cmake --build "$build_dir" -j "$(nproc)" --target hai-bench hai-train || exit 1
 
 status=0
-echo "bench.sh: op benchmarks (hai-bench)" >&2
-if ! "$build_dir/apps/hai-bench/hai-bench" --config "$config" --out "$work/ops.json" >/dev/null; then
-  status=1
-  [[ -s "$work/ops.json" ]] || echo '{"error": "hai-bench failed before writing its JSON"}' >"$work/ops.json"
+if [[ "$multi_gpu" == true ]]; then
+  echo '{"skipped": "--multi-gpu"}' >"$work/ops.json"
+else
+  echo "bench.sh: op benchmarks (hai-bench)" >&2
+  if ! "$build_dir/apps/hai-bench/hai-bench" --config "$config" --out "$work/ops.json" >/dev/null; then
+    status=1
+    [[ -s "$work/ops.json" ]] || echo '{"error": "hai-bench failed before writing its JSON"}' >"$work/ops.json"
+  fi
 fi
 
 echo "bench.sh: training $config for $steps steps (hai-train)" >&2
@@ -51,24 +62,57 @@ if ! "$build_dir/apps/hai-train/hai-train" --config "$config" --set train.steps=
   echo "bench.sh: hai-train failed; the summary covers the steps it logged" >&2
 fi
 
-echo "bench.sh: profiling $profile_steps steps of $config (hai-train --profile-steps)" >&2
-if ! "$build_dir/apps/hai-train/hai-train" --config "$config" --profile-steps "$profile_steps" \
-    --set logging.run_dir="$work/profile" --set checkpoint.dir="$work/profile_checkpoints" \
-    --set checkpoint.resume=none "${train_overrides[@]}" >"$work/profile.out" 2>"$work/profile.log"; then
-  status=1
-  echo "bench.sh: the step profile failed:" >&2
-  tail -n 20 "$work/profile.log" >&2
+# train_layout NAME RANKS [--set key=value]...: hai-train on RANKS GPUs (mpirun -np RANKS, one rank per GPU)
+# into $work/NAME (run/metrics.jsonl, train.log); its final checkpoint is deleted (disk).
+train_layout() {
+  local name=$1 ranks=$2
+  shift 2
+  mkdir -p "$work/$name"
+  echo "bench.sh: training $config on $ranks GPUs: $name" >&2
+  if ! mpirun --allow-run-as-root --bind-to none -np "$ranks" -x NCCL_NVLS_ENABLE \
+      "$build_dir/apps/hai-train/hai-train" --config "$config" --set train.steps="$steps" \
+      --set logging.run_dir="$work/$name/run" --set checkpoint.dir="$work/$name/checkpoints" \
+      --set checkpoint.resume=none --set runtime.device=cuda "$@" "${train_overrides[@]}" \
+      >"$work/$name/train.log" 2>&1; then
+    status=1
+    echo "bench.sh: $name failed:" >&2
+    tail -n 20 "$work/$name/train.log" >&2
+  fi
+  rm -rf "$work/$name/checkpoints"
+}
+
+layouts=()
+if [[ "$multi_gpu" == true ]]; then
+  # NOTE: micro-batches of the config's size; dp and ep keep one per GPU per step, pp runs 4 per step.
+  micro_batch=$(sed -n 's/^ *micro_batch_size: *\([0-9]*\).*/\1/p' "$config" | head -n 1)
+  train_layout dp2 2 --set parallel.dp=2 --set train.global_batch_size=$((2 * micro_batch))
+  train_layout ep2 2 --set parallel.dp=2 --set parallel.ep=2 --set train.global_batch_size=$((2 * micro_batch))
+  train_layout pp2_1f1b 2 --set parallel.pp=2 --set parallel.schedule=1f1b \
+    --set train.global_batch_size=$((4 * micro_batch))
+  train_layout pp2_dualpipe 2 --set parallel.pp=2 --set parallel.schedule=dualpipe \
+    --set train.global_batch_size=$((4 * micro_batch))
+  layouts=(dp2 ep2 pp2_1f1b pp2_dualpipe)
+else
+  echo "bench.sh: profiling $profile_steps steps of $config (hai-train --profile-steps)" >&2
+  if ! "$build_dir/apps/hai-train/hai-train" --config "$config" --profile-steps "$profile_steps" \
+      --set logging.run_dir="$work/profile" --set checkpoint.dir="$work/profile_checkpoints" \
+      --set checkpoint.resume=none "${train_overrides[@]}" >"$work/profile.out" 2>"$work/profile.log"; then
+    status=1
+    echo "bench.sh: the step profile failed:" >&2
+    tail -n 20 "$work/profile.log" >&2
+  fi
 fi
 
 python3 - "$work/ops.json" "$run_dir/metrics.jsonl" "$work/train.log" "$steps" "$out" "$work/profile.out" \
-    <<'PYTHON' || status=1
+    "$work" "${layouts[@]}" <<'PYTHON' || status=1
 import json, statistics, sys
-ops_path, metrics_path, log_path, steps, out_path, profile_path = sys.argv[1:7]
+ops_path, metrics_path, log_path, steps, out_path, profile_path, work = sys.argv[1:8]
+layouts = sys.argv[8:]
 steps = int(steps)
 with open(ops_path) as f:
     ops = json.load(f)
 
-def training_summary():
+def training_summary(metrics_path, log_path):
     try:
         with open(metrics_path) as f:
             records = [json.loads(line) for line in f if line.strip()]
@@ -104,12 +148,27 @@ def step_profile():
     except (OSError, IndexError, json.JSONDecodeError) as error:
         return {"error": f"no step profile from hai-train --profile-steps: {error}"}
 
-result = {"ops": ops, "training": training_summary(), "step_profile": step_profile()}
+def multi_gpu_summary(one_gpu):
+    summaries = {}
+    for layout in layouts:
+        summary = training_summary(f"{work}/{layout}/run/metrics.jsonl", f"{work}/{layout}/train.log")
+        if "error" not in summary:
+            summary["gpus"] = 2
+            summary["tokens_per_s_per_gpu"] = summary["tokens_per_s"] / 2
+            if "error" not in one_gpu:
+                summary["per_gpu_vs_one_gpu"] = summary["tokens_per_s_per_gpu"] / one_gpu["tokens_per_s"]
+        summaries[layout] = summary
+    return summaries
+
+one_gpu = training_summary(metrics_path, log_path)
+result = {"ops": ops, "training": one_gpu, "step_profile": step_profile()}
+if layouts:
+    result = {"training": one_gpu, "multi_gpu": multi_gpu_summary(one_gpu)}
 text = json.dumps(result, indent=2)
 print(text)
 with open(out_path, "w") as f:
     f.write(text + "\n")
-if "error" in result["training"]:
+if "error" in result["training"] or any("error" in s for s in result.get("multi_gpu", {}).values()):
     sys.exit(1)
 PYTHON
 echo "bench.sh: wrote $out" >&2

@@ -5,12 +5,19 @@
 # unit tests. Exits non-zero if any part failed.
 #   NCCL_NVLS_ENABLE=0 bash scripts/gpu-test.sh              # GPU tests, then the CPU unit tests
 #   NCCL_NVLS_ENABLE=0 bash scripts/gpu-test.sh --gpu-only   # builds and runs the GPU tests alone
+#   NCCL_NVLS_ENABLE=0 bash scripts/gpu-test.sh --multi-gpu  # the GPU tests, then the multi-GPU ones (2 GPUs)
+# --multi-gpu (a machine with two GPUs; fails with fewer) adds, after the GPU tests: the GPU-side watchdog unit test
+# (test_comm_cuda), the NCCL and host-device communicators against MPI (mpirun -np 2), the NCCL watchdog end to end
+# (test_nccl_watchdog) and hai-train on two GPUs against one (test_multi_gpu_training: dp 2, ep 2, pp 2 DualPipe),
+# and skips the CPU unit tests.
 # NOTE: it does not run setup.sh: the GPU machine has every dependency but no apt and no network.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build_dir=${HAI_BUILD_DIR:-$root/build-gpu}
 gpu_only=false
+multi_gpu=false
 if [[ "${1:-}" == --gpu-only ]]; then gpu_only=true; fi
+if [[ "${1:-}" == --multi-gpu ]]; then multi_gpu=true; fi
 export NCCL_NVLS_ENABLE=0
 export HAI_REQUIRE_GPU=1
 jobs=$(nproc)
@@ -25,6 +32,24 @@ echo "gpu-test: CPU/GPU parity tests"
 echo "gpu-test: one training step, GPU against CPU"
 "$build_dir/tests/test_trainer_cuda" || status=1
 if [[ "$gpu_only" == true ]]; then exit "$status"; fi
+if [[ "$multi_gpu" == true ]]; then
+  gpus=$(nvidia-smi -L | wc -l)
+  if (( gpus < 2 )); then echo "gpu-test: --multi-gpu needs two GPUs, sees $gpus" >&2; exit 1; fi
+  cmake --build "$build_dir" -j "$jobs" --target test_comm_cuda nccl_communicator_mpi_test \
+    host_device_communicator_mpi_test test_nccl_watchdog test_multi_gpu_training || exit 1
+  mpirun=(mpirun --allow-run-as-root --bind-to none -np 2 -x NCCL_NVLS_ENABLE)
+  echo "gpu-test: the GPU-side watchdog"
+  "$build_dir/tests/test_comm_cuda" || status=1
+  echo "gpu-test: NCCL communicator against MPI on two GPUs"
+  "${mpirun[@]}" "$build_dir/tests/nccl_communicator_mpi_test" || status=1
+  echo "gpu-test: host-device communicator against MPI on two GPUs"
+  "${mpirun[@]}" "$build_dir/tests/host_device_communicator_mpi_test" || status=1
+  echo "gpu-test: the NCCL watchdog end to end"
+  "$build_dir/tests/test_nccl_watchdog" || status=1
+  echo "gpu-test: hai-train on two GPUs against one"
+  "$build_dir/tests/test_multi_gpu_training" || status=1
+  exit "$status"
+fi
 
 echo "gpu-test: CPU unit tests"
 cmake --build "$build_dir" -j "$jobs" || exit 1

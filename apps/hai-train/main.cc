@@ -1,7 +1,8 @@
 // hai-train --config FILE [--set a.b=value]... [--dry-run | --schedule-only | --eval-only | --profile-steps N]
 // Every rank reads and validates the config before MPI starts; a bad config exits 2 with the error on rank 0.
-// Launched on several ranks (mpirun, srun), the ranks train together over MPI (data parallelism, ZeRO-1); an error
-// on any rank ends every rank with exit 1. Alone, it trains on one rank without MPI.
+// Launched on several ranks (mpirun, srun), the ranks train together (training_world.h: over MPI on the CPU, over
+// MPI and NCCL with a GPU per rank); an error on any rank ends every rank with exit 1. Alone, it trains on one rank
+// without MPI.
 
 #include <CLI/CLI.hpp>
 
@@ -16,7 +17,9 @@
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
+#include "apps/hai-train/stage_layout.h"
 #include "apps/hai-train/trainer.h"
+#include "apps/hai-train/training_world.h"
 #include "framework/comm/collective_watchdog.h"
 #include "framework/comm/mpi_runtime.h"
 #include "framework/config/config_error.h"
@@ -95,14 +98,14 @@ int planned_world_size(const Options& options, const hai::LaunchInfo& launch) {
   return static_cast<int>(parallel.pp * parallel.tp * parallel.dp.value_or(1));
 }
 
-// world: the job's ranks, or null for a single rank without MPI.
-std::unique_ptr<hai::Trainer> make_trainer(const hai::Config& config, hai::Communicator* world) {
+// world: the job's ranks and this rank's device, or null for a single rank without MPI.
+std::unique_ptr<hai::Trainer> make_trainer(const hai::Config& config, hai::TrainingWorld* world) {
   if (world == nullptr) return std::make_unique<hai::Trainer>(config);
-  return std::make_unique<hai::Trainer>(config, *world);
+  return std::make_unique<hai::Trainer>(config, *world->communicator, world->device);
 }
 
-int train_or_evaluate(const hai::Config& config, const Options& options, hai::Communicator* world) {
-  bool rank0 = world == nullptr || world->rank() == 0;
+int train_or_evaluate(const hai::Config& config, const Options& options, hai::TrainingWorld* world) {
+  bool rank0 = world == nullptr || world->communicator->rank() == 0;
   if (rank0) hai::write_config_file(config, config.logging.run_dir + "/config.yaml");
   std::unique_ptr<hai::Trainer> trainer = make_trainer(config, world);
   trainer->resume();
@@ -130,18 +133,20 @@ int train_or_evaluate(const hai::Config& config, const Options& options, hai::Co
   return 0;
 }
 
-// Several ranks: MPI's world; a failure on one rank aborts them all (the others may wait in a collective), and
-// so does a collective that waits longer than runtime.collective_timeout_s (the watchdog).
+// Several ranks: the training world (MPI's, or MPI's and NCCL's with GPUs); a failure on one rank aborts them all
+// (the others may wait in a collective), and so does a collective that waits longer than
+// runtime.collective_timeout_s (the watchdog).
 int train_or_evaluate_on_ranks(const hai::Config& config, const Options& options) {
   hai::MpiRuntime runtime;
-  std::unique_ptr<hai::Communicator> world = runtime.world();
-  world->set_observer(std::make_shared<hai::CollectiveWatchdog>(
-      world->rank(), std::chrono::seconds(config.runtime.collective_timeout_s), kExitFailure));
+  hai::TrainingWorld world = hai::make_training_world(runtime, config.runtime, kExitFailure);
+  hai::Communicator& communicator = *world.communicator;
+  communicator.set_observer(std::make_shared<hai::CollectiveWatchdog>(
+      communicator.rank(), std::chrono::seconds(config.runtime.collective_timeout_s), kExitFailure));
   try {
-    return train_or_evaluate(config, options, world.get());
+    return train_or_evaluate(config, options, &world);
   } catch (const std::exception& error) {  // NOTE: any exception: the other ranks would wait for this one forever
     spdlog::error("{}", error.what());
-    world->abort(kExitFailure);
+    communicator.abort(kExitFailure);
   }
   return kExitFailure;  // NOTE: not reached; GCC does not see abort's [[noreturn]] through the virtual call
 }
@@ -179,7 +184,10 @@ int main(int argc, char** argv) {
     }
     if (options.schedule_only) {
       // NOTE: the default costs F 1, B 2 (W 1), F&B 3 are whole units, and the DualPipe formula is exact for them.
-      if (launch.rank == 0) std::cout << hai::schedule_report(hai::pipeline_shape(config.parallel), hai::StepCosts{});
+      if (launch.rank == 0) {
+        std::cout << hai::schedule_report(hai::pipeline_shape(config.parallel), hai::StepCosts{});
+        for (const std::string& line : hai::stage_layout_lines(config)) std::cout << line << "\n";
+      }
       return 0;
     }
     if (launch.world_size > 1) return train_or_evaluate_on_ranks(config, options);

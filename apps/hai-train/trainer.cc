@@ -2,15 +2,13 @@
 
 #include <chrono>
 #include <cmath>
-#include <limits>
 
 #include <spdlog/spdlog.h>
 
+#include "apps/hai-train/stage_layout.h"
 #include "apps/hai-train/training_device.h"
 #include "framework/comm/single_rank_communicator.h"
 #include "framework/core/launch.h"
-#include "framework/device/all_finite.h"
-#include "framework/device/elementwise.h"
 #include "framework/metrics/expert_load_stats.h"
 #include "framework/metrics/mfu.h"
 #include "framework/optim/lr_schedule.h"
@@ -73,11 +71,14 @@ struct StepLosses {
 
 }  // namespace
 
-Trainer::Trainer(const Config& config) : Trainer(config, std::make_unique<SingleRankCommunicator>(), nullptr) {}
+Trainer::Trainer(const Config& config)
+    : Trainer(config, std::make_unique<SingleRankCommunicator>(), nullptr,
+              single_rank_training_device(config.runtime.device, launch_info().local_rank)) {}
 
-Trainer::Trainer(const Config& config, Communicator& world) : Trainer(config, nullptr, &world) {}
+Trainer::Trainer(const Config& config, Communicator& world, Device device)
+    : Trainer(config, nullptr, &world, device) {}
 
-Trainer::Trainer(const Config& config, std::unique_ptr<Communicator> own_world, Communicator* world)
+Trainer::Trainer(const Config& config, std::unique_ptr<Communicator> own_world, Communicator* world, Device device)
     : config_(config),
       own_world_(std::move(own_world)),
       world_(world != nullptr ? *world : *own_world_),
@@ -85,7 +86,7 @@ Trainer::Trainer(const Config& config, std::unique_ptr<Communicator> own_world, 
       groups_(make_parallel_groups(world_, grid_)),
       expert_exchange_(grid_.ep > 1 ? std::make_unique<ExpertExchange>(*groups_.ep, config.model.moe.routed_experts)
                                     : nullptr),
-      device_(training_device(config.runtime.device, world_.size(), launch_info().local_rank)),
+      device_(device),
       store_(make_store(config, groups_.ep->rank(), device_)),
       model_(config.model, store_, expert_exchange_.get()),
       pipeline_(grid_.pp > 1 ? std::make_unique<TrainingPipeline>(config, store_, *groups_.pp, expert_exchange_.get())
@@ -143,18 +144,12 @@ void Trainer::train_step() {
   reduce_expert_load();
 
   ++step_;
-  mark_phase(profiler_.get(), "step.gradient_finite_check");
-  bool finite = gradients_finite_on_every_rank();
-  if (loss_scaler_) loss_scaler_->update(finite);
-  double grad_norm = std::numeric_limits<double>::quiet_NaN();
-  if (finite) {
-    mark_phase(profiler_.get(), "step.gradient_reduce_and_norm");
-    if (loss_scale != 1.0) scale_tensor(store_.grads(), static_cast<float>(1.0 / loss_scale));
-    double squared_norm = optimizer_.reduce_gradients();
-    mark_phase(profiler_.get(), "step.gradient_clip");
-    grad_norm = optimizer_.clip(squared_norm, config_.optimizer.grad_clip);
-  }
+  mark_phase(profiler_.get(), "step.gradient_reduce_and_norm");
+  double squared_norm = optimizer_.reduce_gradients();
+  // NOTE: the norm is the finite check: non-finite on every rank exactly when some rank's gradients were.
+  double grad_norm = optimizer_.clip(squared_norm, config_.optimizer.grad_clip, loss_scale);
   bool skipped = !std::isfinite(grad_norm);
+  if (loss_scaler_) loss_scaler_->update(!skipped);
   double lr = learning_rate(config_.optimizer, config_.train.steps, step_);
   if (skipped) {
     spdlog::warn("step {}: the gradients are not finite (norm {}); the update is skipped", step_, grad_norm);
@@ -251,15 +246,6 @@ nlohmann::ordered_json Trainer::profile(int64_t warmup_steps, int64_t profiled_s
   return report;
 }
 
-bool Trainer::gradients_finite_on_every_rank() {
-  OwnedTensor flag(Shape{1}, DType::i32, device_);  // [1] 1 when this rank holds an inf or NaN gradient
-  zero_fill(flag);  // NOTE: device memory from the pool is not zeroed, and the op only ever sets the flag
-  flag_non_finite(flag, store_.grads());
-  OwnedTensor non_finite = host_copy(flag);  // [1], then the same on every rank
-  world_.all_reduce(non_finite, ReduceOp::max);
-  return non_finite.data<int32_t>()[0] == 0;
-}
-
 void Trainer::reduce_expert_load() {
   // NOTE: the whole global batch's load moves the routing biases, so every rank moves them alike.
   groups_.dp->all_reduce(model_.expert_load(), ReduceOp::sum);
@@ -327,6 +313,7 @@ void Trainer::log_startup() const {
     spdlog::info("pipeline: {} over pp {} ranks, {} micro-batches per step; every pipeline rank keeps the whole "
                  "store and its ZeRO-1 moments (not sharded by stage)",
                  to_string(config_.parallel.schedule), grid_.pp, config_.parallel.micro_batches.value());
+    for (const std::string& line : stage_layout_lines(config_)) spdlog::info("{}", line);
   }
   spdlog::info("peak memory so far: {:.3f} GiB ({})", peak_memory_gib(device_),
                device_.is_cuda() ? "the GPU's caching pool: parameters, gradients, optimizer state" : "host RSS");

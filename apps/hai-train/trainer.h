@@ -1,5 +1,5 @@
 #pragma once
-// Trainer: training of the DeepSeek-V3 model on the CPU backend or on one GPU (runtime.device, training_device.h;
+// Trainer: training of the DeepSeek-V3 model on the CPU backend or on GPUs (runtime.device, training_world.h;
 // parameters, optimizer state and activations live there, each micro-batch is uploaded once and the losses are read
 // back once per step), on one rank or data-parallel over the ranks of a world communicator (ZeRO-1,
 // parallel/zero1.h), with the routed experts split over parallel.ep ranks (expert
@@ -45,8 +45,9 @@ class Trainer {
  public:
   // One rank, without MPI: the config's layout must be a single rank.
   explicit Trainer(const Config& config);
-  // The ranks of `world` (which must outlive the trainer), laid out per the config's parallel section.
-  Trainer(const Config& config, Communicator& world);
+  // The ranks of `world` (which must outlive the trainer), laid out per the config's parallel section, on
+  // `device` (training_world.h: the CPU, or this rank's GPU with a world that moves device tensors).
+  Trainer(const Config& config, Communicator& world, Device device);
   ~Trainer();
 
   // Resumes per checkpoint.resume; returns the step it resumes after (0 for a fresh start).
@@ -71,14 +72,12 @@ class Trainer {
 
  private:
   // world: the given communicator, or null for *own_world.
-  Trainer(const Config& config, std::unique_ptr<Communicator> own_world, Communicator* world);
+  Trainer(const Config& config, std::unique_ptr<Communicator> own_world, Communicator* world, Device device);
   void train_step();
   // Forward and backward of the step's micro-batches, alone or through the pipeline: the gradients of
   // grad_scale x each objective into the store, the routed counts into the model's expert load, the loss sums
   // into loss_sums_. Returns each micro-batch's counted targets.
   std::vector<CountedTokens> run_micro_batches(float grad_scale);
-  // Whether every rank's gradients are finite: a device check, then one all-reduce over the world.
-  bool gradients_finite_on_every_rank();
   void reduce_expert_load();
   EvalResult evaluate_current(int64_t max_windows);
   void log_startup() const;

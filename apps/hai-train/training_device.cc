@@ -6,13 +6,11 @@
 
 namespace hai {
 
-Device training_device(RuntimeDevice setting, int world_size, int local_rank) {
+Device single_rank_training_device(RuntimeDevice setting, int local_rank) {
   if (setting == RuntimeDevice::cpu) return Device::cpu();
   int gpus = cuda_device_count();
-  if (setting == RuntimeDevice::automatic && (gpus == 0 || world_size > 1)) return Device::cpu();
+  if (setting == RuntimeDevice::automatic && gpus == 0) return Device::cpu();
   HAI_CHECK(gpus > 0, "runtime.device is cuda, but this process sees no GPU (or the build has no CUDA backend)");
-  HAI_CHECK(world_size == 1, "runtime.device cuda on {} ranks: device tensors need the NCCL communicator",
-            world_size);
   Device device = Device::cuda(local_rank % gpus);
   make_device_current(device);
   return device;

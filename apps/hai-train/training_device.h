@@ -1,9 +1,8 @@
 #pragma once
-// The device a rank trains on, from runtime.device:
+// The device of a job of one rank, from runtime.device (several ranks: training_world.h):
 //   cpu   the CPU backend;
 //   cuda  the node-local rank's GPU (local rank modulo the GPUs this process sees); it is an error to have none;
-//   auto  cuda when this process sees a GPU and the job is one rank (ranks exchange host tensors over MPI until
-//         the NCCL communicator exists), else cpu.
+//   auto  cuda when this process sees a GPU, else cpu.
 // A CUDA device is made current for the calling thread.
 
 #include "framework/config/config.h"
@@ -11,7 +10,7 @@
 
 namespace hai {
 
-Device training_device(RuntimeDevice setting, int world_size, int local_rank);
+Device single_rank_training_device(RuntimeDevice setting, int local_rank);
 
 // The peak memory of training on `device` in GiB: on a GPU the most its caching pool has handed out at once
 // (framework/tensor/device_memory.h), on the CPU the process's peak resident set.

@@ -36,14 +36,15 @@ inline int run_on_ranks(int ranks, const std::filesystem::path& dir, const std::
   return code;
 }
 
-inline void expect_close(double expected, double actual, const std::string& what) {
-  EXPECT_LE(std::abs(actual - expected), kTrainingTolerance * std::abs(expected))
+inline void expect_close(double expected, double actual, const std::string& what,
+                         double tolerance = kTrainingTolerance) {
+  EXPECT_LE(std::abs(actual - expected), tolerance * std::abs(expected))
       << what << ": " << actual << " vs " << expected;
 }
 
-// The runs' metrics have `steps` step records with the same losses and gradient norms.
+// The runs' metrics have `steps` step records with the same losses and gradient norms (to `tolerance` relative).
 inline void expect_same_steps(const std::filesystem::path& expected_run, const std::filesystem::path& actual_run,
-                              size_t steps = 10) {
+                              size_t steps = 10, double tolerance = kTrainingTolerance) {
   MetricsFile expected = read_metrics(expected_run), actual = read_metrics(actual_run);
   ASSERT_EQ(expected.steps.size(), steps);
   ASSERT_EQ(actual.steps.size(), expected.steps.size());
@@ -51,7 +52,7 @@ inline void expect_same_steps(const std::filesystem::path& expected_run, const s
     EXPECT_EQ(actual.steps[i]["step"], expected.steps[i]["step"]);
     for (const char* key : {"loss", "lm_loss", "mtp_loss", "balance_loss", "grad_norm"}) {
       expect_close(expected.steps[i][key].get<double>(), actual.steps[i][key].get<double>(),
-                   "step " + std::to_string(i + 1) + " " + key);
+                   "step " + std::to_string(i + 1) + " " + key, tolerance);
     }
   }
 }
