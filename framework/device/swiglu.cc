@@ -10,11 +10,12 @@
 namespace hai {
 namespace {
 
-void check_operands(std::initializer_list<const Tensor*> tensors, const Tensor& reference) {
+// Every tensor [N, F] like reference, on its device, of the given dtype.
+void check_operands(std::initializer_list<const Tensor*> tensors, const Tensor& reference, DType dtype) {
   HAI_CHECK(reference.rank() == 2, "swiglu operands must be [N, F], got {}", reference.str());
   for (const Tensor* tensor : tensors) {
     check_shape(*tensor, reference.shape(), "swiglu operand");
-    check_dtype(*tensor, DType::f32, "swiglu operand");
+    check_dtype(*tensor, dtype, "swiglu operand");
     check_same_device(*tensor, reference, "swiglu");
   }
 }
@@ -22,7 +23,7 @@ void check_operands(std::initializer_list<const Tensor*> tensors, const Tensor& 
 }  // namespace
 
 void swiglu_forward(const Tensor& out, const Tensor& gate, const Tensor& up, [[maybe_unused]] Stream stream) {
-  check_operands({&out, &gate, &up}, gate);
+  check_operands({&out, &gate, &up}, gate, DType::f32);
   if (out.device().is_cpu()) return cpu::swiglu_forward(out, gate, up);
 #ifdef HAI_WITH_CUDA
   return cuda::swiglu_forward(out, gate, up, stream);
@@ -33,7 +34,10 @@ void swiglu_forward(const Tensor& out, const Tensor& gate, const Tensor& up, [[m
 
 void swiglu_backward(const Tensor& d_gate, const Tensor& d_up, const Tensor& d_out, const Tensor& gate,
                      const Tensor& up, [[maybe_unused]] Stream stream) {
-  check_operands({&d_gate, &d_up, &d_out, &gate, &up}, gate);
+  HAI_CHECK(gate.dtype() == DType::f32 || gate.dtype() == DType::bf16,
+            "swiglu_backward: gate and up must be fp32 or bf16, got {}", dtype_name(gate.dtype()));
+  check_operands({&d_gate, &d_up, &d_out}, gate, DType::f32);
+  check_operands({&gate, &up}, gate, gate.dtype());
   if (gate.device().is_cpu()) return cpu::swiglu_backward(d_gate, d_up, d_out, gate, up);
 #ifdef HAI_WITH_CUDA
   return cuda::swiglu_backward(d_gate, d_up, d_out, gate, up, stream);

@@ -99,8 +99,11 @@ void unpermute_tokens(const Tensor& out, const Tensor& y_sorted, const Tensor& t
 void unpermute_tokens_backward(const Tensor& d_y_sorted, const Tensor& d_topk_weights, const Tensor& d_out,
                                const Tensor& y_sorted, const Tensor& topk_weights, const RoutingPlan& plan,
                                [[maybe_unused]] Stream stream) {
-  check_rows(d_out, y_sorted, plan);
   check_rows(d_out, d_y_sorted, plan);
+  check_shape(y_sorted, d_y_sorted.shape(), "unpermute y_sorted");
+  HAI_CHECK(y_sorted.dtype() == DType::f32 || y_sorted.dtype() == DType::bf16,
+            "unpermute_tokens_backward: y_sorted must be fp32 or bf16, got {}", dtype_name(y_sorted.dtype()));
+  check_same_device(y_sorted, plan.positions, "token permutation");
   check_weights(topk_weights, plan, "unpermute topk_weights");
   check_weights(d_topk_weights, plan, "unpermute d_topk_weights");
   if (d_out.device().is_cpu()) {

@@ -45,6 +45,7 @@ void unpermute_tokens(const Tensor& out, const Tensor& y_sorted, const Tensor& t
 // d_y_sorted: [T * K, D], d_topk_weights: [T, K] <- d_out: [T, D] and the forward inputs. Overwrites both:
 //   d_y_sorted[positions[t, k]] = topk_weights[t, k] * d_out[t]
 //   d_topk_weights[t, k]        = dot(d_out[t], y_sorted[positions[t, k]])
+// y_sorted may be fp32 or bf16 (widened exactly: the MoE layer saves the expert outputs in bf16 for bf16 training).
 void unpermute_tokens_backward(const Tensor& d_y_sorted, const Tensor& d_topk_weights, const Tensor& d_out,
                                const Tensor& y_sorted, const Tensor& topk_weights, const RoutingPlan& plan,
                                Stream stream = {});

@@ -3,6 +3,36 @@
 #include <algorithm>
 
 namespace hai::cpu {
+namespace {
+
+float widened(float x) { return x; }
+float widened(bf16 x) { return bf16_to_float(x.bits); }
+
+// unpermute_tokens_backward on y_sorted stored as Rows (float or bf16).
+template <typename Rows>
+void unpermute_backward_of(const Tensor& d_y_sorted, const Tensor& d_topk_weights, const Tensor& d_out,
+                           const Rows* y, const Tensor& topk_weights, const RoutingPlan& plan) {
+  const int64_t width = d_out.size(1), assignments = topk_weights.numel();
+  const int64_t experts_per_token = plan.positions.size(1);
+  const float* d_out_data = d_out.data<float>();              // [T, D]
+  const float* weights = topk_weights.data<float>();          // [T, K]
+  const int32_t* positions = plan.positions.data<int32_t>();  // [T, K]
+  float* d_y = d_y_sorted.data<float>();                      // [T * K, D]
+  float* d_weights = d_topk_weights.data<float>();            // [T, K]
+  for (int64_t a = 0; a < assignments; ++a) {
+    const float* d_token = d_out_data + (a / experts_per_token) * width;
+    const Rows* y_row = y + positions[a] * width;  // [D]
+    float* d_y_row = d_y + positions[a] * width;
+    float dot = 0.0f;
+    for (int64_t d = 0; d < width; ++d) {
+      d_y_row[d] = weights[a] * d_token[d];
+      dot += d_token[d] * widened(y_row[d]);
+    }
+    d_weights[a] = dot;
+  }
+}
+
+}  // namespace
 
 void build_routing_plan(const RoutingPlan& plan, const Tensor& topk_indices) {
   const int64_t assignments = topk_indices.numel(), experts = plan.expert_offsets.numel() - 1;
@@ -73,25 +103,10 @@ void unpermute_tokens(const Tensor& out, const Tensor& y_sorted, const Tensor& t
 
 void unpermute_tokens_backward(const Tensor& d_y_sorted, const Tensor& d_topk_weights, const Tensor& d_out,
                                const Tensor& y_sorted, const Tensor& topk_weights, const RoutingPlan& plan) {
-  const int64_t width = d_out.size(1), assignments = topk_weights.numel();
-  const int64_t experts_per_token = plan.positions.size(1);
-  const float* d_out_data = d_out.data<float>();              // [T, D]
-  const float* y = y_sorted.data<float>();                    // [T * K, D]
-  const float* weights = topk_weights.data<float>();          // [T, K]
-  const int32_t* positions = plan.positions.data<int32_t>();  // [T, K]
-  float* d_y = d_y_sorted.data<float>();                      // [T * K, D]
-  float* d_weights = d_topk_weights.data<float>();            // [T, K]
-  for (int64_t a = 0; a < assignments; ++a) {
-    const float* d_token = d_out_data + (a / experts_per_token) * width;
-    const float* y_row = y + positions[a] * width;
-    float* d_y_row = d_y + positions[a] * width;
-    float dot = 0.0f;
-    for (int64_t d = 0; d < width; ++d) {
-      d_y_row[d] = weights[a] * d_token[d];
-      dot += d_token[d] * y_row[d];
-    }
-    d_weights[a] = dot;
+  if (y_sorted.dtype() == DType::bf16) {
+    return unpermute_backward_of(d_y_sorted, d_topk_weights, d_out, y_sorted.data<bf16>(), topk_weights, plan);
   }
+  unpermute_backward_of(d_y_sorted, d_topk_weights, d_out, y_sorted.data<float>(), topk_weights, plan);
 }
 
 }  // namespace hai::cpu

@@ -39,6 +39,14 @@ void unpermute_tokens_backward(const Tensor& d_y_sorted, const Tensor& d_topk_we
                                const Tensor& y_sorted, const Tensor& topk_weights, const RoutingPlan& plan,
                                Stream stream) {
   cudaStream_t cuda_stream = prepare_launch(d_out.device(), stream);
+  if (y_sorted.dtype() == DType::bf16) {
+    check_launch(kernels::unpermute_tokens_backward(d_y_sorted.data<float>(), d_topk_weights.data<float>(),
+                                                    d_out.data<float>(), static_cast<const uint16_t*>(y_sorted.raw()),
+                                                    topk_weights.data<float>(), plan.positions.data<int32_t>(),
+                                                    shape_of(d_out, plan), cuda_stream),
+                 "unpermute_tokens_backward");
+    return;
+  }
   check_launch(kernels::unpermute_tokens_backward(d_y_sorted.data<float>(), d_topk_weights.data<float>(),
                                                   d_out.data<float>(), y_sorted.data<float>(),
                                                   topk_weights.data<float>(), plan.positions.data<int32_t>(),

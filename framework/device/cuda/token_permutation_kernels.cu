@@ -1,3 +1,5 @@
+#include <cuda_bf16.h>
+
 #include "framework/device/cuda/kernel_util.cuh"
 #include "framework/device/cuda/token_permutation_kernels.h"
 
@@ -54,15 +56,19 @@ __global__ void scatter_weighted_kernel(float* d_y_sorted, const float* d_out, c
   }
 }
 
-// One block per assignment.
-__global__ void weight_grad_kernel(float* d_topk_weights, const float* d_out, const float* y_sorted,
+__device__ float widened(float x) { return x; }
+__device__ float widened(uint16_t bf16_bits) { return __bfloat162float(__ushort_as_bfloat16(bf16_bits)); }
+
+// One block per assignment. Rows: float, or uint16_t holding bf16 bits.
+template <typename Rows>
+__global__ void weight_grad_kernel(float* d_topk_weights, const float* d_out, const Rows* y_sorted,
                                    const int32_t* positions, PermutationShape shape) {
   __shared__ float scratch[32];
   int64_t assignment = blockIdx.x;
   const float* d_token = d_out + (assignment / shape.experts_per_token) * shape.width;  // [D]
-  const float* y_row = y_sorted + positions[assignment] * shape.width;                  // [D]
+  const Rows* y_row = y_sorted + positions[assignment] * shape.width;                   // [D]
   float dot = 0.0f;
-  for (int64_t d = threadIdx.x; d < shape.width; d += blockDim.x) dot += d_token[d] * y_row[d];
+  for (int64_t d = threadIdx.x; d < shape.width; d += blockDim.x) dot += d_token[d] * widened(y_row[d]);
   dot = block_sum(dot, scratch);
   if (threadIdx.x == 0) d_topk_weights[assignment] = dot;
 }
@@ -93,9 +99,13 @@ cudaError_t unpermute_tokens(float* out, const float* y_sorted, const float* top
   return cudaGetLastError();
 }
 
-cudaError_t unpermute_tokens_backward(float* d_y_sorted, float* d_topk_weights, const float* d_out,
-                                      const float* y_sorted, const float* topk_weights, const int32_t* positions,
-                                      const PermutationShape& shape, cudaStream_t stream) {
+namespace {
+
+template <typename Rows>
+cudaError_t launch_unpermute_tokens_backward(float* d_y_sorted, float* d_topk_weights, const float* d_out,
+                                             const Rows* y_sorted, const float* topk_weights,
+                                             const int32_t* positions, const PermutationShape& shape,
+                                             cudaStream_t stream) {
   int64_t assignments = shape.tokens * shape.experts_per_token;
   if (assignments == 0) return cudaSuccess;
   if (shape.width > 0) {
@@ -106,6 +116,22 @@ cudaError_t unpermute_tokens_backward(float* d_y_sorted, float* d_topk_weights, 
   weight_grad_kernel<<<static_cast<unsigned int>(assignments), kThreads, 0, stream>>>(d_topk_weights, d_out,
                                                                                       y_sorted, positions, shape);
   return cudaGetLastError();
+}
+
+}  // namespace
+
+cudaError_t unpermute_tokens_backward(float* d_y_sorted, float* d_topk_weights, const float* d_out,
+                                      const float* y_sorted, const float* topk_weights, const int32_t* positions,
+                                      const PermutationShape& shape, cudaStream_t stream) {
+  return launch_unpermute_tokens_backward(d_y_sorted, d_topk_weights, d_out, y_sorted, topk_weights, positions,
+                                          shape, stream);
+}
+
+cudaError_t unpermute_tokens_backward(float* d_y_sorted, float* d_topk_weights, const float* d_out,
+                                      const uint16_t* y_sorted, const float* topk_weights, const int32_t* positions,
+                                      const PermutationShape& shape, cudaStream_t stream) {
+  return launch_unpermute_tokens_backward(d_y_sorted, d_topk_weights, d_out, y_sorted, topk_weights, positions,
+                                          shape, stream);
 }
 
 }  // namespace hai::cuda::kernels

@@ -28,9 +28,12 @@ cudaError_t unpermute_tokens(float* out, const float* y_sorted, const float* top
                              const PermutationShape& shape, cudaStream_t stream);
 
 // d_y_sorted[positions[t, k]] = topk_weights[t, k] * d_out[t]; d_topk_weights[t, k] = dot(d_out[t], y_sorted[...])
-// (the dot product sums in a block tree, not in the CPU's order).
+// (the dot product sums in a block tree, not in the CPU's order). y_sorted fp32, or bf16 given as its bits.
 cudaError_t unpermute_tokens_backward(float* d_y_sorted, float* d_topk_weights, const float* d_out,
                                       const float* y_sorted, const float* topk_weights, const int32_t* positions,
+                                      const PermutationShape& shape, cudaStream_t stream);
+cudaError_t unpermute_tokens_backward(float* d_y_sorted, float* d_topk_weights, const float* d_out,
+                                      const uint16_t* y_sorted, const float* topk_weights, const int32_t* positions,
                                       const PermutationShape& shape, cudaStream_t stream);
 
 }  // namespace hai::cuda::kernels

@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "framework/device/cast.h"
 #include "framework/device/swiglu.h"
 #include "tests/framework/device/test_util.h"
 
@@ -30,6 +31,33 @@ TEST(Swiglu, BackwardMatchesFiniteDifferences) {
   };
   testing::check_gradient(gate, d_gate, loss, 1e-3, 1e-3, 1e-2);
   testing::check_gradient(up, d_up, loss, 1e-3, 1e-3, 1e-2);
+}
+
+// bf16 gate and up (how the layers save them in bf16 training) give exactly what their fp32 widening gives.
+TEST(Swiglu, BackwardOfBf16InputsEqualsTheirFp32Widening) {
+  Shape shape{5, 7};
+  OwnedTensor gate(shape, DType::bf16), up(shape, DType::bf16);
+  cast_tensor(gate, testing::random_tensor(shape, 4, 3.0f));
+  cast_tensor(up, testing::random_tensor(shape, 5));
+  OwnedTensor gate_widened(shape, DType::f32), up_widened(shape, DType::f32);
+  cast_tensor(gate_widened, gate);
+  cast_tensor(up_widened, up);
+  OwnedTensor d_out = testing::random_tensor(shape, 6);
+  OwnedTensor d_gate(shape, DType::f32), d_up(shape, DType::f32);
+  OwnedTensor d_gate_f32(shape, DType::f32), d_up_f32(shape, DType::f32);
+  swiglu_backward(d_gate, d_up, d_out, gate, up);
+  swiglu_backward(d_gate_f32, d_up_f32, d_out, gate_widened, up_widened);
+  for (int64_t i = 0; i < d_out.numel(); ++i) {
+    EXPECT_EQ(d_gate.data<float>()[i], d_gate_f32.data<float>()[i]) << i;
+    EXPECT_EQ(d_up.data<float>()[i], d_up_f32.data<float>()[i]) << i;
+  }
+}
+
+TEST(Swiglu, BackwardRejectsMixedInputDtypes) {
+  Shape shape{2, 3};
+  OwnedTensor gate(shape, DType::bf16), up(shape, DType::f32), d_out(shape, DType::f32);
+  OwnedTensor d_gate(shape, DType::f32), d_up(shape, DType::f32);
+  EXPECT_THROW(swiglu_backward(d_gate, d_up, d_out, gate, up), Error);
 }
 
 TEST(Swiglu, RejectsMismatchedShapes) {

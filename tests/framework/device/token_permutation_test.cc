@@ -2,6 +2,7 @@
 
 #include <vector>
 
+#include "framework/device/cast.h"
 #include "framework/device/token_permutation.h"
 #include "tests/framework/device/test_util.h"
 
@@ -115,6 +116,24 @@ TEST(TokenPermutation, UnpermuteBackwardMatchesFiniteDifferences) {
   };
   testing::check_gradient(y_sorted, d_y_sorted, loss, 1e-3, 1e-3, 1e-3);
   testing::check_gradient(weights, d_weights, loss, 1e-3, 1e-3, 1e-3);
+}
+
+// bf16 expert outputs give exactly what their fp32 widening gives (the widening is exact).
+TEST(TokenPermutation, UnpermuteBackwardOfBf16RowsEqualsTheirFp32Widening) {
+  PermutationCase example;
+  OwnedTensor y_bf16(example.sorted(), DType::bf16), y_widened(example.sorted(), DType::f32);
+  cast_tensor(y_bf16, testing::random_tensor(example.sorted(), 48));
+  cast_tensor(y_widened, y_bf16);
+  OwnedTensor weights = testing::random_tensor(example.weights(), 49);
+  OwnedTensor d_out = testing::random_tensor(example.tokens(), 50);
+  OwnedTensor d_y_bf16(example.sorted(), DType::f32), d_weights_bf16(example.weights(), DType::f32);
+  OwnedTensor d_y_f32(example.sorted(), DType::f32), d_weights_f32(example.weights(), DType::f32);
+  unpermute_tokens_backward(d_y_bf16, d_weights_bf16, d_out, y_bf16, weights, example.plan);
+  unpermute_tokens_backward(d_y_f32, d_weights_f32, d_out, y_widened, weights, example.plan);
+  for (int64_t i = 0; i < d_y_f32.numel(); ++i) EXPECT_EQ(d_y_bf16.data<float>()[i], d_y_f32.data<float>()[i]) << i;
+  for (int64_t i = 0; i < d_weights_f32.numel(); ++i) {
+    EXPECT_EQ(d_weights_bf16.data<float>()[i], d_weights_f32.data<float>()[i]) << i;
+  }
 }
 
 TEST(TokenPermutation, RejectsRowsOfTheWrongCount) {

@@ -67,6 +67,15 @@ TEST(CudaSwiglu, ForwardAndBackwardMatchCpu) {
   backward.input(testing::random_tensor(shape, 8));
   backward.run([](const std::vector<Tensor>& t) { swiglu_backward(t[0], t[1], t[2], t[3], t[4]); },
                "swiglu_backward");
+
+  ParityCase bf16_backward;
+  bf16_backward.output(OwnedTensor(shape, DType::f32), kTranscendental);
+  bf16_backward.output(OwnedTensor(shape, DType::f32), kTranscendental);
+  bf16_backward.input(testing::random_tensor(shape, 9));
+  bf16_backward.input(testing::converted(testing::random_tensor(shape, 10, 3.0f), DType::bf16));
+  bf16_backward.input(testing::converted(testing::random_tensor(shape, 11), DType::bf16));
+  bf16_backward.run([](const std::vector<Tensor>& t) { swiglu_backward(t[0], t[1], t[2], t[3], t[4]); },
+                    "swiglu_backward bf16 gate/up");
 }
 
 // Every pair of fp32, bf16 and fp16, on values that overflow fp16 (scale 3e4) and sit between bf16 steps: the

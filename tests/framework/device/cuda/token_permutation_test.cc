@@ -68,6 +68,18 @@ TEST(CudaTokenPermutation, UnpermuteAndItsBackwardMatchCpu) {
   backward.run(
       [](const std::vector<Tensor>& t) { unpermute_tokens_backward(t[3], t[4], t[5], t[6], t[7], plan_of(t)); },
       "unpermute_tokens_backward");
+
+  ParityCase bf16_backward;  // the expert outputs as the MoE layer saves them in bf16 training
+  add_plan(bf16_backward);
+  bf16_backward.output(OwnedTensor(Shape{kAssignments, kWidth}, DType::f32), kExact);
+  bf16_backward.output(OwnedTensor(Shape{kTokens, kExpertsPerToken}, DType::f32),
+                       Tolerance{.atol = 1e-5, .rtol = 1e-5});
+  bf16_backward.input(testing::random_tensor(Shape{kTokens, kWidth}, 11));
+  bf16_backward.input(testing::converted(testing::random_tensor(Shape{kAssignments, kWidth}, 12), DType::bf16));
+  bf16_backward.input(testing::random_tensor(Shape{kTokens, kExpertsPerToken}, 13));
+  bf16_backward.run(
+      [](const std::vector<Tensor>& t) { unpermute_tokens_backward(t[3], t[4], t[5], t[6], t[7], plan_of(t)); },
+      "unpermute_tokens_backward bf16 rows");
 }
 
 }  // namespace
