@@ -45,6 +45,13 @@ ParameterStore make_store(const Config& config, int ep_rank, Device device) {
   return store;
 }
 
+// The device of ranks given no GPU: the CPU, unless the config asks for cuda.
+Device cpu_ranks_device(RuntimeDevice setting) {
+  HAI_CHECK(setting != RuntimeDevice::cuda,
+            "runtime.device cuda on several ranks needs a world that moves device tensors (training_world.h)");
+  return Device::cpu();
+}
+
 DataLoaderOptions loader_options(const Config& config, const Communicator& dp) {
   return {.micro_batch_size = config.train.micro_batch_size,
           .dp_rank = dp.rank(),
@@ -79,6 +86,9 @@ Trainer::Trainer(const Config& config)
 
 Trainer::Trainer(const Config& config, Communicator& world, Device device)
     : Trainer(config, nullptr, &world, device) {}
+
+Trainer::Trainer(const Config& config, Communicator& world)
+    : Trainer(config, nullptr, &world, cpu_ranks_device(config.runtime.device)) {}
 
 Trainer::Trainer(const Config& config, std::unique_ptr<Communicator> own_world, Communicator* world, Device device)
     : config_(config),

@@ -48,6 +48,8 @@ class Trainer {
   // The ranks of `world` (which must outlive the trainer), laid out per the config's parallel section, on
   // `device` (training_world.h: the CPU, or this rank's GPU with a world that moves device tensors).
   Trainer(const Config& config, Communicator& world, Device device);
+  // The same on the CPU backend (runtime.device cpu or auto; cuda is an error): MPI ranks in one test process.
+  Trainer(const Config& config, Communicator& world);
   ~Trainer();
 
   // Resumes per checkpoint.resume; returns the step it resumes after (0 for a fresh start).
