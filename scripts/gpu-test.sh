@@ -6,6 +6,7 @@
 #   NCCL_NVLS_ENABLE=0 bash scripts/gpu-test.sh              # GPU tests, then the CPU unit tests
 #   NCCL_NVLS_ENABLE=0 bash scripts/gpu-test.sh --gpu-only   # builds and runs the GPU tests alone
 #   NCCL_NVLS_ENABLE=0 bash scripts/gpu-test.sh --multi-gpu  # the GPU tests, then the multi-GPU ones (2 GPUs)
+#   NCCL_NVLS_ENABLE=0 bash scripts/gpu-test.sh --multi-gpu-only  # the multi-GPU tests alone
 # --multi-gpu (a machine with two GPUs; fails with fewer) adds, after the GPU tests: the GPU-side watchdog unit test
 # (test_comm_cuda), the NCCL and host-device communicators against MPI (mpirun -np 2), the NCCL watchdog end to end
 # (test_nccl_watchdog) and hai-train on two GPUs against one (test_multi_gpu_training: dp 2, ep 2, pp 2 DualPipe),
@@ -16,21 +17,24 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build_dir=${HAI_BUILD_DIR:-$root/build-gpu}
 gpu_only=false
 multi_gpu=false
+multi_gpu_only=false
 if [[ "${1:-}" == --gpu-only ]]; then gpu_only=true; fi
 if [[ "${1:-}" == --multi-gpu ]]; then multi_gpu=true; fi
+if [[ "${1:-}" == --multi-gpu-only ]]; then multi_gpu=true; multi_gpu_only=true; fi
 export NCCL_NVLS_ENABLE=0
 export HAI_REQUIRE_GPU=1
 jobs=$(nproc)
 
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
 cmake -S "$root" -B "$build_dir" -G Ninja -DHAI_CUDA=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo
-cmake --build "$build_dir" -j "$jobs" --target test_device_cuda test_trainer_cuda
-
 status=0
-echo "gpu-test: CPU/GPU parity tests"
-"$build_dir/tests/test_device_cuda" || status=1
-echo "gpu-test: one training step, GPU against CPU"
-"$build_dir/tests/test_trainer_cuda" || status=1
+if [[ "$multi_gpu_only" == false ]]; then
+  cmake --build "$build_dir" -j "$jobs" --target test_device_cuda test_trainer_cuda
+  echo "gpu-test: CPU/GPU parity tests"
+  "$build_dir/tests/test_device_cuda" || status=1
+  echo "gpu-test: one training step, GPU against CPU"
+  "$build_dir/tests/test_trainer_cuda" || status=1
+fi
 if [[ "$gpu_only" == true ]]; then exit "$status"; fi
 if [[ "$multi_gpu" == true ]]; then
   gpus=$(nvidia-smi -L | wc -l)
