@@ -1,8 +1,8 @@
 #include "framework/device/fp8_gemm.h"
 
-#include "framework/device/cpu/fp8_gemm.h"
 #include "framework/device/dispatch.h"
 #include "framework/device/fp8_quantize.h"
+#include "framework/device/gemm.h"
 
 #ifdef HAI_WITH_CUDA
 #include "framework/device/cuda/fp8_gemm.h"
@@ -35,12 +35,34 @@ void check_operands(const Tensor& c, const Fp8Matrix& a, const Fp8Matrix& b) {
   check_shape(c, Shape{a.values.size(0), b.values.size(0)}, "fp8_gemm C");
 }
 
+// NOTE: fp32 copies are allocated per call rather than asking every caller for a workspace: this path is the CPU
+// reference and the GPU's fallback for small awkward shapes.
+OwnedTensor dequantized(const Fp8Matrix& matrix, Stream stream) {
+  OwnedTensor values(matrix.values.shape(), DType::f32, matrix.values.device());  // [rows, K]
+  if (matrix.scaling == Fp8Scaling::tile_1x128) {
+    dequantize_1x128(values, matrix.values, matrix.scales, stream);
+  } else {
+    dequantize_128x128(values, matrix.values, matrix.scales, stream);
+  }
+  return values;
+}
+
+// Both operands dequantised exactly, then the fp32 GEMM: the reference semantics, on any device.
+void dequantized_fp8_gemm(const Tensor& c, const Fp8Matrix& a, const Fp8Matrix& b, float beta, Stream stream) {
+  OwnedTensor a_values = dequantized(a, stream);  // [M, K]
+  OwnedTensor b_values = dequantized(b, stream);  // [N, K]
+  gemm(c, a_values, b_values, {.transpose_b = true, .beta = beta}, stream);
+}
+
 }  // namespace
 
 void fp8_gemm(const Tensor& c, const Fp8Matrix& a, const Fp8Matrix& b, float beta, [[maybe_unused]] Stream stream) {
   check_operands(c, a, b);
-  if (c.device().is_cpu()) return cpu::fp8_gemm(c, a, b, beta);
+  if (c.device().is_cpu()) return dequantized_fp8_gemm(c, a, b, beta, stream);
 #ifdef HAI_WITH_CUDA
+  if (!cuda::fp8_gemm_supported(c.size(0), c.size(1), a.values.size(1))) {
+    return dequantized_fp8_gemm(c, a, b, beta, stream);
+  }
   return cuda::fp8_gemm(c, a, b, beta, stream);
 #else
   throw_no_backend("fp8_gemm", c.device());

@@ -80,12 +80,6 @@ GemmProblem column_major_problem(const Tensor& c, const Fp8Matrix& a, const Fp8M
   return problem;
 }
 
-void check_supported_shape(const GemmProblem& problem) {
-  HAI_CHECK(problem.k % 128 == 0 && problem.m % 16 == 0 && problem.n % 16 == 0,
-            "fp8_gemm on CUDA needs K a multiple of 128 and M, N multiples of 16, got M {} N {} K {}", problem.n,
-            problem.m, problem.k);
-}
-
 template <typename Value>
 void set_attribute(const MatmulDescriptor& descriptor, cublasLtMatmulDescAttributes_t attribute, const Value& value) {
   HAI_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(descriptor.get(), attribute, &value, sizeof(value)));
@@ -105,11 +99,15 @@ void set_scales(const MatmulDescriptor& descriptor, const GemmProblem& problem, 
 
 }  // namespace
 
+bool fp8_gemm_supported(int64_t m, int64_t n, int64_t k) { return k % 128 == 0 && m % 16 == 0 && n % 16 == 0; }
+
 void fp8_gemm(const Tensor& c, const Fp8Matrix& a, const Fp8Matrix& b, float beta, Stream stream) {
   cudaStream_t cuda_stream = prepare_launch(c.device(), stream);
   if (c.numel() == 0) return;
   GemmProblem problem = column_major_problem(c, a, b);
-  check_supported_shape(problem);
+  HAI_CHECK(fp8_gemm_supported(problem.n, problem.m, problem.k),
+            "fp8_gemm on CUDA needs K a multiple of 128 and M, N multiples of 16, got M {} N {} K {}", problem.n,
+            problem.m, problem.k);
 
   BlasLtContext& context = blaslt_context(c.device(), stream);
   CublasLtScaleLayout scale_layout_a = cublaslt_scale_layout(b), scale_layout_b = cublaslt_scale_layout(a);

@@ -6,6 +6,9 @@
 
 namespace hai::cuda {
 
+// Whether cuBLASLt's block-scaled FP8 GEMM takes C [m, n] with inner dimension k: k a multiple of 128, m and n of 16.
+bool fp8_gemm_supported(int64_t m, int64_t n, int64_t k);
+
 void fp8_gemm(const Tensor& c, const Fp8Matrix& a, const Fp8Matrix& b, float beta, Stream stream);
 
 }  // namespace hai::cuda
