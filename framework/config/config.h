@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace hai {
 
@@ -78,6 +79,7 @@ struct ParallelConfig {
   bool sequence_parallel = false;
   PipelineSchedule schedule = PipelineSchedule::one_f_one_b;
   IntOrAuto micro_batches;  // auto: global_batch_size / (micro_batch_size * dp)
+  std::vector<std::int64_t> stage_layers;  // decoder layers per pipeline stage; empty: balanced by a cost model
   bool operator==(const ParallelConfig&) const = default;
 };
 

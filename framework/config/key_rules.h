@@ -4,6 +4,7 @@
 #include <array>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "framework/config/config.h"
 
@@ -44,6 +45,15 @@ inline KeyRule<IntOrAuto> positive_or_auto() {
 inline KeyRule<std::array<double, 2>> betas_in_range() {
   return {"each in [0, 1)", [](const std::array<double, 2>& betas) {
             return betas[0] >= 0.0 && betas[0] < 1.0 && betas[1] >= 0.0 && betas[1] < 1.0;
+          }};
+}
+
+inline KeyRule<std::vector<std::int64_t>> each_positive() {
+  return {"each > 0", [](const std::vector<std::int64_t>& values) {
+            for (std::int64_t value : values) {
+              if (value <= 0) return false;
+            }
+            return true;
           }};
 }
 

@@ -89,6 +89,10 @@ std::vector<ConfigKey> parallel_and_train_keys() {
       HAI_CONFIG_KEY(parallel.micro_batches,
                      "micro-batches per step and dp rank; auto = global_batch_size / (micro_batch_size x dp)",
                      positive_or_auto()),
+      HAI_CONFIG_KEY(parallel.stage_layers,
+                     "decoder layers of each pipeline stage in stage order (pp counts, 2 x pp under dualpipev); "
+                     "[] = balanced by a cost model",
+                     each_positive()),
       HAI_CONFIG_KEY(train.steps, "optimizer steps of the run", positive<I>()),
       HAI_CONFIG_KEY(train.seq_len, "tokens per training sequence", positive<I>()),
       HAI_CONFIG_KEY(train.micro_batch_size, "sequences per micro-batch", positive<I>()),

@@ -1,10 +1,19 @@
+#include <numeric>
+#include <vector>
+
 #include <fmt/format.h>
 
+#include "framework/config/config_enums.h"
 #include "framework/config/validate.h"
 #include "framework/config/validation_rules.h"
 
 namespace hai {
 namespace {
+
+// S: pp model stages, or 2 pp under DualPipeV, which folds the model into a V (each rank holds two stages).
+std::int64_t pipeline_stage_count(const ParallelConfig& parallel) {
+  return parallel.schedule == PipelineSchedule::dualpipev ? 2 * parallel.pp : parallel.pp;
+}
 
 void validate_world(const ParallelConfig& parallel, int world_size, const KeyLines& lines) {
   const std::int64_t pp_tp = parallel.pp * parallel.tp;
@@ -37,11 +46,28 @@ void validate_sharding(const Config& config, std::int64_t dp, const KeyLines& li
                        fmt::format("{} experts cannot be split over parallel.ep = {} ranks",
                                    config.model.moe.routed_experts, parallel.ep));
   }
-  // NOTE: DualPipeV folds the model into a V: each of the pp ranks holds two stages.
-  const std::int64_t stages = parallel.schedule == PipelineSchedule::dualpipev ? 2 * parallel.pp : parallel.pp;
+  const std::int64_t stages = pipeline_stage_count(parallel);
   if (config.model.num_layers < stages) {
     throw_config_error(lines, "model.num_layers",
                        fmt::format("{} layers cannot fill {} pipeline stages", config.model.num_layers, stages));
+  }
+}
+
+// Explicit layers per stage: one count per stage (each > 0 is a per-key rule), all the model's layers.
+void validate_stage_layers(const Config& config, const KeyLines& lines) {
+  const std::vector<std::int64_t>& counts = config.parallel.stage_layers;
+  if (counts.empty()) return;
+  const std::int64_t stages = pipeline_stage_count(config.parallel);
+  if (static_cast<std::int64_t>(counts.size()) != stages) {
+    throw_config_error(lines, "parallel.stage_layers",
+                       fmt::format("{} counts for {} pipeline stages (pp {} under {})", counts.size(), stages,
+                                   config.parallel.pp, to_string(config.parallel.schedule)));
+  }
+  const std::int64_t total = std::accumulate(counts.begin(), counts.end(), std::int64_t{0});
+  if (total != config.model.num_layers) {
+    throw_config_error(lines, "parallel.stage_layers",
+                       fmt::format("the stages hold {} layers, model.num_layers is {}", total,
+                                   config.model.num_layers));
   }
 }
 
@@ -86,6 +112,7 @@ void validate_layout(const Config& config, int world_size, const KeyLines& lines
   validate_world(config.parallel, world_size, lines);
   const std::int64_t dp = resolved_dp(config, world_size);
   validate_sharding(config, dp, lines);
+  validate_stage_layers(config, lines);
   validate_batch(config, dp, lines);
   validate_schedule(config.parallel, resolved_micro_batches(config, world_size), lines);
 }

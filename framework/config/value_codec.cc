@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 namespace hai {
 
@@ -84,6 +85,19 @@ std::array<double, 2> ValueCodec<std::array<double, 2>>::read(const YAML::Node& 
                                                                const KeyLines& lines) {
   if (!node.IsSequence() || node.size() != 2) throw_wrong_type(node, key_path, lines, "a list of two numbers");
   return {read_number(node[0], key_path, lines), read_number(node[1], key_path, lines)};
+}
+
+std::vector<std::int64_t> ValueCodec<std::vector<std::int64_t>>::read(const YAML::Node& node,
+                                                                     const std::string& key_path,
+                                                                     const KeyLines& lines) {
+  if (!node.IsSequence()) throw_wrong_type(node, key_path, lines, "a list of integers");
+  std::vector<std::int64_t> values;
+  for (const YAML::Node& element : node) values.push_back(read_integer(element, key_path, lines));
+  return values;
+}
+
+std::string ValueCodec<std::vector<std::int64_t>>::text(const std::vector<std::int64_t>& value) {
+  return fmt::format("[{}]", fmt::join(value, ", "));
 }
 
 }  // namespace hai

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <string>
 #include <type_traits>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 #include <yaml-cpp/yaml.h>
@@ -92,6 +93,14 @@ struct ValueCodec<std::array<double, 2>> {
     return "[" + format_double(value[0]) + ", " + format_double(value[1]) + "]";
   }
   static nlohmann::json json(const std::array<double, 2>& value) { return {value[0], value[1]}; }
+};
+
+template <>
+struct ValueCodec<std::vector<std::int64_t>> {
+  static std::string type_name() { return "[int, ...]"; }
+  static std::vector<std::int64_t> read(const YAML::Node& node, const std::string& key_path, const KeyLines& lines);
+  static std::string text(const std::vector<std::int64_t>& value);
+  static nlohmann::json json(const std::vector<std::int64_t>& value) { return value; }
 };
 
 // Enums are written by their YAML names (config_enums.h).

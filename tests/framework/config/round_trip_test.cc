@@ -34,6 +34,7 @@ TEST(ConfigRoundTrip, EveryKeyChanged) {
   config.parallel.micro_batches = 12;
   config.parallel.schedule = PipelineSchedule::dualpipev;
   config.parallel.sequence_parallel = true;
+  config.parallel.stage_layers = {3, 5, 2};
   config.optimizer.betas = {0.8, 0.999};
   config.optimizer.schedule = LrSchedule::deepseek_v3;
   config.optimizer.moment_dtype = MomentDType::fp32;
