@@ -47,10 +47,6 @@ TEST(CheckSupported, AcceptsExpertParallelism) {
 TEST(CheckSupported, RefusesWhatDoesNotExistYet) {
   expect_unsupported("parallel.tp", [](Config& config) { config.parallel.tp = 2; });
   expect_unsupported("parallel.sequence_parallel", [](Config& config) { config.parallel.sequence_parallel = true; });
-  expect_unsupported("runtime.device", [](Config& config) {
-    config.runtime.device = RuntimeDevice::cuda;
-    config.parallel.dp = 2;
-  });
 }
 
 TEST(CheckSupported, AcceptsPipelineParallelismUnderEverySchedule) {
@@ -66,9 +62,11 @@ TEST(CheckSupported, AcceptsPipelineParallelismUnderEverySchedule) {
   }
 }
 
-TEST(CheckSupported, AcceptsCudaOnOneRank) {
+TEST(CheckSupported, AcceptsCudaOnOneRankAndOnSeveral) {
   Config config = resolve_auto(Config{}, 1);
   config.runtime.device = RuntimeDevice::cuda;
+  EXPECT_NO_THROW(check_supported(config));
+  config.parallel.dp = 2;  // one GPU per rank, NCCL between them (apps/hai-train/training_world.h)
   EXPECT_NO_THROW(check_supported(config));
 }
 
