@@ -1,4 +1,5 @@
-// ExpertExchange on a group of one rank: every expert is local, dispatch and combine copy the rows as they are.
+// ExpertExchange on a group of one rank: every expert is local, dispatch and combine copy the rows as they are;
+// dispatch_fp8 delivers them quantised in 1x128 tiles, as round_trip_fp8_rows makes them (known e4m3 values).
 
 #include <gtest/gtest.h>
 
@@ -29,6 +30,40 @@ TEST(ExpertExchange, OneRankIsTheIdentity) {
     EXPECT_EQ(local.data<float>()[i], static_cast<float>(i) + 1.0f);
     EXPECT_EQ(back.data<float>()[i], static_cast<float>(i) + 1.0f);
   }
+}
+
+// rows: [2, 130]: row 0 has amax 448 (scale 1) in its first tile, so 17 (a tie between e4m3's 16 and 18) rounds
+// to the even 16 and 0.3 to 0.3125; row 1 is row 0 halved (scale 0.5, the same e4m3 values). The second tile of
+// both rows (2 columns) is {-224, 3}: scale 0.5, both exact.
+TEST(ExpertExchange, Fp8DispatchDeliversTheRowsQuantisedPerRowAnd128Columns) {
+  SingleRankCommunicator group;
+  ExpertExchange exchange(group, 1);
+  std::vector<int64_t> expert_rows{2};
+  ExpertExchange::Route route = exchange.route(expert_rows);
+  OwnedTensor sorted(Shape{2, 130}, DType::f32), local(Shape{2, 130}, DType::f32);  // [2, 130]
+  float* rows = sorted.data<float>();
+  for (int64_t i = 0; i < 260; ++i) rows[i] = 0.0f;
+  for (int64_t row = 0; row < 2; ++row) {
+    float half = row == 0 ? 1.0f : 0.5f;
+    rows[row * 130 + 0] = 448.0f * half;
+    rows[row * 130 + 1] = 17.0f * half;
+    rows[row * 130 + 2] = 0.3f * half;
+    rows[row * 130 + 128] = -224.0f;
+    rows[row * 130 + 129] = 3.0f;
+  }
+  exchange.dispatch_fp8(route, local, sorted, /*pow2_scales=*/false);
+  for (int64_t row = 0; row < 2; ++row) {
+    const float* got = local.data<float>() + row * 130;
+    float half = row == 0 ? 1.0f : 0.5f;
+    EXPECT_EQ(got[0], 448.0f * half);
+    EXPECT_EQ(got[1], 16.0f * half);
+    EXPECT_EQ(got[2], 0.3125f * half);
+    EXPECT_EQ(got[3], 0.0f);
+    EXPECT_EQ(got[128], -224.0f);
+    EXPECT_EQ(got[129], 3.0f);
+  }
+  round_trip_fp8_rows(sorted, /*pow2_scales=*/false);
+  for (int64_t i = 0; i < 260; ++i) EXPECT_EQ(sorted.data<float>()[i], local.data<float>()[i]) << i;
 }
 
 TEST(ExpertExchange, RejectsExpertsThatDoNotSplitEvenlyAndWrongCounts) {
