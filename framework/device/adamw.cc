@@ -24,19 +24,19 @@ void check_operands(const Tensor& params, const Tensor& grads, const Tensor& exp
   }
 }
 
-void check_settings(const AdamWSettings& settings) {
+}  // namespace
+
+void check_adamw_settings(const AdamWSettings& settings) {
   HAI_CHECK(settings.step >= 1, "adamw step counts from 1, got {}", settings.step);
   HAI_CHECK(settings.beta1 >= 0.0f && settings.beta1 < 1.0f, "adamw beta1 must be in [0, 1), got {}", settings.beta1);
   HAI_CHECK(settings.beta2 >= 0.0f && settings.beta2 < 1.0f, "adamw beta2 must be in [0, 1), got {}", settings.beta2);
   HAI_CHECK(settings.eps > 0.0f, "adamw eps must be positive, got {}", settings.eps);
 }
 
-}  // namespace
-
 void adamw_step(const Tensor& params, const Tensor& grads, const Tensor& exp_avg, const Tensor& exp_avg_sq,
                 const AdamWSettings& settings, [[maybe_unused]] Stream stream) {
   check_operands(params, grads, exp_avg, exp_avg_sq);
-  check_settings(settings);
+  check_adamw_settings(settings);
   if (params.device().is_cpu()) return cpu::adamw_step(params, grads, exp_avg, exp_avg_sq, settings);
 #ifdef HAI_WITH_CUDA
   return cuda::adamw_step(params, grads, exp_avg, exp_avg_sq, settings, stream);

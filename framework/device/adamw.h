@@ -23,6 +23,9 @@ struct AdamWSettings {
   int64_t step = 1;  // 1 for the first step (bias correction)
 };
 
+// Throws unless step >= 1, beta1 and beta2 lie in [0, 1) and eps > 0.
+void check_adamw_settings(const AdamWSettings& settings);
+
 // params: [N] fp32 (updated), exp_avg, exp_avg_sq: [N] fp32 or bf16 (updated) <- grads: [N] fp32
 void adamw_step(const Tensor& params, const Tensor& grads, const Tensor& exp_avg, const Tensor& exp_avg_sq,
                 const AdamWSettings& settings, Stream stream = {});

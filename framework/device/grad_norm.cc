@@ -8,19 +8,46 @@
 #endif
 
 namespace hai {
+namespace {
 
-double grad_norm_squared(const std::vector<Tensor>& tensors, [[maybe_unused]] Stream stream) {
-  if (tensors.empty()) return 0.0;
+void check_gradients(const std::vector<Tensor>& tensors) {
   for (const Tensor& tensor : tensors) {
     check_dtype(tensor, DType::f32, "gradient");
     check_same_device(tensor, tensors.front(), "grad_norm_squared");
   }
-  if (tensors.front().device().is_cpu()) return cpu::grad_norm_squared(tensors);
+}
+
+}  // namespace
+
+int64_t grad_norm_scratch_size(const std::vector<Tensor>& tensors) {
+  if (tensors.empty() || tensors.front().device().is_cpu()) return 0;
+  check_gradients(tensors);
 #ifdef HAI_WITH_CUDA
-  return cuda::grad_norm_squared(tensors, stream);
+  return cuda::grad_norm_scratch_size(tensors);
+#else
+  throw_no_backend("grad_norm_scratch_size", tensors.front().device());
+#endif
+}
+
+double grad_norm_squared(const std::vector<Tensor>& tensors, const Tensor& scratch, [[maybe_unused]] Stream stream) {
+  if (tensors.empty()) return 0.0;
+  check_gradients(tensors);
+  if (tensors.front().device().is_cpu()) return cpu::grad_norm_squared(tensors);
+  check_dtype(scratch, DType::i64, "grad_norm_squared scratch");
+  check_same_device(scratch, tensors.front(), "grad_norm_squared scratch");
+  HAI_CHECK(scratch.numel() >= grad_norm_scratch_size(tensors), "grad_norm_squared: scratch of {} words, {} needed",
+            scratch.numel(), grad_norm_scratch_size(tensors));
+#ifdef HAI_WITH_CUDA
+  return cuda::grad_norm_squared(tensors, scratch, stream);
 #else
   throw_no_backend("grad_norm_squared", tensors.front().device());
 #endif
+}
+
+double grad_norm_squared(const std::vector<Tensor>& tensors, Stream stream) {
+  if (tensors.empty()) return 0.0;
+  OwnedTensor scratch(Shape{grad_norm_scratch_size(tensors)}, DType::i64, tensors.front().device());
+  return grad_norm_squared(tensors, scratch, stream);
 }
 
 }  // namespace hai

@@ -1,5 +1,8 @@
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <limits>
+
 #include "framework/device/grad_norm.h"
 #include "tests/framework/device/test_util.h"
 
@@ -18,6 +21,23 @@ TEST(GradNorm, AccumulatesInDouble) {
   // 2^24 + 1 is not a float: a float accumulator would lose the 1.
   OwnedTensor values = testing::tensor_of(Shape{2}, {4096, 1});
   EXPECT_EQ(grad_norm_squared({values}), 16777217.0);
+}
+
+TEST(GradNorm, AnInfOrNaNMakesTheSumNonFinite) {
+  // The trainer's finite check: one bad element among finite ones.
+  for (float bad : {std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity(),
+                    std::numeric_limits<float>::quiet_NaN()}) {
+    OwnedTensor values = testing::tensor_of(Shape{3}, {1, bad, 2});
+    EXPECT_FALSE(std::isfinite(grad_norm_squared({values})));
+  }
+  OwnedTensor largest = testing::tensor_of(Shape{2}, {3.4e38f, -3.4e38f});  // squares overflow fp32, not double
+  EXPECT_TRUE(std::isfinite(grad_norm_squared({largest})));
+}
+
+TEST(GradNorm, NeedsNoScratchOnTheCpu) {
+  OwnedTensor a = testing::tensor_of(Shape{2}, {3, 4});
+  EXPECT_EQ(grad_norm_scratch_size({a}), 0);
+  EXPECT_EQ(grad_norm_squared({a}, Tensor()), 25.0);
 }
 
 TEST(GradNorm, RejectsNonFp32) {

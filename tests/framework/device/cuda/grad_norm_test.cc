@@ -30,6 +30,20 @@ TEST(CudaGradNorm, MatchesCpuOnManyTensorsOfAwkwardSizes) {
   EXPECT_NEAR(actual, expected, 1e-12 * expected);
 }
 
+// One scratch serves every call over the same tensors (the training loop's use); too small a scratch is refused.
+TEST(CudaGradNorm, ReusesTheCallersScratch) {
+  HAI_REQUIRE_CUDA_DEVICE();
+  OwnedTensor host = testing::random_tensor(Shape{1 << 20}, 401, 1e-2f);
+  OwnedTensor on_gpu = testing::copy_to(host, Device::cuda(0));
+  int64_t words = grad_norm_scratch_size({on_gpu});
+  EXPECT_GE(words, 2);  // a partial sum or more, and the total
+  OwnedTensor scratch(Shape{words}, DType::i64, Device::cuda(0));
+  double first = grad_norm_squared({on_gpu}, scratch);
+  EXPECT_EQ(grad_norm_squared({on_gpu}, scratch), first);
+  EXPECT_NEAR(first, grad_norm_squared({host}), 1e-12 * first);
+  EXPECT_THROW(grad_norm_squared({on_gpu}, scratch.tensor().slice(0, words - 1)), Error);
+}
+
 // 1 + 4096^2 = 2^24 + 1 is not an fp32 number, but the double sum holds it exactly; the empty list gives 0.
 TEST(CudaGradNorm, SumsInDouble) {
   HAI_REQUIRE_CUDA_DEVICE();

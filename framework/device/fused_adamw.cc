@@ -1,0 +1,60 @@
+#include "framework/device/fused_adamw.h"
+
+#include "framework/device/cpu/fused_adamw.h"
+#include "framework/device/dispatch.h"
+
+#ifdef HAI_WITH_CUDA
+#include "framework/device/cuda/fused_adamw.h"
+#endif
+
+namespace hai {
+namespace {
+
+// values, compute: [N]; grads, exp_avg, exp_avg_sq: [M]; the table's runs inside both.
+void check_operands(const Tensor& values, const Tensor& compute, const Tensor& grads, const Tensor& exp_avg,
+                    const Tensor& exp_avg_sq, const AdamWSegmentTable& segments) {
+  HAI_CHECK(values.rank() == 1 && grads.rank() == 1, "fused adamw values and gradients must be flat, got {} and {}",
+            values.str(), grads.str());
+  check_dtype(values, DType::f32, "fused adamw values");
+  check_dtype(grads, DType::f32, "fused adamw gradients");
+  HAI_CHECK(exp_avg.dtype() == DType::f32 || exp_avg.dtype() == DType::bf16,
+            "fused adamw moments must be fp32 or bf16, got {}", exp_avg.str());
+  check_dtype(exp_avg_sq, exp_avg.dtype(), "fused adamw exp_avg_sq");
+  for (const Tensor* moment : {&exp_avg, &exp_avg_sq}) {
+    check_shape(*moment, grads.shape(), "fused adamw moment");
+    check_same_device(*moment, values, "fused adamw");
+  }
+  check_same_device(grads, values, "fused adamw");
+  if (compute.defined()) {
+    HAI_CHECK(compute.dtype() == DType::bf16 || compute.dtype() == DType::f16,
+              "fused adamw compute copy must be bf16 or fp16, got {}", compute.str());
+    check_shape(compute, values.shape(), "fused adamw compute copy");
+    check_same_device(compute, values, "fused adamw");
+  }
+  HAI_CHECK(segments.device() == values.device(), "fused adamw: the segment table is on {}, the values on {}",
+            to_string(segments.device()), to_string(values.device()));
+  HAI_CHECK(segments.value_end() <= values.numel() && segments.state_end() <= grads.numel(),
+            "fused adamw: the segments reach {} values and {} gradients, the tensors hold {} and {}",
+            segments.value_end(), segments.state_end(), values.numel(), grads.numel());
+}
+
+}  // namespace
+
+void fused_adamw_step(const Tensor& values, const Tensor& compute, const Tensor& grads, const Tensor& exp_avg,
+                      const Tensor& exp_avg_sq, const AdamWSegmentTable& segments, const AdamWSettings& settings,
+                      float gradient_scale, [[maybe_unused]] Stream stream) {
+  check_operands(values, compute, grads, exp_avg, exp_avg_sq, segments);
+  check_adamw_settings(settings);
+  if (segments.run_count() == 0) return;
+  if (values.device().is_cpu()) {
+    return cpu::fused_adamw_step(values, compute, grads, exp_avg, exp_avg_sq, segments, settings, gradient_scale);
+  }
+#ifdef HAI_WITH_CUDA
+  return cuda::fused_adamw_step(values, compute, grads, exp_avg, exp_avg_sq, segments, settings, gradient_scale,
+                                stream);
+#else
+  throw_no_backend("fused_adamw_step", values.device());
+#endif
+}
+
+}  // namespace hai
