@@ -78,7 +78,8 @@ DeepseekV3Model::DeepseekV3Model(const ModelConfig& model, const ParameterStore&
 
 DeepseekV3Model::~DeepseekV3Model() = default;
 
-DeepseekV3Model::Pass DeepseekV3Model::forward(const Tensor& tokens, const Tensor& loss_sums, bool count_load) {
+DeepseekV3Model::Pass DeepseekV3Model::forward(const Tensor& tokens, const Tensor& loss_sums,
+                                               std::optional<float> grad_scale) {
   check_shape(loss_sums, Shape{loss_slots(config_.mtp_depth)}, "loss sums");
   check_dtype(loss_sums, DType::f32, "loss sums");
   HAI_CHECK(loss_sums.device() == device(), "loss sums on {}, the model on {}", to_string(loss_sums.device()),
@@ -87,6 +88,11 @@ DeepseekV3Model::Pass DeepseekV3Model::forward(const Tensor& tokens, const Tenso
   mark_phase(profiler_, "forward.inputs_upload");
   static_cast<MicroBatchInputs&>(pass) = upload_micro_batch(tokens, config_.mtp_depth, device());
   zero_fill(loss_sums);
+  bool count_load = grad_scale.has_value();
+  auto loss_grad = [&](double weight, int64_t counted) -> std::optional<float> {
+    if (!grad_scale) return std::nullopt;
+    return token_loss_grad(*grad_scale, weight, counted);
+  };
 
   Shape hidden_shape{pass.inputs.numel(), config_.hidden_size};
   mark_phase(profiler_, "forward.embedding");
@@ -109,17 +115,20 @@ DeepseekV3Model::Pass DeepseekV3Model::forward(const Tensor& tokens, const Tenso
     }
   }
   mark_phase(profiler_, "forward.head_loss");
-  head_->forward(pass.head, pass.hidden.back(), pass.targets, loss_slot(loss_sums, kLmSlot));
+  head_->forward(pass.head, pass.hidden.back(), pass.targets, loss_slot(loss_sums, kLmSlot),
+                 loss_grad(1.0, pass.counted.lm));
 
   record_memory_point(profiler_, "head", "head");
 
   mark_phase(profiler_, "forward.mtp");
   pass.mtp.resize(mtp_.size());
+  double mtp_weight = config_.mtp_depth > 0 ? config_.mtp_loss_weight / static_cast<double>(config_.mtp_depth) : 0;
   const Tensor* previous = &pass.head.normed.tensor();
   for (size_t depth = 0; depth < mtp_.size(); ++depth) {
     MtpModule::Context& ctx = pass.mtp[depth];
     mtp_[depth]->forward(ctx, *previous, pass.mtp_ids[depth], pass.mtp_targets[depth], pass.positions, pass.seq_len,
-                         loss_slot(loss_sums, kFirstMtpSlot + static_cast<int64_t>(depth)));
+                         loss_slot(loss_sums, kFirstMtpSlot + static_cast<int64_t>(depth)),
+                         loss_grad(mtp_weight, pass.counted.mtp[depth]));
     const DecoderLayer& block = mtp_[depth]->block();
     if (const MoeLayer* moe = block.moe()) {
       if (count_load) moe->accumulate_load(ctx.block.moe, expert_load_row(moe_row));
@@ -137,20 +146,15 @@ void DeepseekV3Model::backward(Pass& pass, float grad_scale) {
   // MTP modules, deepest first: module k receives d h_k from module k + 1; module 1 yields d h_0.
   mark_phase(profiler_, "backward_input.mtp");
   OwnedTensor d_next;
-  float mtp_weight = config_.mtp_depth > 0 ? static_cast<float>(config_.mtp_loss_weight / config_.mtp_depth) : 0;
   for (size_t depth = mtp_.size(); depth-- > 0;) {
     OwnedTensor d_previous(hidden_shape, DType::f32, device());
-    int64_t counted = pass.counted.mtp[depth];
-    float loss_grad = counted > 0 ? grad_scale * mtp_weight / static_cast<float>(counted) : 0.0f;
-    mtp_[depth]->backward_input(pass.mtp[depth], d_previous, d_next, loss_grad, grad_scale);
+    mtp_[depth]->backward_input(pass.mtp[depth], d_previous, d_next, grad_scale);
     d_next = std::move(d_previous);
   }
 
   mark_phase(profiler_, "backward_input.head_loss");
   OwnedTensor d_hidden(hidden_shape, DType::f32, device());
-  int64_t counted = pass.counted.lm;
-  float lm_grad = counted > 0 ? grad_scale / static_cast<float>(counted) : 0.0f;
-  head_->backward_input(pass.head, d_hidden, lm_grad, d_next);
+  head_->backward_input(pass.head, d_hidden, d_next);
   for (size_t layer = layers_.size(); layer-- > 0;) {
     OwnedTensor d_input(hidden_shape, DType::f32, device());
     layers_[layer]->backward_input(pass.layers[layer], d_input, d_hidden, grad_scale);
@@ -160,15 +164,13 @@ void DeepseekV3Model::backward(Pass& pass, float grad_scale) {
   // Weight gradients (W), after every input gradient (B).
   mark_phase(profiler_, "backward_weight.mtp");
   for (size_t depth = 0; depth < mtp_.size(); ++depth) mtp_[depth]->backward_weight(pass.mtp[depth]);
-  mark_phase(profiler_, "backward_weight.head_loss");
-  head_->backward_weight(pass.head);
   for (size_t layer = 0; layer < layers_.size(); ++layer) layers_[layer]->backward_weight(pass.layers[layer]);
   mark_phase(profiler_, "backward_weight.embedding");
   embedding_backward(store_["model.embed_tokens.weight"].grad, d_hidden, pass.inputs);
 }
 
 CountedTokens DeepseekV3Model::train_micro_batch(const Tensor& tokens, float grad_scale, const Tensor& loss_sums) {
-  Pass pass = forward(tokens, loss_sums, /*count_load=*/true);
+  Pass pass = forward(tokens, loss_sums, grad_scale);
   backward(pass, grad_scale);
   return pass.counted;
 }
@@ -181,7 +183,7 @@ MicroBatchLosses DeepseekV3Model::train_micro_batch(const Tensor& tokens, float 
 
 MicroBatchLosses DeepseekV3Model::evaluate(const Tensor& tokens) {
   OwnedTensor loss_sums(Shape{loss_slots(config_.mtp_depth)}, DType::f32, device());
-  CountedTokens counted = forward(tokens, loss_sums, /*count_load=*/false).counted;
+  CountedTokens counted = forward(tokens, loss_sums, std::nullopt).counted;
   return read_back(loss_sums, counted);
 }
 

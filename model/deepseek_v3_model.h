@@ -11,6 +11,7 @@
 // L_main and L_k are means over the counted tokens of the micro-batch.
 
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "model/decoder_layer.h"
@@ -78,8 +79,9 @@ class DeepseekV3Model {
 
  private:
   struct Pass;
-  // count_load: add the routed-token counts to expert_load().
-  Pass forward(const Tensor& tokens, const Tensor& loss_sums, bool count_load);
+  // grad_scale: training (the routed-token counts are added to expert_load() and the heads compute their
+  // gradients, output_head.h); std::nullopt: evaluation.
+  Pass forward(const Tensor& tokens, const Tensor& loss_sums, std::optional<float> grad_scale);
   void backward(Pass& pass, float grad_scale);
   // Host copy of loss sums: [loss_slots] fp32 on the model's device -> host values.
   MicroBatchLosses read_back(const Tensor& loss_sums, const CountedTokens& counted) const;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "model/output_head.h"
 #include "model/parameters.h"
 
 namespace hai {
@@ -90,7 +91,7 @@ RankMemory estimate_rank_memory(const Config& config) {
                       moe_layers * activation_elements_per_token(m, true);
   int64_t activation_bytes = config.runtime.device == RuntimeDevice::cpu ? 4 : element;
   int64_t stage_share = per_token * tokens / p.pp / p.tp * activation_bytes;
-  int64_t logits = tokens * m.vocab_size * 4 / p.tp;
+  int64_t logits = std::min(tokens, head_chunk_tokens(m)) * m.vocab_size * 4 / p.tp;  // one chunk's, fp32
   memory.activations = live_micro_batches(p) * stage_share + logits;
   return memory;
 }

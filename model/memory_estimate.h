@@ -8,7 +8,8 @@
 //   optimizer:   ZeRO-1 shard of the fp32 master (mixed precision only) and the two AdamW moments
 //   activations: what forward keeps for backward, for the micro-batches a schedule keeps alive (1 without a
 //                pipeline, pp under 1F1B, pp + 1 under DualPipe(V)); counted per layer from the tensors the
-//                layers save, in the compute dtype's size (fp32 on the CPU reference)
+//                layers save, in the compute dtype's size (fp32 on the CPU reference), plus one chunk of the
+//                output head's fp32 logits (output_head.h)
 
 #include <cstdint>
 

@@ -24,7 +24,8 @@ MtpModule::MtpModule(const ModelConfig& model, const ParameterStore& store, int6
       norm_eps_(static_cast<float>(model.norm_eps)) {}
 
 void MtpModule::forward(Context& ctx, const Tensor& previous, const Tensor& ids, const Tensor& targets,
-                        const Tensor& positions, int64_t seq_len, const Tensor& loss_sum) const {
+                        const Tensor& positions, int64_t seq_len, const Tensor& loss_sum,
+                        std::optional<float> loss_grad) const {
   int64_t tokens = previous.size(0), hidden = previous.size(1);
   Device device = previous.device();
   ctx.ids = ids;
@@ -46,15 +47,15 @@ void MtpModule::forward(Context& ctx, const Tensor& previous, const Tensor& ids,
   projection_.forward(ctx.projected, ctx.concatenated, ctx.projection_input);
   ctx.output = OwnedTensor(previous.shape(), DType::f32, device);
   block_.forward(ctx.block, ctx.output, ctx.projected, positions, seq_len);
-  head_.forward(ctx.head, ctx.output, targets, loss_sum);
+  head_.forward(ctx.head, ctx.output, targets, loss_sum, loss_grad);
 }
 
-void MtpModule::backward_input(Context& ctx, const Tensor& d_previous, const Tensor& d_output, float loss_grad,
+void MtpModule::backward_input(Context& ctx, const Tensor& d_previous, const Tensor& d_output,
                                float balance_loss_grad) const {
   int64_t hidden = d_previous.size(1);
   Device device = d_previous.device();
   OwnedTensor d_block_output(d_previous.shape(), DType::f32, device);
-  head_.backward_input(ctx.head, d_block_output, loss_grad);
+  head_.backward_input(ctx.head, d_block_output);
   if (d_output.defined() && d_output.numel() > 0) add_scaled(d_block_output, d_output);
 
   ctx.d_projected = OwnedTensor(d_previous.shape(), DType::f32, device);
@@ -72,7 +73,6 @@ void MtpModule::backward_input(Context& ctx, const Tensor& d_previous, const Ten
 }
 
 void MtpModule::backward_weight(Context& ctx) const {
-  head_.backward_weight(ctx.head);
   block_.backward_weight(ctx.block);
   projection_.backward_weight(ctx.d_projected, ctx.projection_input);
   embedding_backward(embedding_.grad, ctx.d_embedded, ctx.ids);

@@ -6,6 +6,8 @@
 //   loss = cross-entropy of Head(shared_head.norm(h_k)) against t_{i+k+1}
 // h_0 is the main model's final hidden state after model.norm. T = tokens, H = hidden size.
 
+#include <optional>
+
 #include "model/decoder_layer.h"
 #include "model/output_head.h"
 
@@ -35,14 +37,16 @@ class MtpModule {
 
   // h_k = ctx.output. ids: [T] i32 t_{i+k} (any valid id where i + k is past the window: causality keeps those
   // positions from reaching counted ones); targets: [T] i32 t_{i+k+1} or kIgnoreTarget; positions: [T] i32.
-  // loss_sum: [1] fp32 += the sum of this module's token losses (OutputHead::forward).
+  // loss_sum: [1] fp32 += the sum of this module's token losses; loss_grad: when training, the objective's
+  // derivative with respect to this module's TokenLoss::sum, std::nullopt in evaluation (OutputHead::forward).
   void forward(Context& ctx, const Tensor& previous, const Tensor& ids, const Tensor& targets,
-               const Tensor& positions, int64_t seq_len, const Tensor& loss_sum) const;
-  // d_previous: [T, H] (overwritten) <- d_output: [T, H] from module k + 1 (or undefined for the last one),
-  // loss_grad: the objective's derivative with respect to this module's TokenLoss::sum.
-  void backward_input(Context& ctx, const Tensor& d_previous, const Tensor& d_output, float loss_grad,
+               const Tensor& positions, int64_t seq_len, const Tensor& loss_sum,
+               std::optional<float> loss_grad) const;
+  // d_previous: [T, H] (overwritten) <- d_output: [T, H] from module k + 1 (or undefined for the last one).
+  void backward_input(Context& ctx, const Tensor& d_previous, const Tensor& d_output,
                       float balance_loss_grad) const;
-  // eh_proj, the block's and the head's weight gradients, and the shared embedding's rows for e_k.
+  // eh_proj's and the block's weight gradients, and the shared embedding's rows for e_k (the head's weight
+  // gradient was accumulated by forward).
   void backward_weight(Context& ctx) const;
 
   const DecoderLayer& block() const { return block_; }

@@ -1,42 +1,78 @@
 #include "model/output_head.h"
 
+#include <algorithm>
+#include <utility>
+
 #include "framework/device/cross_entropy.h"
 #include "framework/device/elementwise.h"
 #include "framework/device/rmsnorm.h"
 
 namespace hai {
 
-OutputHead::OutputHead(const ModelConfig& model, const ParameterStore& store, const std::string& norm_name)
-    : norm_(store[norm_name]), head_(store["lm_head.weight"]), norm_eps_(static_cast<float>(model.norm_eps)) {}
+int64_t head_chunk_tokens(const ModelConfig& model) {
+  if (model.head_chunk_tokens > 0) return model.head_chunk_tokens;
+  constexpr int64_t kAlignment = 128;
+  int64_t fitting = kHeadChunkLogitBytes / (model.vocab_size * static_cast<int64_t>(sizeof(float)));
+  if (fitting > kAlignment) return fitting / kAlignment * kAlignment;
+  return std::max<int64_t>(fitting, 1);
+}
 
-void OutputHead::forward(Context& ctx, const Tensor& h, const Tensor& targets, const Tensor& loss_sum) const {
+float token_loss_grad(float grad_scale, double weight, int64_t counted) {
+  if (counted <= 0) return 0.0f;
+  return grad_scale * static_cast<float>(weight) / static_cast<float>(counted);
+}
+
+OutputHead::OutputHead(const ModelConfig& model, const ParameterStore& store, const std::string& norm_name)
+    : norm_(store[norm_name]),
+      head_(store["lm_head.weight"]),
+      norm_eps_(static_cast<float>(model.norm_eps)),
+      chunk_tokens_(head_chunk_tokens(model)) {}
+
+void OutputHead::forward(Context& ctx, const Tensor& h, const Tensor& targets, const Tensor& loss_sum,
+                         std::optional<float> loss_grad) const {
   int64_t tokens = h.size(0);
   Device device = h.device();
-  ctx.input = OwnedTensor(h.shape(), DType::f32, device);
-  copy_tensor_async(ctx.input, h);
   ctx.normed = OwnedTensor(h.shape(), DType::f32, device);
-  ctx.rstd = OwnedTensor(Shape{tokens}, DType::f32, device);
-  rmsnorm_forward(ctx.normed, ctx.rstd, h, norm_.value, norm_eps_);
-  ctx.logits = OwnedTensor(Shape{tokens, head_.out_features()}, DType::f32, device);
-  head_.forward(ctx.logits, ctx.normed, ctx.head_input);
-  ctx.targets = targets;
+  OwnedTensor rstd(Shape{tokens}, DType::f32, device);  // [T]
+  rmsnorm_forward(ctx.normed, rstd, h, norm_.value, norm_eps_);
+  if (loss_grad) {
+    ctx.input = OwnedTensor(h.shape(), DType::f32, device);
+    copy_tensor_async(ctx.input, h);
+    ctx.rstd = std::move(rstd);
+    ctx.d_normed = OwnedTensor(h.shape(), DType::f32, device);
+  }
 
-  OwnedTensor losses(Shape{tokens}, DType::f32, device);  // [T]
-  cross_entropy_forward(losses, ctx.logits, targets);
-  accumulate_sum(loss_sum, losses);
+  int64_t chunk_tokens = std::min(chunk_tokens_, tokens);
+  OwnedTensor logits(Shape{chunk_tokens, head_.out_features()}, DType::f32, device);  // [C, V]
+  OwnedTensor losses(Shape{chunk_tokens}, DType::f32, device);                        // [C]
+  for (int64_t begin = 0; begin < tokens; begin += chunk_tokens) {
+    int64_t end = std::min(begin + chunk_tokens, tokens);
+    Chunk chunk{.normed = ctx.normed.tensor().slice(begin, end),
+                .targets = targets.slice(begin, end),
+                .logits = logits.tensor().slice(0, end - begin),
+                .losses = losses.tensor().slice(0, end - begin),
+                .d_normed = loss_grad ? ctx.d_normed.tensor().slice(begin, end) : Tensor()};
+    forward_chunk(chunk, loss_sum, loss_grad);
+  }
 }
 
-void OutputHead::backward_input(Context& ctx, const Tensor& d_h, float loss_grad,
-                                const Tensor& d_normed_extra) const {
-  cross_entropy_backward(ctx.logits, ctx.logits, ctx.targets, loss_grad);  // logits now hold d_logits
-  OwnedTensor d_normed(ctx.normed.shape(), DType::f32, d_h.device());
-  head_.backward_input(d_normed, ctx.logits);
-  if (d_normed_extra.defined() && d_normed_extra.numel() > 0) add_scaled(d_normed, d_normed_extra);
-  rmsnorm_backward(d_h, norm_.grad, d_normed, ctx.input, norm_.value, ctx.rstd);
+void OutputHead::forward_chunk(const Chunk& chunk, const Tensor& loss_sum, std::optional<float> loss_grad) const {
+  OwnedTensor head_input;  // [c, H] the chunk's normed rows in the compute dtype
+  head_.forward(chunk.logits, chunk.normed, head_input);
+  cross_entropy_forward(chunk.losses, chunk.logits, chunk.targets);
+  accumulate_sum(loss_sum, chunk.losses);
+  if (!loss_grad) return;
+  cross_entropy_backward(chunk.logits, chunk.logits, chunk.targets, *loss_grad);  // logits now hold d_logits
+  head_.backward_input(chunk.d_normed, chunk.logits);
+  head_.backward_weight(chunk.logits, head_input);
 }
 
-void OutputHead::backward_weight(Context& ctx) const {
-  head_.backward_weight(ctx.logits, ctx.head_input);
+void OutputHead::backward_input(Context& ctx, const Tensor& d_h, const Tensor& d_normed_extra) const {
+  HAI_CHECK(ctx.d_normed.tensor().shape() == d_h.shape(),
+            "output head: backward_input of {} needs a training forward (with a loss gradient) of as many tokens",
+            d_h.str());
+  if (d_normed_extra.defined() && d_normed_extra.numel() > 0) add_scaled(ctx.d_normed, d_normed_extra);
+  rmsnorm_backward(d_h, norm_.grad, ctx.d_normed, ctx.input, norm_.value, ctx.rstd);
   ctx = Context{};
 }
 

@@ -40,7 +40,8 @@ void PipelineModel::forward(int stage_index, int microbatch, const Tensor& input
   auto [where, inserted] = contexts_.try_emplace({stage_index, microbatch});
   HAI_CHECK(inserted, "pipeline model: F of stage {} for micro-batch {} twice", stage_index, microbatch);
   Tensor loss_sums = loss_sums_.slice(microbatch, microbatch + 1).reshape(Shape{loss_sums_.size(1)});  // [slots]
-  stage(stage_index).forward(where->second, batch(microbatch), input, output, loss_sums, expert_load_);
+  stage(stage_index).forward(where->second, batch(microbatch), input, output, loss_sums, expert_load_,
+                             grad_scale_);
 }
 
 void PipelineModel::backward_input(int stage_index, int microbatch, const Tensor& d_output, const Tensor& d_input) {

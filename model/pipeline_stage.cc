@@ -44,7 +44,7 @@ Tensor PipelineStage::expert_load_row(const Tensor& expert_load, int64_t layer) 
 }
 
 void PipelineStage::forward(Context& ctx, const MicroBatchInputs& batch, const Tensor& input, const Tensor& output,
-                            const Tensor& loss_sums, const Tensor& expert_load) const {
+                            const Tensor& loss_sums, const Tensor& expert_load, float grad_scale) const {
   Shape hidden_shape{batch.inputs.numel(), config_.hidden_size};
   Device device = embedding_.value.device();
   OwnedTensor embedded;  // [T, H] first stage
@@ -69,19 +69,22 @@ void PipelineStage::forward(Context& ctx, const MicroBatchInputs& batch, const T
     }
     x = out;
   }
-  if (layers_.last) forward_head(ctx, batch, x, loss_sums, expert_load);
+  if (layers_.last) forward_head(ctx, batch, x, loss_sums, expert_load, grad_scale);
 }
 
 void PipelineStage::forward_head(Context& ctx, const MicroBatchInputs& batch, const Tensor& hidden,
-                                 const Tensor& loss_sums, const Tensor& expert_load) const {
-  head_->forward(ctx.head, hidden, batch.targets, lm_loss_slot(loss_sums));
+                                 const Tensor& loss_sums, const Tensor& expert_load, float grad_scale) const {
+  head_->forward(ctx.head, hidden, batch.targets, lm_loss_slot(loss_sums),
+                 token_loss_grad(grad_scale, 1.0, batch.counted.lm));
   ctx.mtp.resize(mtp_.size());
+  double mtp_weight = config_.mtp_depth > 0 ? config_.mtp_loss_weight / static_cast<double>(config_.mtp_depth) : 0;
   const Tensor* previous = &ctx.head.normed.tensor();  // [T, H] h_0, then each module's h_k
   for (size_t index = 0; index < mtp_.size(); ++index) {
     int64_t depth = static_cast<int64_t>(index) + 1;
     MtpModule::Context& module = ctx.mtp[index];
     mtp_[index]->forward(module, *previous, batch.mtp_ids[index], batch.mtp_targets[index], batch.positions,
-                         batch.seq_len, mtp_loss_slot(loss_sums, depth));
+                         batch.seq_len, mtp_loss_slot(loss_sums, depth),
+                         token_loss_grad(grad_scale, mtp_weight, batch.counted.mtp[index]));
     const DecoderLayer& block = mtp_[index]->block();
     if (const MoeLayer* moe = block.moe()) {
       moe->accumulate_load(module.block.moe, expert_load_row(expert_load, config_.num_layers + depth - 1));
@@ -99,7 +102,7 @@ void PipelineStage::backward_input(Context& ctx, const MicroBatchInputs& batch, 
   Tensor d_hidden = d_output;
   if (layers_.last) {
     d_head = OwnedTensor(hidden_shape, DType::f32, device);
-    backward_head(ctx, batch, d_head, grad_scale);
+    backward_head(ctx, d_head, grad_scale);
     d_hidden = d_head;
   }
   OwnedTensor d_layer;  // [T, H] the current layer's input gradient
@@ -114,29 +117,20 @@ void PipelineStage::backward_input(Context& ctx, const MicroBatchInputs& batch, 
   if (layers_.first) ctx.d_embedded = std::move(d_layer);
 }
 
-void PipelineStage::backward_head(Context& ctx, const MicroBatchInputs& batch, const Tensor& d_hidden,
-                                  float grad_scale) const {
-  Shape hidden_shape{batch.inputs.numel(), config_.hidden_size};
-  Device device = d_hidden.device();
+void PipelineStage::backward_head(Context& ctx, const Tensor& d_hidden, float grad_scale) const {
   // MTP modules, deepest first: module k receives d h_k from module k + 1; module 1 yields d h_0.
   OwnedTensor d_next;
-  float mtp_weight = config_.mtp_depth > 0 ? static_cast<float>(config_.mtp_loss_weight / config_.mtp_depth) : 0;
   for (size_t depth = mtp_.size(); depth-- > 0;) {
-    OwnedTensor d_previous(hidden_shape, DType::f32, device);
-    int64_t counted = batch.counted.mtp[depth];
-    float loss_grad = counted > 0 ? grad_scale * mtp_weight / static_cast<float>(counted) : 0.0f;
-    mtp_[depth]->backward_input(ctx.mtp[depth], d_previous, d_next, loss_grad, grad_scale);
+    OwnedTensor d_previous(d_hidden.shape(), DType::f32, d_hidden.device());  // [T, H]
+    mtp_[depth]->backward_input(ctx.mtp[depth], d_previous, d_next, grad_scale);
     d_next = std::move(d_previous);
   }
-  int64_t counted = batch.counted.lm;
-  float lm_grad = counted > 0 ? grad_scale / static_cast<float>(counted) : 0.0f;
-  head_->backward_input(ctx.head, d_hidden, lm_grad, d_next);
+  head_->backward_input(ctx.head, d_hidden, d_next);
 }
 
 void PipelineStage::backward_weight(Context& ctx, const MicroBatchInputs& batch) const {
-  // The order of DeepseekV3Model's backward: MTP modules, head, layers, embedding.
+  // The order of DeepseekV3Model's backward: MTP modules, layers, embedding (the heads' W ran in forward).
   for (size_t depth = 0; depth < mtp_.size(); ++depth) mtp_[depth]->backward_weight(ctx.mtp[depth]);
-  if (head_) head_->backward_weight(ctx.head);
   for (size_t index = 0; index < blocks_.size(); ++index) blocks_[index]->backward_weight(ctx.layers[index]);
   if (layers_.first) embedding_backward(embedding_.grad, ctx.d_embedded, batch.inputs);
   ctx = Context{};

@@ -68,6 +68,7 @@ struct ModelConfig {
   MoeConfig moe;
   std::int64_t mtp_depth = 1;
   double mtp_loss_weight = 0.3;
+  std::int64_t head_chunk_tokens = 0;  // tokens per chunk of the output head's logits; 0: by memory
   bool operator==(const ModelConfig&) const = default;
 };
 

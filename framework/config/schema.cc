@@ -74,6 +74,10 @@ std::vector<ConfigKey> model_keys() {
       HAI_CONFIG_KEY(model.mtp_depth, "multi-token prediction modules; 0 = no MTP", non_negative<I>()),
       HAI_CONFIG_KEY(model.mtp_loss_weight, "lambda: loss = main + lambda / depth x sum of MTP losses",
                      non_negative<double>()),
+      HAI_CONFIG_KEY(model.head_chunk_tokens,
+                     "tokens the output head turns into logits at a time (memory only: results are the same); "
+                     "0 = as many as keep one chunk's fp32 logits within 256 MiB",
+                     non_negative<I>()),
   };
 }
 

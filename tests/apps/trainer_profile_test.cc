@@ -80,7 +80,6 @@ TEST(TrainerProfileTest, ThePhasesCoverTheStepAndEachIsMarkedPerLayerAndMicroBat
       {"backward_input.dense_mlp", per_micro_batch},
       {"backward_input.attention", per_layer},
       {"backward_weight.mtp", per_micro_batch},
-      {"backward_weight.head_loss", per_micro_batch},
       {"backward_weight.attention", per_layer},
       {"backward_weight.dense_mlp", per_micro_batch},
       {"backward_weight.moe_routing", per_micro_batch},
