@@ -16,43 +16,10 @@
 #include "model/deepseek_v3_model.h"
 #include "model/parameters.h"
 #include "tests/framework/device/test_util.h"
+#include "tests/model/model_test_inputs.h"
 
 namespace hai {
 namespace {
-
-ModelConfig tiny_model() {
-  ModelConfig m;
-  m.vocab_size = 11;
-  m.hidden_size = 8;
-  m.num_layers = 2;
-  m.first_dense_layers = 1;
-  m.dense_ffn_size = 6;
-  m.num_heads = 2;
-  m.q_lora_rank = 6;
-  m.kv_lora_rank = 4;
-  m.qk_nope_head_dim = 4;
-  m.qk_rope_head_dim = 2;
-  m.v_head_dim = 3;
-  m.max_seq_len = 8;
-  m.moe.routed_experts = 8;
-  m.moe.experts_per_token = 2;
-  m.moe.expert_ffn_size = 4;
-  m.moe.groups = 4;
-  m.moe.groups_per_token = 2;
-  m.moe.balance_loss_alpha = 0.01;  // large enough for its gradient to show
-  m.mtp_depth = 1;
-  m.mtp_loss_weight = 0.3;
-  return m;
-}
-
-OwnedTensor random_tokens(int64_t batch, int64_t seq_len, int64_t vocab, uint64_t seed) {
-  OwnedTensor tokens(Shape{batch, seq_len + 1}, DType::i32);
-  CounterRng rng(seed, 99);
-  for (int64_t i = 0; i < tokens.numel(); ++i) {
-    tokens.data<int32_t>()[i] = static_cast<int32_t>(rng.bits(static_cast<uint64_t>(i)) % vocab);
-  }
-  return tokens;
-}
 
 class ModelGradient : public ::testing::Test {
  protected:
@@ -69,8 +36,8 @@ class ModelGradient : public ::testing::Test {
 
   double objective() { return model_->evaluate(tokens_).objective(config_.mtp_loss_weight); }
 
-  ModelConfig config_ = tiny_model();
-  OwnedTensor tokens_ = random_tokens(2, 6, 11, 3);
+  ModelConfig config_ = testing::tiny_test_model(2);
+  OwnedTensor tokens_ = testing::random_tokens(2, 6, 11, CounterRng(3, 99));
   std::unique_ptr<ParameterStore> store_;
   std::unique_ptr<DeepseekV3Model> model_;
 };

@@ -1,18 +1,14 @@
 #pragma once
-// Warp-level tensor-core building blocks of the bf16 attention kernels (sm_80+): asynchronous tile copies into
-// shared memory, ldmatrix fragment loads and mma.sync m16n8k16 (bf16 x bf16 -> fp32).
-//
-// Fragment layouts (PTX ISA, "mma.m16n8k16"), with group = lane / 4 and pair = 2 * (lane % 4):
-//   A 16x16: a[0] = A[group][pair..+1], a[1] = A[group+8][pair..+1], a[2] = A[group][pair+8..+9],
-//            a[3] = A[group+8][pair+8..+9]
-//   B 16x8:  b[0] = B[pair..+1][group], b[1] = B[pair+8..+9][group]
-//   C 16x8:  c[0..1] = C[group][pair..+1], c[2..3] = C[group+8][pair..+1]
-// Shared-memory tiles are row-major bf16 with a row stride (in elements) that is a multiple of 8.
+// Warp-level tensor-core building blocks of the bf16 attention kernels (sm_80+), on mma_sm80.cuh's instructions:
+// fragments of row-major shared-memory tiles and the tile products of attention (Q K^T, P V). Fragment layouts:
+// mma_sm80.cuh. Shared-memory tiles are row-major bf16 with a row stride (in elements) that is a multiple of 8.
 
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
 #include <cstdint>
+
+#include "framework/device/cuda/mma_sm80.cuh"
 
 namespace hai::cuda::kernels::attention_mma {
 
@@ -26,34 +22,10 @@ struct Accumulator {  // one 16x8 fp32 tile
   float value[4];
 };
 
-__device__ inline uint32_t shared_address(const void* pointer) {
-  return static_cast<uint32_t>(__cvta_generic_to_shared(pointer));
-}
-
-// Copies 16 bytes from global to shared memory asynchronously, or writes 16 zero bytes when !valid.
-__device__ inline void copy_16_bytes_async(void* shared, const void* global, bool valid) {
-  int source_bytes = valid ? 16 : 0;
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(shared_address(shared)), "l"(global),
-               "r"(source_bytes));
-}
-__device__ inline void commit_async_copies() { asm volatile("cp.async.commit_group;\n" ::); }
-// Waits until at most `pending` committed groups of this thread are still in flight.
-template <int pending>
-__device__ inline void wait_async_copies() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(pending));
-}
-
-// Four 8x8 matrices; lane l gives the address of row l % 8 of matrix l / 8.
-__device__ inline void load_matrix_x4(uint32_t (&reg)[4], const __nv_bfloat16* row_address) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-               : "=r"(reg[0]), "=r"(reg[1]), "=r"(reg[2]), "=r"(reg[3])
-               : "r"(shared_address(row_address)));
-}
-__device__ inline void load_matrix_x4_transposed(uint32_t (&reg)[4], const __nv_bfloat16* row_address) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-               : "=r"(reg[0]), "=r"(reg[1]), "=r"(reg[2]), "=r"(reg[3])
-               : "r"(shared_address(row_address)));
-}
+// The attention kernels' tile copies.
+using sm80::commit_async_copies;
+using sm80::copy_16_bytes_async;
+using sm80::wait_async_copies;
 
 // A = M[row0.., col0..] (16x16) of a row-major tile M.
 __device__ inline FragmentA load_a(const __nv_bfloat16* tile, int stride, int row0, int col0) {
@@ -62,7 +34,7 @@ __device__ inline FragmentA load_a(const __nv_bfloat16* tile, int stride, int ro
   int row = row0 + lane % 8 + (matrix & 1) * 8;
   int col = col0 + (matrix >> 1) * 8;
   FragmentA a;
-  load_matrix_x4(a.reg, tile + row * stride + col);
+  sm80::load_matrix_x4(a.reg, tile + row * stride + col);
   return a;
 }
 
@@ -74,7 +46,7 @@ __device__ inline void load_b_pair_from_rows(FragmentB& first, FragmentB& second
   int row = n0 + lane % 8 + (matrix >> 1) * 8;
   int col = k0 + (matrix & 1) * 8;
   uint32_t reg[4];
-  load_matrix_x4(reg, tile + row * stride + col);
+  sm80::load_matrix_x4(reg, tile + row * stride + col);
   first.reg[0] = reg[0], first.reg[1] = reg[1], second.reg[0] = reg[2], second.reg[1] = reg[3];
 }
 
@@ -86,17 +58,13 @@ __device__ inline void load_b_pair_from_columns(FragmentB& first, FragmentB& sec
   int row = k0 + lane % 8 + (matrix & 1) * 8;
   int col = n0 + (matrix >> 1) * 8;
   uint32_t reg[4];
-  load_matrix_x4_transposed(reg, tile + row * stride + col);
+  sm80::load_matrix_x4_transposed(reg, tile + row * stride + col);
   first.reg[0] = reg[0], first.reg[1] = reg[1], second.reg[0] = reg[2], second.reg[1] = reg[3];
 }
 
 // c += a @ b
 __device__ inline void mma(Accumulator& c, const FragmentA& a, const FragmentB& b) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
-      "{%0, %1, %2, %3};\n"
-      : "+f"(c.value[0]), "+f"(c.value[1]), "+f"(c.value[2]), "+f"(c.value[3])
-      : "r"(a.reg[0]), "r"(a.reg[1]), "r"(a.reg[2]), "r"(a.reg[3]), "r"(b.reg[0]), "r"(b.reg[1]));
+  sm80::mma_bf16_16x8x16(c.value, a.reg, b.reg[0], b.reg[1]);
 }
 
 __device__ inline uint32_t pack_bf16(float low, float high) {

@@ -16,6 +16,8 @@
 
 #include <cstdint>
 
+#include "framework/device/cuda/mma_sm80.cuh"
+
 namespace hai::cuda::kernels::mma {
 
 inline constexpr int kTile = 128;    // outer extent of a block tile (both operands)
@@ -62,44 +64,6 @@ struct Fragments {
   uint32_t b[8][2];  // 8 k16 x n8 tiles
 };
 
-__device__ inline uint32_t shared_address(const void* pointer) {
-  return static_cast<uint32_t>(__cvta_generic_to_shared(pointer));
-}
-
-// 16 bytes global -> shared, asynchronously; zero-filled when !valid (source then not read).
-__device__ inline void copy_async_16(bf16* destination, const bf16* source, bool valid) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(shared_address(destination)), "l"(source),
-               "r"(valid ? 16 : 0));
-}
-
-__device__ inline void commit_copies() { asm volatile("cp.async.commit_group;\n" ::); }
-
-template <int kPending>
-__device__ inline void wait_copies() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending));
-}
-
-__device__ inline void load_matrices(uint32_t (&registers)[4], const bf16* address) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-               : "=r"(registers[0]), "=r"(registers[1]), "=r"(registers[2]), "=r"(registers[3])
-               : "r"(shared_address(address)));
-}
-
-__device__ inline void load_matrices_transposed(uint32_t (&registers)[4], const bf16* address) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-               : "=r"(registers[0]), "=r"(registers[1]), "=r"(registers[2]), "=r"(registers[3])
-               : "r"(shared_address(address)));
-}
-
-// c[4] += a (16 x 16, row) @ b (16 x 8, col)
-__device__ inline void multiply_accumulate(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
-      "{%0, %1, %2, %3};\n"
-      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
-
 // Queues the copies of depth [depth_begin, depth_begin + kDepth) of an operand's tile: 512 chunks of 8 elements,
 // 4 per thread.
 template <bool kDepthContiguous>
@@ -116,7 +80,7 @@ __device__ inline void load_tile(bf16* tile, const OperandSource& source, int64_
     bool valid = outer < source.outer_limit && depth < source.depth_limit;
     const bf16* element = kDepthContiguous ? source.origin + outer * source.stride + depth
                                            : source.origin + depth * source.stride + outer;
-    copy_async_16(tile + row * kRowLength + column, valid ? element : source.origin, valid);
+    sm80::copy_16_bytes_async(tile + row * kRowLength + column, valid ? element : source.origin, valid);
   }
 }
 
@@ -129,10 +93,10 @@ __device__ inline void load_a_fragments(uint32_t (&a)[4][4], const bf16* tile, i
   for (int m = 0; m < 4; ++m) {
     int outer = warp_outer + m * 16;
     if constexpr (kDepthContiguous) {
-      load_matrices(a[m], tile + (outer + lane % 16) * kRowLength + depth + (lane / 16) * 8);
+      sm80::load_matrix_x4(a[m], tile + (outer + lane % 16) * kRowLength + depth + (lane / 16) * 8);
     } else {
-      load_matrices_transposed(a[m], tile + (depth + lane % 8 + (lane / 16) * 8) * kRowLength + outer +
-                                         ((lane / 8) % 2) * 8);
+      sm80::load_matrix_x4_transposed(a[m], tile + (depth + lane % 8 + (lane / 16) * 8) * kRowLength + outer +
+                                                ((lane / 8) % 2) * 8);
     }
   }
 }
@@ -147,10 +111,11 @@ __device__ inline void load_b_fragments(uint32_t (&b)[8][2], const bf16* tile, i
     int outer = warp_outer + pair * 16;
     uint32_t registers[4];
     if constexpr (kDepthContiguous) {
-      load_matrices(registers, tile + (outer + lane % 8 + (lane / 16) * 8) * kRowLength + depth + ((lane / 8) % 2) * 8);
+      sm80::load_matrix_x4(registers,
+                           tile + (outer + lane % 8 + (lane / 16) * 8) * kRowLength + depth + ((lane / 8) % 2) * 8);
     } else {
-      load_matrices_transposed(registers,
-                               tile + (depth + lane % 8 + ((lane / 8) % 2) * 8) * kRowLength + outer + (lane / 16) * 8);
+      sm80::load_matrix_x4_transposed(
+          registers, tile + (depth + lane % 8 + ((lane / 8) % 2) * 8) * kRowLength + outer + (lane / 16) * 8);
     }
     b[2 * pair][0] = registers[0];
     b[2 * pair][1] = registers[1];
@@ -192,14 +157,14 @@ __device__ inline void multiply_tiles(Accumulators& accumulators, const OperandS
   };
   for (int64_t step = 0; step < kStages - 1; ++step) {
     if (step < steps) load_stage(step);
-    commit_copies();
+    sm80::commit_async_copies();
   }
   int row = warp_row(), column = warp_column();
   for (int64_t step = 0; step < steps; ++step) {
-    wait_copies<kStages - 2>();
+    sm80::wait_async_copies<kStages - 2>();
     __syncthreads();  // stage `step` is visible to all; every warp is done reading the stage reloaded below
     if (step + kStages - 1 < steps) load_stage(step + kStages - 1);
-    commit_copies();
+    sm80::commit_async_copies();
     const bf16* stage = shared + (step % kStages) * kStage;
     Fragments fragments[2];
     load_fragments<kADepthContiguous, kBDepthContiguous>(fragments[0], stage, kAElements, row, column, 0);
@@ -214,12 +179,12 @@ __device__ inline void multiply_tiles(Accumulators& accumulators, const OperandS
       for (int m = 0; m < 4; ++m) {
 #pragma unroll
         for (int n = 0; n < 8; ++n) {
-          multiply_accumulate(accumulators.values[m][n], current.a[m], current.b[n][0], current.b[n][1]);
+          sm80::mma_bf16_16x8x16(accumulators.values[m][n], current.a[m], current.b[n][0], current.b[n][1]);
         }
       }
     }
   }
-  wait_copies<0>();
+  sm80::wait_async_copies<0>();
 }
 
 // Calls store(row, column, value0, value1) for every pair of adjacent accumulators of this thread: (row, column)

@@ -18,18 +18,10 @@
 #include "model/deepseek_v3_model.h"
 #include "model/parameters.h"
 #include "tests/framework/device/cuda/parity.h"
+#include "tests/model/model_test_inputs.h"
 
 namespace hai {
 namespace {
-
-OwnedTensor random_tokens(int64_t batch, int64_t seq_len, int64_t vocab) {
-  OwnedTensor tokens(Shape{batch, seq_len + 1}, DType::i32);  // [B, S + 1]
-  CounterRng rng(11, 0);
-  for (int64_t i = 0; i < tokens.numel(); ++i) {
-    tokens.data<int32_t>()[i] = static_cast<int32_t>(rng.bits(static_cast<uint64_t>(i)) % vocab);
-  }
-  return tokens;
-}
 
 struct DeviceRun {
   std::unique_ptr<ParameterStore> store;
@@ -63,7 +55,7 @@ double gradient_difference(const Parameter& cpu, const Parameter& gpu) {
 TEST(CudaModelGradients, EveryParameterMatchesTheCpuInFp32) {
   HAI_REQUIRE_CUDA_DEVICE();
   Config config = load_config(std::string(HAI_SOURCE_DIR) + "/configs/tiny.yaml", {"precision.mode=fp32"}, 1);
-  OwnedTensor tokens = random_tokens(4, 64, config.model.vocab_size);
+  OwnedTensor tokens = testing::random_tokens(4, 64, config.model.vocab_size, CounterRng(11, 0));  // [4, 65]
   DeviceRun cpu = run_micro_batch(config, tokens, Device::cpu());
   DeviceRun gpu = run_micro_batch(config, tokens, Device::cuda(0));
   std::printf("[ model ] lm loss cpu %.9g gpu %.9g, balance cpu %.9g gpu %.9g\n", cpu.losses.lm.mean(),

@@ -5,44 +5,14 @@
 
 #include <gtest/gtest.h>
 
-#include <sys/wait.h>
-
-#include <chrono>
-#include <cstdlib>
-#include <fstream>
-#include <sstream>
-#include <string>
-
-#include "tests/framework/data/temp_directory.h"
+#include "tests/framework/comm/watchdog/hang_job.h"
 
 namespace hai {
 namespace {
 
-struct JobResult {
-  int exit_code = -1;
-  double seconds = 0;
-  std::string stderr_text;
-};
-
-JobResult run_job(const testing::TempDirectory& dir, const std::string& timeout_ms, const std::string& sleep_s) {
-  std::string err = (dir.path() / "job.err").string();
-  std::string command = std::string(HAI_MPIRUN_COMMAND) + " 2 " + HAI_COLLECTIVE_HANG_BINARY + " " + timeout_ms +
-                        " " + sleep_s + " >/dev/null 2>" + err;
-  auto start = std::chrono::steady_clock::now();
-  int status = std::system(command.c_str());
-  JobResult result;
-  result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  std::ifstream file(err);
-  std::stringstream text;
-  text << file.rdbuf();
-  result.stderr_text = text.str();
-  return result;
-}
-
 TEST(CollectiveWatchdog, AHungCollectiveAbortsEveryRankNamingRankOperationAndSequence) {
   testing::TempDirectory dir;
-  JobResult job = run_job(dir, "1000", "60");
+  testing::HangJobResult job = testing::run_hang_job(HAI_COLLECTIVE_HANG_BINARY, dir, "1000", "60");
   EXPECT_NE(job.exit_code, 0) << job.stderr_text;
   EXPECT_LT(job.seconds, 30.0) << "the job waited for the sleeping rank";
   EXPECT_NE(job.stderr_text.find("collective timeout: rank 0 waited 1s in all_reduce #3"), std::string::npos)
@@ -51,7 +21,7 @@ TEST(CollectiveWatchdog, AHungCollectiveAbortsEveryRankNamingRankOperationAndSeq
 
 TEST(CollectiveWatchdog, CollectivesWithinTheTimeoutFinish) {
   testing::TempDirectory dir;
-  JobResult job = run_job(dir, "20000", "1");
+  testing::HangJobResult job = testing::run_hang_job(HAI_COLLECTIVE_HANG_BINARY, dir, "20000", "1");
   EXPECT_EQ(job.exit_code, 0) << job.stderr_text;
   EXPECT_EQ(job.stderr_text.find("collective timeout"), std::string::npos) << job.stderr_text;
 }

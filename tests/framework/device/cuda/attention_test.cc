@@ -6,7 +6,7 @@
 #include <string>
 #include <utility>
 
-#include "framework/core/check.h"
+#include "apps/hai-bench/gpu_timer.h"
 #include "framework/device/attention.h"
 #include "tests/framework/device/cuda/parity.h"
 #include "tests/framework/device/test_util.h"
@@ -107,25 +107,6 @@ TEST(CudaAttention, BenchShapeMatchesCpu) {
   check_both_dtypes({1, 2048, 16, 192, 128}, 400);
 }
 
-// Milliseconds per call of op (3 warm-up calls, then 10 timed ones).
-template <typename Op>
-float time_ms(Op op) {
-  for (int i = 0; i < 3; ++i) op();
-  cudaEvent_t start, stop;
-  HAI_CUDA_CHECK(cudaEventCreate(&start));
-  HAI_CUDA_CHECK(cudaEventCreate(&stop));
-  HAI_CUDA_CHECK(cudaEventRecord(start));
-  constexpr int kCalls = 10;
-  for (int i = 0; i < kCalls; ++i) op();
-  HAI_CUDA_CHECK(cudaEventRecord(stop));
-  HAI_CUDA_CHECK(cudaEventSynchronize(stop));
-  float ms = 0.0f;
-  HAI_CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
-  HAI_CUDA_CHECK(cudaEventDestroy(start));
-  HAI_CUDA_CHECK(cudaEventDestroy(stop));
-  return ms / kCalls;
-}
-
 // Prints the throughput of the bf16 kernels at the benchmark model's shape (asserts nothing about speed).
 TEST(CudaAttention, BenchShapeThroughput) {
   HAI_REQUIRE_CUDA_DEVICE();
@@ -138,15 +119,17 @@ TEST(CudaAttention, BenchShapeThroughput) {
   OwnedTensor out(sizes.v(), DType::f32, gpu), lse(sizes.lse(), DType::f32, gpu);
   OwnedTensor d_q(sizes.qk(), DType::f32, gpu), d_k(sizes.qk(), DType::f32, gpu), d_v(sizes.v(), DType::f32, gpu);
   float scale = 1.0f / std::sqrt(192.0f);
-  float forward_ms = time_ms([&] { attention_forward(out, lse, q, k, v, scale); });
-  float backward_ms = time_ms([&] { attention_backward(d_q, d_k, d_v, d_out, q, k, v, out, lse, scale); });
+  bench::TimingOptions timing{.warmup = 3, .iterations = 10};
+  double forward_ms = bench::time_ms([&] { attention_forward(out, lse, q, k, v, scale); }, timing);
+  double backward_ms =
+      bench::time_ms([&] { attention_backward(d_q, d_k, d_v, d_out, q, k, v, out, lse, scale); }, timing);
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   // Causal FLOPs: 2 B H S^2 / 2 (d_qk + d_v) forward, 2.5 times that backward.
   double forward_flops = 2.0 * sizes.batch * sizes.heads * sizes.sequence * sizes.sequence / 2.0 *
                          static_cast<double>(sizes.qk_dim + sizes.v_dim);
   std::printf("[ timing ] attention bf16 %s: forward %.3f ms = %.1f TFLOP/s, backward %.3f ms = %.1f TFLOP/s\n",
-              sizes.name().c_str(), forward_ms, forward_flops / forward_ms * 1e-9, backward_ms,
-              2.5 * forward_flops / backward_ms * 1e-9);
+              sizes.name().c_str(), forward_ms, bench::tflops(forward_flops, forward_ms), backward_ms,
+              bench::tflops(2.5 * forward_flops, backward_ms));
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "apps/hai-bench/gpu_timer.h"
 #include "framework/core/check.h"
 #include "framework/device/gemm.h"
 #include "tests/framework/device/cuda/parity.h"
@@ -149,25 +150,6 @@ OwnedTensor bf16_random(const Shape& shape, uint64_t seed) {
   return testing::converted(testing::random_tensor(shape, seed), DType::bf16);
 }
 
-// Milliseconds per call of op (3 warm-up calls, then 20 timed ones).
-template <typename Op>
-float time_ms(Op op) {
-  for (int i = 0; i < 3; ++i) op();
-  cudaEvent_t start, stop;
-  HAI_CUDA_CHECK(cudaEventCreate(&start));
-  HAI_CUDA_CHECK(cudaEventCreate(&stop));
-  HAI_CUDA_CHECK(cudaEventRecord(start));
-  constexpr int kCalls = 20;
-  for (int i = 0; i < kCalls; ++i) op();
-  HAI_CUDA_CHECK(cudaEventRecord(stop));
-  HAI_CUDA_CHECK(cudaEventSynchronize(stop));
-  float ms = 0.0f;
-  HAI_CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
-  HAI_CUDA_CHECK(cudaEventDestroy(start));
-  HAI_CUDA_CHECK(cudaEventDestroy(stop));
-  return ms / kCalls;
-}
-
 // Prints the bf16 throughput at the benchmark model's shapes: 8192 tokens x 4 experts each over 32 experts of
 // uneven load (768..1280 rows), next to one cuBLASLt GEMM of the same total size (asserts nothing about speed).
 TEST(CudaGroupedGemm, ModelShapeThroughput) {
@@ -189,13 +171,15 @@ TEST(CudaGroupedGemm, ModelShapeThroughput) {
     ExpertWeights experts = experts_in(weights, Shape{n, k}, n * k, kExperts);
     ExpertWeights expert_gradients = experts_in(gradients, Shape{n, k}, n * k, kExperts);
     OwnedTensor dense_weight = testing::copy_to(bf16_random(Shape{n, k}, 4), gpu);
-    float forward_ms = time_ms([&] { grouped_gemm(y, x, experts, offsets); });
-    float dgrad_ms = time_ms([&] { grouped_gemm(d_x, d_y, experts, offsets, {.transpose_weights = false}); });
-    float wgrad_ms = time_ms([&] { grouped_gemm_weight_grad(expert_gradients, d_y, x, offsets); });
-    float dense_ms = time_ms([&] { gemm(y, x, dense_weight, {.transpose_b = true}); });
+    bench::TimingOptions timing{.warmup = 3, .iterations = 20};
+    double forward_ms = bench::time_ms([&] { grouped_gemm(y, x, experts, offsets); }, timing);
+    double dgrad_ms =
+        bench::time_ms([&] { grouped_gemm(d_x, d_y, experts, offsets, {.transpose_weights = false}); }, timing);
+    double wgrad_ms = bench::time_ms([&] { grouped_gemm_weight_grad(expert_gradients, d_y, x, offsets); }, timing);
+    double dense_ms = bench::time_ms([&] { gemm(y, x, dense_weight, {.transpose_b = true}); }, timing);
     ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
     double flops = 2.0 * kRows * n * k;
-    auto tflops = [&](float ms) { return flops / ms * 1e-9; };
+    auto tflops = [&](double ms) { return bench::tflops(flops, ms); };
     std::printf("[ timing ] grouped gemm bf16 R %lld E %lld K %lld -> N %lld: forward %.3f ms = %.1f TFLOP/s, "
                 "dgrad %.3f ms = %.1f, wgrad %.3f ms = %.1f; one cuBLASLt gemm of the same size %.3f ms = %.1f\n",
                 static_cast<long long>(kRows), static_cast<long long>(kExperts), static_cast<long long>(k),

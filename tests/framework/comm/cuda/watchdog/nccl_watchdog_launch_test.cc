@@ -5,41 +5,11 @@
 
 #include <gtest/gtest.h>
 
-#include <sys/wait.h>
-
-#include <chrono>
-#include <cstdlib>
-#include <fstream>
-#include <sstream>
-#include <string>
-
 #include "framework/tensor/device_memory.h"
-#include "tests/framework/data/temp_directory.h"
+#include "tests/framework/comm/watchdog/hang_job.h"
 
 namespace hai {
 namespace {
-
-struct JobResult {
-  int exit_code = -1;
-  double seconds = 0;
-  std::string stderr_text;
-};
-
-JobResult run_job(const testing::TempDirectory& dir, const std::string& timeout_ms, const std::string& sleep_s) {
-  std::string err = (dir.path() / "job.err").string();
-  std::string command = std::string(HAI_MPIRUN_COMMAND) + " 2 " + HAI_NCCL_HANG_BINARY + " " + timeout_ms + " " +
-                        sleep_s + " >/dev/null 2>" + err;
-  auto start = std::chrono::steady_clock::now();
-  int status = std::system(command.c_str());
-  JobResult result;
-  result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  std::ifstream file(err);
-  std::stringstream text;
-  text << file.rdbuf();
-  result.stderr_text = text.str();
-  return result;
-}
 
 #define HAI_REQUIRE_TWO_GPUS() \
   if (cuda_device_count() < 2) GTEST_SKIP() << "needs two GPUs, sees " << cuda_device_count()
@@ -47,7 +17,7 @@ JobResult run_job(const testing::TempDirectory& dir, const std::string& timeout_
 TEST(NcclWatchdog, ACollectiveHungOnTheGpuAbortsEveryRankNamingRankOperationAndSequence) {
   HAI_REQUIRE_TWO_GPUS();
   testing::TempDirectory dir;
-  JobResult job = run_job(dir, "1000", "60");
+  testing::HangJobResult job = testing::run_hang_job(HAI_NCCL_HANG_BINARY, dir, "1000", "60");
   EXPECT_NE(job.exit_code, 0) << job.stderr_text;
   EXPECT_LT(job.seconds, 40.0) << "the job waited for the sleeping rank";
   EXPECT_NE(job.stderr_text.find("collective timeout: rank 0 waited 1s on the GPU in all_reduce #3"),
@@ -58,7 +28,7 @@ TEST(NcclWatchdog, ACollectiveHungOnTheGpuAbortsEveryRankNamingRankOperationAndS
 TEST(NcclWatchdog, CollectivesWithinTheTimeoutFinish) {
   HAI_REQUIRE_TWO_GPUS();
   testing::TempDirectory dir;
-  JobResult job = run_job(dir, "20000", "1");
+  testing::HangJobResult job = testing::run_hang_job(HAI_NCCL_HANG_BINARY, dir, "20000", "1");
   EXPECT_EQ(job.exit_code, 0) << job.stderr_text;
   EXPECT_EQ(job.stderr_text.find("collective timeout"), std::string::npos) << job.stderr_text;
 }
