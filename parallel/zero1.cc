@@ -1,6 +1,7 @@
 #include "parallel/zero1.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "framework/core/error.h"
 #include "framework/device/grad_norm.h"
@@ -41,6 +42,7 @@ Zero1Optimizer::Zero1Optimizer(ParameterStore& store, const OptimizerConfig& con
   partitions_.reserve(2);
   if (dense_end > 0) partitions_.emplace_back(store, 0, dense_end, dp, dp.size(), config.moment_dtype);
   if (total > dense_end) partitions_.emplace_back(store, dense_end, total, expert_dp, dp.size(), config.moment_dtype);
+  norm_scratch_ = OwnedTensor(Shape{grad_norm_scratch_size(shard_grads())}, DType::i64, store.grads().device());
 }
 
 std::vector<Tensor> Zero1Optimizer::shard_grads() const {
@@ -52,13 +54,17 @@ std::vector<Tensor> Zero1Optimizer::shard_grads() const {
 }
 
 double Zero1Optimizer::reduce_gradients() {
+  gradient_scale_ = 1.0f;
   for (Zero1Partition& partition : partitions_) partition.reduce_gradients();
-  double own = grad_norm_squared(shard_grads());
+  double own = grad_norm_squared(shard_grads(), norm_scratch_);
   return dp_.size() > 1 ? sum_over_ranks(dp_, own) : own;
 }
 
-double Zero1Optimizer::clip(double squared_norm, double max_norm) {
-  return clip_gradients(shard_grads(), squared_norm, max_norm);
+double Zero1Optimizer::clip(double squared_norm, double max_norm, double loss_scale) {
+  HAI_CHECK(loss_scale > 0.0, "ZeRO-1: the loss scale must be positive, got {}", loss_scale);
+  double norm = std::sqrt(squared_norm) / loss_scale;
+  gradient_scale_ = static_cast<float>(clip_factor(norm, max_norm) / loss_scale);
+  return norm;
 }
 
 void Zero1Optimizer::step(float lr, int64_t step_number) {
@@ -67,15 +73,17 @@ void Zero1Optimizer::step(float lr, int64_t step_number) {
   settings.beta1 = static_cast<float>(config_.betas[0]);
   settings.beta2 = static_cast<float>(config_.betas[1]);
   settings.eps = static_cast<float>(config_.eps);
+  settings.weight_decay = static_cast<float>(config_.weight_decay);
   settings.step = step_number;
   for (Zero1Partition& partition : partitions_) {
     mark_phase(profiler_, "optimizer.adamw");
-    partition.step(settings, static_cast<float>(config_.weight_decay));
+    partition.step(settings, gradient_scale_);
     mark_phase(profiler_, "optimizer.parameter_all_gather");
     partition.gather_values();
   }
   mark_phase(profiler_, "optimizer.compute_copy_refresh");
-  store_.refresh_compute_copy();
+  for (Zero1Partition& partition : partitions_) partition.refresh_compute_copy();
+  store_.refresh_fp8_copies();
 }
 
 int64_t Zero1Optimizer::owned_elements() const {

@@ -6,10 +6,15 @@
 //   1. reduce_gradients(): each partition reduce-scatters its range, so each rank holds its chunk of the mean
 //      gradient. Returns the squared L2 norm of the whole mean gradient: the squared norms of this rank's shards,
 //      summed over the DP group in rank order in double (every element, dense or expert, is owned by exactly one
-//      rank of the DP group while tp = 1), so the value is the same on every rank.
-//   2. clip(): scales the shards by the global clipping factor (grad_clip.h).
-//   3. step(): AdamW on the owned elements, with the weight decay of the parameter each belongs to, then each
-//      partition all-gathers its updated values into every rank of its group; the compute copy is refreshed.
+//      rank of the DP group while tp = 1), so the value is the same on every rank. It is also the finite check:
+//      an inf or NaN gradient on any rank of the group reaches some rank's shard through the sums, so the norm is
+//      non-finite on every rank exactly when some rank's gradient was.
+//   2. clip(): sets the factor step() multiplies the gradients by as it reads them: the clipping factor
+//      (grad_clip.h) of the norm of the unscaled gradient, divided by the loss scale. The shards stay as they are.
+//   3. step(): AdamW on the owned elements, one fused launch per partition (framework/device/fused_adamw.h), with
+//      the weight decay of the parameter each belongs to; then each partition all-gathers its updated values into
+//      every rank of its group and rounds their compute copy (unsharded partitions wrote it in the fused step);
+//      last the FP8 weight copies are quantised.
 // Optimizer memory falls as 1/dp for dense parameters and 1/expert-dp for experts. The FP32 values stay whole on
 // every rank (the ParameterStore, which holds only this rank's experts). Every element is reduced and updated by
 // one rank and then copied, so all ranks holding a parameter end bitwise equal. On groups of one rank this is the
@@ -40,11 +45,15 @@ class Zero1Optimizer {
   Zero1Optimizer(ParameterStore& store, const OptimizerConfig& config, Communicator& dp)
       : Zero1Optimizer(store, config, dp, dp) {}
 
-  // Reduces the store's gradients into this rank's shards (step 1 above); returns the global squared norm.
+  // Reduces the store's gradients into this rank's shards (step 1 above); returns the global squared norm of the
+  // gradients as they are (times the loss scale when the loss was scaled). Resets the gradient scale to 1.
   double reduce_gradients();
-  // Clips the shards' gradients to max_norm (0 = no clipping) given the global squared norm; returns the norm.
-  double clip(double squared_norm, double max_norm);
-  // One AdamW update of the shards with learning rate `lr` (step_number counts from 1), then the all-gathers.
+  // Given reduce_gradients()'s squared norm of gradients scaled by loss_scale: returns the norm of the unscaled
+  // gradients, sqrt(squared_norm) / loss_scale, and makes the next step() multiply the gradients by
+  // clip_factor(norm, max_norm) / loss_scale (max_norm 0: no clipping).
+  double clip(double squared_norm, double max_norm, double loss_scale = 1.0);
+  // One AdamW update of the shards with learning rate `lr` (step_number counts from 1), then the all-gathers and
+  // the refresh of the compute and FP8 copies.
   void step(float lr, int64_t step_number);
   // Marks step()'s parts (AdamW, the all-gathers, the compute copy's refresh) in `profiler`; null turns it off.
   void set_profiler(StepProfiler* profiler) { profiler_ = profiler; }
@@ -61,6 +70,8 @@ class Zero1Optimizer {
   OptimizerConfig config_;
   Communicator& dp_;
   std::vector<Zero1Partition> partitions_;
+  OwnedTensor norm_scratch_;     // grad_norm_squared's scratch for shard_grads()
+  float gradient_scale_ = 1.0f;  // what step() multiplies the gradients by (set by clip())
   StepProfiler* profiler_ = nullptr;
 };
 

@@ -1,9 +1,25 @@
 #include "parallel/zero1_partition.h"
 
+#include <algorithm>
+
 #include "framework/device/elementwise.h"
+#include "framework/device/fused_adamw.h"
 #include "framework/optim/adamw.h"
 
 namespace hai {
+namespace {
+
+// The segments as the fused step's table: state offsets relative to the shard's first element.
+AdamWSegmentTable segment_table(const std::vector<ShardSegment>& segments, int64_t owned_begin, Device device) {
+  std::vector<AdamWSegment> table;
+  for (const ShardSegment& segment : segments) {
+    table.push_back(
+        {segment.value_offset, segment.grad_offset - owned_begin, segment.numel, segment.weight_decay});
+  }
+  return AdamWSegmentTable(table, device);
+}
+
+}  // namespace
 
 Zero1Partition::Zero1Partition(ParameterStore& store, int64_t layout_begin, int64_t layout_end, Communicator& group,
                                int mean_over, MomentDType moments)
@@ -14,12 +30,18 @@ Zero1Partition::Zero1Partition(ParameterStore& store, int64_t layout_begin, int6
       shard_(flat_shard(layout_end - layout_begin, group.rank(), group.size())),
       own_segments_(shard_segments(store, layout_begin + shard_.begin, layout_begin + shard_.end)),
       all_segments_(shard_segments(store, layout_begin, layout_end)),
+      own_table_(segment_table(own_segments_, layout_begin + shard_.begin, store.grads().device())),
       exp_avg_(zero_tensor(Shape{shard_.numel()}, moment_dtype(moments), store.grads().device())),
       exp_avg_sq_(zero_tensor(Shape{shard_.numel()}, moment_dtype(moments), store.grads().device())) {
   HAI_CHECK(0 <= layout_begin && layout_begin <= layout_end && layout_end <= store.grads().numel(),
             "ZeRO-1 partition [{}, {}) outside the {} gradient elements", layout_begin, layout_end,
             store.grads().numel());
   HAI_CHECK(mean_over >= 1, "ZeRO-1 partition: the mean over {} ranks", mean_over);
+  if (!all_segments_.empty()) value_begin_ = all_segments_.front().value_offset;
+  for (const ShardSegment& segment : all_segments_) {
+    value_begin_ = std::min(value_begin_, segment.value_offset);
+    value_end_ = std::max(value_end_, segment.value_offset + segment.numel);
+  }
   if (!sharded()) return;
   Device device = store.grads().device();
   staging_ = zero_tensor(Shape{shard_.chunk * group.size()}, DType::f32, device);
@@ -43,17 +65,11 @@ void Zero1Partition::reduce_gradients() {
   if (mean_over_ > 1 && shard_.numel() > 0) scale_tensor(shard_grads(), 1.0f / static_cast<float>(mean_over_));
 }
 
-void Zero1Partition::step(AdamWSettings settings, float weight_decay) {
-  Tensor grads = shard_grads();  // [shard] fp32
-  for (const ShardSegment& segment : own_segments_) {
-    settings.weight_decay = segment.weight_decay ? weight_decay : 0.0f;
-    int64_t local = segment.grad_offset - owned_begin();
-    adamw_step(store_.values().slice(segment.value_offset, segment.value_offset + segment.numel),  // [n] fp32
-               grads.slice(local, local + segment.numel),                                         // [n] fp32
-               exp_avg().slice(local, local + segment.numel),     // [n] moment dtype
-               exp_avg_sq().slice(local, local + segment.numel),  // [n] moment dtype
-               settings);
-  }
+void Zero1Partition::step(const AdamWSettings& settings, float gradient_scale) {
+  // NOTE: unsharded, the step updates every value of the range and writes their compute copy as it goes.
+  Tensor compute = sharded() ? Tensor() : store_.compute_values();  // [N] compute dtype, or none
+  fused_adamw_step(store_.values(), compute, shard_grads(), exp_avg(), exp_avg_sq(), own_table_, settings,
+                   gradient_scale);
 }
 
 void Zero1Partition::gather_values() {
@@ -72,6 +88,10 @@ void Zero1Partition::gather_values() {
   for (const ShardSegment& segment : all_segments_) {
     copy_tensor(values.slice(segment.value_offset, segment.value_offset + segment.numel), staged(segment));
   }
+}
+
+void Zero1Partition::refresh_compute_copy() {
+  if (sharded()) store_.refresh_compute_copy(value_begin_, value_end_);
 }
 
 }  // namespace hai

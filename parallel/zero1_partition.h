@@ -5,9 +5,14 @@
 // parameters another over the expert-DP group. Each rank keeps the AdamW moments of its shard only.
 //   reduce_gradients(): the range, padded to a multiple of the group size, is reduce-scattered (sum) and scaled
 //                       by 1 / mean_over: the mean gradient over the mean_over ranks that contributed to it;
-//   step():             AdamW on the owned elements (a chunk boundary may split a parameter);
-//   gather_values():    the owned updated values are all-gathered into every rank's value buffer.
-// On a group of one rank there are no copies: the shard is the range of the store's gradient buffer.
+//   step():             AdamW on the owned elements (a chunk boundary may split a parameter), one fused launch over
+//                       all of them (fused_adamw.h) with the gradients multiplied by a given scale as they are read;
+//   gather_values():    the owned updated values are all-gathered into every rank's value buffer;
+//   refresh_compute_copy(): the store's compute copy of the range's values.
+// On a group of one rank there are no copies: the shard is the range of the store's gradient buffer, and step()
+// writes the compute copy of the values it updates, so refresh_compute_copy() has nothing left to do. On larger
+// groups the step updates only the owned values: the whole range's compute copy is rounded after the all-gather.
+// NOTE: all-gathering the compute copy too would save that pass but move 1.5x the bytes over the group.
 
 #include <cstdint>
 #include <vector>
@@ -15,6 +20,7 @@
 #include "framework/comm/communicator.h"
 #include "framework/config/config.h"
 #include "framework/device/adamw.h"
+#include "framework/device/adamw_segments.h"
 #include "framework/params/parameter_store.h"
 #include "framework/tensor/tensor.h"
 #include "parallel/flat_shard.h"
@@ -30,9 +36,11 @@ class Zero1Partition {
 
   void reduce_gradients();
   Tensor shard_grads() const;  // [shard().numel()] fp32, valid after reduce_gradients()
-  // AdamW on the owned elements; settings.weight_decay is replaced per element by weight_decay or 0.
-  void step(AdamWSettings settings, float weight_decay);
+  // AdamW on the owned elements with the gradients times gradient_scale; settings.weight_decay applies to the
+  // elements of parameters that ask for weight decay.
+  void step(const AdamWSettings& settings, float gradient_scale);
   void gather_values();
+  void refresh_compute_copy();
 
   int64_t layout_begin() const { return layout_begin_; }
   const FlatShard& shard() const { return shard_; }  // relative to layout_begin()
@@ -54,6 +62,9 @@ class Zero1Partition {
   FlatShard shard_;
   std::vector<ShardSegment> own_segments_;  // the owned elements (absolute gradient offsets)
   std::vector<ShardSegment> all_segments_;  // every element of the range
+  AdamWSegmentTable own_table_;             // own_segments_ on the device, state offsets relative to the shard
+  int64_t value_begin_ = 0;                 // the values of the range's parameters: [value_begin_, value_end_)
+  int64_t value_end_ = 0;
   OwnedTensor staging_;                     // [chunk * group] fp32, the padded range; only when sharded
   OwnedTensor reduced_grads_;               // [chunk] fp32, this rank's chunk of the mean; only when sharded
   OwnedTensor exp_avg_;

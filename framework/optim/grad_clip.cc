@@ -3,18 +3,14 @@
 #include <algorithm>
 #include <cmath>
 
-#include "framework/device/elementwise.h"
+#include "framework/core/error.h"
 
 namespace hai {
 
-double clip_gradients(const std::vector<Tensor>& grads, double squared_norm, double max_norm, Stream stream) {
+double clip_factor(double norm, double max_norm) {
   HAI_CHECK(max_norm >= 0.0, "the clipping norm must not be negative, got {}", max_norm);
-  double norm = std::sqrt(squared_norm);
-  if (max_norm == 0.0 || !std::isfinite(norm)) return norm;
-  double factor = std::min(1.0, max_norm / (norm + 1e-6));
-  if (factor == 1.0) return norm;
-  for (const Tensor& grad : grads) scale_tensor(grad, static_cast<float>(factor), stream);
-  return norm;
+  if (max_norm == 0.0 || !std::isfinite(norm)) return 1.0;
+  return std::min(1.0, max_norm / (norm + 1e-6));
 }
 
 }  // namespace hai

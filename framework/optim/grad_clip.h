@@ -1,17 +1,13 @@
 #pragma once
-// Global gradient-norm clipping. The caller computes the squared norm of its gradient shards
-// (grad_norm_squared, framework/device/grad_norm.h) and, with data parallelism, sums it over the ranks that hold
-// disjoint shards before calling this, so every rank scales by the same factor.
-
-#include <vector>
-
-#include "framework/tensor/tensor.h"
+// Global gradient-norm clipping. The caller computes the global norm of the gradients (grad_norm_squared,
+// framework/device/grad_norm.h, summed over the ranks that hold disjoint shards) and multiplies every gradient by
+// this factor where it reads them (the fused AdamW step, framework/device/fused_adamw.h), so every rank scales by
+// the same factor and no pass rewrites the gradients.
 
 namespace hai {
 
-// Returns the pre-clip global norm sqrt(squared_norm). When max_norm > 0 and the norm is finite, scales every
-// gradient tensor by min(1, max_norm / (norm + 1e-6)). A non-finite norm leaves the gradients untouched: the
-// caller skips the step.
-double clip_gradients(const std::vector<Tensor>& grads, double squared_norm, double max_norm, Stream stream = {});
+// min(1, max_norm / (norm + 1e-6)); 1 when max_norm is 0 (no clipping) or the norm is not finite (the caller
+// skips such a step). Throws on a negative max_norm.
+double clip_factor(double norm, double max_norm);
 
 }  // namespace hai

@@ -133,8 +133,19 @@ void ParameterStore::initialize(uint64_t seed, double init_std) {
 void ParameterStore::zero_grads() { zero_fill(grads_); }
 
 void ParameterStore::refresh_compute_copy() {
+  refresh_compute_copy(0, numel());
+  refresh_fp8_copies();
+}
+
+void ParameterStore::refresh_compute_copy(int64_t value_begin, int64_t value_end) {
+  HAI_CHECK(0 <= value_begin && value_begin <= value_end && value_end <= numel(),
+            "compute copy refresh of values [{}, {}) outside the {} values", value_begin, value_end, numel());
   // NOTE: in fp32 compute_values_ is an empty OwnedTensor, whose rank-0 shape has numel 1, hence raw().
-  if (compute_values_.tensor().raw() != nullptr) cast_tensor(compute_values_, values());
+  if (compute_values_.tensor().raw() == nullptr || value_begin == value_end) return;
+  cast_tensor(compute_values_.tensor().slice(value_begin, value_end), values().slice(value_begin, value_end));
+}
+
+void ParameterStore::refresh_fp8_copies() {
   for (const Parameter& parameter : parameters_) {
     if (!parameter.fp8.defined()) continue;
     // NOTE: weights use exact scales; precision.fp8.pow2_scales applies to activations only.

@@ -56,11 +56,18 @@ class ParameterStore {
   // Rounds the master values into the compute copy (a no-op in fp32) and quantises the FP8 copies. Call after
   // every change of the values.
   void refresh_compute_copy();
+  // The compute copy of values [value_begin, value_end) only (a no-op in fp32), for an update that changed those.
+  void refresh_compute_copy(int64_t value_begin, int64_t value_end);
+  // The FP8 copies only (none without FP8 weights).
+  void refresh_fp8_copies();
 
   const Parameter& operator[](const std::string& name) const;
   const std::vector<Parameter>& parameters() const { return parameters_; }
   Tensor values() const { return values_.tensor(); }  // [N] fp32, every parameter
   Tensor grads() const { return grads_.tensor(); }    // [N_trainable] fp32
+  // [N] the compute dtype, every parameter; undefined in fp32 (the values are the compute copy). An optimizer
+  // that writes it as it updates the values (fused_adamw.h) saves the refresh.
+  Tensor compute_values() const { return compute_values_.tensor(); }
   int64_t numel() const { return values_.numel(); }
 
  private:

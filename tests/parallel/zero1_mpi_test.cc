@@ -8,8 +8,10 @@
 
 #include <cmath>
 #include <cstring>
+#include <limits>
 
 #include "framework/comm/single_rank_communicator.h"
+#include "framework/device/cast.h"
 #include "framework/device/elementwise.h"
 #include "framework/device/grad_norm.h"
 #include "parallel/rank_values.h"
@@ -120,6 +122,35 @@ TEST_F(Zero1World, ExpertsOfEachRankReduceOverItsExpertDpGroupOnly) {
     reference.step(0.05f, step);
   }
   expect_close(reference_store.values(), store.values(), 1e-5);
+}
+
+// An inf on the last rank, in an element the first rank owns, makes the norm non-finite on every rank: the
+// trainer's finite check is this norm.
+TEST_F(Zero1World, ANonFiniteGradientOnOneRankMakesEveryRanksNormNonFinite) {
+  ParameterStore store(testing::zero1_specs(), Device::cpu());
+  Zero1Optimizer zero1(store, testing::zero1_optimizer_config(), *world_);
+  testing::fill_rank_grads(store, rank(), 2);
+  if (rank() == size() - 1) store.grads().data<float>()[0] = std::numeric_limits<float>::infinity();
+  EXPECT_FALSE(std::isfinite(zero1.clip(zero1.reduce_gradients(), 1.0)));
+}
+
+// Sharded, each rank updates its shard and rounds the whole range's compute copy after the all-gather: every
+// rank's bf16 copy is the rounding of its (equal) values.
+TEST_F(Zero1World, TheComputeCopyFollowsTheGatheredValues) {
+  ParameterStore store(testing::zero1_specs(), Device::cpu(), DType::bf16);
+  store.initialize(6, 0.5);
+  store.refresh_compute_copy();
+  Zero1Optimizer zero1(store, testing::zero1_optimizer_config(), *world_);
+  for (int64_t step = 1; step <= 2; ++step) {
+    testing::fill_rank_grads(store, rank(), step);
+    zero1.clip(zero1.reduce_gradients(), 1.5);
+    zero1.step(0.05f, step);
+  }
+  OwnedTensor rounded(store.values().shape(), DType::bf16);  // [N]
+  cast_tensor(rounded, store.values());
+  for (int64_t i = 0; i < store.numel(); ++i) {
+    ASSERT_EQ(store.compute_values().data<bf16>()[i].bits, rounded.tensor().data<bf16>()[i].bits) << i;
+  }
 }
 
 TEST_F(Zero1World, NormIsTheSameOnEveryRank) {

@@ -3,12 +3,15 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
+#include <limits>
 #include <string>
 #include <vector>
 
 #include "framework/comm/single_rank_communicator.h"
 #include "framework/core/error.h"
+#include "framework/device/elementwise.h"
 #include "framework/device/grad_norm.h"
 #include "framework/optim/adamw.h"
 #include "framework/optim/grad_clip.h"
@@ -22,10 +25,17 @@ bool same_bytes(const Tensor& a, const Tensor& b) {
   return a.bytes() == b.bytes() && std::memcmp(a.raw(), b.raw(), a.bytes()) == 0;
 }
 
+// The test specs with an FP8 copy of w.weight.
+std::vector<ParameterSpec> fp8_specs() {
+  std::vector<ParameterSpec> specs = testing::zero1_specs();
+  specs[0].fp8_gemm = true;
+  return specs;
+}
+
 TEST(Zero1, OneRankEqualsAdamW) {
   OptimizerConfig config = testing::zero1_optimizer_config();
-  ParameterStore plain_store(testing::zero1_specs(), Device::cpu(), DType::bf16);
-  ParameterStore zero1_store(testing::zero1_specs(), Device::cpu(), DType::bf16);
+  ParameterStore plain_store(fp8_specs(), Device::cpu(), DType::bf16, {.enabled = true});
+  ParameterStore zero1_store(fp8_specs(), Device::cpu(), DType::bf16, {.enabled = true});
   plain_store.initialize(3, 0.5);
   zero1_store.initialize(3, 0.5);
   SingleRankCommunicator group;
@@ -42,7 +52,8 @@ TEST(Zero1, OneRankEqualsAdamW) {
     testing::fill_rank_grads(plain_store, 0, step);
     testing::fill_rank_grads(zero1_store, 0, step);
     double plain_squared = grad_norm_squared({plain_store.grads()});
-    double plain_norm = clip_gradients({plain_store.grads()}, plain_squared, 2.0);
+    double plain_norm = std::sqrt(plain_squared);
+    scale_tensor(plain_store.grads(), static_cast<float>(clip_factor(plain_norm, 2.0)));
     plain.step(0.01f, step);
     double squared = zero1.reduce_gradients();
     EXPECT_EQ(squared, plain_squared);
@@ -50,12 +61,53 @@ TEST(Zero1, OneRankEqualsAdamW) {
     zero1.step(0.01f, step);
   }
   EXPECT_TRUE(same_bytes(plain_store.values(), zero1_store.values()));
+  // The fused step wrote the bf16 copy the plain optimizer's refresh rounds; the FP8 copy was refreshed.
+  EXPECT_TRUE(same_bytes(plain_store.compute_values(), zero1_store.compute_values()));
+  EXPECT_TRUE(same_bytes(plain_store["w.weight"].fp8.values, zero1_store["w.weight"].fp8.values));
+  EXPECT_TRUE(same_bytes(plain_store["w.weight"].fp8.scales, zero1_store["w.weight"].fp8.scales));
   for (const Zero1Partition& partition : zero1.partitions()) {
     int64_t begin = partition.owned_begin(), end = partition.owned_end();
     EXPECT_TRUE(same_bytes(plain.exp_avg().slice(begin, end), partition.exp_avg()));
     EXPECT_TRUE(same_bytes(plain.exp_avg_sq().slice(begin, end), partition.exp_avg_sq()));
   }
   EXPECT_EQ(zero1_store["gate.bias"].value.data<float>()[0], 0.0f);  // not trainable: untouched
+}
+
+// Loss-scaled gradients (x 2^10) and the scale given to clip() update the parameters exactly as the unscaled
+// gradients do: the norm is reported unscaled and the unscale folds into the step's gradient scale.
+TEST(Zero1, TheLossScaleFoldsIntoTheStep) {
+  OptimizerConfig config = testing::zero1_optimizer_config();
+  ParameterStore plain_store(testing::zero1_specs(), Device::cpu(), DType::bf16);
+  ParameterStore scaled_store(testing::zero1_specs(), Device::cpu(), DType::bf16);
+  plain_store.initialize(4, 0.5);
+  scaled_store.initialize(4, 0.5);
+  SingleRankCommunicator group;
+  Zero1Optimizer plain(plain_store, config, group);
+  Zero1Optimizer scaled(scaled_store, config, group);
+  const double loss_scale = 1024.0;
+  for (int64_t step = 1; step <= 3; ++step) {
+    testing::fill_rank_grads(plain_store, 0, step);
+    testing::fill_rank_grads(scaled_store, 0, step);
+    scale_tensor(scaled_store.grads(), static_cast<float>(loss_scale));
+    double plain_norm = plain.clip(plain.reduce_gradients(), 1.0);
+    EXPECT_EQ(scaled.clip(scaled.reduce_gradients(), 1.0, loss_scale), plain_norm);
+    plain.step(0.01f, step);
+    scaled.step(0.01f, step);
+  }
+  EXPECT_TRUE(same_bytes(plain_store.values(), scaled_store.values()));
+  EXPECT_TRUE(same_bytes(plain_store.compute_values(), scaled_store.compute_values()));
+}
+
+// An inf or NaN gradient makes the squared norm, and so the reported norm, non-finite: the trainer's skip test.
+TEST(Zero1, ANonFiniteGradientMakesTheNormNonFinite) {
+  ParameterStore store(testing::zero1_specs(), Device::cpu());
+  SingleRankCommunicator group;
+  Zero1Optimizer zero1(store, testing::zero1_optimizer_config(), group);
+  for (float bad : {std::numeric_limits<float>::infinity(), std::numeric_limits<float>::quiet_NaN()}) {
+    testing::fill_rank_grads(store, 0, 1);
+    store.grads().data<float>()[30] = bad;  // an expert gradient
+    EXPECT_FALSE(std::isfinite(zero1.clip(zero1.reduce_gradients(), 1.0, 8.0)));
+  }
 }
 
 TEST(Zero1, DenseBeforeExpertKeepsTheOrderWithinEachGroup) {
