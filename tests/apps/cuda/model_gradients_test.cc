@@ -52,11 +52,13 @@ double gradient_difference(const Parameter& cpu, const Parameter& gpu) {
   return largest > 0 ? difference / largest : difference;
 }
 
-TEST(CudaModelGradients, EveryParameterMatchesTheCpuInFp32) {
-  HAI_REQUIRE_CUDA_DEVICE();
+// The CPU model with its heads in one chunk against the GPU model with them in chunks of gpu_head_chunk_tokens
+// (0: automatic, one chunk here).
+void expect_gpu_gradients_match_cpu(int64_t gpu_head_chunk_tokens) {
   Config config = load_config(std::string(HAI_SOURCE_DIR) + "/configs/tiny.yaml", {"precision.mode=fp32"}, 1);
   OwnedTensor tokens = testing::random_tokens(4, 64, config.model.vocab_size, CounterRng(11, 0));  // [4, 65]
   DeviceRun cpu = run_micro_batch(config, tokens, Device::cpu());
+  config.model.head_chunk_tokens = gpu_head_chunk_tokens;
   DeviceRun gpu = run_micro_batch(config, tokens, Device::cuda(0));
   std::printf("[ model ] lm loss cpu %.9g gpu %.9g, balance cpu %.9g gpu %.9g\n", cpu.losses.lm.mean(),
               gpu.losses.lm.mean(), cpu.losses.balance, gpu.losses.balance);
@@ -71,6 +73,16 @@ TEST(CudaModelGradients, EveryParameterMatchesTheCpuInFp32) {
     }
     EXPECT_TRUE(agrees) << parameter.spec.name << ": " << difference;
   }
+}
+
+TEST(CudaModelGradients, EveryParameterMatchesTheCpuInFp32) {
+  HAI_REQUIRE_CUDA_DEVICE();
+  expect_gpu_gradients_match_cpu(0);
+}
+
+TEST(CudaModelGradients, HeadsInChunksOf100Of256TokensMatchTheCpuInFp32) {
+  HAI_REQUIRE_CUDA_DEVICE();
+  expect_gpu_gradients_match_cpu(100);
 }
 
 }  // namespace
