@@ -2,13 +2,14 @@
 
 namespace hai {
 
-PipelineModel::PipelineModel(const ModelConfig& model, const ParameterStore& store, int stage_count,
-                             const std::vector<int>& held_stages, ExpertExchange* experts)
+PipelineModel::PipelineModel(const ModelConfig& model, const ParameterStore& store,
+                             const std::vector<StageLayers>& stages, const std::vector<int>& held_stages,
+                             ExpertExchange* experts)
     : config_(model), store_(store), rope_(model, store.values().device()) {
-  std::vector<StageLayers> layers = pipeline_stages(model, stage_count);
   for (int index : held_stages) {
-    HAI_CHECK(index >= 0 && index < stage_count, "pipeline model: stage {} of {}", index, stage_count);
-    stages_[index] = std::make_unique<PipelineStage>(model, store, layers[static_cast<size_t>(index)],
+    HAI_CHECK(index >= 0 && index < static_cast<int>(stages.size()), "pipeline model: stage {} of {}", index,
+              stages.size());
+    stages_[index] = std::make_unique<PipelineStage>(model, store, stages[static_cast<size_t>(index)],
                                                      rope_.table(), experts);
   }
 }

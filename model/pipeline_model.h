@@ -19,8 +19,8 @@ namespace hai {
 
 class PipelineModel final : public PipelineStages {
  public:
-  // held_stages: the stages of pipeline_stages(model, stage_count) this rank runs (placement.h).
-  PipelineModel(const ModelConfig& model, const ParameterStore& store, int stage_count,
+  // stages: every stage's layers (pipeline_stages); held_stages: the indices of those this rank runs (placement.h).
+  PipelineModel(const ModelConfig& model, const ParameterStore& store, const std::vector<StageLayers>& stages,
                 const std::vector<int>& held_stages, ExpertExchange* experts = nullptr);
   ~PipelineModel() override;
   PipelineModel(const PipelineModel&) = delete;

@@ -7,10 +7,26 @@
 
 namespace hai {
 
-std::vector<StageLayers> pipeline_stages(const ModelConfig& model, int stages) {
-  std::vector<double> costs(static_cast<size_t>(model.num_layers), 1.0);
+namespace {
+
+// Layers per stage: the explicit counts (checked), or balanced by the cost model of pipeline_stages.
+std::vector<int> stage_layer_counts(const ModelConfig& model, int stages, const std::vector<int64_t>& explicit_counts) {
+  const int layers = static_cast<int>(model.num_layers);
+  if (!explicit_counts.empty()) {
+    std::vector<int> counts(explicit_counts.begin(), explicit_counts.end());
+    check_stage_layers(counts, layers, stages);
+    return counts;
+  }
+  std::vector<double> costs(static_cast<size_t>(layers), 1.0);
   if (!costs.empty()) costs.back() += 1.0 + static_cast<double>(model.mtp_depth);
-  std::vector<int> counts = balanced_stage_layers(costs, stages);
+  return balanced_stage_layers(costs, stages);
+}
+
+}  // namespace
+
+std::vector<StageLayers> pipeline_stages(const ModelConfig& model, int stages,
+                                         const std::vector<int64_t>& layers_per_stage) {
+  std::vector<int> counts = stage_layer_counts(model, stages, layers_per_stage);
   std::vector<StageLayers> layers;
   int64_t first_layer = 0;
   for (int stage = 0; stage < stages; ++stage) {

@@ -24,10 +24,12 @@ struct StageLayers {
   bool last = false;   // holds the final norm, the output head and the MTP modules
 };
 
-// The model's decoder layers in `stages` contiguous stages (stage_partition.h's balanced_stage_layers), each layer
-// costing 1 and the last stage's head and MTP modules 1 + mtp_depth more: the head about a layer, each MTP module
-// a block and a head. Throws hai::Error unless 1 <= stages <= num_layers.
-std::vector<StageLayers> pipeline_stages(const ModelConfig& model, int stages);
+// The model's decoder layers in `stages` contiguous stages: `layers_per_stage` (parallel.stage_layers) when it is
+// not empty, else balanced by stage_partition.h's balanced_stage_layers, each layer costing 1 and the last stage's
+// head and MTP modules 1 + mtp_depth more: the head about a layer, each MTP module a block and a head. Throws
+// hai::Error unless 1 <= stages <= num_layers and explicit counts are `stages` counts >= 1 summing to num_layers.
+std::vector<StageLayers> pipeline_stages(const ModelConfig& model, int stages,
+                                         const std::vector<int64_t>& layers_per_stage);
 
 class PipelineStage {
  public:

@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
+#include "apps/hai-train/stage_layout.h"
 #include "apps/hai-train/trainer.h"
 #include "apps/hai-train/training_world.h"
 #include "framework/comm/collective_watchdog.h"
@@ -183,7 +184,10 @@ int main(int argc, char** argv) {
     }
     if (options.schedule_only) {
       // NOTE: the default costs F 1, B 2 (W 1), F&B 3 are whole units, and the DualPipe formula is exact for them.
-      if (launch.rank == 0) std::cout << hai::schedule_report(hai::pipeline_shape(config.parallel), hai::StepCosts{});
+      if (launch.rank == 0) {
+        std::cout << hai::schedule_report(hai::pipeline_shape(config.parallel), hai::StepCosts{});
+        for (const std::string& line : hai::stage_layout_lines(config)) std::cout << line << "\n";
+      }
       return 0;
     }
     if (launch.world_size > 1) return train_or_evaluate_on_ranks(config, options);

@@ -6,6 +6,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "apps/hai-train/stage_layout.h"
 #include "apps/hai-train/training_device.h"
 #include "framework/comm/single_rank_communicator.h"
 #include "framework/core/launch.h"
@@ -340,6 +341,7 @@ void Trainer::log_startup() const {
     spdlog::info("pipeline: {} over pp {} ranks, {} micro-batches per step; every pipeline rank keeps the whole "
                  "store and its ZeRO-1 moments (not sharded by stage)",
                  to_string(config_.parallel.schedule), grid_.pp, config_.parallel.micro_batches.value());
+    for (const std::string& line : stage_layout_lines(config_)) spdlog::info("{}", line);
   }
   spdlog::info("peak memory so far: {:.3f} GiB ({})", peak_memory_gib(device_),
                device_.is_cuda() ? "the GPU's caching pool: parameters, gradients, optimizer state" : "host RSS");

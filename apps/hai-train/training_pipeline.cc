@@ -25,8 +25,9 @@ TrainingPipeline::TrainingPipeline(const Config& config, const ParameterStore& s
     : store_(store),
       pipeline_(pipeline),
       schedule_(build_schedule(pipeline_shape(config))),
-      model_(config.model, store, stage_count(schedule_.shape), held_stages(schedule_.shape, pipeline.rank()),
-             experts),
+      model_(config.model, store,
+             pipeline_stages(config.model, stage_count(schedule_.shape), config.parallel.stage_layers),
+             held_stages(schedule_.shape, pipeline.rank()), experts),
       engine_(schedule_.shape, pipeline) {
   HAI_CHECK(pipeline.size() == schedule_.shape.ranks, "the pipeline group has {} ranks, parallel.pp is {}",
             pipeline.size(), schedule_.shape.ranks);

@@ -20,44 +20,10 @@
 #include "model/pipeline_model.h"
 #include "parallel/pipeline/schedule.h"
 #include "tests/framework/comm/world_fixture.h"
+#include "tests/model/model_test_inputs.h"
 
 namespace hai {
 namespace {
-
-ModelConfig tiny_model(int layers) {
-  ModelConfig m;
-  m.vocab_size = 11;
-  m.hidden_size = 8;
-  m.num_layers = layers;
-  m.first_dense_layers = 1;
-  m.dense_ffn_size = 6;
-  m.num_heads = 2;
-  m.q_lora_rank = 6;
-  m.kv_lora_rank = 4;
-  m.qk_nope_head_dim = 4;
-  m.qk_rope_head_dim = 2;
-  m.v_head_dim = 3;
-  m.max_seq_len = 8;
-  m.moe.routed_experts = 8;
-  m.moe.experts_per_token = 2;
-  m.moe.expert_ffn_size = 4;
-  m.moe.groups = 4;
-  m.moe.groups_per_token = 2;
-  m.moe.balance_loss_alpha = 0.01;
-  m.mtp_depth = 1;
-  m.mtp_loss_weight = 0.3;
-  return m;
-}
-
-// [2, 7] i32 tokens of micro-batch `microbatch` of step `step`.
-OwnedTensor random_tokens(int step, int microbatch, int64_t vocab) {
-  OwnedTensor tokens(Shape{2, 7}, DType::i32);
-  CounterRng rng(static_cast<uint64_t>(step), static_cast<uint64_t>(microbatch));
-  for (int64_t i = 0; i < tokens.numel(); ++i) {
-    tokens.data<int32_t>()[i] = static_cast<int32_t>(rng.bits(static_cast<uint64_t>(i)) % vocab);
-  }
-  return tokens;
-}
 
 double relative_distance(const Tensor& expected, const Tensor& actual) {
   double difference = 0, norm = 0;
@@ -96,12 +62,12 @@ class PipelineModelTest : public testing::World, public ::testing::WithParamInte
  protected:
   PipelineModelTest()
       : shape_{.schedule = GetParam(), .ranks = size(), .micro_batches = 2 * size()},
-        config_(tiny_model(2 * size())),
+        config_(testing::tiny_test_model(2 * size())),
         reference_store_(deepseek_v3_parameters(config_), Device::cpu()),
         pipeline_store_(deepseek_v3_parameters(config_), Device::cpu()),
         reference_(config_, reference_store_),
         schedule_(build_schedule(shape_)),
-        pipeline_(config_, pipeline_store_, stage_count(shape_), held_stages()),
+        pipeline_(config_, pipeline_store_, pipeline_stages(config_, stage_count(shape_), {}), held_stages()),
         engine_(shape_, *world_) {
     reference_store_.initialize(5, 0.3);
     pipeline_store_.initialize(5, 0.3);
@@ -124,7 +90,8 @@ class PipelineModelTest : public testing::World, public ::testing::WithParamInte
     std::vector<Tensor> tokens;
     double reference_objective = 0;
     for (int microbatch = 0; microbatch < micro_batches; ++microbatch) {
-      windows.push_back(random_tokens(step, microbatch, config_.vocab_size));
+      CounterRng rng(static_cast<uint64_t>(step), static_cast<uint64_t>(microbatch));
+      windows.push_back(testing::random_tokens(2, 6, config_.vocab_size, rng));  // [2, 7]
       tokens.push_back(windows.back());
       reference_objective +=
           reference_.train_micro_batch(windows.back(), grad_scale).objective(config_.mtp_loss_weight) / micro_batches;

@@ -2,9 +2,9 @@
 // layers (so that DualPipeV's 2 pp stages are filled) for 10 steps, a global batch of 4 sequences in micro-batches
 // of one, gives the same per-step losses and gradient norms and the same checkpoint (values, AdamW moments) at
 // step 10 as one rank, to 1e-5 relative: pp 2 and pp 4 under 1f1b, pp 2 under dualpipe and dualpipev (4
-// micro-batches = 2 pp), pp 2 x dp 2 under 1f1b (2 micro-batches per pipeline), and pp 2 x ep 2 (dp 2) under
-// dualpipe against one rank at a global batch of 8 (4 micro-batches per pipeline; its checkpoint to 1e-4, see
-// below). A checkpoint written at pp 2
+// micro-batches = 2 pp), pp 2 under 1f1b with explicit uneven stages (parallel.stage_layers [1, 3]), pp 2 x dp 2
+// under 1f1b (2 micro-batches per pipeline), and pp 2 x ep 2 (dp 2) under dualpipe against one rank at a global
+// batch of 8 (4 micro-batches per pipeline; its checkpoint to 1e-4, see below). A checkpoint written at pp 2
 // resumes on one rank and continues with the losses of the uninterrupted run. Every rank runs single-threaded.
 
 #include <gtest/gtest.h>
@@ -33,15 +33,18 @@ struct Layout {
   std::string schedule = "1f1b";
   int ep = 1;
   int global_batch = 4;  // sequences per step
+  std::string stage_layers = "[]";  // parallel.stage_layers: [] = balanced by the cost model
 
   std::string name() const {
+    std::string split = stage_layers == "[]" ? "" : "_layers" + stage_layers.substr(1, stage_layers.size() - 2);
     return "np" + std::to_string(ranks) + "_pp" + std::to_string(pp) + "_ep" + std::to_string(ep) + "_" + schedule +
-           "_batch" + std::to_string(global_batch);
+           "_batch" + std::to_string(global_batch) + split;
   }
   std::string arguments() const {
     return std::string("--config tiny.yaml") + kOverrides + " --set parallel.pp=" + std::to_string(pp) +
            " --set parallel.schedule=" + schedule + " --set parallel.ep=" + std::to_string(ep) +
-           " --set train.global_batch_size=" + std::to_string(global_batch);
+           " --set train.global_batch_size=" + std::to_string(global_batch) + " --set 'parallel.stage_layers=" +
+           stage_layers + "'";
   }
 };
 
@@ -78,6 +81,11 @@ TEST_F(PipelineParallelTraining, TwoStagesOneFOneBMatchOneRank) {
 
 TEST_F(PipelineParallelTraining, FourStagesOneFOneBMatchOneRank) {
   expect_single_rank_run({.ranks = 4, .pp = 4, .schedule = "1f1b"});
+}
+
+// The cost model gives the 4 layers as [3, 1] (the last stage also holds the head and MTP); [1, 3] is uneven.
+TEST_F(PipelineParallelTraining, TwoStagesOfExplicitUnevenLayersMatchOneRank) {
+  expect_single_rank_run({.ranks = 2, .pp = 2, .schedule = "1f1b", .stage_layers = "[1,3]"});
 }
 
 TEST_F(PipelineParallelTraining, TwoRanksDualPipeMatchOneRank) {
