@@ -1,5 +1,6 @@
 // hai-train --schedule-only: builds, validates and simulates the configured pipeline schedule without a model or
-// data, prints the rank x time table with the bubble and activation numbers, and exits 0.
+// data, prints the rank x time table with the bubble and activation numbers and the layers of each stage, and exits
+// 0.
 
 #include <gtest/gtest.h>
 
@@ -36,7 +37,38 @@ TEST(HaiTrainScheduleOnlyTest, PrintsTheDualPipeTableAndNumbersWithoutTraining) 
   EXPECT_NE(result.out.find("largest peak activations 3 (micro-batch activations of one stage), reference PP+1 = 3"),
             std::string::npos)
       << result.out;
+  // The cost model splits the 2 layers [1, 1]; under DualPipe both ranks hold a copy of each stage.
+  EXPECT_NE(result.out.find("pipeline stages: 2, layers per stage [1, 1] (balanced by the cost model)\n"
+                            "stage 0: layers 0..0 with the embedding, on ranks 0 and 1\n"
+                            "stage 1: layers 1..1 with the final norm, head and MTP, on ranks 0 and 1\n"),
+            std::string::npos)
+      << result.out;
   EXPECT_FALSE(std::filesystem::exists(dir.path() / "run"));  // no run dir: nothing was trained
+}
+
+TEST(HaiTrainScheduleOnlyTest, PrintsExplicitLayersPerStage) {
+  TempDirectory dir;
+  CommandResult result = run_hai_train("--config " + write_tiny_config(dir.path()) +
+                                           " --set model.num_layers=4 --set parallel.pp=2"
+                                           " --set 'parallel.stage_layers=[1, 3]' --schedule-only",
+                                       dir.path());
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_NE(result.out.find("pipeline stages: 2, layers per stage [1, 3] (parallel.stage_layers)\n"
+                            "stage 0: layers 0..0 with the embedding, on rank 0\n"
+                            "stage 1: layers 1..3 with the final norm, head and MTP, on rank 1\n"),
+            std::string::npos)
+      << result.out;
+}
+
+TEST(HaiTrainScheduleOnlyTest, LayersPerStageNotSummingToTheModelIsAConfigError) {
+  TempDirectory dir;
+  CommandResult result = run_hai_train("--config " + write_tiny_config(dir.path()) +
+                                           " --set parallel.pp=2 --set 'parallel.stage_layers=[1, 2]' --schedule-only",
+                                       dir.path());
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_NE(result.err.find("config error: parallel.stage_layers: the stages hold 3 layers, model.num_layers is 2"),
+            std::string::npos)
+      << result.err;
 }
 
 TEST(HaiTrainScheduleOnlyTest, ATooSmallBatchForDualPipeIsAConfigError) {
