@@ -35,22 +35,23 @@ void DecoderLayer::forward(Context& ctx, const Tensor& out, const Tensor& x, con
   int64_t tokens = x.size(0);
   mark_phase(profiler_, "forward.attention");
   ctx.input = copy_of(x);
-  ctx.attention_input = like(x);
   ctx.attention_rstd = OwnedTensor(Shape{tokens}, DType::f32, x.device());
-  rmsnorm_forward(ctx.attention_input, ctx.attention_rstd, x, input_norm_.value, norm_eps_);
-
   ctx.residual = like(x);
-  attention_.forward(ctx.attention, ctx.residual, ctx.attention_input, positions, seq_len);
+  {
+    OwnedTensor attention_input = like(x);  // [T, H] input_layernorm(x)
+    rmsnorm_forward(attention_input, ctx.attention_rstd, x, input_norm_.value, norm_eps_);
+    attention_.forward(ctx.attention, ctx.residual, attention_input, positions, seq_len);
+  }
   add_scaled(ctx.residual, x);
 
   mark_phase(profiler_, moe_ ? "forward.moe_routing" : "forward.dense_mlp");
-  ctx.mlp_input = like(x);
   ctx.mlp_rstd = OwnedTensor(Shape{tokens}, DType::f32, x.device());
-  rmsnorm_forward(ctx.mlp_input, ctx.mlp_rstd, ctx.residual, post_attention_norm_.value, norm_eps_);
+  OwnedTensor mlp_input = like(x);  // [T, H] post_attention_layernorm(h)
+  rmsnorm_forward(mlp_input, ctx.mlp_rstd, ctx.residual, post_attention_norm_.value, norm_eps_);
   if (moe_) {
-    moe_->forward(ctx.moe, out, ctx.mlp_input, seq_len);
+    moe_->forward(ctx.moe, out, mlp_input, seq_len);
   } else {
-    dense_->forward(ctx.dense, out, ctx.mlp_input);
+    dense_->forward(ctx.dense, out, mlp_input);
   }
   add_scaled(out, ctx.residual);
 }
@@ -68,6 +69,7 @@ void DecoderLayer::backward_input(Context& ctx, const Tensor& d_x, const Tensor&
   OwnedTensor d_residual = like(d_out);
   rmsnorm_backward(d_residual, post_attention_norm_.grad, d_mlp_input, ctx.residual, post_attention_norm_.value,
                    ctx.mlp_rstd);
+  ctx.residual = OwnedTensor();
   add_scaled(d_residual, d_out);
 
   // Attention branch: d_x = d_h + norm_backward(attention_backward(d_h)).
@@ -75,6 +77,7 @@ void DecoderLayer::backward_input(Context& ctx, const Tensor& d_x, const Tensor&
   OwnedTensor d_attention_input = like(d_out);
   attention_.backward_input(ctx.attention, d_attention_input, d_residual);
   rmsnorm_backward(d_x, input_norm_.grad, d_attention_input, ctx.input, input_norm_.value, ctx.attention_rstd);
+  ctx.input = OwnedTensor();
   add_scaled(d_x, d_residual);
 }
 

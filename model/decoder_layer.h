@@ -20,14 +20,14 @@ class DecoderLayer {
   DecoderLayer(const ModelConfig& model, const ParameterStore& store, int64_t layer, const RopeTable& rope,
                ExpertExchange* experts = nullptr);
 
+  // The two norms' outputs are not kept: attention and MLP keep what they need of them. backward_input releases
+  // input and residual (only the norms' backward reads them); backward_weight releases the rest.
   struct Context {
-    OwnedTensor input;            // [T, H] x
-    OwnedTensor attention_input;  // [T, H] input_layernorm(x)
-    OwnedTensor attention_rstd;   // [T]
+    OwnedTensor input;           // [T, H] x
+    OwnedTensor attention_rstd;  // [T]
     MlaAttention::Context attention;
-    OwnedTensor residual;    // [T, H] h
-    OwnedTensor mlp_input;   // [T, H] post_attention_layernorm(h)
-    OwnedTensor mlp_rstd;    // [T]
+    OwnedTensor residual;  // [T, H] h
+    OwnedTensor mlp_rstd;  // [T]
     FeedForward::Context dense;
     MoeLayer::Context moe;
   };

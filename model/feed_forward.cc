@@ -1,6 +1,9 @@
 #include "model/feed_forward.h"
 
+#include <utility>
+
 #include "framework/device/swiglu.h"
+#include "model/in_dtype.h"
 
 namespace hai {
 
@@ -16,24 +19,31 @@ FeedForward::FeedForward(const ParameterStore& store, const std::string& prefix)
 
 void FeedForward::forward(Context& ctx, const Tensor& out, const Tensor& x) const {
   const int64_t rows = x.size(0);
-  ctx.gate = OwnedTensor(Shape{rows, ffn_size()}, DType::f32, x.device());  // [N, F]
-  ctx.up = OwnedTensor(Shape{rows, ffn_size()}, DType::f32, x.device());    // [N, F]
-  gate_.forward(ctx.gate, x, ctx.input);
+  OwnedTensor gate(Shape{rows, ffn_size()}, DType::f32, x.device());  // [N, F]
+  OwnedTensor up(Shape{rows, ffn_size()}, DType::f32, x.device());    // [N, F]
+  gate_.forward(gate, x, ctx.input);
   // NOTE: gate_proj and up_proj read the same x, so up_proj's saved input replaces gate_proj's identical one.
-  up_.forward(ctx.up, x, ctx.input);
+  up_.forward(up, x, ctx.input);
   OwnedTensor activation(Shape{rows, ffn_size()}, DType::f32, x.device());  // [N, F]
-  swiglu_forward(activation, ctx.gate, ctx.up);
+  swiglu_forward(activation, gate, up);
   down_.forward(out, activation, ctx.activation);
+  DType saved = saved_activation_dtype(gate_.compute_dtype());
+  ctx.gate = in_dtype(std::move(gate), saved);
+  ctx.up = in_dtype(std::move(up), saved);
 }
 
 void FeedForward::backward_input(Context& ctx, const Tensor& d_x, const Tensor& d_out, bool accumulate) const {
   const int64_t rows = d_out.size(0);
-  ctx.d_out = to_compute_dtype(d_out, DType::f32);  // [N, H] a copy, for the wgrad of down_proj
+  ctx.d_out = to_compute_dtype(d_out, down_.output_grad_dtype());  // [N, H] a copy: the caller may reuse d_out
   OwnedTensor d_activation(Shape{rows, ffn_size()}, DType::f32, d_out.device());  // [N, F]
-  down_.backward_input(d_activation, d_out);
-  ctx.d_gate = OwnedTensor(Shape{rows, ffn_size()}, DType::f32, d_out.device());  // [N, F]
-  ctx.d_up = OwnedTensor(Shape{rows, ffn_size()}, DType::f32, d_out.device());    // [N, F]
-  swiglu_backward(ctx.d_gate, ctx.d_up, d_activation, ctx.gate, ctx.up);
+  down_.backward_input(d_activation, ctx.d_out);
+  OwnedTensor d_gate(Shape{rows, ffn_size()}, DType::f32, d_out.device());  // [N, F]
+  OwnedTensor d_up(Shape{rows, ffn_size()}, DType::f32, d_out.device());    // [N, F]
+  swiglu_backward(d_gate, d_up, d_activation, ctx.gate, ctx.up);
+  ctx.gate = OwnedTensor();
+  ctx.up = OwnedTensor();
+  ctx.d_gate = in_dtype(std::move(d_gate), gate_.output_grad_dtype());
+  ctx.d_up = in_dtype(std::move(d_up), up_.output_grad_dtype());
   gate_.backward_input(d_x, ctx.d_gate, accumulate);
   up_.backward_input(d_x, ctx.d_up, /*accumulate=*/true);
 }
@@ -42,6 +52,7 @@ void FeedForward::backward_weight(Context& ctx) const {
   down_.backward_weight(ctx.d_out, ctx.activation);
   gate_.backward_weight(ctx.d_gate, ctx.input);
   up_.backward_weight(ctx.d_up, ctx.input);
+  ctx = Context{};
 }
 
 }  // namespace hai

@@ -20,22 +20,23 @@ class FeedForward {
   int64_t hidden_size() const { return gate_.in_features(); }
   int64_t ffn_size() const { return gate_.out_features(); }
 
-  // N = the rows this call runs on, H = hidden size, F = FFN width.
+  // N = the rows this call runs on, H = hidden size, F = FFN width. Saved activations are as small as the
+  // precision allows: "saved dtype" is model/in_dtype.h's saved_activation_dtype (bf16 in bf16/fp8 training).
   struct Context {
     OwnedTensor input;       // [N, H] x in the compute dtype (wgrad of gate_proj and up_proj)
-    OwnedTensor gate;        // [N, F] fp32 gate_proj(x)
-    OwnedTensor up;          // [N, F] fp32 up_proj(x)
+    OwnedTensor gate;        // [N, F] gate_proj(x) in the saved dtype (SwiGLU backward; released by it)
+    OwnedTensor up;          // [N, F] up_proj(x) in the saved dtype (SwiGLU backward; released by it)
     OwnedTensor activation;  // [N, F] silu(gate) * up in the compute dtype (wgrad of down_proj)
-    OwnedTensor d_out;       // [N, H] fp32, saved by backward_input
-    OwnedTensor d_gate;      // [N, F] fp32, saved by backward_input
-    OwnedTensor d_up;        // [N, F] fp32, saved by backward_input
+    OwnedTensor d_out;       // [N, H] Linear::output_grad_dtype, saved by backward_input
+    OwnedTensor d_gate;      // [N, F] Linear::output_grad_dtype, saved by backward_input
+    OwnedTensor d_up;        // [N, F] Linear::output_grad_dtype, saved by backward_input
   };
 
   // out: [N, H] <- x: [N, H]
   void forward(Context& ctx, const Tensor& out, const Tensor& x) const;
   // d_x: [N, H] <- d_out: [N, H]. Overwrites d_x, or adds to it when accumulate is set.
   void backward_input(Context& ctx, const Tensor& d_x, const Tensor& d_out, bool accumulate = false) const;
-  // Accumulates the gradients of the three weights.
+  // Accumulates the gradients of the three weights, then releases ctx.
   void backward_weight(Context& ctx) const;
 
  private:

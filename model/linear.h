@@ -35,6 +35,9 @@ class Linear {
   void backward_input(const Tensor& d_x, const Tensor& d_y, bool accumulate = false) const;
   // grad(W): [out, in] += d_y^T @ x, with saved_input from forward.
   void backward_weight(const Tensor& d_y, const Tensor& saved_input) const;
+  // The dtype in which a layer keeps d_y from backward_input for backward_weight: the compute dtype (fp32 with
+  // FP8, whose GEMMs quantise d_y themselves). backward_input and backward_weight take d_y in it without a copy.
+  DType output_grad_dtype() const { return uses_fp8() ? DType::f32 : compute_dtype(); }
 
  private:
   // Calls use(x in the compute dtype), converting only when the dtypes differ.

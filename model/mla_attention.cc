@@ -1,6 +1,7 @@
 #include "model/mla_attention.h"
 
 #include <string>
+#include <utility>
 
 #include "framework/device/attention.h"
 #include "framework/device/column_copy.h"
@@ -73,11 +74,12 @@ void MlaAttention::forward(Context& ctx, const Tensor& out, const Tensor& x, con
   ctx.positions = positions;
   forward_query(ctx, x);
   forward_key_value(ctx, x);
-  ctx.o = f32_tensor(Shape{tokens, heads_, value_dim_}, x.device());
+  OwnedTensor o = f32_tensor(Shape{tokens, heads_, value_dim_}, x.device());  // [T, H, d_v]
   ctx.lse = f32_tensor(Shape{tokens / seq_len, heads_, seq_len}, x.device());
-  attention_forward(per_sequence(ctx.o, seq_len), ctx.lse, per_sequence(ctx.q, seq_len), per_sequence(ctx.k, seq_len),
+  attention_forward(per_sequence(o, seq_len), ctx.lse, per_sequence(ctx.q, seq_len), per_sequence(ctx.k, seq_len),
                     per_sequence(ctx.v, seq_len), softmax_scale_);
-  o_proj_.forward(out, flatten_heads(ctx.o), ctx.o_input);
+  o_proj_.forward(out, flatten_heads(o), ctx.o_input);
+  ctx.o = in_dtype(std::move(o), attention_dtype_);
 }
 
 void MlaAttention::forward_query(Context& ctx, const Tensor& x) const {
@@ -119,47 +121,57 @@ void MlaAttention::forward_key_value(Context& ctx, const Tensor& x) const {
 void MlaAttention::backward_input(Context& ctx, const Tensor& d_x, const Tensor& d_out) const {
   int64_t tokens = d_out.size(0);
   int64_t qk_dim = nope_dim_ + rope_dim_;
-  ctx.d_out = to_compute_dtype(d_out, DType::f32);  // NOTE: a copy; the caller may reuse d_out before W.
+  ctx.d_out = to_compute_dtype(d_out, o_proj_.output_grad_dtype());  // NOTE: a copy; the caller may reuse d_out.
   OwnedTensor d_o = f32_tensor(Shape{tokens, heads_, value_dim_}, d_out.device());  // [T, H, d_v]
-  o_proj_.backward_input(flatten_heads(d_o), d_out);
-  ctx.d_q = f32_tensor(Shape{tokens, heads_, qk_dim}, d_out.device());
+  o_proj_.backward_input(flatten_heads(d_o), ctx.d_out);
+  OwnedTensor d_q = f32_tensor(Shape{tokens, heads_, qk_dim}, d_out.device());      // [T, H, d_qk]
   OwnedTensor d_k = f32_tensor(Shape{tokens, heads_, qk_dim}, d_out.device());      // [T, H, d_qk]
   OwnedTensor d_v = f32_tensor(Shape{tokens, heads_, value_dim_}, d_out.device());  // [T, H, d_v]
+  OwnedTensor o = in_dtype(std::move(ctx.o), DType::f32);                           // [T, H, d_v]
   int64_t s = ctx.seq_len;
-  attention_backward(per_sequence(ctx.d_q, s), per_sequence(d_k, s), per_sequence(d_v, s), per_sequence(d_o, s),
-                     per_sequence(ctx.q, s), per_sequence(ctx.k, s), per_sequence(ctx.v, s), per_sequence(ctx.o, s),
+  attention_backward(per_sequence(d_q, s), per_sequence(d_k, s), per_sequence(d_v, s), per_sequence(d_o, s),
+                     per_sequence(ctx.q, s), per_sequence(ctx.k, s), per_sequence(ctx.v, s), per_sequence(o, s),
                      ctx.lse, softmax_scale_);
-  backward_query(ctx, d_x);
+  for (OwnedTensor* released : {&o, &ctx.q, &ctx.k, &ctx.v, &ctx.lse}) *released = OwnedTensor();
+  backward_query(ctx, d_x, std::move(d_q));
   backward_key_value(ctx, d_x, d_k, d_v);
 }
 
-void MlaAttention::backward_query(Context& ctx, const Tensor& d_x) const {
+void MlaAttention::backward_query(Context& ctx, const Tensor& d_x, OwnedTensor d_q) const {
   int64_t tokens = d_x.size(0);
   int64_t q_lora_rank = q_a_proj_.out_features();
-  rope_backward(ctx.d_q, ctx.d_q, ctx.positions, rope_, nope_dim_);
+  rope_backward(d_q, d_q, ctx.positions, rope_, nope_dim_);
+  ctx.d_q = in_dtype(std::move(d_q), q_b_proj_.output_grad_dtype());
   OwnedTensor d_q_latent_normed = f32_tensor(Shape{tokens, q_lora_rank}, d_x.device());  // [T, q_lora]
   q_b_proj_.backward_input(d_q_latent_normed, flatten_heads(ctx.d_q));
-  ctx.d_q_latent = f32_tensor(Shape{tokens, q_lora_rank}, d_x.device());
-  rmsnorm_backward(ctx.d_q_latent, q_a_norm_grad_, d_q_latent_normed, ctx.q_latent, q_a_norm_weight_,
+  OwnedTensor d_q_latent = f32_tensor(Shape{tokens, q_lora_rank}, d_x.device());  // [T, q_lora]
+  rmsnorm_backward(d_q_latent, q_a_norm_grad_, d_q_latent_normed, ctx.q_latent, q_a_norm_weight_,
                    ctx.q_latent_rstd);
+  ctx.q_latent = OwnedTensor();
+  ctx.q_latent_rstd = OwnedTensor();
+  ctx.d_q_latent = in_dtype(std::move(d_q_latent), q_a_proj_.output_grad_dtype());
   q_a_proj_.backward_input(d_x, ctx.d_q_latent);
 }
 
 void MlaAttention::backward_key_value(Context& ctx, const Tensor& d_x, const Tensor& d_k, const Tensor& d_v) const {
   int64_t tokens = d_x.size(0);
-  ctx.d_kv = f32_tensor(Shape{tokens, heads_, nope_dim_ + value_dim_}, d_x.device());
-  copy_columns(ctx.d_kv, d_k, {.width = nope_dim_});
-  copy_columns(ctx.d_kv, d_v, {.dst_offset = nope_dim_, .width = value_dim_});
+  OwnedTensor d_kv = f32_tensor(Shape{tokens, heads_, nope_dim_ + value_dim_}, d_x.device());  // [T, H, d_nope + d_v]
+  copy_columns(d_kv, d_k, {.width = nope_dim_});
+  copy_columns(d_kv, d_v, {.dst_offset = nope_dim_, .width = value_dim_});
+  ctx.d_kv = in_dtype(std::move(d_kv), kv_b_proj_.output_grad_dtype());
   OwnedTensor d_kv_latent_normed = f32_tensor(Shape{tokens, kv_lora_rank_}, d_x.device());  // [T, kv_lora]
   kv_b_proj_.backward_input(d_kv_latent_normed, flatten_heads(ctx.d_kv));
   OwnedTensor d_kv_latent = f32_tensor(Shape{tokens, kv_lora_rank_}, d_x.device());  // [T, kv_lora]
   rmsnorm_backward(d_kv_latent, kv_a_norm_grad_, d_kv_latent_normed, ctx.kv_latent, kv_a_norm_weight_,
                    ctx.kv_latent_rstd);
-  ctx.d_ckv = f32_tensor(Shape{tokens, kv_lora_rank_ + rope_dim_}, d_x.device());
-  copy_columns(ctx.d_ckv, d_kv_latent, {.width = kv_lora_rank_});
+  ctx.kv_latent = OwnedTensor();
+  ctx.kv_latent_rstd = OwnedTensor();
+  OwnedTensor d_ckv = f32_tensor(Shape{tokens, kv_lora_rank_ + rope_dim_}, d_x.device());  // [T, kv_lora + d_rope]
+  copy_columns(d_ckv, d_kv_latent, {.width = kv_lora_rank_});
   // k_rope is shared by all heads: its gradient is the sum over them.
-  sum_columns(ctx.d_ckv, d_k, {.dst_offset = kv_lora_rank_, .src_offset = nope_dim_, .width = rope_dim_});
-  rope_backward(ctx.d_ckv, ctx.d_ckv, ctx.positions, rope_, kv_lora_rank_);
+  sum_columns(d_ckv, d_k, {.dst_offset = kv_lora_rank_, .src_offset = nope_dim_, .width = rope_dim_});
+  rope_backward(d_ckv, d_ckv, ctx.positions, rope_, kv_lora_rank_);
+  ctx.d_ckv = in_dtype(std::move(d_ckv), kv_a_proj_.output_grad_dtype());
   kv_a_proj_.backward_input(d_x, ctx.d_ckv, /*accumulate=*/true);
 }
 

@@ -12,7 +12,7 @@
 // RoPE (interleaved, YaRN) rotates the d_rope columns of q per head and k_rope once per token. The softmax scale is
 // d_qk^-0.5, times mscale^2 when YaRN is active. The attention core reads q, k and v in bf16 when the projections
 // compute in bf16 (rounded after RoPE, like tensor-core inputs), in fp32 otherwise; its softmax, output and
-// gradients are fp32. Follows docs/design/model-layers.md (forward / backward_input / backward_weight).
+// gradients are fp32. The output o is kept for the attention backward in that same dtype. Follows docs/design/model-layers.md (forward / backward_input / backward_weight).
 
 #include <cstdint>
 
@@ -45,10 +45,12 @@ class MlaAttention {
     OwnedTensor q;                 // [T, H, d_qk], rotated, attention dtype
     OwnedTensor k;                 // [T, H, d_qk], rotated, attention dtype
     OwnedTensor v;                 // [T, H, d_v], attention dtype
-    OwnedTensor o;                 // [T, H, d_v]
+    OwnedTensor o;                 // [T, H, d_v], attention dtype (widened for the attention backward)
     OwnedTensor o_input;           // [T, H * d_v], compute dtype: input of o_proj
     OwnedTensor lse;               // [B, H, S]
-    // Output gradients of the five projections, saved by backward_input for backward_weight.
+    // Output gradients of the five projections in Linear::output_grad_dtype, saved by backward_input for
+    // backward_weight (which releases everything). backward_input releases what only it reads: q_latent,
+    // kv_latent, their rstd, q, k, v, o and lse.
     OwnedTensor d_out;       // [T, hidden]
     OwnedTensor d_q;         // [T, H, d_qk]
     OwnedTensor d_kv;        // [T, H, d_nope + d_v]
@@ -68,8 +70,8 @@ class MlaAttention {
   void forward_query(Context& ctx, const Tensor& x) const;
   // k: [T, H, d_qk], v: [T, H, d_v] <- x: [T, hidden] (the kv path).
   void forward_key_value(Context& ctx, const Tensor& x) const;
-  // d_x: [T, hidden] (overwritten) <- ctx.d_q: [T, H, d_qk] (rotated back in place)
-  void backward_query(Context& ctx, const Tensor& d_x) const;
+  // d_x: [T, hidden] (overwritten) <- d_q: [T, H, d_qk] fp32 (rotated back in place, then kept in ctx.d_q)
+  void backward_query(Context& ctx, const Tensor& d_x, OwnedTensor d_q) const;
   // d_x: [T, hidden] (accumulated) <- d_k: [T, H, d_qk], d_v: [T, H, d_v]
   void backward_key_value(Context& ctx, const Tensor& d_x, const Tensor& d_k, const Tensor& d_v) const;
 

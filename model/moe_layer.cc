@@ -8,6 +8,7 @@
 #include "framework/device/elementwise.h"
 #include "framework/device/expert_load.h"
 #include "framework/device/gemm.h"
+#include "model/in_dtype.h"
 #include "model/linear.h"
 #include "model/parameters.h"
 
@@ -50,6 +51,7 @@ void MoeLayer::forward(Context& ctx, const Tensor& out, const Tensor& x, int64_t
   OwnedTensor x_sorted = dispatch(ctx, x);  // [T * K, H]
   compute_experts(ctx, x_sorted);
   combine(ctx, out);
+  ctx.expert_output = in_dtype(std::move(ctx.expert_output), saved_activation_dtype(experts_.compute_dtype()));
   if (shared_) {
     mark_phase(profiler_, "forward.shared_expert");
     OwnedTensor shared_out(x.shape(), DType::f32, x.device());  // [T, H]
@@ -83,17 +85,21 @@ OwnedTensor MoeLayer::dispatch(Context& ctx, const Tensor& x) const {
   const int64_t tokens = x.size(0);
   ctx.plan = std::make_unique<OwnedRoutingPlan>(tokens, experts_per_token_, routed_experts_, x.device());
   build_routing_plan(*ctx.plan, ctx.topk_indices);
-  OwnedTensor x_sorted(Shape{tokens * experts_per_token_, x.size(1)}, DType::f32, x.device());  // [T * K, H]
+  return sorted_rows(ctx, x);
+}
+
+OwnedTensor MoeLayer::sorted_rows(const Context& ctx, const Tensor& x) const {
+  OwnedTensor x_sorted(Shape{x.size(0) * experts_per_token_, x.size(1)}, DType::f32, x.device());  // [T * K, H]
   permute_tokens(x_sorted, x, *ctx.plan);
+  if (!exchange_ && fp8_dispatch_) round_trip_fp8_rows(x_sorted, fp8_pow2_scales_);
   return x_sorted;
 }
 
 void MoeLayer::compute_experts(Context& ctx, const Tensor& x_sorted) const {
   ctx.expert_output = OwnedTensor(x_sorted.shape(), DType::f32, x_sorted.device());  // [T * K, H]
   if (!exchange_) {
-    // NOTE: in place: the sorted rows are this forward's own buffer.
-    if (fp8_dispatch_) round_trip_fp8_rows(x_sorted, fp8_pow2_scales_);
-    experts_.forward(ctx.experts, ctx.expert_output, x_sorted, ctx.plan->plan().expert_offsets);
+    experts_.forward(ctx.experts, ctx.expert_output, x_sorted, ctx.plan->plan().expert_offsets,
+                     /*keep_input=*/false);
     return;
   }
   route_to_owners(ctx);
@@ -110,18 +116,21 @@ void MoeLayer::compute_experts(Context& ctx, const Tensor& x_sorted) const {
 }
 
 void MoeLayer::route_to_owners(Context& ctx) const {
-  const Tensor& expert_offsets = ctx.plan->plan().expert_offsets;  // [E + 1] i32
-  HAI_CHECK(expert_offsets.device().is_cpu(), "MoE expert parallelism: the exchange reads the row counts on the host");
+  // NOTE: the exchange sizes its buffers on the host, so on the GPU the row counts are read back here: one
+  // synchronisation per MoE layer and micro-batch under expert parallelism.
+  OwnedTensor expert_offsets = host_copy(ctx.plan->plan().expert_offsets);  // [E + 1] i32
   const int32_t* offsets = expert_offsets.data<int32_t>();
   std::vector<int64_t> expert_rows;  // [E]
   for (int64_t expert = 0; expert < routed_experts_; ++expert) {
     expert_rows.push_back(offsets[expert + 1] - offsets[expert]);
   }
   ctx.route = exchange_->route(expert_rows);
-  ctx.local_offsets = OwnedTensor(Shape{static_cast<int64_t>(ctx.route.local_offsets.size())}, DType::i32);
+  OwnedTensor local_offsets(Shape{static_cast<int64_t>(ctx.route.local_offsets.size())}, DType::i32);  // [local + 1]
   for (size_t i = 0; i < ctx.route.local_offsets.size(); ++i) {
-    ctx.local_offsets.data<int32_t>()[i] = static_cast<int32_t>(ctx.route.local_offsets[i]);
+    local_offsets.data<int32_t>()[i] = static_cast<int32_t>(ctx.route.local_offsets[i]);
   }
+  ctx.local_offsets = OwnedTensor(local_offsets.shape(), DType::i32, ctx.plan->plan().expert_offsets.device());
+  copy_tensor(ctx.local_offsets, local_offsets);
 }
 
 void MoeLayer::combine(const Context& ctx, const Tensor& out) const {
@@ -134,6 +143,7 @@ void MoeLayer::backward_input(Context& ctx, const Tensor& d_x, const Tensor& d_o
   OwnedTensor d_expert_output(Shape{tokens * experts_per_token_, hidden}, DType::f32, device);  // [T * K, H]
   OwnedTensor d_topk_weights(Shape{tokens, experts_per_token_}, DType::f32, device);          // [T, K]
   combine_backward(ctx, d_expert_output, d_topk_weights, d_out);
+  ctx.expert_output = OwnedTensor();
   OwnedTensor d_x_sorted(Shape{tokens * experts_per_token_, hidden}, DType::f32, device);  // [T * K, H]
   experts_backward(ctx, d_x_sorted, d_expert_output);
   dispatch_backward(ctx, d_x, d_x_sorted);
@@ -188,7 +198,14 @@ void MoeLayer::backward_weight(Context& ctx) const {
     shared_->backward_weight(*ctx.shared);
   }
   mark_phase(profiler_, "backward_weight.moe_experts");
-  experts_.backward_weight(ctx.experts);
+  if (exchange_) {
+    experts_.backward_weight(ctx.experts);
+  } else {
+    OwnedTensor x_sorted = sorted_rows(ctx, ctx.input);  // [T * K, H]
+    experts_.backward_weight(ctx.experts, &x_sorted.tensor());
+  }
+  ctx.input = OwnedTensor();
+  ctx.d_logits = OwnedTensor();
 }
 
 void MoeLayer::accumulate_load(const Context& ctx, const Tensor& load) const {

@@ -51,7 +51,9 @@ class MoeLayer {
     // Expert parallelism only: where the sorted rows went, and the bounds of the local experts' received rows.
     ExpertExchange::Route route;
     OwnedTensor local_offsets;  // [local experts + 1] i32
-    OwnedTensor expert_output;  // [T * K, H] fp32 routed outputs in sorted order (combine backward)
+    // [T * K, H] routed outputs in sorted order, in model/in_dtype.h's saved_activation_dtype (bf16 in bf16/fp8
+    // training): read by the combine's backward only, which releases it.
+    OwnedTensor expert_output;
     std::optional<FeedForward::Context> shared;
     // Saved by backward_input for backward_weight.
     OwnedTensor d_logits;  // [T, E] fp32
@@ -63,7 +65,8 @@ class MoeLayer {
   // with respect to this layer's balance loss, the mean of ctx.sequence_balance_loss (the scale the loss got,
   // e.g. the trainer's per-micro-batch loss scale).
   void backward_input(Context& ctx, const Tensor& d_x, const Tensor& d_out, float balance_loss_grad) const;
-  // Accumulates the gradients of the gate, the shared experts and the routed experts that received tokens.
+  // Accumulates the gradients of the gate, the shared experts and the routed experts that received tokens, then
+  // releases what ctx holds for it.
   void backward_weight(Context& ctx) const;
 
   // load: [E] i32 += the number of tokens this micro-batch routed to each expert.
@@ -78,6 +81,10 @@ class MoeLayer {
  private:
   void route(Context& ctx, const Tensor& x, int64_t seq_len) const;
   OwnedTensor dispatch(Context& ctx, const Tensor& x) const;  // -> [T * K, H] x in sorted order
+  // [T * K, H] x in the plan's sorted order as the local experts read it (FP8 round trip included). NOTE: without
+  // expert parallelism backward_weight recomputes these rows from ctx.input rather than the experts keeping them.
+  OwnedTensor sorted_rows(const Context& ctx, const Tensor& x) const;
+  // Writes the routed outputs [T * K, H] fp32 in sorted order to ctx.expert_output.
   void compute_experts(Context& ctx, const Tensor& x_sorted) const;
   // Expert parallelism: exchanges the row counts into ctx.route and ctx.local_offsets.
   void route_to_owners(Context& ctx) const;

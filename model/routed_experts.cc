@@ -61,20 +61,24 @@ RoutedExperts::RoutedExperts(const ParameterStore& store, const std::string& pre
             hidden_size(), hidden_size(), ffn_size());
 }
 
-void RoutedExperts::forward(Context& ctx, const Tensor& out, const Tensor& x_sorted,
-                            const Tensor& expert_offsets) const {
+void RoutedExperts::forward(Context& ctx, const Tensor& out, const Tensor& x_sorted, const Tensor& expert_offsets,
+                            bool keep_input) const {
   const int64_t rows = x_sorted.size(0);
   const Device device = x_sorted.device();
   ctx.expert_offsets = expert_offsets;
-  ctx.input = to_compute_dtype(x_sorted, compute_dtype());
-  ctx.gate = OwnedTensor(Shape{rows, ffn_size()}, DType::f32, device);  // [R, F]
-  ctx.up = OwnedTensor(Shape{rows, ffn_size()}, DType::f32, device);    // [R, F]
-  grouped_gemm(ctx.gate, ctx.input, gate_, expert_offsets);
-  grouped_gemm(ctx.up, ctx.input, up_, expert_offsets);
+  OwnedTensor input = to_compute_dtype(x_sorted, compute_dtype());  // [R, H]
+  OwnedTensor gate(Shape{rows, ffn_size()}, DType::f32, device);     // [R, F]
+  OwnedTensor up(Shape{rows, ffn_size()}, DType::f32, device);       // [R, F]
+  grouped_gemm(gate, input, gate_, expert_offsets);
+  grouped_gemm(up, input, up_, expert_offsets);
+  if (keep_input) ctx.input = std::move(input);
   OwnedTensor activation(Shape{rows, ffn_size()}, DType::f32, device);  // [R, F]
-  swiglu_forward(activation, ctx.gate, ctx.up);
+  swiglu_forward(activation, gate, up);
   ctx.activation = in_dtype(std::move(activation), compute_dtype());
   grouped_gemm(out, ctx.activation, down_, expert_offsets);
+  DType saved = saved_activation_dtype(compute_dtype());
+  ctx.gate = in_dtype(std::move(gate), saved);
+  ctx.up = in_dtype(std::move(up), saved);
 }
 
 void RoutedExperts::backward_input(Context& ctx, const Tensor& d_x_sorted, const Tensor& d_out) const {
@@ -86,13 +90,17 @@ void RoutedExperts::backward_input(Context& ctx, const Tensor& d_x_sorted, const
   OwnedTensor d_gate(Shape{rows, ffn_size()}, DType::f32, device);  // [R, F]
   OwnedTensor d_up(Shape{rows, ffn_size()}, DType::f32, device);    // [R, F]
   swiglu_backward(d_gate, d_up, d_activation, ctx.gate, ctx.up);
+  ctx.gate = OwnedTensor();
+  ctx.up = OwnedTensor();
   ctx.d_gate = in_dtype(std::move(d_gate), compute_dtype());
   ctx.d_up = in_dtype(std::move(d_up), compute_dtype());
   grouped_gemm(d_x_sorted, ctx.d_gate, gate_, ctx.expert_offsets, {.transpose_weights = false});
   grouped_gemm(d_x_sorted, ctx.d_up, up_, ctx.expert_offsets, {.transpose_weights = false, .beta = 1.0f});
 }
 
-void RoutedExperts::backward_weight(Context& ctx) const {
+void RoutedExperts::backward_weight(Context& ctx, const Tensor* x_sorted) const {
+  // NOTE: the same rounding of the same rows as forward, so the recomputed input is forward's bit for bit.
+  if (x_sorted) ctx.input = to_compute_dtype(*x_sorted, compute_dtype());  // [R, H]
   grouped_gemm_weight_grad(down_grad_, ctx.d_out, ctx.activation, ctx.expert_offsets);
   grouped_gemm_weight_grad(gate_grad_, ctx.d_gate, ctx.input, ctx.expert_offsets);
   grouped_gemm_weight_grad(up_grad_, ctx.d_up, ctx.input, ctx.expert_offsets);

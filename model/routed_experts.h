@@ -28,12 +28,16 @@ class RoutedExperts {
   int64_t hidden_size() const { return gate_.first.size(1); }
   int64_t ffn_size() const { return gate_.first.size(0); }
 
-  // R = sorted rows (T * K), H = hidden size, F = expert FFN width, E = experts.
+  // The compute dtype of the expert GEMMs' inputs.
+  DType compute_dtype() const { return gate_.first.dtype(); }
+
+  // R = sorted rows (T * K), H = hidden size, F = expert FFN width, E = experts. "Saved dtype" is model/in_dtype.h's
+  // saved_activation_dtype (bf16 in bf16/fp8 training).
   struct Context {
     Tensor expert_offsets;   // [E + 1] i32, the caller's routing plan (kept alive by it until backward_weight)
-    OwnedTensor input;       // [R, H] x in the compute dtype (wgrad of gate_proj and up_proj)
-    OwnedTensor gate;        // [R, F] fp32 gate_proj(x)
-    OwnedTensor up;          // [R, F] fp32 up_proj(x)
+    OwnedTensor input;       // [R, H] x in the compute dtype (wgrad of gate_proj and up_proj), if kept
+    OwnedTensor gate;        // [R, F] gate_proj(x) in the saved dtype (SwiGLU backward; released by it)
+    OwnedTensor up;          // [R, F] up_proj(x) in the saved dtype (SwiGLU backward; released by it)
     OwnedTensor activation;  // [R, F] silu(gate) * up in the compute dtype (wgrad of down_proj)
     OwnedTensor d_out;       // [R, H] compute dtype, saved by backward_input
     OwnedTensor d_gate;      // [R, F] compute dtype, saved by backward_input
@@ -41,15 +45,16 @@ class RoutedExperts {
   };
 
   // out: [R, H] fp32 <- x_sorted: [R, H], expert_offsets: [E + 1] i32 on x's device (offsets[E] == R).
-  void forward(Context& ctx, const Tensor& out, const Tensor& x_sorted, const Tensor& expert_offsets) const;
+  // keep_input false leaves ctx.input empty: the caller recomputes x_sorted for backward_weight instead.
+  void forward(Context& ctx, const Tensor& out, const Tensor& x_sorted, const Tensor& expert_offsets,
+               bool keep_input = true) const;
   // d_x_sorted: [R, H] fp32 (overwritten) <- d_out: [R, H] fp32.
   void backward_input(Context& ctx, const Tensor& d_x_sorted, const Tensor& d_out) const;
   // Accumulates the three projections' gradients of every expert that received rows, then releases ctx.
-  void backward_weight(Context& ctx) const;
+  // x_sorted: forward's x_sorted again, exactly when forward did not keep it (else null).
+  void backward_weight(Context& ctx, const Tensor* x_sorted = nullptr) const;
 
  private:
-  DType compute_dtype() const { return gate_.first.dtype(); }
-
   ExpertWeights gate_, up_, down_;                 // the compute copies: E x [F, H], E x [F, H], E x [H, F]
   ExpertWeights gate_grad_, up_grad_, down_grad_;  // the fp32 gradients, same shapes
 };

@@ -89,6 +89,9 @@ TEST(FeedForward, WeightGradientsAccumulate) {
   FeedForward::Context ctx;
   forward_and_backward(ffn, store, ctx, out, d_x, x, d_out);
   std::vector<float> once(store.grads().data<float>(), store.grads().data<float>() + store.grads().numel());
+  // backward_weight released ctx: a second micro-batch of the same rows.
+  ffn.forward(ctx, out, x);
+  ffn.backward_input(ctx, d_x, d_out);
   ffn.backward_weight(ctx);
   for (size_t i = 0; i < once.size(); ++i) EXPECT_EQ(store.grads().data<float>()[i], 2.0f * once[i]) << i;
 }
