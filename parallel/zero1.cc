@@ -27,6 +27,21 @@ int64_t dense_gradient_end(const ParameterStore& store) {
   return dense_end;
 }
 
+// The values of the non-trainable parameters, in store order, adjacent ones merged.
+std::vector<ValueRange> untrained_value_ranges(const ParameterStore& store) {
+  std::vector<ValueRange> ranges;
+  for (const Parameter& parameter : store.parameters()) {
+    if (parameter.spec.trainable) continue;
+    int64_t end = parameter.offset + parameter.spec.shape.numel();
+    if (!ranges.empty() && ranges.back().end == parameter.offset) {
+      ranges.back().end = end;
+    } else {
+      ranges.push_back({parameter.offset, end});
+    }
+  }
+  return ranges;
+}
+
 }  // namespace
 
 std::vector<ParameterSpec> dense_before_expert(std::vector<ParameterSpec> specs) {
@@ -37,7 +52,7 @@ std::vector<ParameterSpec> dense_before_expert(std::vector<ParameterSpec> specs)
 
 Zero1Optimizer::Zero1Optimizer(ParameterStore& store, const OptimizerConfig& config, Communicator& dp,
                                Communicator& expert_dp)
-    : store_(store), config_(config), dp_(dp) {
+    : store_(store), config_(config), dp_(dp), untrained_values_(untrained_value_ranges(store)) {
   int64_t dense_end = dense_gradient_end(store), total = store.grads().numel();
   partitions_.reserve(2);
   if (dense_end > 0) partitions_.emplace_back(store, 0, dense_end, dp, dp.size(), config.moment_dtype);
@@ -83,6 +98,7 @@ void Zero1Optimizer::step(float lr, int64_t step_number) {
   }
   mark_phase(profiler_, "optimizer.compute_copy_refresh");
   for (Zero1Partition& partition : partitions_) partition.refresh_compute_copy();
+  for (const ValueRange& range : untrained_values_) store_.refresh_compute_copy(range.begin, range.end);
   store_.refresh_fp8_copies();
 }
 

@@ -14,7 +14,9 @@
 //   3. step(): AdamW on the owned elements, one fused launch per partition (framework/device/fused_adamw.h), with
 //      the weight decay of the parameter each belongs to; then each partition all-gathers its updated values into
 //      every rank of its group and rounds their compute copy (unsharded partitions wrote it in the fused step);
-//      last the FP8 weight copies are quantised.
+//      the compute copy of the non-trainable values (the routing biases, which the model moves after the step) is
+//      rounded too, so the whole copy stays what a full refresh at this point gives; last the FP8 weight copies are
+//      quantised.
 // Optimizer memory falls as 1/dp for dense parameters and 1/expert-dp for experts. The FP32 values stay whole on
 // every rank (the ParameterStore, which holds only this rank's experts). Every element is reduced and updated by
 // one rank and then copied, so all ranks holding a parameter end bitwise equal. On groups of one rank this is the
@@ -34,6 +36,12 @@ namespace hai {
 
 // The specs in the order ZeRO-1 needs: every dense parameter, then every expert parameter, each in given order.
 std::vector<ParameterSpec> dense_before_expert(std::vector<ParameterSpec> specs);
+
+// Values [begin, end) of the store's value buffer.
+struct ValueRange {
+  int64_t begin = 0;
+  int64_t end = 0;
+};
 
 class Zero1Optimizer {
  public:
@@ -70,8 +78,9 @@ class Zero1Optimizer {
   OptimizerConfig config_;
   Communicator& dp_;
   std::vector<Zero1Partition> partitions_;
-  OwnedTensor norm_scratch_;     // grad_norm_squared's scratch for shard_grads()
-  float gradient_scale_ = 1.0f;  // what step() multiplies the gradients by (set by clip())
+  std::vector<ValueRange> untrained_values_;  // the non-trainable parameters' values, contiguous runs merged
+  OwnedTensor norm_scratch_;                  // grad_norm_squared's scratch for shard_grads()
+  float gradient_scale_ = 1.0f;               // what step() multiplies the gradients by (set by clip())
   StepProfiler* profiler_ = nullptr;
 };
 
