@@ -2,7 +2,6 @@
 
 #include <chrono>
 #include <cmath>
-#include <limits>
 
 #include <spdlog/spdlog.h>
 
@@ -10,8 +9,6 @@
 #include "apps/hai-train/training_device.h"
 #include "framework/comm/single_rank_communicator.h"
 #include "framework/core/launch.h"
-#include "framework/device/all_finite.h"
-#include "framework/device/elementwise.h"
 #include "framework/metrics/expert_load_stats.h"
 #include "framework/metrics/mfu.h"
 #include "framework/optim/lr_schedule.h"
@@ -157,18 +154,12 @@ void Trainer::train_step() {
   reduce_expert_load();
 
   ++step_;
-  mark_phase(profiler_.get(), "step.gradient_finite_check");
-  bool finite = gradients_finite_on_every_rank();
-  if (loss_scaler_) loss_scaler_->update(finite);
-  double grad_norm = std::numeric_limits<double>::quiet_NaN();
-  if (finite) {
-    mark_phase(profiler_.get(), "step.gradient_reduce_and_norm");
-    if (loss_scale != 1.0) scale_tensor(store_.grads(), static_cast<float>(1.0 / loss_scale));
-    double squared_norm = optimizer_.reduce_gradients();
-    mark_phase(profiler_.get(), "step.gradient_clip");
-    grad_norm = optimizer_.clip(squared_norm, config_.optimizer.grad_clip);
-  }
+  mark_phase(profiler_.get(), "step.gradient_reduce_and_norm");
+  double squared_norm = optimizer_.reduce_gradients();
+  // NOTE: the norm is the finite check: non-finite on every rank exactly when some rank's gradients were.
+  double grad_norm = optimizer_.clip(squared_norm, config_.optimizer.grad_clip, loss_scale);
   bool skipped = !std::isfinite(grad_norm);
+  if (loss_scaler_) loss_scaler_->update(!skipped);
   double lr = learning_rate(config_.optimizer, config_.train.steps, step_);
   if (skipped) {
     spdlog::warn("step {}: the gradients are not finite (norm {}); the update is skipped", step_, grad_norm);
@@ -263,15 +254,6 @@ nlohmann::ordered_json Trainer::profile(int64_t warmup_steps, int64_t profiled_s
   report["tokens_per_step"] = step_tokens;
   report["tokens_per_s"] = static_cast<double>(step_tokens) / (report["step_ms"].get<double>() / 1000.0);
   return report;
-}
-
-bool Trainer::gradients_finite_on_every_rank() {
-  OwnedTensor flag(Shape{1}, DType::i32, device_);  // [1] 1 when this rank holds an inf or NaN gradient
-  zero_fill(flag);  // NOTE: device memory from the pool is not zeroed, and the op only ever sets the flag
-  flag_non_finite(flag, store_.grads());
-  OwnedTensor non_finite = host_copy(flag);  // [1], then the same on every rank
-  world_.all_reduce(non_finite, ReduceOp::max);
-  return non_finite.data<int32_t>()[0] == 0;
 }
 
 void Trainer::reduce_expert_load() {

@@ -80,8 +80,6 @@ class Trainer {
   // grad_scale x each objective into the store, the routed counts into the model's expert load, the loss sums
   // into loss_sums_. Returns each micro-batch's counted targets.
   std::vector<CountedTokens> run_micro_batches(float grad_scale);
-  // Whether every rank's gradients are finite: a device check, then one all-reduce over the world.
-  bool gradients_finite_on_every_rank();
   void reduce_expert_load();
   EvalResult evaluate_current(int64_t max_windows);
   void log_startup() const;
