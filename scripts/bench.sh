@@ -57,13 +57,14 @@ echo "bench.sh: training $config for $steps steps (hai-train)" >&2
 run_dir=$work/run
 if ! "$build_dir/apps/hai-train/hai-train" --config "$config" --set train.steps="$steps" \
     --set logging.run_dir="$run_dir" --set checkpoint.dir="$work/checkpoints" --set checkpoint.resume=none \
+    --set checkpoint.save=false \
     "${train_overrides[@]}" 2>&1 | tee "$work/train.log" >&2; then
   status=1
   echo "bench.sh: hai-train failed; the summary covers the steps it logged" >&2
 fi
 
 # train_layout NAME RANKS [--set key=value]...: hai-train on RANKS GPUs (mpirun -np RANKS, one rank per GPU)
-# into $work/NAME (run/metrics.jsonl, train.log); its final checkpoint is deleted (disk).
+# into $work/NAME (run/metrics.jsonl, train.log); no checkpoint is written (a 1.7B model's takes a minute).
 train_layout() {
   local name=$1 ranks=$2
   shift 2
@@ -72,13 +73,13 @@ train_layout() {
   if ! mpirun --allow-run-as-root --bind-to none -np "$ranks" -x NCCL_NVLS_ENABLE \
       "$build_dir/apps/hai-train/hai-train" --config "$config" --set train.steps="$steps" \
       --set logging.run_dir="$work/$name/run" --set checkpoint.dir="$work/$name/checkpoints" \
-      --set checkpoint.resume=none --set runtime.device=cuda "$@" "${train_overrides[@]}" \
+      --set checkpoint.resume=none --set checkpoint.save=false --set runtime.device=cuda "$@" \
+      "${train_overrides[@]}" \
       >"$work/$name/train.log" 2>&1; then
     status=1
     echo "bench.sh: $name failed:" >&2
     tail -n 20 "$work/$name/train.log" >&2
   fi
-  rm -rf "$work/$name/checkpoints"
 }
 
 layouts=()
@@ -96,7 +97,8 @@ else
   echo "bench.sh: profiling $profile_steps steps of $config (hai-train --profile-steps)" >&2
   if ! "$build_dir/apps/hai-train/hai-train" --config "$config" --profile-steps "$profile_steps" \
       --set logging.run_dir="$work/profile" --set checkpoint.dir="$work/profile_checkpoints" \
-      --set checkpoint.resume=none "${train_overrides[@]}" >"$work/profile.out" 2>"$work/profile.log"; then
+      --set checkpoint.resume=none --set checkpoint.save=false "${train_overrides[@]}" \
+      >"$work/profile.out" 2>"$work/profile.log"; then
     status=1
     echo "bench.sh: the step profile failed:" >&2
     tail -n 20 "$work/profile.log" >&2

@@ -96,7 +96,7 @@ train() {
   local status=0
   "$hai_train" --config "$config" --set precision.mode="$precision" --set train.steps="$train_steps" \
       --set logging.run_dir="$work/$name" --set checkpoint.dir="$work/$name/checkpoints" \
-      --set checkpoint.resume=none "$@" >>"$log" 2>&1 || status=$?
+      --set checkpoint.resume=none --set checkpoint.save=false "$@" >>"$log" 2>&1 || status=$?
   if [[ $status -ne 0 ]]; then
     echo "fp8_study.sh: $name failed (exit $status); the last lines of study.log:" >&2
     tail -n 20 "$log" >&2

@@ -124,7 +124,8 @@ void Trainer::train() {
     train_step();
     bool last = step_ == config_.train.steps;
     if (config_.train.eval_interval > 0 && (step_ % config_.train.eval_interval == 0 || last)) run_evaluation();
-    if (last || (config_.checkpoint.interval > 0 && step_ % config_.checkpoint.interval == 0)) save_checkpoint();
+    bool due = last || (config_.checkpoint.interval > 0 && step_ % config_.checkpoint.interval == 0);
+    if (config_.checkpoint.save && due) save_checkpoint();
   }
   spdlog::info("training done at step {}: peak memory {:.3f} GiB on {}", step_, peak_memory_gib(device_),
                to_string(device_));

@@ -149,6 +149,7 @@ struct DataConfig {
 
 struct CheckpointConfig {
   std::string dir = "checkpoints";
+  bool save = true;           // false: no checkpoint is written (benchmark runs)
   std::int64_t interval = 0;  // 0 = only at the end
   std::int64_t keep = 3;      // 0 = keep all
   std::string resume = "auto";  // auto | none | PATH

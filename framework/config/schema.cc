@@ -147,6 +147,7 @@ std::vector<ConfigKey> io_and_runtime_keys() {
                      KeyRule<double>{"in [0, 1)", [](const double& value) { return value >= 0.0 && value < 1.0; }}),
       HAI_CONFIG_KEY(data.eval_path, "indexed dataset prefix for evaluation; empty = use valid_fraction"),
       HAI_CONFIG_KEY(checkpoint.dir, "directory of the step_NNNNNNNN checkpoints", not_empty()),
+      HAI_CONFIG_KEY(checkpoint.save, "write checkpoints; false = never (benchmark runs), resuming still reads them"),
       HAI_CONFIG_KEY(checkpoint.interval, "save every this many steps; 0 = only at the end", non_negative<I>()),
       HAI_CONFIG_KEY(checkpoint.keep, "newest checkpoints kept; 0 = keep all", non_negative<I>()),
       HAI_CONFIG_KEY(checkpoint.resume, "auto (latest in dir, if any), none, or a checkpoint directory", not_empty()),

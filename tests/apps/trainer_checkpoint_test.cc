@@ -1,5 +1,5 @@
 // The Trainer's checkpoints on disk: a damaged checkpoint refuses to resume with an error naming the damaged file,
-// and checkpoint.keep prunes old step directories while `latest` names the newest.
+// checkpoint.keep prunes old step directories while `latest` names the newest, and checkpoint.save false writes none.
 
 #include <gtest/gtest.h>
 
@@ -78,6 +78,15 @@ TEST(TrainerCheckpointTest, KeepTwoLeavesTheLastTwoStepDirectoriesAndLatestNames
   EXPECT_EQ(entries, (std::set<std::string>{"latest", "step_00000015", "step_00000020"}));
   std::vector<char> latest = read_bytes(dir.file("checkpoints/latest"));
   EXPECT_EQ(std::string(latest.begin(), latest.end()), "step_00000020\n");
+}
+
+TEST(TrainerCheckpointTest, SaveFalseWritesNoCheckpointAtTheIntervalsOrTheEnd) {
+  TempDirectory dir;
+  Trainer trainer(tiny_config(dir.path(), {"train.steps=4", "checkpoint.interval=2", "checkpoint.save=false"}));
+  trainer.resume();
+  trainer.train();
+  EXPECT_FALSE(std::filesystem::exists(dir.path() / "checkpoints"));
+  EXPECT_TRUE(std::filesystem::exists(dir.path() / "run" / "metrics.jsonl"));
 }
 
 }  // namespace
