@@ -4,8 +4,8 @@
 // After each step the caller reports whether every rank's gradients were finite:
 //   - not finite: the step is skipped, the scale halves (never below `min`) and the count of clean steps restarts;
 //   - finite: one more clean step; after `window` clean steps in a row the scale doubles and the count restarts.
-// The scaler is pure host state: the caller detects inf/NaN (framework/device/all_finite.h) and agrees on it
-// over the ranks, so every rank's scaler moves alike.
+// The scaler is pure host state: the caller detects inf/NaN (hai-train: the global gradient norm is not finite,
+// the same value on every rank), so every rank's scaler moves alike.
 
 #include <cstdint>
 
