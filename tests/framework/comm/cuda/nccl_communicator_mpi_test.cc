@@ -13,11 +13,8 @@
 #include <vector>
 
 #include "framework/comm/cuda/nccl_communicator.h"
-#include "framework/comm/cuda/rank_gpu.h"
-#include "framework/comm/mpi_runtime.h"
-#include "framework/core/check.h"
-#include "framework/tensor/device_memory.h"
 #include "tests/framework/comm/comm_test_util.h"
+#include "tests/framework/comm/cuda/gpu_per_rank_test.h"
 
 namespace hai {
 namespace {
@@ -25,29 +22,12 @@ namespace {
 using testing::make_tensor;
 using testing::values_of;
 
-MPI_Comm duplicate_of_world() {
-  MPI_Comm comm = MPI_COMM_NULL;
-  HAI_MPI_CHECK(MPI_Comm_dup(MPI_COMM_WORLD, &comm));
-  return comm;
-}
-
-class NcclAgainstMpi : public ::testing::Test {
+class NcclAgainstMpi : public testing::GpuPerRankTest {
  protected:
   void SetUp() override {
-    if (cuda_device_count() < mpi_->size()) {
-      GTEST_SKIP() << mpi_->size() << " ranks, " << cuda_device_count() << " GPU(s): NCCL needs a GPU per rank";
-    }
-    device_ = choose_rank_gpu(MPI_COMM_WORLD);
+    GpuPerRankTest::SetUp();
+    if (IsSkipped()) return;
     nccl_ = std::make_unique<NcclCommunicator>(duplicate_of_world(), device_, NcclOptions{});
-  }
-
-  int rank() const { return mpi_->rank(); }
-  int size() const { return mpi_->size(); }
-
-  OwnedTensor on_device(const Tensor& host) const {
-    OwnedTensor copy(host.shape(), host.dtype(), device_);
-    copy_tensor(copy, host);
-    return copy;
   }
 
   // The device tensor's values once the NCCL communicator's queued work is done.
@@ -56,9 +36,6 @@ class NcclAgainstMpi : public ::testing::Test {
     return values_of(host_copy(device_tensor));
   }
 
-  MpiRuntime runtime_;
-  std::unique_ptr<Communicator> mpi_ = runtime_.world();
-  Device device_;
   std::unique_ptr<NcclCommunicator> nccl_;
 };
 
