@@ -2,6 +2,7 @@
 
 #include "framework/core/rng.h"
 #include "framework/device/cast.h"
+#include "framework/device/cpu/parallel.h"
 #include "framework/device/fp8_quantize.h"
 
 namespace hai {
@@ -117,15 +118,19 @@ void ParameterStore::initialize(uint64_t seed, double init_std) {
     float* data = values + parameter.offset;
     int64_t numel = parameter.value.numel();
     CounterRng rng(seed, parameter_stream(parameter.spec.name));
-    for (int64_t i = 0; i < numel; ++i) {
-      switch (parameter.spec.init) {
-        case ParameterInit::normal:
-          data[i] = static_cast<float>(init_std) * rng.normal(static_cast<uint64_t>(i));
-          break;
-        case ParameterInit::ones: data[i] = 1.0f; break;
-        case ParameterInit::zeros: data[i] = 0.0f; break;
+    ParameterInit init = parameter.spec.init;
+    // NOTE: the draw of element i depends on i only (counter-based), so the values are the same for any split.
+    cpu::parallel_for(numel, 16, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) {
+        switch (init) {
+          case ParameterInit::normal:
+            data[i] = static_cast<float>(init_std) * rng.normal(static_cast<uint64_t>(i));
+            break;
+          case ParameterInit::ones: data[i] = 1.0f; break;
+          case ParameterInit::zeros: data[i] = 0.0f; break;
+        }
       }
-    }
+    });
   }
   if (!on_host) copy_tensor(values_, host_values);
 }
