@@ -102,6 +102,7 @@ void MoeLayer::compute_experts(Context& ctx, const Tensor& x_sorted) const {
                      /*keep_input=*/false);
     return;
   }
+  mark_phase(profiler_, "forward.expert_exchange");
   route_to_owners(ctx);
   Shape local_rows{ctx.route.received_total(), x_sorted.size(1)};
   OwnedTensor x_local(local_rows, DType::f32, x_sorted.device());       // [R, H] by local expert
@@ -111,8 +112,11 @@ void MoeLayer::compute_experts(Context& ctx, const Tensor& x_sorted) const {
   } else {
     exchange_->dispatch(ctx.route, x_local, x_sorted);
   }
+  mark_phase(profiler_, "forward.moe_experts");
   experts_.forward(ctx.experts, output_local, x_local, ctx.local_offsets);
+  mark_phase(profiler_, "forward.expert_exchange");
   exchange_->combine(ctx.route, ctx.expert_output, output_local);
+  mark_phase(profiler_, "forward.moe_experts");
 }
 
 void MoeLayer::route_to_owners(Context& ctx) const {
@@ -169,9 +173,13 @@ void MoeLayer::experts_backward(Context& ctx, const Tensor& d_x_sorted, const Te
   Shape local_rows{ctx.route.received_total(), d_x_sorted.size(1)};
   OwnedTensor d_output_local(local_rows, DType::f32, d_x_sorted.device());  // [R, H] by local expert
   OwnedTensor d_x_local(local_rows, DType::f32, d_x_sorted.device());       // [R, H]
+  mark_phase(profiler_, "backward_input.expert_exchange");
   exchange_->dispatch(ctx.route, d_output_local, d_expert_output);
+  mark_phase(profiler_, "backward_input.moe_experts");
   experts_.backward_input(ctx.experts, d_x_local, d_output_local);
+  mark_phase(profiler_, "backward_input.expert_exchange");
   exchange_->combine(ctx.route, d_x_sorted, d_x_local);
+  mark_phase(profiler_, "backward_input.moe_experts");
 }
 
 void MoeLayer::dispatch_backward(const Context& ctx, const Tensor& d_x, const Tensor& d_x_sorted) const {

@@ -13,8 +13,10 @@
 # as warm-up. Either part failing is reported in the JSON ({"error": ...}) and makes the exit code non-zero.
 # --multi-gpu (a machine with two GPUs): instead of the op benchmarks and the profile, trains on one GPU and on two
 # (mpirun -np 2, one rank per GPU) with each layout: dp 2 and ep 2 (dp 2) at a micro-batch per GPU per step, pp 2
-# under 1f1b and dualpipe at 4 micro-batches per step; writes {"training": <one GPU>, "multi_gpu": {<layout>:
-# <summary> with tokens_per_s_per_gpu and per_gpu_vs_one_gpu}}.
+# under 1f1b and dualpipe at 4 micro-batches per step, each also profiled (--profile-steps); writes
+# {"training": <one GPU>, "multi_gpu": {<layout>: <summary> with tokens_per_s_per_gpu, per_gpu_vs_one_gpu and
+# "profile": {"step_ms", "kinds": {kind: share of the step}, "pipeline": <the bubble report, pp layouts>}}}.
+# The runs' logs are kept beside OUT in OUT_logs/ (OUT without .json).
 set -uo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build_dir=${HAI_BUILD_DIR:-$root/build-gpu}
@@ -64,21 +66,31 @@ if ! "$build_dir/apps/hai-train/hai-train" --config "$config" --set train.steps=
 fi
 
 # train_layout NAME RANKS [--set key=value]...: hai-train on RANKS GPUs (mpirun -np RANKS, one rank per GPU)
-# into $work/NAME (run/metrics.jsonl, train.log); no checkpoint is written (a 1.7B model's takes a minute).
+# into $work/NAME (run/metrics.jsonl, train.log), then the same layout under --profile-steps (profile/
+# step_profile.json: the phase split, the expert exchange's share, a pipeline's measured and simulated bubble);
+# no checkpoint is written (a 1.7B model's takes a minute).
 train_layout() {
   local name=$1 ranks=$2
   shift 2
   mkdir -p "$work/$name"
+  local launch=(mpirun --allow-run-as-root --bind-to none -np "$ranks" -x NCCL_NVLS_ENABLE
+                "$build_dir/apps/hai-train/hai-train" --config "$config" --set checkpoint.resume=none
+                --set checkpoint.save=false --set checkpoint.dir="$work/$name/checkpoints" --set runtime.device=cuda
+                "$@" "${train_overrides[@]}")
   echo "bench.sh: training $config on $ranks GPUs: $name" >&2
-  if ! mpirun --allow-run-as-root --bind-to none -np "$ranks" -x NCCL_NVLS_ENABLE \
-      "$build_dir/apps/hai-train/hai-train" --config "$config" --set train.steps="$steps" \
-      --set logging.run_dir="$work/$name/run" --set checkpoint.dir="$work/$name/checkpoints" \
-      --set checkpoint.resume=none --set checkpoint.save=false --set runtime.device=cuda "$@" \
-      "${train_overrides[@]}" \
+  if ! "${launch[@]}" --set train.steps="$steps" --set logging.run_dir="$work/$name/run" \
       >"$work/$name/train.log" 2>&1; then
     status=1
     echo "bench.sh: $name failed:" >&2
     tail -n 20 "$work/$name/train.log" >&2
+    return
+  fi
+  echo "bench.sh: profiling $profile_steps steps on $ranks GPUs: $name" >&2
+  if ! "${launch[@]}" --profile-steps "$profile_steps" --set logging.run_dir="$work/$name/profile" \
+      >"$work/$name/profile.out" 2>"$work/$name/profile.log"; then
+    status=1
+    echo "bench.sh: the profile of $name failed:" >&2
+    tail -n 20 "$work/$name/profile.log" >&2
   fi
 }
 
@@ -150,6 +162,18 @@ def step_profile():
     except (OSError, IndexError, json.JSONDecodeError) as error:
         return {"error": f"no step profile from hai-train --profile-steps: {error}"}
 
+def layout_profile(path):
+    """The step time split by phase kind, and a pipeline's bubble report (rank 0's), from hai-train --profile-steps."""
+    try:
+        with open(path) as f:
+            report = json.load(f)
+    except (OSError, json.JSONDecodeError) as error:
+        return {"error": f"no step profile: {error}"}
+    profile = {"step_ms": report["step_ms"], "kinds": {k["kind"]: round(k["share"], 4) for k in report["kinds"]}}
+    if "pipeline" in report:
+        profile["pipeline"] = report["pipeline"]
+    return profile
+
 def multi_gpu_summary(one_gpu):
     summaries = {}
     for layout in layouts:
@@ -159,6 +183,7 @@ def multi_gpu_summary(one_gpu):
             summary["tokens_per_s_per_gpu"] = summary["tokens_per_s"] / 2
             if "error" not in one_gpu:
                 summary["per_gpu_vs_one_gpu"] = summary["tokens_per_s_per_gpu"] / one_gpu["tokens_per_s"]
+            summary["profile"] = layout_profile(f"{work}/{layout}/profile/step_profile.json")
         summaries[layout] = summary
     return summaries
 
@@ -173,5 +198,10 @@ with open(out_path, "w") as f:
 if "error" in result["training"] or any("error" in s for s in result.get("multi_gpu", {}).values()):
     sys.exit(1)
 PYTHON
-echo "bench.sh: wrote $out" >&2
+# The runs' logs beside OUT (OUT without .json, then _logs/), for a look at what a failed or slow run printed.
+logs=${out%.json}_logs
+mkdir -p "$logs"
+(cd "$work" && find . \( -name '*.log' -o -name '*.out' -o -name step_profile.json \) -print0 |
+  xargs -0 -r cp --parents -t "$logs")
+echo "bench.sh: wrote $out (logs in $logs)" >&2
 exit "$status"

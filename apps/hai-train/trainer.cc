@@ -241,6 +241,7 @@ nlohmann::ordered_json Trainer::profile(int64_t warmup_steps, int64_t profiled_s
   profiler_ = std::make_unique<StepProfiler>(device_);
   model_.set_profiler(profiler_.get());
   optimizer_.set_profiler(profiler_.get());
+  if (pipeline_) pipeline_->set_profiler(profiler_.get());
   for (int64_t step = 0; step < profiled_steps; ++step) {
     profiler_->begin_step();
     train_step();
@@ -249,6 +250,10 @@ nlohmann::ordered_json Trainer::profile(int64_t warmup_steps, int64_t profiled_s
   nlohmann::ordered_json report = profiler_->report();
   model_.set_profiler(nullptr);
   optimizer_.set_profiler(nullptr);
+  if (pipeline_) {
+    pipeline_->set_profiler(nullptr);
+    report["pipeline"] = pipeline_->bubble_report(report);
+  }
   profiler_.reset();
   int64_t step_tokens = config_.train.global_batch_size * config_.train.seq_len;
   report["warmup_steps"] = warmup_steps;

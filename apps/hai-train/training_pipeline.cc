@@ -1,6 +1,11 @@
 #include "apps/hai-train/training_pipeline.h"
 
+#include <map>
+#include <string>
+
+#include "framework/config/config_enums.h"
 #include "framework/core/error.h"
+#include "parallel/pipeline/simulator.h"
 
 namespace hai {
 namespace {
@@ -39,11 +44,52 @@ std::vector<CountedTokens> TrainingPipeline::train_step(const std::vector<Tensor
             "a pipelined step takes {} micro-batches, got {}", schedule_.shape.micro_batches, tokens.size());
   model_.start_step(tokens, grad_scale, loss_sums, expert_load);
   engine_.run(schedule_.ranks[static_cast<size_t>(pipeline_.rank())], model_);
+  mark_phase(profiler_, "step.pipeline_all_reduce");
   // NOTE: each rank holds only its stages' parts (zero elsewhere), so the sums are the whole model's.
   pipeline_.all_reduce(loss_sums, ReduceOp::sum);
   pipeline_.all_reduce(store_.grads(), ReduceOp::sum);
   pipeline_.all_reduce(expert_load, ReduceOp::sum);
   return model_.counted();
+}
+
+void TrainingPipeline::set_profiler(StepProfiler* profiler) {
+  profiler_ = profiler;
+  engine_.set_profiler(profiler);
+}
+
+nlohmann::ordered_json TrainingPipeline::bubble_report(const nlohmann::ordered_json& profile) const {
+  std::map<std::string, std::pair<double, double>> phases;  // pipeline.* phase: (ms per step, calls per step)
+  for (const nlohmann::ordered_json& phase : profile.at("phases")) {
+    std::string name = phase.at("phase");
+    if (name.starts_with("pipeline.")) phases[name] = {phase.at("ms"), phase.at("calls")};
+  }
+  auto per_call = [&](const std::string& name) {
+    auto [ms, calls] = phases[name];
+    return calls > 0 ? ms / calls : 0.0;
+  };
+  StepCosts costs{.forward = per_call("pipeline.forward"),
+                  .backward = per_call("pipeline.backward_input") + per_call("pipeline.backward_weight"),
+                  .weight = per_call("pipeline.backward_weight")};
+  costs.forward_backward = costs.forward + costs.backward;
+  double pipeline_ms = 0;
+  for (const auto& [name, timing] : phases) pipeline_ms += timing.first;
+  double compute_ms = phases["pipeline.forward"].first + phases["pipeline.backward_input"].first +
+                      phases["pipeline.backward_weight"].first;
+  const RankSimulation& simulated = simulate(schedule_, costs).ranks[static_cast<size_t>(pipeline_.rank())];
+  double simulated_ms = simulated.busy + simulated.bubble;
+  auto side = [](double total_ms, double compute_ms) {
+    return nlohmann::ordered_json{{"pipeline_ms", total_ms},
+                                  {"compute_ms", compute_ms},
+                                  {"bubble_ms", total_ms - compute_ms},
+                                  {"bubble_share", total_ms > 0 ? (total_ms - compute_ms) / total_ms : 0.0}};
+  };
+  return {{"pipeline_rank", pipeline_.rank()},
+          {"schedule", std::string(to_string(schedule_.shape.schedule))},
+          {"ranks", schedule_.shape.ranks},
+          {"micro_batches", schedule_.shape.micro_batches},
+          {"costs_ms", {{"F", costs.forward}, {"B", costs.backward - costs.weight}, {"W", costs.weight}}},
+          {"measured", side(pipeline_ms, compute_ms)},
+          {"simulated", side(simulated_ms, simulated.busy)}};
 }
 
 }  // namespace hai

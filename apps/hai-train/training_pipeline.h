@@ -10,8 +10,11 @@
 
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "framework/comm/communicator.h"
 #include "framework/config/config.h"
+#include "framework/metrics/step_profiler.h"
 #include "framework/params/parameter_store.h"
 #include "model/pipeline_model.h"
 #include "parallel/expert_exchange.h"
@@ -35,12 +38,23 @@ class TrainingPipeline {
   std::vector<CountedTokens> train_step(const std::vector<Tensor>& tokens, float grad_scale, const Tensor& loss_sums,
                                         const Tensor& expert_load);
 
+  // Profiling (null: off): the engine marks each instruction's phase (engine.h), and the step's all-reduces over
+  // the pipeline group are "step.pipeline_all_reduce".
+  void set_profiler(StepProfiler* profiler);
+  // This rank's bubble from a StepProfiler report of steps profiled with set_profiler: measured (the time of its
+  // pipeline.* phases less their compute: waits and transfers) next to the simulator's (simulator.h) for the
+  // same schedule with the measured mean F, B and W of one instruction and free transfers:
+  //   {"pipeline_rank", "schedule", "ranks", "micro_batches", "costs_ms": {"F", "B", "W"},
+  //    "measured": {"pipeline_ms", "compute_ms", "bubble_ms", "bubble_share"}, "simulated": {the same}}
+  nlohmann::ordered_json bubble_report(const nlohmann::ordered_json& profile) const;
+
  private:
   const ParameterStore& store_;
   Communicator& pipeline_;
   Schedule schedule_;
   PipelineModel model_;  // this rank's stages
   PipelineEngine engine_;
+  StepProfiler* profiler_ = nullptr;
 };
 
 }  // namespace hai

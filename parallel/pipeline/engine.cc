@@ -40,12 +40,12 @@ void PipelineEngine::run(const std::vector<Instruction>& program, PipelineStages
       case InstructionKind::backward_input:
         backward_input(instruction.stage, instruction.microbatch, stages);
         break;
-      case InstructionKind::backward_weight: stages.backward_weight(instruction.stage, instruction.microbatch); break;
+      case InstructionKind::backward_weight: backward_weight(instruction.stage, instruction.microbatch, stages); break;
       case InstructionKind::forward_backward:
         // NOTE: one thread runs the pair one after the other; the overlap is the GPU engine's business.
         forward(instruction, stages);
         backward_input(instruction.backward_stage, instruction.backward_microbatch, stages);
-        stages.backward_weight(instruction.backward_stage, instruction.backward_microbatch);
+        backward_weight(instruction.backward_stage, instruction.backward_microbatch, stages);
         break;
       case InstructionKind::send_activation: send(outputs_, instruction, kActivations); break;
       case InstructionKind::receive_activation: receive(outputs_, instruction, kActivations, stages); break;
@@ -53,6 +53,7 @@ void PipelineEngine::run(const std::vector<Instruction>& program, PipelineStages
       case InstructionKind::receive_gradient: receive(gradients_, instruction, kGradients, stages); break;
     }
   }
+  mark_phase(profiler_, "pipeline.drain");
   pipeline_.wait_posted_sends();
   in_flight_.clear();
   HAI_CHECK(outputs_.empty() && gradients_.empty(),
@@ -61,6 +62,7 @@ void PipelineEngine::run(const std::vector<Instruction>& program, PipelineStages
 }
 
 void PipelineEngine::forward(const Instruction& instruction, PipelineStages& stages) {
+  mark_phase(profiler_, "pipeline.forward");
   int stage = instruction.stage, microbatch = instruction.microbatch;
   OwnedTensor input;  // [boundary] the output of F(stage - 1)
   if (stage > 0) input = take(outputs_, {stage - 1, microbatch}, "output");
@@ -71,6 +73,7 @@ void PipelineEngine::forward(const Instruction& instruction, PipelineStages& sta
 }
 
 void PipelineEngine::backward_input(int stage, int microbatch, PipelineStages& stages) {
+  mark_phase(profiler_, "pipeline.backward_input");
   OwnedTensor d_output;  // [boundary] the input gradient of B(stage + 1)
   if (stage + 1 < stages_) d_output = take(gradients_, {stage + 1, microbatch}, "gradient");
   OwnedTensor d_input;  // [boundary]
@@ -80,6 +83,7 @@ void PipelineEngine::backward_input(int stage, int microbatch, PipelineStages& s
 }
 
 void PipelineEngine::send(std::map<Key, OwnedTensor>& from, const Instruction& instruction, int direction) {
+  mark_phase(profiler_, "pipeline.send");
   OwnedTensor tensor = take(from, {instruction.stage, instruction.microbatch},
                             direction == kActivations ? "output to send" : "gradient to send");
   pipeline_.post_send(tensor, instruction.peer, tag(instruction.stage, instruction.microbatch, direction));
@@ -88,6 +92,7 @@ void PipelineEngine::send(std::map<Key, OwnedTensor>& from, const Instruction& i
 
 void PipelineEngine::receive(std::map<Key, OwnedTensor>& into, const Instruction& instruction, int direction,
                              const PipelineStages& stages) {
+  mark_phase(profiler_, "pipeline.receive");
   OwnedTensor tensor(stages.boundary_shape(), DType::f32, stages.device());  // [boundary]
   pipeline_.recv(tensor, instruction.peer, tag(instruction.stage, instruction.microbatch, direction));
   put(into, {instruction.stage, instruction.microbatch}, std::move(tensor),
@@ -96,6 +101,11 @@ void PipelineEngine::receive(std::map<Key, OwnedTensor>& into, const Instruction
 
 int PipelineEngine::tag(int stage, int microbatch, int direction) const {
   return (microbatch * stages_ + stage) * 2 + direction;
+}
+
+void PipelineEngine::backward_weight(int stage, int microbatch, PipelineStages& stages) {
+  mark_phase(profiler_, "pipeline.backward_weight");
+  stages.backward_weight(stage, microbatch);
 }
 
 }  // namespace hai

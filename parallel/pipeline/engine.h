@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "framework/comm/communicator.h"
+#include "framework/metrics/step_profiler.h"
 #include "framework/tensor/tensor.h"
 #include "parallel/pipeline/instruction.h"
 #include "parallel/pipeline/placement.h"
@@ -46,11 +47,17 @@ class PipelineEngine {
   // have been received. Throws hai::Error when a stage's input is missing or something is left over at the end.
   void run(const std::vector<Instruction>& program, PipelineStages& stages);
 
+  // Marks a phase per instruction while profiling (null: off): pipeline.forward, .backward_input, .backward_weight
+  // (compute), pipeline.send, .receive and .drain (the wait for the step's last sends to be taken), so that the
+  // time the rank spends outside compute, its bubble and its transfers, is measured (docs/performance.md).
+  void set_profiler(StepProfiler* profiler) { profiler_ = profiler; }
+
  private:
   using Key = std::pair<int, int>;  // (stage, micro-batch)
 
   void forward(const Instruction& instruction, PipelineStages& stages);
   void backward_input(int stage, int microbatch, PipelineStages& stages);
+  void backward_weight(int stage, int microbatch, PipelineStages& stages);
   void send(std::map<Key, OwnedTensor>& from, const Instruction& instruction, int direction);
   void receive(std::map<Key, OwnedTensor>& into, const Instruction& instruction, int direction,
                const PipelineStages& stages);
@@ -63,6 +70,7 @@ class PipelineEngine {
   std::map<Key, OwnedTensor> outputs_;    // the output of F(stage, micro-batch), until F(stage + 1) or its send
   std::map<Key, OwnedTensor> gradients_;  // the input gradient of B(stage, micro-batch), until B(stage - 1) or send
   std::vector<OwnedTensor> in_flight_;    // posted sends' tensors, until they are received
+  StepProfiler* profiler_ = nullptr;
 };
 
 }  // namespace hai

@@ -8,7 +8,11 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
 #include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "tests/apps/tiny_config.h"
 #include "tests/parallel/training/training_runs.h"
@@ -88,6 +92,29 @@ TEST_F(DataParallelTraining, ExpertParallelFourRanksMatchOneRankAndResumeOnTwo) 
   ASSERT_EQ(run_on_ranks(2, ep4, arguments), 0);
   expect_same_steps(single_rank_ / "run", ep4 / "run");
   expect_close_checkpoints(checkpoint_of(single_rank_, 10), ep2_checkpoints / step_dir_name(10));
+}
+
+// hai-train --profile-steps at ep 2: the expert exchange (dispatch and combine, forward and backward) is a phase
+// kind of its own, so the all-to-all's share of the step is measured (docs/performance.md).
+TEST_F(DataParallelTraining, ProfileOfExpertParallelRanksTimesTheExchange) {
+  std::filesystem::path dir = root_->path() / "profile_ep2";
+  std::filesystem::create_directories(dir);
+  testing::write_tiny_config(dir);
+  std::string arguments = std::string("--config tiny.yaml") + kOverrides + " --set parallel.ep=2 --profile-steps 2";
+  ASSERT_EQ(run_on_ranks(2, dir, arguments), 0);
+  std::vector<char> file = testing::read_bytes((dir / "run" / "step_profile.json").string());
+  nlohmann::json report = nlohmann::json::parse(std::string(file.begin(), file.end()));
+  std::map<std::string, double> calls;
+  for (const auto& phase : report["phases"]) calls[phase["phase"].get<std::string>()] = phase["calls"].get<double>();
+  // A dispatch and a combine each way per MoE layer and micro-batch.
+  EXPECT_GT(calls["forward.expert_exchange"], 0);
+  EXPECT_EQ(calls["forward.expert_exchange"], calls["backward_input.expert_exchange"]);
+  double exchange_share = -1;
+  for (const auto& kind : report["kinds"]) {
+    if (kind["kind"] == "expert_exchange") exchange_share = kind["share"].get<double>();
+  }
+  EXPECT_GT(exchange_share, 0.0);
+  EXPECT_LT(exchange_share, 1.0);
 }
 
 }  // namespace

@@ -9,7 +9,11 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
 #include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "tests/apps/tiny_config.h"
 #include "tests/parallel/training/training_runs.h"
@@ -120,6 +124,49 @@ TEST_F(PipelineParallelTraining, CheckpointOfTwoStagesResumesOnOneRank) {
   ASSERT_EQ(run_on_ranks(1, pp2, arguments), 0);
   expect_same_steps(single_rank_ / "run", pp2 / "run");
   expect_close_checkpoints(checkpoint_of(single_rank_, 10), one_rank_checkpoints / step_dir_name(10));
+}
+
+// hai-train --profile-steps at pp 2 under DualPipe: the engine marks every instruction of rank 0's program, and
+// the report's "pipeline" section sets the measured bubble (time in pipeline phases outside compute) beside the
+// simulator's for the measured F, B and W (TrainingPipeline::bubble_report).
+TEST_F(PipelineParallelTraining, ProfileOfTwoRanksDualPipeReportsTheMeasuredAndSimulatedBubble) {
+  std::filesystem::path dir = root_->path() / "profile";
+  std::filesystem::create_directories(dir);
+  testing::write_tiny_config(dir);
+  Layout layout{.ranks = 2, .pp = 2, .schedule = "dualpipe"};
+  ASSERT_EQ(run_on_ranks(2, dir, layout.arguments() + " --profile-steps 2"), 0);
+  std::vector<char> file = testing::read_bytes((dir / "run" / "step_profile.json").string());
+  nlohmann::json report = nlohmann::json::parse(std::string(file.begin(), file.end()));
+
+  // DualPipe at pp 2 with 4 micro-batches: 2 stages x 4 micro-batches of F (B, W) over 2 ranks, 4 on each.
+  std::map<std::string, double> calls;
+  for (const auto& phase : report["phases"]) calls[phase["phase"].get<std::string>()] = phase["calls"].get<double>();
+  EXPECT_EQ(calls["pipeline.forward"], 4);
+  EXPECT_EQ(calls["pipeline.backward_input"], 4);
+  EXPECT_EQ(calls["pipeline.backward_weight"], 4);
+  EXPECT_EQ(calls["pipeline.drain"], 1);
+  EXPECT_EQ(calls["step.pipeline_all_reduce"], 1);
+  EXPECT_GT(calls["pipeline.receive"], 0);
+  EXPECT_GT(calls["pipeline.send"], 0);
+
+  const nlohmann::json& pipeline = report["pipeline"];
+  EXPECT_EQ(pipeline["pipeline_rank"].get<int>(), 0);
+  EXPECT_EQ(pipeline["schedule"].get<std::string>(), "dualpipe");
+  EXPECT_EQ(pipeline["micro_batches"].get<int>(), 4);
+  const nlohmann::json& measured = pipeline["measured"];
+  const nlohmann::json& simulated = pipeline["simulated"];
+  double compute_ms = measured["compute_ms"].get<double>();
+  EXPECT_GT(compute_ms, 0.0);
+  // The simulator charges each instruction its measured mean, so the two compute times are the same (but for the
+  // report's rounding of the phase times).
+  EXPECT_NEAR(simulated["compute_ms"].get<double>(), compute_ms, 1e-5 * compute_ms);
+  EXPECT_NEAR(measured["bubble_ms"].get<double>(), measured["pipeline_ms"].get<double>() - compute_ms,
+              1e-9 * measured["pipeline_ms"].get<double>());
+  for (const nlohmann::json* side : {&measured, &simulated}) {
+    double share = (*side)["bubble_share"].get<double>();
+    EXPECT_GE(share, 0.0) << side->dump();
+    EXPECT_LT(share, 1.0) << side->dump();
+  }
 }
 
 }  // namespace
