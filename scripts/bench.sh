@@ -8,7 +8,8 @@
 # Writes one JSON object {"ops": <hai-bench>, "training": <summary>, "step_profile": <report>} to OUT (default
 # bench.json) and prints it.
 #   NCCL_NVLS_ENABLE=0 bash scripts/bench.sh [OUT] [--steps N] [--profile-steps N] [--set key=value]...
-#   NCCL_NVLS_ENABLE=0 bash scripts/bench.sh [OUT] --multi-gpu [--steps N] [--set key=value]...
+#   NCCL_NVLS_ENABLE=0 bash scripts/bench.sh [OUT] --multi-gpu [--layouts dp2,ep2,pp2_1f1b,pp2_dualpipe] [--steps N]
+#     [--set key=value]...
 # --steps (default 30) and --set go to hai-train; the first max(3, steps / 5) steps are left out of the summary
 # as warm-up. Either part failing is reported in the JSON ({"error": ...}) and makes the exit code non-zero.
 # --multi-gpu (a machine with two GPUs): instead of the op benchmarks and the profile, trains on one GPU and on two
@@ -25,11 +26,13 @@ out=bench.json
 steps=30
 profile_steps=5
 multi_gpu=false
+only_layouts=""
 train_overrides=()
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --steps) steps=$2; shift 2 ;;
     --multi-gpu) multi_gpu=true; shift ;;
+    --layouts) only_layouts=$2; shift 2 ;;
     --profile-steps) profile_steps=$2; shift 2 ;;
     --set) train_overrides+=(--set "$2"); shift 2 ;;
     -*) echo "bench.sh: unknown option $1" >&2; exit 2 ;;
@@ -72,6 +75,8 @@ fi
 train_layout() {
   local name=$1 ranks=$2
   shift 2
+  if [[ -n "$only_layouts" && ",$only_layouts," != *",$name,"* ]]; then return; fi
+  layouts+=("$name")
   mkdir -p "$work/$name"
   local launch=(mpirun --allow-run-as-root --bind-to none -np "$ranks" -x NCCL_NVLS_ENABLE
                 "$build_dir/apps/hai-train/hai-train" --config "$config" --set checkpoint.resume=none
@@ -104,7 +109,6 @@ if [[ "$multi_gpu" == true ]]; then
     --set train.global_batch_size=$((4 * micro_batch))
   train_layout pp2_dualpipe 2 --set parallel.pp=2 --set parallel.schedule=dualpipe \
     --set train.global_batch_size=$((4 * micro_batch))
-  layouts=(dp2 ep2 pp2_1f1b pp2_dualpipe)
 else
   echo "bench.sh: profiling $profile_steps steps of $config (hai-train --profile-steps)" >&2
   if ! "$build_dir/apps/hai-train/hai-train" --config "$config" --profile-steps "$profile_steps" \

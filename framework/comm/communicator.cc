@@ -146,6 +146,12 @@ void Communicator::wait_posted_sends() {
   run_wait_posted_sends();
 }
 
+std::unique_ptr<PeerChannels> Communicator::peer_channels(std::span<const int> peers, int channels) {
+  for (int peer : peers) check_peer(peer, "peer_channels");
+  HAI_CHECK(channels > 0, "peer_channels: {} channels", channels);
+  return std::make_unique<CommunicatorPeerChannels>(*this);
+}
+
 void Communicator::run_post_send(const Tensor&, int, int) {
   HAI_THROW("post_send: this communicator's backend has no posted sends");
 }

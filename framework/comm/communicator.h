@@ -22,6 +22,7 @@
 #include <string_view>
 #include <utility>
 
+#include "framework/comm/peer_channels.h"
 #include "framework/tensor/tensor.h"
 
 namespace hai {
@@ -108,6 +109,11 @@ class Communicator {
   // Ranks calling with the same color (>= 0) form a new communicator, ranked by key (ties by rank here).
   // Every rank of this communicator must call it.
   std::unique_ptr<Communicator> split(int color, int key);
+
+  // The ordered point-to-point channels of this rank with `peers` (peer_channels.h), `channels` channels each.
+  // Every rank of this communicator calls it, naming the ranks it will exchange messages with (a rank it names
+  // names it too). The base gives CommunicatorPeerChannels over this communicator, which must outlive them.
+  virtual std::unique_ptr<PeerChannels> peer_channels(std::span<const int> peers, int channels);
 
   // Ends every process of the job with this exit code, without waiting for anyone. Never returns.
   [[noreturn]] virtual void abort(int code) = 0;

@@ -31,6 +31,10 @@ PipelineEngine::PipelineEngine(const PipelineShape& shape, Communicator& pipelin
   check_pipeline_shape(shape);
   HAI_CHECK(pipeline.size() == shape.ranks, "pipeline engine: the communicator has {} ranks, the schedule {}",
             pipeline.size(), shape.ranks);
+  std::vector<int> neighbours;  // every schedule exchanges messages between adjacent pipeline ranks only
+  if (pipeline.rank() > 0) neighbours.push_back(pipeline.rank() - 1);
+  if (pipeline.rank() + 1 < pipeline.size()) neighbours.push_back(pipeline.rank() + 1);
+  channels_ = pipeline.peer_channels(neighbours, /*channels=*/2);  // kActivations, kGradients
 }
 
 void PipelineEngine::run(const std::vector<Instruction>& program, PipelineStages& stages) {
@@ -54,7 +58,7 @@ void PipelineEngine::run(const std::vector<Instruction>& program, PipelineStages
     }
   }
   mark_phase(profiler_, "pipeline.drain");
-  pipeline_.wait_posted_sends();
+  channels_->wait_sends();
   in_flight_.clear();
   HAI_CHECK(outputs_.empty() && gradients_.empty(),
             "pipeline engine: {} stage outputs and {} gradients were never used (pipeline rank {})", outputs_.size(),
@@ -86,7 +90,7 @@ void PipelineEngine::send(std::map<Key, OwnedTensor>& from, const Instruction& i
   mark_phase(profiler_, "pipeline.send");
   OwnedTensor tensor = take(from, {instruction.stage, instruction.microbatch},
                             direction == kActivations ? "output to send" : "gradient to send");
-  pipeline_.post_send(tensor, instruction.peer, tag(instruction.stage, instruction.microbatch, direction));
+  channels_->send(tensor, instruction.peer, direction);
   in_flight_.push_back(std::move(tensor));
 }
 
@@ -94,13 +98,9 @@ void PipelineEngine::receive(std::map<Key, OwnedTensor>& into, const Instruction
                              const PipelineStages& stages) {
   mark_phase(profiler_, "pipeline.receive");
   OwnedTensor tensor(stages.boundary_shape(), DType::f32, stages.device());  // [boundary]
-  pipeline_.recv(tensor, instruction.peer, tag(instruction.stage, instruction.microbatch, direction));
+  channels_->recv(tensor, instruction.peer, direction);
   put(into, {instruction.stage, instruction.microbatch}, std::move(tensor),
       direction == kActivations ? "received output" : "received gradient");
-}
-
-int PipelineEngine::tag(int stage, int microbatch, int direction) const {
-  return (microbatch * stages_ + stage) * 2 + direction;
 }
 
 void PipelineEngine::backward_weight(int stage, int microbatch, PipelineStages& stages) {

@@ -2,12 +2,14 @@
 // The pipeline engine: runs one pipeline rank's instruction list (schedule.h) for one optimizer step, with no
 // schedule-specific branch. Compute goes to the rank's stages through PipelineStages (the model implements it;
 // parallel/ never includes model/); what passes between stages, a stage's output and its gradient, moves between
-// ranks by point-to-point messages on the pipeline communicator, or stays on the rank when the next stage of the
-// micro-batch is there too (the turn of DualPipeV). Messages are matched by tag, one per (stage, micro-batch,
-// direction), and sent without waiting for the receiver (Communicator::post_send), so two ranks may receive in
-// another order than the other sent (docs/design/pipeline.md) and the rank goes on with its work.
+// ranks by point-to-point messages, or stays on the rank when the next stage of the micro-batch is there too (the
+// turn of DualPipeV). Messages travel on the pipeline communicator's peer channels (framework/comm/peer_channels.h:
+// MPI on CPU ranks, NCCL GPU to GPU on GPU ranks) between neighbouring ranks, activations on one channel and
+// gradients on another; on each they are matched in posting order, which the validator proves every schedule
+// keeps (simulator.h), and sent without waiting for the receiver, so the rank goes on with its work.
 
 #include <map>
+#include <memory>
 #include <utility>
 #include <vector>
 
@@ -61,12 +63,11 @@ class PipelineEngine {
   void send(std::map<Key, OwnedTensor>& from, const Instruction& instruction, int direction);
   void receive(std::map<Key, OwnedTensor>& into, const Instruction& instruction, int direction,
                const PipelineStages& stages);
-  // The message tag of (stage, micro-batch) in `direction` (0: activations, 1: gradients).
-  int tag(int stage, int microbatch, int direction) const;
 
   PipelineShape shape_;
   int stages_;
   Communicator& pipeline_;
+  std::unique_ptr<PeerChannels> channels_;  // to the neighbouring pipeline ranks
   std::map<Key, OwnedTensor> outputs_;    // the output of F(stage, micro-batch), until F(stage + 1) or its send
   std::map<Key, OwnedTensor> gradients_;  // the input gradient of B(stage, micro-batch), until B(stage - 1) or send
   std::vector<OwnedTensor> in_flight_;    // posted sends' tensors, until they are received

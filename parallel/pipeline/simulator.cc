@@ -1,6 +1,7 @@
 #include "parallel/pipeline/simulator.h"
 
 #include <algorithm>
+#include <deque>
 #include <map>
 #include <string>
 #include <tuple>
@@ -95,7 +96,9 @@ class PipelineRun {
     if (is_send(instruction.kind)) {
       messages_[message_key(instruction)] = {.sender = rank, .step = step,
                                              .arrival = clock_[rank] + costs_.communication};
+      channels_[channel_of(rank, instruction.peer, instruction)].push_back(message_key(instruction));
     } else if (is_receive(instruction.kind)) {
+      check_in_channel_order(rank, step, instruction);
       Message& message = messages_.at(message_key(instruction));
       message.received = true;
       clock_[rank] = std::max(clock_[rank], message.arrival);
@@ -104,6 +107,24 @@ class PipelineRun {
       clock_[rank] += instruction_cost(instruction, costs_);
       result_.ranks[rank].compute.push_back({.step = step, .start = start, .end = clock_[rank]});
     }
+  }
+
+  // A channel of the engine's transport (framework/comm/peer_channels.h): (sender, receiver, activation?).
+  using Channel = std::tuple<int, int, bool>;
+
+  static Channel channel_of(int sender, int receiver, const Instruction& instruction) {
+    return {sender, receiver, std::get<0>(message_key(instruction))};
+  }
+
+  // The engine's transport matches the messages of a channel in the order they were sent (NCCL has no tags).
+  void check_in_channel_order(int rank, int step, const Instruction& instruction) {
+    std::deque<MessageKey>& sent = channels_[channel_of(instruction.peer, rank, instruction)];
+    const MessageKey& oldest = sent.front();  // NOTE: not empty: the receive runs once its message was sent
+    HAI_CHECK(oldest == message_key(instruction),
+              "pipeline rank {}, step {}, {}: rank {} sent another message on this channel before it, of stage {} "
+              "for micro-batch {}, so a transport that matches messages in order would mix them up",
+              rank, step, describe(instruction), instruction.peer, std::get<1>(oldest), std::get<2>(oldest));
+    sent.pop_front();
   }
 
   [[noreturn]] void throw_deadlock() const {
@@ -142,6 +163,7 @@ class PipelineRun {
   std::vector<std::size_t> next_step_;
   std::vector<double> clock_;
   std::map<MessageKey, Message> messages_;
+  std::map<Channel, std::deque<MessageKey>> channels_;  // messages sent and not yet received, oldest first
   Simulation result_;
 };
 

@@ -4,7 +4,9 @@
 // instruction that breaks it. Sound means: every stage and message sits on the rank placement.h says; F runs after
 // its input arrived (or its previous stage ran on this rank), B after its F and its output gradient, W after its B,
 // nothing twice; every send has its receive and every receive its send; nothing deadlocks; every rank ends with
-// F, B and W done for every micro-batch through each of its stages.
+// F, B and W done for every micro-batch through each of its stages; and between two ranks, the activations (and
+// the gradients) are received in the order they were sent, as the engine's transport matches them
+// (framework/comm/peer_channels.h).
 //
 // Time model: compute takes its cost (StepCosts); a send costs its rank nothing and its message arrives
 // `communication` later (sends are asynchronous, as isend / NCCL send posted ahead); a receive waits for its

@@ -1,5 +1,7 @@
 // The simulator against the formula table of reference/deepseek-v3.md "DualPipe" (bubble and peak activations),
-// and the validator catching broken schedules with a message naming the rank, the step and the instruction.
+// and the validator catching broken schedules with a message naming the rank, the step and the instruction. Every
+// builder's schedule simulated here also passes the channel-order check (messages of a kind between two ranks
+// received in the order sent).
 
 #include <gtest/gtest.h>
 
@@ -177,6 +179,21 @@ TEST(PipelineValidator, ReceivingBeforeSendingDeadlocksAndNamesEveryWaitingRank)
             "the pipeline schedule deadlocks; pipeline rank 0, step 1, RECV_B(stage 1, micro-batch 0) from rank 1 "
             "waits for a message never sent; pipeline rank 1, step 0, RECV_F(stage 0, micro-batch 0) from rank 0 "
             "waits for a message never sent");
+}
+
+TEST(PipelineValidator, ReceivingActivationsInAnotherOrderThanSentIsCaught) {
+  // Rank 0 sends micro-batch 0's activation, then micro-batch 1's; rank 1 takes micro-batch 1's first.
+  Schedule schedule = one_f_one_b(2, 2);
+  std::vector<Instruction>& rank1 = schedule.ranks[1];
+  Instruction second{.kind = receive_activation, .stage = 0, .microbatch = 1, .peer = 0};
+  int second_step = step_of(schedule, 1, second);
+  ASSERT_LT(second_step, static_cast<int>(rank1.size()));
+  rank1.erase(rank1.begin() + second_step);
+  rank1.insert(rank1.begin(), second);
+  EXPECT_EQ(simulation_error(schedule),
+            "pipeline rank 1, step 0, RECV_F(stage 0, micro-batch 1) from rank 0: rank 0 sent another message on "
+            "this channel before it, of stage 0 for micro-batch 0, so a transport that matches messages in order "
+            "would mix them up");
 }
 
 TEST(PipelineValidator, AMessageToTheWrongRankIsCaught) {
