@@ -49,9 +49,22 @@ void NcclPeerChannels::connect_pairs(int parity, int channels) {
       HAI_CUDA_CHECK(cudaEventCreateWithFlags(&link.done, cudaEventDisableTiming));
       link.device->set_stream(Stream{link.stream});
       bool outgoing = upward == (rank == first);
+      connect(link, outgoing);
       links_.emplace(LinkKey{peer, channel, outgoing}, std::move(link));
     }
   }
+}
+
+void NcclPeerChannels::connect(const Link& link, bool outgoing) {
+  OwnedTensor token(Shape{1}, DType::f32, group_.device());  // [1]
+  int other = 1 - link.device->rank();
+  if (outgoing) {
+    zero_fill(token, Stream{link.stream});
+    link.device->send(token, other, 0);
+  } else {
+    link.device->recv(token, other, 0);
+  }
+  HAI_CUDA_CHECK(cudaStreamSynchronize(link.stream));
 }
 
 NcclPeerChannels::Link& NcclPeerChannels::link(int peer, int channel, bool outgoing) {

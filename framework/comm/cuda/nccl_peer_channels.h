@@ -54,6 +54,11 @@ class NcclPeerChannels final : public PeerChannels {
 
   // Builds the links of the neighbour pairs starting at even (parity 0) or odd (parity 1) ranks.
   void connect_pairs(int parity, int channels);
+  // Sends one element over a new link and waits for it. NOTE: NCCL connects two ranks at their first transfer,
+  // on the host, and waits there for the peer's matching call; ranks that first sent to each other on different
+  // links would wait for each other forever. Connected here, in the same link order on both ranks, later
+  // transfers queue without host waits.
+  void connect(const Link& link, bool outgoing);
   Link& link(int peer, int channel, bool outgoing);
   // Makes `stream` wait for the work queued on `after` so far.
   void order_after(cudaStream_t stream, cudaStream_t after);
