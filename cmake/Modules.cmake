@@ -20,6 +20,7 @@ function(hai_module name dir)
     target_link_libraries(${name} PUBLIC CUDA::cudart CUDA::cublasLt hai_nccl)
     set_target_properties(${name} PROPERTIES CUDA_SEPARABLE_COMPILATION OFF POSITION_INDEPENDENT_CODE ON)
   endif()
+  hai_precompiled_headers(${name} hai_core ${HAI_LIBRARY_PRECOMPILED_HEADERS})
 endfunction()
 
 # hai_test(NAME SOURCE_DIR LIBS...): one GoogleTest binary of every *_test.cc in SOURCE_DIR (not *_mpi_test.cc),
@@ -32,17 +33,20 @@ function(hai_test name dir)
   endif()
   add_executable(${name} ${sources})
   target_link_libraries(${name} PRIVATE ${ARGN} GTest::gtest_main)
+  hai_precompiled_headers(${name} hai_mpi_test_main)
   gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60 PROPERTIES LABELS unit)
 endfunction()
 
-# hai_mpi_tests(DIR LIBS...): every *_mpi_test.cc in DIR becomes a GoogleTest binary that ctest runs under
-# `mpirun -np 2` and `-np 4` (oversubscribed, allowed as root).
+# hai_mpi_tests(DIR LIBS...): every *_mpi_test.cc in DIR becomes a GoogleTest binary (with the main() of
+# hai_mpi_test_main, tests/CMakeLists.txt) that ctest runs under `mpirun -np 2` and `-np 4` (oversubscribed,
+# allowed as root).
 function(hai_mpi_tests dir)
   file(GLOB sources CONFIGURE_DEPENDS ${dir}/*_mpi_test.cc)
   foreach(source ${sources})
     get_filename_component(name ${source} NAME_WE)
-    add_executable(${name} ${source} ${PROJECT_SOURCE_DIR}/tests/mpi_test_main.cc)
-    target_link_libraries(${name} PRIVATE ${ARGN} GTest::gtest)
+    add_executable(${name} ${source})
+    target_link_libraries(${name} PRIVATE ${ARGN} hai_mpi_test_main)
+    hai_precompiled_headers(${name} hai_mpi_test_main)
     foreach(np 2 4)
       add_test(NAME ${name}.np${np}
                COMMAND ${MPIEXEC_EXECUTABLE} ${HAI_MPIRUN_FLAGS} ${MPIEXEC_NUMPROC_FLAG} ${np}
