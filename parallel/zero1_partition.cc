@@ -42,10 +42,16 @@ Zero1Partition::Zero1Partition(ParameterStore& store, int64_t layout_begin, int6
     value_begin_ = std::min(value_begin_, segment.value_offset);
     value_end_ = std::max(value_end_, segment.value_offset + segment.numel);
   }
-  if (!sharded()) return;
+  if (!sharded() || !padded()) return;
   Device device = store.grads().device();
   staging_ = zero_tensor(Shape{shard_.chunk * group.size()}, DType::f32, device);
   reduced_grads_ = zero_tensor(Shape{shard_.chunk}, DType::f32, device);
+}
+
+bool Zero1Partition::padded() const { return shard_.chunk * group_.size() != shard_.total; }
+
+Tensor Zero1Partition::padded_range() const {
+  return padded() ? staging_.tensor() : layout_grads();  // [chunk * group] fp32
 }
 
 Tensor Zero1Partition::layout_grads() const {
@@ -53,14 +59,18 @@ Tensor Zero1Partition::layout_grads() const {
 }
 
 Tensor Zero1Partition::shard_grads() const {
-  return sharded() ? reduced_grads_.tensor().slice(0, shard_.numel()) : layout_grads();
+  if (!sharded()) return layout_grads();
+  if (padded()) return reduced_grads_.tensor().slice(0, shard_.numel());
+  return layout_grads().slice(shard_.begin, shard_.end);  // reduced in place
 }
 
 void Zero1Partition::reduce_gradients() {
-  if (sharded()) {
+  if (sharded() && padded()) {
     // NOTE: the padding [total, chunk * size) of staging_ stays zero: only gradients and owned values land there.
     copy_tensor(staging_.tensor().slice(0, shard_.total), layout_grads());
     group_.reduce_scatter(reduced_grads_, staging_, ReduceOp::sum);
+  } else if (sharded()) {
+    group_.reduce_scatter(shard_grads(), layout_grads(), ReduceOp::sum);
   }
   if (mean_over_ > 1 && shard_.numel() > 0) scale_tensor(shard_grads(), 1.0f / static_cast<float>(mean_over_));
 }
@@ -74,7 +84,8 @@ void Zero1Partition::step(const AdamWSettings& settings, float gradient_scale) {
 
 void Zero1Partition::gather_values() {
   if (!sharded()) return;
-  Tensor staging = staging_.tensor();  // [chunk * size] fp32, the padded range
+  // NOTE: unpadded, the store's gradients of the range carry the values: the step has consumed them.
+  Tensor staging = padded_range();  // [chunk * size] fp32
   Tensor values = store_.values();     // [N] fp32
   auto staged = [&](const ShardSegment& segment) {
     int64_t begin = segment.grad_offset - layout_begin_;

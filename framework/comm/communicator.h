@@ -66,8 +66,9 @@ class Communicator {
   // tensor: any shape, reducible dtype. In place: every rank ends with the element-wise reduction over ranks.
   void all_reduce(const Tensor& tensor, ReduceOp op);
 
-  // out: n elements, in: size() * n elements (any shapes), same reducible dtype, not overlapping.
-  // Viewing `in` flat as size() chunks of n, rank r receives the reduction over ranks of chunk r.
+  // out: n elements, in: size() * n elements (any shapes), same reducible dtype. Viewing `in` flat as size()
+  // chunks of n, rank r receives the reduction over ranks of chunk r. `out` may be this rank's own chunk of `in`
+  // (reducing in place; the other chunks of `in` are undefined afterwards); otherwise the two must not overlap.
   void reduce_scatter(const Tensor& out, const Tensor& in, ReduceOp op);
 
   // in: n elements, out: size() * n elements (any shapes), same dtype. Viewing `out` flat as size() chunks of

@@ -93,8 +93,19 @@ void MpiCommunicator::run_reduce_scatter(const Tensor& out, const Tensor& in, Re
     narrow_from_f32(out, out_values);
     return;
   }
-  HAI_MPI_CHECK(MPI_Reduce_scatter_block(in.raw(), out.raw(), count, mpi::element_type(in.dtype()),
-                                         mpi::reduce_operation(op), comm_));
+  MPI_Datatype type = mpi::element_type(in.dtype());
+  const char* in_begin = static_cast<const char*>(in.raw());
+  const char* out_begin = static_cast<const char*>(out.raw());
+  bool in_place = out_begin >= in_begin && out_begin < in_begin + in.bytes();  // out is this rank's chunk of in
+  if (!in_place) {
+    HAI_MPI_CHECK(MPI_Reduce_scatter_block(in.raw(), out.raw(), count, type, mpi::reduce_operation(op), comm_));
+    return;
+  }
+  // NOTE: MPI's own in-place form leaves the result at the start of the buffer, not at this rank's chunk.
+  OwnedTensor reduced(out.shape(), out.dtype());  // [n]
+  HAI_MPI_CHECK(MPI_Reduce_scatter_block(in.raw(), reduced.tensor().raw(), count, type, mpi::reduce_operation(op),
+                                         comm_));
+  copy_tensor(out, reduced);
 }
 
 void MpiCommunicator::run_all_gather(const Tensor& out, const Tensor& in) {

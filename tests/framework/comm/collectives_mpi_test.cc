@@ -89,12 +89,17 @@ TEST_F(Collectives, ReduceScatterGivesEachRankItsChunk) {
       OwnedTensor in = make_tensor(Shape{size(), kChunk}, dtype, [&](int64_t j) { return rank() + 1.0 + j; });
       OwnedTensor out(Shape{kChunk}, dtype);
       world_->reduce_scatter(out, in, op);
+      // In place: into this rank's own chunk of the input.
+      Tensor own_chunk = in.tensor().slice(rank(), rank() + 1).reshape(Shape{kChunk});
+      world_->reduce_scatter(own_chunk, in, op);
       for (int64_t k = 0; k < kChunk; ++k) {
         double j = static_cast<double>(rank() * kChunk + k);
         double expected = op == ReduceOp::sum ? ranks * (ranks + 1) / 2 + ranks * j
                           : op == ReduceOp::max ? ranks + j
                                                 : 1.0 + j;
         EXPECT_EQ(testing::value_at(out, k), expected) << dtype_name(dtype) << " " << reduce_op_name(op);
+        EXPECT_EQ(testing::value_at(own_chunk, k), expected) << dtype_name(dtype) << " " << reduce_op_name(op)
+                                                             << " in place";
       }
     }
   }

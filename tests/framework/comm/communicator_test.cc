@@ -150,9 +150,14 @@ TEST(Communicator, ReduceScatterChecksSizesAndNamesThem) {
       << message;
   EXPECT_NE(error_of([&] { communicator.reduce_scatter(out, ints, ReduceOp::sum); }).find("dtypes differ"),
             std::string::npos);
+  // Rank 0 may reduce into its own chunk of `in` (elements 0 and 1), not into another's.
   OwnedTensor whole(Shape{8}, DType::f32);
-  Tensor first_two = whole.tensor().slice(0, 2);
-  EXPECT_NE(error_of([&] { communicator.reduce_scatter(first_two, whole, ReduceOp::sum); }).find("overlaps"),
+  Tensor second_chunk = whole.tensor().slice(2, 4);
+  EXPECT_NE(error_of([&] { communicator.reduce_scatter(second_chunk, whole, ReduceOp::sum); })
+                .find("overlaps in [8] fp32 cpu other than as this rank's chunk"),
+            std::string::npos);
+  Tensor straddling = whole.tensor().slice(1, 3);
+  EXPECT_NE(error_of([&] { communicator.reduce_scatter(straddling, whole, ReduceOp::sum); }).find("overlaps"),
             std::string::npos);
 }
 
