@@ -7,7 +7,8 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # time of RelWithDebInfo's -O2 -g, and the tests ran as fast (within 2%). Elsewhere build.sh's RelWithDebInfo is kept.
 ci_flags=()
 if [[ "${CI:-}" == true ]]; then
-  ci_flags=(-DCMAKE_BUILD_TYPE=Release "-DCMAKE_CXX_FLAGS_RELEASE=-O1 -DNDEBUG" "-DCMAKE_CUDA_FLAGS_RELEASE=-O1 -DNDEBUG")
+  ci_flags=(-DCMAKE_BUILD_TYPE=Release "-DCMAKE_CXX_FLAGS_RELEASE=-O1 -DNDEBUG"
+            "-DCMAKE_CUDA_FLAGS_RELEASE=-O1 -DNDEBUG")
 fi
 "$root/scripts/build.sh" "${ci_flags[@]}" "$@"
 build_dir=${HAI_BUILD_DIR:-$root/build}
