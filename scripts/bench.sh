@@ -16,7 +16,9 @@
 # (mpirun -np 2, one rank per GPU) with each layout: dp 2 and ep 2 (dp 2) at a micro-batch per GPU per step, pp 2
 # under 1f1b and dualpipe at 4 micro-batches per step, each also profiled (--profile-steps); writes
 # {"training": <one GPU>, "multi_gpu": {<layout>: <summary> with tokens_per_s_per_gpu, per_gpu_vs_one_gpu and
-# "profile": {"step_ms", "kinds": {kind: share of the step}, "pipeline": <the bubble report, pp layouts>}}}.
+# "profile": {"step_ms", "kinds": {kind: share of the step}, "pipeline": <the bubble report, pp layouts>}, and for
+# dp 2 and ep 2 "loss_vs_one_gpu": the per-step losses against the one-GPU run, which then takes their global batch
+# (two micro-batches), every step logged}}.
 # The runs' logs are kept beside OUT in OUT_logs/ (OUT without .json).
 set -uo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -58,11 +60,21 @@ else
   fi
 fi
 
+# NOTE: micro-batches of the config's size; with --multi-gpu every run logs every step, and the one-GPU run takes
+# dp 2's global batch (two micro-batches) so that its loss curve is the one dp 2 and ep 2 must reproduce.
+micro_batch=$(sed -n 's/^ *micro_batch_size: *\([0-9]*\).*/\1/p' "$config" | head -n 1)
+one_gpu_overrides=()
+layout_overrides=()
+if [[ "$multi_gpu" == true ]]; then
+  one_gpu_overrides=(--set train.global_batch_size=$((2 * micro_batch)) --set logging.interval=1)
+  layout_overrides=(--set logging.interval=1)
+fi
+
 echo "bench.sh: training $config for $steps steps (hai-train)" >&2
 run_dir=$work/run
 if ! "$build_dir/apps/hai-train/hai-train" --config "$config" --set train.steps="$steps" \
     --set logging.run_dir="$run_dir" --set checkpoint.dir="$work/checkpoints" --set checkpoint.resume=none \
-    --set checkpoint.save=false \
+    --set checkpoint.save=false "${one_gpu_overrides[@]}" \
     "${train_overrides[@]}" 2>&1 | tee "$work/train.log" >&2; then
   status=1
   echo "bench.sh: hai-train failed; the summary covers the steps it logged" >&2
@@ -81,7 +93,7 @@ train_layout() {
   local launch=(mpirun --allow-run-as-root --bind-to none -np "$ranks" -x NCCL_NVLS_ENABLE
                 "$build_dir/apps/hai-train/hai-train" --config "$config" --set checkpoint.resume=none
                 --set checkpoint.save=false --set checkpoint.dir="$work/$name/checkpoints" --set runtime.device=cuda
-                "$@" "${train_overrides[@]}")
+                "${layout_overrides[@]}" "$@" "${train_overrides[@]}")
   echo "bench.sh: training $config on $ranks GPUs: $name" >&2
   if ! "${launch[@]}" --set train.steps="$steps" --set logging.run_dir="$work/$name/run" \
       >"$work/$name/train.log" 2>&1; then
@@ -101,8 +113,7 @@ train_layout() {
 
 layouts=()
 if [[ "$multi_gpu" == true ]]; then
-  # NOTE: micro-batches of the config's size; dp and ep keep one per GPU per step, pp runs 4 per step.
-  micro_batch=$(sed -n 's/^ *micro_batch_size: *\([0-9]*\).*/\1/p' "$config" | head -n 1)
+  # dp and ep keep one micro-batch per GPU per step, pp runs 4 per step.
   train_layout dp2 2 --set parallel.dp=2 --set train.global_batch_size=$((2 * micro_batch))
   train_layout ep2 2 --set parallel.dp=2 --set parallel.ep=2 --set train.global_batch_size=$((2 * micro_batch))
   train_layout pp2_1f1b 2 --set parallel.pp=2 --set parallel.schedule=1f1b \
@@ -178,6 +189,24 @@ def layout_profile(path):
         profile["pipeline"] = report["pipeline"]
     return profile
 
+def losses(metrics_path):
+    """{step: loss} of a run's metrics.jsonl."""
+    try:
+        with open(metrics_path) as f:
+            records = [json.loads(line) for line in f if line.strip()]
+    except (OSError, json.JSONDecodeError):
+        return {}
+    return {r["step"]: r["loss"] for r in records if "loss" in r and "step_ms" in r}
+
+def loss_vs_one_gpu(layout):
+    """The largest relative difference of the per-step losses from the one-GPU run (same global batch)."""
+    reference, run = losses(metrics_path), losses(f"{work}/{layout}/run/metrics.jsonl")
+    steps = sorted(set(reference) & set(run))
+    if not steps:
+        return {"error": "no common logged steps"}
+    diffs = [abs(run[s] - reference[s]) / abs(reference[s]) for s in steps]
+    return {"steps_compared": len(steps), "max_rel_diff": max(diffs), "last_rel_diff": diffs[-1]}
+
 def multi_gpu_summary(one_gpu):
     summaries = {}
     for layout in layouts:
@@ -188,6 +217,8 @@ def multi_gpu_summary(one_gpu):
             if "error" not in one_gpu:
                 summary["per_gpu_vs_one_gpu"] = summary["tokens_per_s_per_gpu"] / one_gpu["tokens_per_s"]
             summary["profile"] = layout_profile(f"{work}/{layout}/profile/step_profile.json")
+            if summary.get("tokens_per_step") == one_gpu.get("tokens_per_step"):
+                summary["loss_vs_one_gpu"] = loss_vs_one_gpu(layout)
         summaries[layout] = summary
     return summaries
 
