@@ -11,6 +11,8 @@
 # (test_comm_cuda), the NCCL and host-device communicators against MPI (mpirun -np 2), the NCCL watchdog end to end
 # (test_nccl_watchdog) and hai-train on two GPUs against one (test_multi_gpu_training: dp 2, ep 2, pp 2 DualPipe),
 # and skips the CPU unit tests.
+# Every test binary runs under a time limit (HAI_GPU_TEST_TIMEOUT seconds, default 300): a test that hangs (a GPU
+# collective waiting forever) fails and the next one runs, instead of using up the machine's time.
 # NOTE: it does not run setup.sh: the GPU machine has every dependency but no apt and no network.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -24,6 +26,7 @@ if [[ "${1:-}" == --multi-gpu-only ]]; then multi_gpu=true; multi_gpu_only=true;
 export NCCL_NVLS_ENABLE=0
 export HAI_REQUIRE_GPU=1
 jobs=$(nproc)
+limit=(timeout -k 10 "${HAI_GPU_TEST_TIMEOUT:-300}")
 
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
 cmake -S "$root" -B "$build_dir" -G Ninja -DHAI_CUDA=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo
@@ -31,9 +34,9 @@ status=0
 if [[ "$multi_gpu_only" == false ]]; then
   cmake --build "$build_dir" -j "$jobs" --target test_device_cuda test_trainer_cuda
   echo "gpu-test: CPU/GPU parity tests"
-  "$build_dir/tests/test_device_cuda" || status=1
+  "${limit[@]}" "$build_dir/tests/test_device_cuda" || status=1
   echo "gpu-test: one training step, GPU against CPU"
-  "$build_dir/tests/test_trainer_cuda" || status=1
+  "${limit[@]}" "$build_dir/tests/test_trainer_cuda" || status=1
 fi
 if [[ "$gpu_only" == true ]]; then exit "$status"; fi
 if [[ "$multi_gpu" == true ]]; then
@@ -41,17 +44,17 @@ if [[ "$multi_gpu" == true ]]; then
   if (( gpus < 2 )); then echo "gpu-test: --multi-gpu needs two GPUs, sees $gpus" >&2; exit 1; fi
   cmake --build "$build_dir" -j "$jobs" --target test_comm_cuda nccl_communicator_mpi_test \
     host_device_communicator_mpi_test test_nccl_watchdog test_multi_gpu_training || exit 1
-  mpirun=(mpirun --allow-run-as-root --bind-to none -np 2 -x NCCL_NVLS_ENABLE)
+  mpirun=("${limit[@]}" mpirun --allow-run-as-root --bind-to none -np 2 -x NCCL_NVLS_ENABLE)
   echo "gpu-test: the GPU-side watchdog"
-  "$build_dir/tests/test_comm_cuda" || status=1
+  "${limit[@]}" "$build_dir/tests/test_comm_cuda" || status=1
   echo "gpu-test: NCCL communicator against MPI on two GPUs"
   "${mpirun[@]}" "$build_dir/tests/nccl_communicator_mpi_test" || status=1
   echo "gpu-test: host-device communicator against MPI on two GPUs"
   "${mpirun[@]}" "$build_dir/tests/host_device_communicator_mpi_test" || status=1
   echo "gpu-test: the NCCL watchdog end to end"
-  "$build_dir/tests/test_nccl_watchdog" || status=1
+  "${limit[@]}" "$build_dir/tests/test_nccl_watchdog" || status=1
   echo "gpu-test: hai-train on two GPUs against one"
-  "$build_dir/tests/test_multi_gpu_training" || status=1
+  "${limit[@]}" "$build_dir/tests/test_multi_gpu_training" || status=1
   exit "$status"
 fi
 
