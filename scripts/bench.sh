@@ -42,6 +42,8 @@ while [[ $# -gt 0 ]]; do
   esac
 done
 export NCCL_NVLS_ENABLE=0
+# Every run under a time limit (HAI_BENCH_RUN_TIMEOUT seconds, default 300): a hung run fails and the next goes on.
+limit=(timeout -k 10 "${HAI_BENCH_RUN_TIMEOUT:-300}")
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
@@ -54,7 +56,7 @@ if [[ "$multi_gpu" == true ]]; then
   echo '{"skipped": "--multi-gpu"}' >"$work/ops.json"
 else
   echo "bench.sh: op benchmarks (hai-bench)" >&2
-  if ! "$build_dir/apps/hai-bench/hai-bench" --config "$config" --out "$work/ops.json" >/dev/null; then
+  if ! "${limit[@]}" "$build_dir/apps/hai-bench/hai-bench" --config "$config" --out "$work/ops.json" >/dev/null; then
     status=1
     [[ -s "$work/ops.json" ]] || echo '{"error": "hai-bench failed before writing its JSON"}' >"$work/ops.json"
   fi
@@ -72,7 +74,7 @@ fi
 
 echo "bench.sh: training $config for $steps steps (hai-train)" >&2
 run_dir=$work/run
-if ! "$build_dir/apps/hai-train/hai-train" --config "$config" --set train.steps="$steps" \
+if ! "${limit[@]}" "$build_dir/apps/hai-train/hai-train" --config "$config" --set train.steps="$steps" \
     --set logging.run_dir="$run_dir" --set checkpoint.dir="$work/checkpoints" --set checkpoint.resume=none \
     --set checkpoint.save=false "${one_gpu_overrides[@]}" \
     "${train_overrides[@]}" 2>&1 | tee "$work/train.log" >&2; then
@@ -90,7 +92,7 @@ train_layout() {
   if [[ -n "$only_layouts" && ",$only_layouts," != *",$name,"* ]]; then return; fi
   layouts+=("$name")
   mkdir -p "$work/$name"
-  local launch=(mpirun --allow-run-as-root --bind-to none -np "$ranks" -x NCCL_NVLS_ENABLE
+  local launch=("${limit[@]}" mpirun --allow-run-as-root --bind-to none -np "$ranks" -x NCCL_NVLS_ENABLE
                 "$build_dir/apps/hai-train/hai-train" --config "$config" --set checkpoint.resume=none
                 --set checkpoint.save=false --set checkpoint.dir="$work/$name/checkpoints" --set runtime.device=cuda
                 "${layout_overrides[@]}" "$@" "${train_overrides[@]}")
@@ -122,7 +124,7 @@ if [[ "$multi_gpu" == true ]]; then
     --set train.global_batch_size=$((4 * micro_batch))
 else
   echo "bench.sh: profiling $profile_steps steps of $config (hai-train --profile-steps)" >&2
-  if ! "$build_dir/apps/hai-train/hai-train" --config "$config" --profile-steps "$profile_steps" \
+  if ! "${limit[@]}" "$build_dir/apps/hai-train/hai-train" --config "$config" --profile-steps "$profile_steps" \
       --set logging.run_dir="$work/profile" --set checkpoint.dir="$work/profile_checkpoints" \
       --set checkpoint.resume=none --set checkpoint.save=false "${train_overrides[@]}" \
       >"$work/profile.out" 2>"$work/profile.log"; then
