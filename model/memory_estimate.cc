@@ -4,6 +4,7 @@
 
 #include "model/output_head.h"
 #include "model/parameters.h"
+#include "model/pipeline_stage.h"
 
 namespace hai {
 namespace {
@@ -19,31 +20,20 @@ int64_t compute_bytes(PrecisionMode mode) {
 }
 
 struct ParameterSplit {
-  int64_t dense = 0;   // on the rank: its stage's share of the dense parameters
-  int64_t expert = 0;  // on the rank: its stage's share of its ep-th of the routed experts
+  int64_t dense = 0;   // on the rank: the dense parameters, embedding and head included
+  int64_t expert = 0;  // on the rank: its ep-th of the routed experts
 };
 
+// NOTE: every pipeline rank keeps the whole parameter store (apps/hai-train/training_pipeline.h: stores are not
+// sharded by stage yet), so pp divides neither the parameters nor their gradients and moments.
 ParameterSplit rank_parameters(const Config& config) {
-  const ModelConfig& m = config.model;
   const ParallelConfig& p = config.parallel;
-  int64_t expert_total = 0, dense_total = 0, edge = 0;
-  for (const ParameterSpec& spec : deepseek_v3_parameters(m)) {
-    int64_t numel = spec.shape.numel();
-    if (spec.group == ParameterGroup::expert) {
-      expert_total += numel;
-    } else if (spec.name == "model.embed_tokens.weight" || spec.name == "lm_head.weight") {
-      edge += numel;
-    } else {
-      dense_total += numel;
-    }
-  }
-  bool dual = p.schedule != PipelineSchedule::one_f_one_b;
-  int64_t copies = dual && p.pp > 1 ? 2 : 1;
-  // The embedding and the head sit on the first and last stage; under DualPipe both on the same rank.
-  int64_t edge_share = p.pp == 1 || dual ? edge : edge / 2;
   ParameterSplit split;
-  split.dense = copies * dense_total / (p.pp * p.tp) + edge_share / p.tp;
-  split.expert = copies * expert_total / (p.pp * p.ep);
+  for (const ParameterSpec& spec : deepseek_v3_parameters(config.model)) {
+    (spec.group == ParameterGroup::expert ? split.expert : split.dense) += spec.shape.numel();
+  }
+  split.dense /= p.tp;
+  split.expert /= p.ep;
   return split;
 }
 
@@ -60,6 +50,22 @@ int64_t activation_elements_per_token(const ModelConfig& m, bool moe) {
     mlp = m.hidden_size + m.moe.routed_experts + routed + shared;
   }
   return attention + residual_stream + mlp;
+}
+
+// Activation elements per token of the pipeline stage that saves the most: its dense and MoE layers, and on the
+// last stage the MTP modules (MoE blocks). One stage (the whole model) without pipelining.
+int64_t heaviest_stage_elements_per_token(const Config& config) {
+  const ModelConfig& m = config.model;
+  const ParallelConfig& p = config.parallel;
+  int stages = static_cast<int>(p.schedule == PipelineSchedule::dualpipev ? 2 * p.pp : p.pp);
+  int64_t heaviest = 0;
+  for (const StageLayers& stage : pipeline_stages(m, stages, p.stage_layers)) {
+    int64_t dense = std::clamp<int64_t>(m.first_dense_layers - stage.first_layer, 0, stage.layers);
+    int64_t moe = stage.layers - dense + (stage.last ? m.mtp_depth : 0);
+    heaviest = std::max(heaviest, dense * activation_elements_per_token(m, false) +
+                                      moe * activation_elements_per_token(m, true));
+  }
+  return heaviest;
 }
 
 int64_t live_micro_batches(const ParallelConfig& p) {
@@ -85,12 +91,8 @@ RankMemory estimate_rank_memory(const Config& config) {
   memory.optimizer = (split.dense / dp + split.expert / expert_dp) * (master + 2 * moment);
 
   int64_t tokens = config.train.micro_batch_size * config.train.seq_len;
-  int64_t layers = m.num_layers + m.mtp_depth;
-  int64_t moe_layers = layers - m.first_dense_layers;
-  int64_t per_token = (layers - moe_layers) * activation_elements_per_token(m, false) +
-                      moe_layers * activation_elements_per_token(m, true);
   int64_t activation_bytes = config.runtime.device == RuntimeDevice::cpu ? 4 : element;
-  int64_t stage_share = per_token * tokens / p.pp / p.tp * activation_bytes;
+  int64_t stage_share = heaviest_stage_elements_per_token(config) * tokens / p.tp * activation_bytes;
   int64_t logits = std::min(tokens, head_chunk_tokens(m)) * m.vocab_size * 4 / p.tp;  // one chunk's, fp32
   memory.activations = live_micro_batches(p) * stage_share + logits;
   return memory;

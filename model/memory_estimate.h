@@ -1,8 +1,9 @@
 #pragma once
 // The memory one rank needs for a config and layout, estimated from the model shape without allocating it
-// (hai-train --dry-run and the start-up summary). The rank is the busiest one: a pipeline stage holding an even
-// share of the layers (two shares under DualPipe, which keeps two copies of each stage) plus the embedding and
-// head, its ep-th of the routed experts, and its ZeRO-1 shard of the optimizer state.
+// (hai-train --dry-run and the start-up summary), for the implementation as it is: every pipeline rank keeps the
+// whole parameter store with its ep-th of the routed experts (stores are not sharded by pipeline stage yet, so pp
+// does not divide parameters, gradients or optimizer state), its ZeRO-1 shard of the optimizer state, and the
+// activations of the pipeline stage that saves the most (parallel.stage_layers, or the cost model's split).
 //   params:      the compute copy GEMMs read (the fp32 master itself in fp32 mode)
 //   grads:       fp32 gradients of the rank's parameters
 //   optimizer:   ZeRO-1 shard of the fp32 master (mixed precision only) and the two AdamW moments

@@ -61,5 +61,22 @@ TEST(HaiTrainDryRunTest, TinyConfigReportsItsParameterCounts) {
   expect_positive_memory(report);
 }
 
+// Every pipeline rank keeps the whole parameter store (stages do not shard it yet), so pp 2 plans the same
+// parameters, gradients and optimizer state as one rank; the activations are the heaviest stage's, so an uneven
+// split plans more than an even one.
+TEST(HaiTrainDryRunTest, PipelineRanksKeepTheWholeStoreAndTheHeaviestStagesActivations) {
+  std::string config = "--config " + shipped_config("tiny.yaml") + " --set model.num_layers=4";
+  nlohmann::json one_rank = dry_run(config)["memory_per_rank"];
+  std::string pp2 = config + " --world-size 2 --set parallel.pp=2 --set parallel.schedule=1f1b";
+  nlohmann::json even = dry_run(pp2 + " --set 'parallel.stage_layers=[2,2]'")["memory_per_rank"];
+  nlohmann::json uneven = dry_run(pp2 + " --set 'parallel.stage_layers=[1,3]'")["memory_per_rank"];
+  for (const char* field : {"params", "grads", "optimizer"}) {
+    EXPECT_EQ(even[field], one_rank[field]) << field;
+    EXPECT_EQ(uneven[field], one_rank[field]) << field;
+  }
+  // 1F1B keeps pp = 2 micro-batches alive: [2, 2] saves 2 layers + MTP per micro-batch at most, [1, 3] 3 + MTP.
+  EXPECT_GT(uneven["activations"].get<int64_t>(), even["activations"].get<int64_t>());
+}
+
 }  // namespace
 }  // namespace hai
