@@ -55,7 +55,9 @@ MicroBatchLosses read_losses(const Tensor& sums, const CountedTokens& counted) {
 // Everything one micro-batch's forward keeps for its backward: its token rows, then for T = B * S tokens and
 // H = hidden size the activations below.
 struct DeepseekV3Model::Pass : MicroBatchInputs {
-  std::vector<OwnedTensor> hidden;  // [L + 1][T, H]: the embedding output, then each layer's output
+  // [T, H]: the last decoder layer's output, the head's input. NOTE: only the last: each layer keeps its own
+  // input for its backward (decoder_layer.h), so the earlier hidden states are freed as the forward goes.
+  OwnedTensor last_hidden;
   std::vector<DecoderLayer::Context> layers;
   OutputHead::Context head;
   std::vector<MtpModule::Context> mtp;
@@ -96,15 +98,15 @@ DeepseekV3Model::Pass DeepseekV3Model::forward(const Tensor& tokens, const Tenso
 
   Shape hidden_shape{pass.inputs.numel(), config_.hidden_size};
   mark_phase(profiler_, "forward.embedding");
-  pass.hidden.emplace_back(hidden_shape, DType::f32, device());
-  embedding_forward(pass.hidden[0], store_["model.embed_tokens.weight"].value, pass.inputs);
+  OwnedTensor hidden(hidden_shape, DType::f32, device());  // [T, H] the embedding output, then each layer's
+  embedding_forward(hidden, store_["model.embed_tokens.weight"].value, pass.inputs);
   record_memory_point(profiler_, "embedding", "embedding");
   pass.layers.resize(layers_.size());
   int64_t moe_row = 0;
   for (size_t layer = 0; layer < layers_.size(); ++layer) {
-    pass.hidden.emplace_back(hidden_shape, DType::f32, device());
-    layers_[layer]->forward(pass.layers[layer], pass.hidden[layer + 1], pass.hidden[layer], pass.positions,
-                            pass.seq_len);
+    OwnedTensor output(hidden_shape, DType::f32, device());  // [T, H]
+    layers_[layer]->forward(pass.layers[layer], output, hidden, pass.positions, pass.seq_len);
+    hidden = std::move(output);
     if (const MoeLayer* moe = layers_[layer]->moe()) {
       if (count_load) moe->accumulate_load(pass.layers[layer].moe, expert_load_row(moe_row));
       ++moe_row;
@@ -115,7 +117,8 @@ DeepseekV3Model::Pass DeepseekV3Model::forward(const Tensor& tokens, const Tenso
     }
   }
   mark_phase(profiler_, "forward.head_loss");
-  head_->forward(pass.head, pass.hidden.back(), pass.targets, loss_slot(loss_sums, kLmSlot),
+  pass.last_hidden = std::move(hidden);
+  head_->forward(pass.head, pass.last_hidden, pass.targets, loss_slot(loss_sums, kLmSlot),
                  loss_grad(1.0, pass.counted.lm));
 
   record_memory_point(profiler_, "head", "head");
