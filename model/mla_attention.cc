@@ -79,7 +79,8 @@ void MlaAttention::forward(Context& ctx, const Tensor& out, const Tensor& x, con
   attention_forward(per_sequence(o, seq_len), ctx.lse, per_sequence(ctx.q, seq_len), per_sequence(ctx.k, seq_len),
                     per_sequence(ctx.v, seq_len), softmax_scale_);
   o_proj_.forward(out, flatten_heads(o), ctx.o_input);
-  ctx.o = in_dtype(std::move(o), attention_dtype_);
+  // NOTE: o_proj saved o itself when its saved input has the attention dtype (bf16 or fp32, not FP8): no 2nd copy.
+  if (ctx.o_input.tensor().dtype() != attention_dtype_) ctx.o = in_dtype(std::move(o), attention_dtype_);
 }
 
 void MlaAttention::forward_query(Context& ctx, const Tensor& x) const {
@@ -127,7 +128,7 @@ void MlaAttention::backward_input(Context& ctx, const Tensor& d_x, const Tensor&
   OwnedTensor d_q = f32_tensor(Shape{tokens, heads_, qk_dim}, d_out.device());      // [T, H, d_qk]
   OwnedTensor d_k = f32_tensor(Shape{tokens, heads_, qk_dim}, d_out.device());      // [T, H, d_qk]
   OwnedTensor d_v = f32_tensor(Shape{tokens, heads_, value_dim_}, d_out.device());  // [T, H, d_v]
-  OwnedTensor o = in_dtype(std::move(ctx.o), DType::f32);                           // [T, H, d_v]
+  OwnedTensor o = attention_output(ctx);                                             // [T, H, d_v] fp32
   int64_t s = ctx.seq_len;
   attention_backward(per_sequence(d_q, s), per_sequence(d_k, s), per_sequence(d_v, s), per_sequence(d_o, s),
                      per_sequence(ctx.q, s), per_sequence(ctx.k, s), per_sequence(ctx.v, s), per_sequence(o, s),
@@ -135,6 +136,12 @@ void MlaAttention::backward_input(Context& ctx, const Tensor& d_x, const Tensor&
   for (OwnedTensor* released : {&o, &ctx.q, &ctx.k, &ctx.v, &ctx.lse}) *released = OwnedTensor();
   backward_query(ctx, d_x, std::move(d_q));
   backward_key_value(ctx, d_x, d_k, d_v);
+}
+
+OwnedTensor MlaAttention::attention_output(Context& ctx) const {
+  if (ctx.o.tensor().raw() != nullptr) return in_dtype(std::move(ctx.o), DType::f32);
+  const Tensor& saved = ctx.o_input.tensor();  // [T, H * d_v], kept for o_proj's weight gradient
+  return to_compute_dtype(saved.reshape(Shape{saved.size(0), heads_, value_dim_}), DType::f32);
 }
 
 void MlaAttention::backward_query(Context& ctx, const Tensor& d_x, OwnedTensor d_q) const {

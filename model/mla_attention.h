@@ -45,8 +45,8 @@ class MlaAttention {
     OwnedTensor q;                 // [T, H, d_qk], rotated, attention dtype
     OwnedTensor k;                 // [T, H, d_qk], rotated, attention dtype
     OwnedTensor v;                 // [T, H, d_v], attention dtype
-    OwnedTensor o;                 // [T, H, d_v], attention dtype (widened for the attention backward)
-    OwnedTensor o_input;           // [T, H * d_v], compute dtype: input of o_proj
+    OwnedTensor o;                 // [T, H, d_v], attention dtype; only when o_input is FP8 (else o_input is o)
+    OwnedTensor o_input;           // [T, H * d_v], o_proj's saved input (compute dtype, or FP8 in fp8 training)
     OwnedTensor lse;               // [B, H, S]
     // Output gradients of the five projections in Linear::output_grad_dtype, saved by backward_input for
     // backward_weight (which releases everything). backward_input releases what only it reads: q_latent,
@@ -71,6 +71,8 @@ class MlaAttention {
   // k: [T, H, d_qk], v: [T, H, d_v] <- x: [T, hidden] (the kv path).
   void forward_key_value(Context& ctx, const Tensor& x) const;
   // d_x: [T, hidden] (overwritten) <- d_q: [T, H, d_qk] fp32 (rotated back in place, then kept in ctx.d_q)
+  // The attention output o, widened to fp32 for the attention backward: from ctx.o, or from o_proj's saved input.
+  OwnedTensor attention_output(Context& ctx) const;
   void backward_query(Context& ctx, const Tensor& d_x, OwnedTensor d_q) const;
   // d_x: [T, hidden] (accumulated) <- d_k: [T, H, d_qk], d_v: [T, H, d_v]
   void backward_key_value(Context& ctx, const Tensor& d_x, const Tensor& d_k, const Tensor& d_v) const;
