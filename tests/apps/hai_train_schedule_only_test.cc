@@ -18,13 +18,16 @@ using testing::run_hai_train;
 using testing::TempDirectory;
 using testing::write_tiny_config;
 
+// hai-train --schedule-only on the tiny config (written into `dir`) with `overrides` (" --set ...").
+CommandResult schedule_only(const TempDirectory& dir, const std::string& overrides) {
+  return run_hai_train("--config " + write_tiny_config(dir.path()) + overrides + " --schedule-only", dir.path());
+}
+
 TEST(HaiTrainScheduleOnlyTest, PrintsTheDualPipeTableAndNumbersWithoutTraining) {
   TempDirectory dir;
   // pp 2 in one process: the layout's own 2 ranks are planned; 8 sequences / micro-batches of 2 = 4 micro-batches.
-  CommandResult result = run_hai_train("--config " + write_tiny_config(dir.path()) +
-                                           " --set parallel.pp=2 --set parallel.schedule=dualpipe"
-                                           " --set train.global_batch_size=8 --schedule-only",
-                                       dir.path());
+  CommandResult result =
+      schedule_only(dir, " --set parallel.pp=2 --set parallel.schedule=dualpipe --set train.global_batch_size=8");
   ASSERT_EQ(result.exit_code, 0) << result.err;
   EXPECT_NE(result.out.find("schedule dualpipe: pp 2, 4 micro-batches, 2 model stages"), std::string::npos)
       << result.out;
@@ -48,10 +51,8 @@ TEST(HaiTrainScheduleOnlyTest, PrintsTheDualPipeTableAndNumbersWithoutTraining) 
 
 TEST(HaiTrainScheduleOnlyTest, PrintsExplicitLayersPerStage) {
   TempDirectory dir;
-  CommandResult result = run_hai_train("--config " + write_tiny_config(dir.path()) +
-                                           " --set model.num_layers=4 --set parallel.pp=2"
-                                           " --set 'parallel.stage_layers=[1, 3]' --schedule-only",
-                                       dir.path());
+  CommandResult result =
+      schedule_only(dir, " --set model.num_layers=4 --set parallel.pp=2 --set 'parallel.stage_layers=[1, 3]'");
   ASSERT_EQ(result.exit_code, 0) << result.err;
   EXPECT_NE(result.out.find("pipeline stages: 2, layers per stage [1, 3] (parallel.stage_layers)\n"
                             "stage 0: layers 0..0 with the embedding, on rank 0\n"
@@ -62,9 +63,7 @@ TEST(HaiTrainScheduleOnlyTest, PrintsExplicitLayersPerStage) {
 
 TEST(HaiTrainScheduleOnlyTest, LayersPerStageNotSummingToTheModelIsAConfigError) {
   TempDirectory dir;
-  CommandResult result = run_hai_train("--config " + write_tiny_config(dir.path()) +
-                                           " --set parallel.pp=2 --set 'parallel.stage_layers=[1, 2]' --schedule-only",
-                                       dir.path());
+  CommandResult result = schedule_only(dir, " --set parallel.pp=2 --set 'parallel.stage_layers=[1, 2]'");
   EXPECT_EQ(result.exit_code, 2);
   EXPECT_NE(result.err.find("config error: parallel.stage_layers: the stages hold 3 layers, model.num_layers is 2"),
             std::string::npos)
@@ -73,9 +72,7 @@ TEST(HaiTrainScheduleOnlyTest, LayersPerStageNotSummingToTheModelIsAConfigError)
 
 TEST(HaiTrainScheduleOnlyTest, ATooSmallBatchForDualPipeIsAConfigError) {
   TempDirectory dir;
-  CommandResult result = run_hai_train("--config " + write_tiny_config(dir.path()) +
-                                           " --set parallel.pp=2 --set parallel.schedule=dualpipe --schedule-only",
-                                       dir.path());
+  CommandResult result = schedule_only(dir, " --set parallel.pp=2 --set parallel.schedule=dualpipe");
   EXPECT_EQ(result.exit_code, 2);
   EXPECT_NE(result.err.find("config error: parallel.micro_batches"), std::string::npos) << result.err;
 }
