@@ -23,6 +23,12 @@ CommandResult schedule_only(const TempDirectory& dir, const std::string& overrid
   return run_hai_train("--config " + write_tiny_config(dir.path()) + overrides + " --schedule-only", dir.path());
 }
 
+// Exit 2 with `message` on stderr.
+void expect_config_error(const CommandResult& result, const std::string& message) {
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_NE(result.err.find(message), std::string::npos) << result.err;
+}
+
 TEST(HaiTrainScheduleOnlyTest, PrintsTheDualPipeTableAndNumbersWithoutTraining) {
   TempDirectory dir;
   // pp 2 in one process: the layout's own 2 ranks are planned; 8 sequences / micro-batches of 2 = 4 micro-batches.
@@ -64,17 +70,13 @@ TEST(HaiTrainScheduleOnlyTest, PrintsExplicitLayersPerStage) {
 TEST(HaiTrainScheduleOnlyTest, LayersPerStageNotSummingToTheModelIsAConfigError) {
   TempDirectory dir;
   CommandResult result = schedule_only(dir, " --set parallel.pp=2 --set 'parallel.stage_layers=[1, 2]'");
-  EXPECT_EQ(result.exit_code, 2);
-  EXPECT_NE(result.err.find("config error: parallel.stage_layers: the stages hold 3 layers, model.num_layers is 2"),
-            std::string::npos)
-      << result.err;
+  expect_config_error(result, "config error: parallel.stage_layers: the stages hold 3 layers, model.num_layers is 2");
 }
 
 TEST(HaiTrainScheduleOnlyTest, ATooSmallBatchForDualPipeIsAConfigError) {
   TempDirectory dir;
   CommandResult result = schedule_only(dir, " --set parallel.pp=2 --set parallel.schedule=dualpipe");
-  EXPECT_EQ(result.exit_code, 2);
-  EXPECT_NE(result.err.find("config error: parallel.micro_batches"), std::string::npos) << result.err;
+  expect_config_error(result, "config error: parallel.micro_batches");
 }
 
 }  // namespace

@@ -10,7 +10,6 @@
 
 #include <map>
 #include <string>
-#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -102,10 +101,8 @@ TEST_F(DataParallelTraining, ProfileOfExpertParallelRanksTimesTheExchange) {
   testing::write_tiny_config(dir);
   std::string arguments = std::string("--config tiny.yaml") + kOverrides + " --set parallel.ep=2 --profile-steps 2";
   ASSERT_EQ(run_on_ranks(2, dir, arguments), 0);
-  std::vector<char> file = testing::read_bytes((dir / "run" / "step_profile.json").string());
-  nlohmann::json report = nlohmann::json::parse(std::string(file.begin(), file.end()));
-  std::map<std::string, double> calls;
-  for (const auto& phase : report["phases"]) calls[phase["phase"].get<std::string>()] = phase["calls"].get<double>();
+  nlohmann::json report = testing::read_step_profile(dir);
+  std::map<std::string, double> calls = testing::calls_per_step(report);
   // A dispatch and a combine each way per MoE layer and micro-batch.
   EXPECT_GT(calls["forward.expert_exchange"], 0);
   EXPECT_EQ(calls["forward.expert_exchange"], calls["backward_input.expert_exchange"]);

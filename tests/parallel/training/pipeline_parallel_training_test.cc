@@ -11,7 +11,6 @@
 
 #include <map>
 #include <string>
-#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -154,12 +153,10 @@ TEST_F(PipelineParallelTraining, ProfileOfTwoRanksDualPipeReportsTheMeasuredAndS
   testing::write_tiny_config(dir);
   Layout layout{.ranks = 2, .pp = 2, .schedule = "dualpipe"};
   ASSERT_EQ(run_on_ranks(2, dir, layout.arguments() + " --profile-steps 2"), 0);
-  std::vector<char> file = testing::read_bytes((dir / "run" / "step_profile.json").string());
-  nlohmann::json report = nlohmann::json::parse(std::string(file.begin(), file.end()));
+  nlohmann::json report = testing::read_step_profile(dir);
 
   // DualPipe at pp 2 with 4 micro-batches: 2 stages x 4 micro-batches of F (B, W) over 2 ranks, 4 on each.
-  std::map<std::string, double> calls;
-  for (const auto& phase : report["phases"]) calls[phase["phase"].get<std::string>()] = phase["calls"].get<double>();
+  std::map<std::string, double> calls = testing::calls_per_step(report);
   EXPECT_EQ(calls["pipeline.forward"], 4);
   EXPECT_EQ(calls["pipeline.backward_input"], 4);
   EXPECT_EQ(calls["pipeline.backward_weight"], 4);

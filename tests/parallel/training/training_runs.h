@@ -9,8 +9,11 @@
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
+#include <map>
 #include <string>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "framework/checkpoint/checkpoint_paths.h"
 #include "framework/checkpoint/checkpoint_reader.h"
@@ -40,6 +43,19 @@ inline void expect_close(double expected, double actual, const std::string& what
                          double tolerance = kTrainingTolerance) {
   EXPECT_LE(std::abs(actual - expected), tolerance * std::abs(expected))
       << what << ": " << actual << " vs " << expected;
+}
+
+// The step profile that hai-train --profile-steps wrote into the run directory under `dir`.
+inline nlohmann::json read_step_profile(const std::filesystem::path& dir) {
+  std::vector<char> file = read_bytes((dir / "run" / "step_profile.json").string());
+  return nlohmann::json::parse(std::string(file.begin(), file.end()));
+}
+
+// A step profile's calls per step of each phase.
+inline std::map<std::string, double> calls_per_step(const nlohmann::json& report) {
+  std::map<std::string, double> calls;
+  for (const auto& phase : report["phases"]) calls[phase["phase"].get<std::string>()] = phase["calls"].get<double>();
+  return calls;
 }
 
 // The runs' metrics have `steps` step records with the same losses and gradient norms (to `tolerance` relative).
