@@ -9,10 +9,9 @@
 // receive's tensor holds the message for all work ordered after the call: on the host at once, on a GPU for work
 // queued later on the compute stream (a GPU backend may return before the data arrived).
 //
-// Backend: CommunicatorPeerChannels here (any Communicator's posted sends and receives, the channel as the tag;
-// MPI delivers messages of one tag between two ranks in posting order; on GPU ranks through host staging,
-// host_device_communicator.h). Communicator::peer_channels() gives the group's. The ordered contract is what a
-// transport without tags needs (NCCL GPU to GPU: docs/design/multi-gpu.md, not working yet).
+// Backends: CommunicatorPeerChannels here (any Communicator's posted sends and receives, the channel as the tag;
+// MPI delivers messages of one tag between two ranks in posting order), NcclPeerChannels for GPU ranks
+// (framework/comm/cuda/nccl_peer_channels.h). Communicator::peer_channels() gives the group's.
 
 #include "framework/tensor/tensor.h"
 

@@ -4,9 +4,9 @@
 // parallel/ never includes model/); what passes between stages, a stage's output and its gradient, moves between
 // ranks by point-to-point messages, or stays on the rank when the next stage of the micro-batch is there too (the
 // turn of DualPipeV). Messages travel on the pipeline communicator's peer channels (framework/comm/peer_channels.h:
-// MPI, through host staging on GPU ranks) between neighbouring ranks, activations on one channel and gradients on
-// another; on each they are matched in posting order, which the validator proves every schedule keeps
-// (simulator.h), and sent without waiting for the receiver, so the rank goes on with its work.
+// MPI on CPU ranks, NCCL GPU to GPU on GPU ranks) between neighbouring ranks, activations on one channel and
+// gradients on another; on each they are matched in posting order, which the validator proves every schedule
+// keeps (simulator.h), and sent without waiting for the receiver, so the rank goes on with its work.
 
 #include <map>
 #include <memory>

@@ -2,6 +2,7 @@
 
 #include <utility>
 
+#include "framework/comm/cuda/nccl_peer_channels.h"
 #include "framework/core/error.h"
 
 namespace hai {
@@ -100,6 +101,10 @@ std::unique_ptr<Communicator> HostDeviceCommunicator::run_split(int color, int k
   // NOTE: NcclCommunicator::run_split makes an NcclCommunicator; the cast only recovers its type.
   auto* nccl_part = static_cast<NcclCommunicator*>(device_part.release());
   return std::make_unique<HostDeviceCommunicator>(std::move(host_part), std::unique_ptr<NcclCommunicator>(nccl_part));
+}
+
+std::unique_ptr<PeerChannels> HostDeviceCommunicator::peer_channels(std::span<const int> peers, int channels) {
+  return std::make_unique<NcclPeerChannels>(*this, peers, channels);
 }
 
 Communicator& HostDeviceCommunicator::backend_of(const Tensor& tensor) {

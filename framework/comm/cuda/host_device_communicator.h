@@ -8,15 +8,15 @@
 // - Collectives (all_reduce, reduce_scatter, all_gather, broadcast, all_to_all_v): host tensors over the host
 //   communicator (blocking, as there), device tensors over the device one (queued on its stream, nccl_communicator.h).
 //   An operation with both host and device tensors is an error naming the operation (communicator.cc checks it).
+// - peer_channels(): NcclPeerChannels, the pipeline engine's transport: device tensors GPU to GPU over NCCL, on
+//   streams of their own, without host waits (nccl_peer_channels.h).
 // - Point to point (send, recv, post_send, in or out of a group): host tensors over the host communicator; device
 //   tensors too, through a host staging copy. A sent device tensor is copied to host memory (after the work queued
 //   on the device stream) and sent over MPI; a received one arrives in host memory and is copied to the device
 //   (for a grouped recv, at group_end()). NOTE: this is the first version, chosen because it is correct for every
 //   order of posted sends and receives (NCCL matches messages in posting order, and the pipeline engine relies on
 //   tags: communicator.h), at a cost: each message crosses PCIe twice and the host waits for the device stream
-//   before each send. The pipeline engine's boundary activations and gradients take this path (its peer channels
-//   are the base's, over post_send/recv: peer_channels.h); NCCL channels for them are not working yet
-//   (docs/design/multi-gpu.md).
+//   before each send.
 // - group_start()/group_end() group the host communicator only (every point-to-point message travels there).
 // - barrier(): waits for the device stream, then for every rank (MPI).
 // - split(): splits both communicators alike and pairs the parts.
@@ -44,6 +44,10 @@ class HostDeviceCommunicator final : public Communicator {
   int rank() const override { return host_->rank(); }
   int size() const override { return host_->size(); }
   Device device() const { return device_->device(); }
+  NcclCommunicator& device_communicator() { return *device_; }
+
+  // NcclPeerChannels (nccl_peer_channels.h): device tensors GPU to GPU between neighbouring ranks.
+  std::unique_ptr<PeerChannels> peer_channels(std::span<const int> peers, int channels) override;
 
   [[noreturn]] void abort(int code) override;
 

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "framework/comm/cuda/host_device_communicator.h"
+#include "framework/device/elementwise.h"
 #include "tests/framework/comm/comm_test_util.h"
 #include "tests/framework/comm/cuda/gpu_per_rank_test.h"
 
@@ -181,6 +182,55 @@ TEST_F(HostDeviceAgainstMpi, SplitPartsMoveHostAndDeviceTensors) {
   reversed->all_reduce(host, ReduceOp::sum);
   EXPECT_EQ(host.data<int32_t>()[0], size());
   reversed->barrier();
+}
+
+// The pipeline engine's transport (NcclPeerChannels): every rank exchanges messages with its neighbours on two
+// channels, several per channel, and takes one channel's before the other's (a reordering across channels, as the
+// engine does). Each message is written by work queued on the compute stream just before its send, and each is
+// read by work queued after its receive, with no host synchronisation between: the links' stream ordering alone
+// makes the values right.
+TEST_F(HostDeviceAgainstMpi, PeerChannelsMoveDeviceTensorsInOrderPerChannelWithoutHostWaits) {
+  std::vector<int> neighbours;
+  if (rank() > 0) neighbours.push_back(rank() - 1);
+  if (rank() + 1 < size()) neighbours.push_back(rank() + 1);
+  std::unique_ptr<PeerChannels> channels = both_->peer_channels(neighbours, 2);
+  constexpr int kMessages = 3;
+  const Shape shape{256, 1024};  // 1 MiB of fp32: large enough for NCCL's rendezvous protocol
+  auto value = [](int sender, int channel, int message, int64_t i) {
+    return static_cast<double>(sender * 1000 + channel * 100 + message * 10 + i % 7);
+  };
+  std::vector<OwnedTensor> sent;
+  for (int peer : neighbours) {
+    for (int channel = 0; channel < 2; ++channel) {
+      for (int message = 0; message < kMessages; ++message) {
+        OwnedTensor tensor(shape, DType::f32, device_);  // [256, 1024]
+        fill_tensor(tensor, -1.0f);                      // NOTE: queued; the upload below overwrites it after
+        copy_tensor_async(tensor, make_tensor(shape, DType::f32, [&](int64_t i) {
+                            return value(rank(), channel, message, i);
+                          }));
+        channels->send(tensor, peer, channel);
+        sent.push_back(std::move(tensor));
+      }
+    }
+  }
+  for (int peer : neighbours) {
+    for (int channel : {1, 0}) {
+      for (int message = 0; message < kMessages; ++message) {
+        OwnedTensor received(shape, DType::f32, device_);  // [256, 1024]
+        channels->recv(received, peer, channel);
+        OwnedTensor copy(shape, DType::f32, device_);  // [256, 1024]: queued after the receive
+        copy_tensor_async(copy, received);
+        std::vector<double> got = device_values(copy);
+        for (int64_t i = 0; i < shape.numel(); i += 997) {
+          ASSERT_EQ(got[static_cast<size_t>(i)], value(peer, channel, message, i))
+              << "from rank " << peer << ", channel " << channel << ", message " << message << ", element " << i;
+        }
+      }
+    }
+  }
+  channels->wait_sends();
+  sent.clear();
+  both_->barrier();
 }
 
 }  // namespace
