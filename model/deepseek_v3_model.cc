@@ -144,7 +144,10 @@ DeepseekV3Model::Pass DeepseekV3Model::forward(const Tensor& tokens, const Tenso
   return pass;
 }
 
-void DeepseekV3Model::backward(Pass& pass, float grad_scale) {
+void DeepseekV3Model::backward(Pass& pass, float grad_scale, const GradientsFinal& on_final) {
+  auto finished = [&](int bucket) {
+    if (on_final) on_final(bucket);
+  };
   Shape hidden_shape{pass.inputs.numel(), config_.hidden_size};
   // MTP modules, deepest first: module k receives d h_k from module k + 1; module 1 yields d h_0.
   mark_phase(profiler_, "backward_input.mtp");
@@ -158,6 +161,7 @@ void DeepseekV3Model::backward(Pass& pass, float grad_scale) {
   mark_phase(profiler_, "backward_input.head_loss");
   OwnedTensor d_hidden(hidden_shape, DType::f32, device());
   head_->backward_input(pass.head, d_hidden, d_next);
+  finished(kHeadBucket);
   for (size_t layer = layers_.size(); layer-- > 0;) {
     OwnedTensor d_input(hidden_shape, DType::f32, device());
     layers_[layer]->backward_input(pass.layers[layer], d_input, d_hidden, grad_scale);
@@ -166,15 +170,22 @@ void DeepseekV3Model::backward(Pass& pass, float grad_scale) {
 
   // Weight gradients (W), after every input gradient (B).
   mark_phase(profiler_, "backward_weight.mtp");
-  for (size_t depth = 0; depth < mtp_.size(); ++depth) mtp_[depth]->backward_weight(pass.mtp[depth]);
-  for (size_t layer = 0; layer < layers_.size(); ++layer) layers_[layer]->backward_weight(pass.layers[layer]);
+  for (size_t depth = 0; depth < mtp_.size(); ++depth) {
+    mtp_[depth]->backward_weight(pass.mtp[depth]);
+    finished(layer_bucket(config_.num_layers + static_cast<int64_t>(depth)));
+  }
+  for (size_t layer = 0; layer < layers_.size(); ++layer) {
+    layers_[layer]->backward_weight(pass.layers[layer]);
+    finished(layer_bucket(static_cast<int64_t>(layer)));
+  }
   mark_phase(profiler_, "backward_weight.embedding");
   embedding_backward(store_["model.embed_tokens.weight"].grad, d_hidden, pass.inputs);
 }
 
-CountedTokens DeepseekV3Model::train_micro_batch(const Tensor& tokens, float grad_scale, const Tensor& loss_sums) {
+CountedTokens DeepseekV3Model::train_micro_batch(const Tensor& tokens, float grad_scale, const Tensor& loss_sums,
+                                                 const GradientsFinal& on_final) {
   Pass pass = forward(tokens, loss_sums, grad_scale);
-  backward(pass, grad_scale);
+  backward(pass, grad_scale, on_final);
   return pass.counted;
 }
 

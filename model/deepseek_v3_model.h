@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "model/decoder_layer.h"
+#include "model/gradient_buckets.h"
 #include "model/micro_batch_inputs.h"
 #include "model/model_rope_table.h"
 #include "model/mtp_module.h"
@@ -56,8 +57,10 @@ class DeepseekV3Model {
   // Forward + backward of one micro-batch: tokens [B, S + 1] i32 on the host (inputs tokens[:, :S], targets
   // tokens[:, 1:]). The gradients of grad_scale * L accumulate into the store; the routed-token counts into
   // expert_load(). loss_sums: [loss_slots(mtp_depth)] fp32 on the model's device, overwritten with this
-  // micro-batch's sums (queued: nothing waits for them).
-  CountedTokens train_micro_batch(const Tensor& tokens, float grad_scale, const Tensor& loss_sums);
+  // micro-batch's sums (queued: nothing waits for them). on_final, when given, is told each gradient bucket
+  // (gradient_buckets.h) as the backward finishes it, kGradientsFinalAtEnd excepted.
+  CountedTokens train_micro_batch(const Tensor& tokens, float grad_scale, const Tensor& loss_sums,
+                                  const GradientsFinal& on_final = nullptr);
   // The same, reading the losses back at once (tests).
   MicroBatchLosses train_micro_batch(const Tensor& tokens, float grad_scale);
   // Forward only, the losses read back; expert_load() is left alone.
@@ -82,7 +85,7 @@ class DeepseekV3Model {
   // grad_scale: training (the routed-token counts are added to expert_load() and the heads compute their
   // gradients, output_head.h); std::nullopt: evaluation.
   Pass forward(const Tensor& tokens, const Tensor& loss_sums, std::optional<float> grad_scale);
-  void backward(Pass& pass, float grad_scale);
+  void backward(Pass& pass, float grad_scale, const GradientsFinal& on_final);
   // Host copy of loss sums: [loss_slots] fp32 on the model's device -> host values.
   MicroBatchLosses read_back(const Tensor& loss_sums, const CountedTokens& counted) const;
   Tensor expert_load_row(int64_t row) const;  // [E] i32

@@ -42,7 +42,36 @@ std::vector<ValueRange> untrained_value_ranges(const ParameterStore& store) {
   return ranges;
 }
 
+// [begin, end) of the gradient layout cut where the bucket of consecutive trainable parameters changes.
+void append_bucket_ranges(const ParameterStore& store, int64_t begin, int64_t end, const GradientBucketOf& bucket_of,
+                          std::vector<BucketRange>& ranges) {
+  if (begin == end) return;
+  std::vector<const Parameter*> trainable;  // the parameters of [begin, end), in gradient order
+  for (const Parameter& parameter : store.parameters()) {
+    if (parameter.spec.trainable && parameter.grad_offset >= begin && parameter.grad_offset < end) {
+      trainable.push_back(&parameter);
+    }
+  }
+  std::ranges::sort(trainable, {}, &Parameter::grad_offset);
+  BucketRange current{begin, end, trainable.empty() ? kGradientsFinalAtEnd : bucket_of(trainable.front()->spec)};
+  for (const Parameter* parameter : trainable) {
+    int bucket = bucket_of(parameter->spec);
+    if (bucket == current.bucket || parameter->grad_offset == current.begin) continue;
+    ranges.push_back({current.begin, parameter->grad_offset, current.bucket});
+    current = {parameter->grad_offset, end, bucket};
+  }
+  ranges.push_back(current);
+}
+
 }  // namespace
+
+std::vector<BucketRange> gradient_bucket_ranges(const ParameterStore& store, const GradientBucketOf& bucket_of) {
+  int64_t dense_end = dense_gradient_end(store);
+  std::vector<BucketRange> ranges;
+  append_bucket_ranges(store, 0, dense_end, bucket_of, ranges);
+  append_bucket_ranges(store, dense_end, store.grads().numel(), bucket_of, ranges);
+  return ranges;
+}
 
 std::vector<ParameterSpec> dense_before_expert(std::vector<ParameterSpec> specs) {
   std::stable_partition(specs.begin(), specs.end(),
@@ -51,13 +80,37 @@ std::vector<ParameterSpec> dense_before_expert(std::vector<ParameterSpec> specs)
 }
 
 Zero1Optimizer::Zero1Optimizer(ParameterStore& store, const OptimizerConfig& config, Communicator& dp,
-                               Communicator& expert_dp)
-    : store_(store), config_(config), dp_(dp), untrained_values_(untrained_value_ranges(store)) {
-  int64_t dense_end = dense_gradient_end(store), total = store.grads().numel();
-  partitions_.reserve(2);
-  if (dense_end > 0) partitions_.emplace_back(store, 0, dense_end, dp, dp.size(), config.moment_dtype);
-  if (total > dense_end) partitions_.emplace_back(store, dense_end, total, expert_dp, dp.size(), config.moment_dtype);
+                               Communicator& expert_dp, const GradientBucketOf& bucket_of)
+    : store_(store),
+      config_(config),
+      dp_(dp),
+      dp_side_(dp.size() > 1 ? dp.side_stream_duplicate() : nullptr),
+      expert_dp_side_(&expert_dp != &dp && expert_dp.size() > 1 ? expert_dp.side_stream_duplicate() : nullptr),
+      untrained_values_(untrained_value_ranges(store)) {
+  int64_t dense_end = dense_gradient_end(store);
+  Communicator& dense_group = dp_side_ ? *dp_side_ : dp;
+  Communicator& expert_group = expert_dp_side_ ? *expert_dp_side_ : &expert_dp == &dp ? dense_group : expert_dp;
+  std::vector<BucketRange> ranges =
+      gradient_bucket_ranges(store, bucket_of ? bucket_of : [](const ParameterSpec&) { return kGradientsFinalAtEnd; });
+  partitions_.reserve(ranges.size());
+  for (const BucketRange& range : ranges) {
+    Communicator& group = range.begin < dense_end ? dense_group : expert_group;
+    partitions_.emplace_back(store, range.begin, range.end, group, dp.size(), config.moment_dtype);
+    partition_buckets_.push_back(range.bucket);
+  }
+  reducing_.assign(partitions_.size(), false);
   norm_scratch_ = OwnedTensor(Shape{grad_norm_scratch_size(shard_grads())}, DType::i64, store.grads().device());
+}
+
+Zero1Optimizer::~Zero1Optimizer() = default;
+
+void Zero1Optimizer::gradients_final(int bucket) {
+  for (size_t i = 0; i < partitions_.size(); ++i) {
+    if (partition_buckets_[i] != bucket) continue;
+    HAI_CHECK(!reducing_[i], "ZeRO-1: the gradients of bucket {} were announced final twice in one step", bucket);
+    partitions_[i].start_reduction();
+    reducing_[i] = true;
+  }
 }
 
 std::vector<Tensor> Zero1Optimizer::shard_grads() const {
@@ -70,7 +123,11 @@ std::vector<Tensor> Zero1Optimizer::shard_grads() const {
 
 double Zero1Optimizer::reduce_gradients() {
   gradient_scale_ = 1.0f;
-  for (Zero1Partition& partition : partitions_) partition.reduce_gradients();
+  for (size_t i = 0; i < partitions_.size(); ++i) {
+    if (!reducing_[i]) partitions_[i].start_reduction();
+  }
+  for (Zero1Partition& partition : partitions_) partition.finish_reduction();
+  reducing_.assign(partitions_.size(), false);
   double own = grad_norm_squared(shard_grads(), norm_scratch_);
   return dp_.size() > 1 ? sum_over_ranks(dp_, own) : own;
 }

@@ -1,10 +1,16 @@
 #pragma once
 // Zero1Optimizer: AdamW with its state sharded over the data-parallel groups (ZeRO stage 1). The store lays out
-// the gradients of the dense parameters before those of the expert parameters (dense_before_expert); the two
-// ranges are two partitions (zero1_partition.h): dense over the DP group, experts over the expert-DP group (the
-// ranks holding the same experts), both averaged over the dp ranks of the global batch. One step:
-//   1. reduce_gradients(): each partition reduce-scatters its range, so each rank holds its chunk of the mean
-//      gradient. Returns the squared L2 norm of the whole mean gradient: the squared norms of this rank's shards,
+// the gradients of the dense parameters before those of the expert parameters (dense_before_expert); each range
+// is cut into partitions (zero1_partition.h) by gradient bucket (below): dense ones over the DP group, expert ones
+// over the expert-DP group (the ranks holding the same experts), all averaged over the dp ranks of the global
+// batch. The partitions communicate on side-stream duplicates of the groups (Communicator::side_stream_duplicate),
+// so that a reduction started during the backward runs beside it on the GPU. One step:
+//   0. gradients_final(bucket), optional, during the last micro-batch's backward: the partitions of that bucket
+//      start their reduce-scatter now (the model announces each bucket once nothing more adds to it).
+//   1. reduce_gradients(): the partitions not started yet start theirs, in layout order; then each rank waits for
+//      all of them and holds its chunk of every partition's mean gradient. Every rank must start the partitions
+//      in the same order (the collectives pair up in order), which the model's fixed backward order gives.
+//      Returns the squared L2 norm of the whole mean gradient: the squared norms of this rank's shards,
 //      summed over the DP group in rank order in double (every element, dense or expert, is owned by exactly one
 //      rank of the DP group while tp = 1), so the value is the same on every rank. It is also the finite check:
 //      an inf or NaN gradient on any rank of the group reaches some rank's shard through the sums, so the norm is
@@ -24,6 +30,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <vector>
 
 #include "framework/comm/communicator.h"
@@ -37,6 +45,21 @@ namespace hai {
 // The specs in the order ZeRO-1 needs: every dense parameter, then every expert parameter, each in given order.
 std::vector<ParameterSpec> dense_before_expert(std::vector<ParameterSpec> specs);
 
+// The gradient bucket of a parameter: the parameters whose gradients the backward finishes together, announced by
+// Zero1Optimizer::gradients_final(bucket); kGradientsFinalAtEnd: final only when the backward is over.
+using GradientBucketOf = std::function<int(const ParameterSpec&)>;
+constexpr int kGradientsFinalAtEnd = -1;
+
+// A run of the gradient layout whose trainable parameters share a bucket.
+struct BucketRange {
+  int64_t begin = 0;
+  int64_t end = 0;
+  int bucket = kGradientsFinalAtEnd;
+};
+// The partitions' ranges: the dense range, then the expert range, each cut where the bucket of consecutive
+// trainable parameters (in gradient order) changes. Together they cover the layout.
+std::vector<BucketRange> gradient_bucket_ranges(const ParameterStore& store, const GradientBucketOf& bucket_of);
+
 // Values [begin, end) of the store's value buffer.
 struct ValueRange {
   int64_t begin = 0;
@@ -47,12 +70,19 @@ class Zero1Optimizer {
  public:
   // The store and the groups must outlive the optimizer; the ranks of each group hold the same parameter list.
   // dp: the DP group (its size is the number of ranks the gradients are averaged over); expert_dp: the ranks
-  // holding this rank's experts. Moments start at zero.
-  Zero1Optimizer(ParameterStore& store, const OptimizerConfig& config, Communicator& dp, Communicator& expert_dp);
+  // holding this rank's experts. bucket_of: null puts every parameter in kGradientsFinalAtEnd (one dense and one
+  // expert partition). Moments start at zero.
+  Zero1Optimizer(ParameterStore& store, const OptimizerConfig& config, Communicator& dp, Communicator& expert_dp,
+                 const GradientBucketOf& bucket_of = nullptr);
   // ep = 1: the DP group reduces the experts too.
   Zero1Optimizer(ParameterStore& store, const OptimizerConfig& config, Communicator& dp)
       : Zero1Optimizer(store, config, dp, dp) {}
+  ~Zero1Optimizer();
+  Zero1Optimizer(const Zero1Optimizer&) = delete;
+  Zero1Optimizer& operator=(const Zero1Optimizer&) = delete;
 
+  // Starts the reduction of the gradients of `bucket` (step 0 above); at most once per step and bucket.
+  void gradients_final(int bucket);
   // Reduces the store's gradients into this rank's shards (step 1 above); returns the global squared norm of the
   // gradients as they are (times the loss scale when the loss was scaled). Resets the gradient scale to 1.
   double reduce_gradients();
@@ -66,7 +96,7 @@ class Zero1Optimizer {
   // Marks step()'s parts (AdamW, the all-gathers, the compute copy's refresh) in `profiler`; null turns it off.
   void set_profiler(StepProfiler* profiler) { profiler_ = profiler; }
 
-  // The dense partition, then the expert partition (each present when it has trainable elements).
+  // The dense partitions, then the expert partitions, in layout order (gradient_bucket_ranges).
   const std::vector<Zero1Partition>& partitions() const { return partitions_; }
   int64_t owned_elements() const;  // this rank's shard elements over the partitions
   size_t state_bytes() const;
@@ -77,7 +107,11 @@ class Zero1Optimizer {
   ParameterStore& store_;
   OptimizerConfig config_;
   Communicator& dp_;
+  std::unique_ptr<Communicator> dp_side_;         // side-stream duplicates of the groups of more than one rank
+  std::unique_ptr<Communicator> expert_dp_side_;  // (none when expert_dp is dp)
   std::vector<Zero1Partition> partitions_;
+  std::vector<int> partition_buckets_;  // the bucket of each partition
+  std::vector<bool> reducing_;          // whether each partition's reduction started this step
   std::vector<ValueRange> untrained_values_;  // the non-trainable parameters' values, contiguous runs merged
   OwnedTensor norm_scratch_;                  // grad_norm_squared's scratch for shard_grads()
   float gradient_scale_ = 1.0f;               // what step() multiplies the gradients by (set by clip())

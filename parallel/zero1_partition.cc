@@ -64,7 +64,7 @@ Tensor Zero1Partition::shard_grads() const {
   return layout_grads().slice(shard_.begin, shard_.end);  // reduced in place
 }
 
-void Zero1Partition::reduce_gradients() {
+void Zero1Partition::start_reduction() {
   if (sharded() && padded()) {
     // NOTE: the padding [total, chunk * size) of staging_ stays zero: only gradients and owned values land there.
     copy_tensor(staging_.tensor().slice(0, shard_.total), layout_grads());
@@ -72,6 +72,10 @@ void Zero1Partition::reduce_gradients() {
   } else if (sharded()) {
     group_.reduce_scatter(shard_grads(), layout_grads(), ReduceOp::sum);
   }
+}
+
+void Zero1Partition::finish_reduction() {
+  group_.join_side_stream();
   if (mean_over_ > 1 && shard_.numel() > 0) scale_tensor(shard_grads(), 1.0f / static_cast<float>(mean_over_));
 }
 
@@ -96,6 +100,7 @@ void Zero1Partition::gather_values() {
   }
   int64_t own_chunk = group_.rank() * shard_.chunk;
   group_.all_gather(staging, staging.slice(own_chunk, own_chunk + shard_.chunk));
+  group_.join_side_stream();
   for (const ShardSegment& segment : all_segments_) {
     copy_tensor(values.slice(segment.value_offset, segment.value_offset + segment.numel), staged(segment));
   }

@@ -3,10 +3,11 @@
 // (ParameterStore::grads()) whose gradients reduce over one group, sharded over that group (flat_shard.h, with
 // offsets relative to the range). The dense parameters form one partition over the DP group, the expert
 // parameters another over the expert-DP group. Each rank keeps the AdamW moments of its shard only.
-//   reduce_gradients(): the range, padded to a multiple of the group size, is reduce-scattered (sum) and scaled
-//                       by 1 / mean_over: the mean gradient over the mean_over ranks that contributed to it. A
-//                       range that needs no padding is reduced in place in the store's gradient buffer (no copy,
-//                       no buffer the size of the range: at 1.7B parameters and dp 2 that is 10 GB less);
+//   start_reduction():  the range, padded to a multiple of the group size, is reduce-scattered (sum). A range
+//                       that needs no padding is reduced in place in the store's gradient buffer (no copy, no
+//                       buffer the size of the range: at 1.7B parameters and dp 2 that is 10 GB less);
+//   finish_reduction(): waits for it (the group may be a side-stream communicator, communicator.h) and scales by
+//                       1 / mean_over: the mean gradient over the mean_over ranks that contributed to it;
 //   step():             AdamW on the owned elements (a chunk boundary may split a parameter), one fused launch over
 //                       all of them (fused_adamw.h) with the gradients multiplied by a given scale as they are read;
 //   gather_values():    the owned updated values are all-gathered into every rank's value buffer;
@@ -36,8 +37,9 @@ class Zero1Partition {
   Zero1Partition(ParameterStore& store, int64_t layout_begin, int64_t layout_end, Communicator& group,
                  int mean_over, MomentDType moments);
 
-  void reduce_gradients();
-  Tensor shard_grads() const;  // [shard().numel()] fp32, valid after reduce_gradients()
+  void start_reduction();
+  void finish_reduction();
+  Tensor shard_grads() const;  // [shard().numel()] fp32, valid after finish_reduction()
   // AdamW on the owned elements with the gradients times gradient_scale; settings.weight_decay applies to the
   // elements of parameters that ask for weight decay.
   void step(const AdamWSettings& settings, float gradient_scale);

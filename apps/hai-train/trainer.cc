@@ -14,6 +14,7 @@
 #include "framework/optim/lr_schedule.h"
 #include "framework/config/config_enums.h"
 #include "model/expert_parallel_parameters.h"
+#include "model/gradient_buckets.h"
 #include "model/parameters.h"
 #include "parallel/rank_values.h"
 
@@ -101,7 +102,8 @@ Trainer::Trainer(const Config& config, std::unique_ptr<Communicator> own_world, 
       model_(config.model, store_, expert_exchange_.get()),
       pipeline_(grid_.pp > 1 ? std::make_unique<TrainingPipeline>(config, store_, *groups_.pp, expert_exchange_.get())
                              : nullptr),
-      optimizer_(store_, config.optimizer, *groups_.dp, *groups_.expert_dp),
+      optimizer_(store_, config.optimizer, *groups_.dp, *groups_.expert_dp,
+                 [](const ParameterSpec& spec) { return gradient_bucket(spec.name); }),
       data_(open_training_data(config)),
       loader_(data_.train, loader_options(config, *groups_.dp)),
       loss_sums_(Shape{config.parallel.micro_batches.value(), loss_slots(config.model.mtp_depth)}, DType::f32,
@@ -227,9 +229,13 @@ std::vector<CountedTokens> Trainer::run_micro_batches(float grad_scale) {
     return pipeline_->train_step(tokens, grad_scale, loss_sums_, model_.expert_load());
   }
   std::vector<CountedTokens> counted;
+  // NOTE: the last micro-batch's backward starts reducing each gradient bucket as it finishes it (zero1.h).
+  GradientsFinal reduce = [this](int bucket) { optimizer_.gradients_final(bucket); };
   for (int64_t micro_batch = 0; micro_batch < micro_batches; ++micro_batch) {
     Tensor loss_sums = loss_sums_.tensor().slice(micro_batch, micro_batch + 1).reshape(Shape{loss_sums_.shape()[1]});
-    counted.push_back(model_.train_micro_batch(windows[static_cast<size_t>(micro_batch)], grad_scale, loss_sums));
+    bool last = micro_batch + 1 == micro_batches;
+    counted.push_back(model_.train_micro_batch(windows[static_cast<size_t>(micro_batch)], grad_scale, loss_sums,
+                                               last ? reduce : nullptr));
   }
   return counted;
 }

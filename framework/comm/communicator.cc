@@ -148,6 +148,8 @@ void Communicator::wait_posted_sends() {
   run_wait_posted_sends();
 }
 
+std::unique_ptr<Communicator> Communicator::side_stream_duplicate() { return split(0, rank()); }
+
 std::unique_ptr<PeerChannels> Communicator::peer_channels(std::span<const int> peers, int channels) {
   for (int peer : peers) check_peer(peer, "peer_channels");
   HAI_CHECK(channels > 0, "peer_channels: {} channels", channels);

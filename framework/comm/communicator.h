@@ -116,6 +116,15 @@ class Communicator {
   // names it too). The base gives CommunicatorPeerChannels over this communicator, which must outlive them.
   virtual std::unique_ptr<PeerChannels> peer_channels(std::span<const int> peers, int channels);
 
+  // A communicator of the same ranks whose operations on device tensors run beside later device work: each is
+  // queued on a stream of its own, after the work queued so far on this communicator's stream (the compute
+  // stream), and join_side_stream() on it makes the compute stream wait for everything it queued so far. So a
+  // collective started there overlaps whatever the compute stream does next, and work joined after it sees its
+  // results. Collective over this communicator. Host operations block until done, so the base gives a duplicate
+  // (split) and join_side_stream() has nothing to wait for.
+  virtual std::unique_ptr<Communicator> side_stream_duplicate();
+  virtual void join_side_stream() {}
+
   // Ends every process of the job with this exit code, without waiting for anyone. Never returns.
   [[noreturn]] virtual void abort(int code) = 0;
 

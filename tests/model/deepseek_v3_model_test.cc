@@ -14,6 +14,7 @@
 
 #include "framework/core/rng.h"
 #include "model/deepseek_v3_model.h"
+#include "model/gradient_buckets.h"
 #include "model/parameters.h"
 #include "tests/framework/device/test_util.h"
 #include "tests/model/model_test_inputs.h"
@@ -105,6 +106,39 @@ TEST_F(ModelGradient, ExpertLoadAndBiasUpdate) {
   EXPECT_FLOAT_EQ(bias[1], 2.0f - 0.001f);  // overloaded: pushed down
   EXPECT_FLOAT_EQ(bias[0], 0.001f);         // idle: pulled up
   EXPECT_EQ(model_->moe_layer_indices(), (std::vector<int64_t>{1, 2}));
+}
+
+// Each gradient bucket the backward announces is final: the gradients of its parameters when announced are
+// bitwise those at the end. Every bucket but kGradientsFinalAtEnd is announced once, head first, then the MTP
+// block (layer 2), then the decoder layers in order.
+TEST_F(ModelGradient, AnnouncedGradientBucketsAreFinal) {
+  store_->zero_grads();
+  model_->train_micro_batch(tokens_, 1.0f);  // a first micro-batch: the second's announcements follow accumulation
+  std::vector<int> announced;
+  std::vector<std::pair<const Parameter*, OwnedTensor>> snapshots;  // each announced parameter's gradient then
+  GradientsFinal on_final = [&](int bucket) {
+    announced.push_back(bucket);
+    for (const Parameter& parameter : store_->parameters()) {
+      if (parameter.spec.trainable && gradient_bucket(parameter.spec.name) == bucket) {
+        snapshots.emplace_back(&parameter, OwnedTensor(parameter.grad.shape(), DType::f32));
+        copy_tensor(snapshots.back().second, parameter.grad);
+      }
+    }
+  };
+  OwnedTensor loss_sums(Shape{loss_slots(config_.mtp_depth)}, DType::f32);
+  model_->train_micro_batch(tokens_, 1.0f, loss_sums, on_final);
+  EXPECT_EQ(announced, (std::vector<int>{kHeadBucket, layer_bucket(2), layer_bucket(0), layer_bucket(1)}));
+  int64_t trainable = 0;
+  for (const Parameter& parameter : store_->parameters()) {
+    if (!parameter.spec.trainable) continue;
+    bool at_end = gradient_bucket(parameter.spec.name) == kGradientsFinalAtEnd;
+    trainable += at_end ? 0 : 1;
+    EXPECT_EQ(at_end, parameter.spec.name == "model.embed_tokens.weight") << parameter.spec.name;
+  }
+  ASSERT_EQ(static_cast<int64_t>(snapshots.size()), trainable);
+  for (const auto& [parameter, snapshot] : snapshots) {
+    EXPECT_TRUE(testing::same_bytes(snapshot, parameter->grad)) << parameter->spec.name << " changed after its announcement";
+  }
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include <limits>
 
 #include "framework/comm/single_rank_communicator.h"
+#include "framework/core/error.h"
 #include "framework/device/cast.h"
 #include "framework/device/elementwise.h"
 #include "framework/device/grad_norm.h"
@@ -122,6 +123,55 @@ TEST_F(Zero1World, ExpertsOfEachRankReduceOverItsExpertDpGroupOnly) {
     reference.step(0.05f, step);
   }
   expect_close(reference_store.values(), store.values(), 1e-5);
+}
+
+// Buckets: "w." and experts.0 in bucket 1, x.bias in bucket 0, experts.1 at the end.
+int test_bucket(const ParameterSpec& spec) {
+  if (spec.name.starts_with("w.") || spec.name == "experts.0.weight") return 1;
+  return spec.name == "x.bias" ? 0 : kGradientsFinalAtEnd;
+}
+
+TEST(GradientBucketRanges, CutTheDenseAndExpertRangesWhereTheBucketChanges) {
+  ParameterStore store(testing::zero1_specs(), Device::cpu());
+  std::vector<BucketRange> ranges = gradient_bucket_ranges(store, test_bucket);
+  ASSERT_EQ(ranges.size(), 4u);
+  auto expect_range = [&](size_t i, int64_t begin, int64_t end, int bucket) {
+    EXPECT_EQ(ranges[i].begin, begin) << i;
+    EXPECT_EQ(ranges[i].end, end) << i;
+    EXPECT_EQ(ranges[i].bucket, bucket) << i;
+  };
+  expect_range(0, 0, 16, 1);  // w.weight [12] and w.norm [4] (gate.bias has no gradient)
+  expect_range(1, 16, 19, 0);
+  expect_range(2, 19, 29, 1);
+  expect_range(3, 29, 39, kGradientsFinalAtEnd);
+}
+
+// Reductions started early, bucket by bucket and in another order than the layout's, give the optimizer without
+// buckets: the same gradient norm and values, each rank's moments those of its chunk of every bucket.
+TEST_F(Zero1World, BucketsReducedDuringTheBackwardEqualOneReductionAtTheEnd) {
+  OptimizerConfig config = testing::zero1_optimizer_config();
+  ParameterStore store(testing::zero1_specs(), Device::cpu());
+  ParameterStore reference_store(testing::zero1_specs(), Device::cpu());
+  store.initialize(5, 0.5);
+  reference_store.initialize(5, 0.5);
+  Zero1Optimizer bucketed(store, config, *world_, *world_, test_bucket);
+  Zero1Optimizer reference(reference_store, config, *world_);
+  ASSERT_EQ(bucketed.partitions().size(), 4u);
+  for (int64_t step = 1; step <= 3; ++step) {
+    testing::fill_rank_grads(store, rank(), step);
+    testing::fill_rank_grads(reference_store, rank(), step);
+    bucketed.gradients_final(1);
+    bucketed.gradients_final(0);
+    EXPECT_THROW(bucketed.gradients_final(0), Error);  // once per step
+    double squared = bucketed.reduce_gradients();
+    double reference_squared = reference.reduce_gradients();
+    EXPECT_NEAR(squared, reference_squared, 1e-6 * reference_squared);  // fp32 sums, other chunking over 4 ranks
+    bucketed.clip(squared, 1.5);
+    reference.clip(reference_squared, 1.5);
+    bucketed.step(0.05f, step);
+    reference.step(0.05f, step);
+  }
+  expect_close(reference_store.values(), store.values(), 1e-6);
 }
 
 // An inf on the last rank, in an element the first rank owns, makes the norm non-finite on every rank: the

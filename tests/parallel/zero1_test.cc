@@ -21,9 +21,7 @@
 namespace hai {
 namespace {
 
-bool same_bytes(const Tensor& a, const Tensor& b) {
-  return a.bytes() == b.bytes() && std::memcmp(a.raw(), b.raw(), a.bytes()) == 0;
-}
+using testing::same_bytes;
 
 // The test specs with an FP8 copy of w.weight.
 std::vector<ParameterSpec> fp8_specs() {

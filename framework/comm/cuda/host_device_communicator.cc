@@ -103,6 +103,14 @@ std::unique_ptr<Communicator> HostDeviceCommunicator::run_split(int color, int k
   return std::make_unique<HostDeviceCommunicator>(std::move(host_part), std::unique_ptr<NcclCommunicator>(nccl_part));
 }
 
+std::unique_ptr<Communicator> HostDeviceCommunicator::side_stream_duplicate() {
+  std::unique_ptr<Communicator> host_part = host_->split(0, host_->rank());
+  std::unique_ptr<Communicator> device_part = device_->side_stream_duplicate();
+  // NOTE: NcclCommunicator::side_stream_duplicate makes an NcclCommunicator; the cast only recovers its type.
+  auto* nccl_part = static_cast<NcclCommunicator*>(device_part.release());
+  return std::make_unique<HostDeviceCommunicator>(std::move(host_part), std::unique_ptr<NcclCommunicator>(nccl_part));
+}
+
 std::unique_ptr<PeerChannels> HostDeviceCommunicator::peer_channels(std::span<const int> peers, int channels) {
   return std::make_unique<NcclPeerChannels>(*this, peers, channels);
 }

@@ -48,6 +48,9 @@ class HostDeviceCommunicator final : public Communicator {
 
   // NcclPeerChannels (nccl_peer_channels.h): device tensors GPU to GPU between neighbouring ranks.
   std::unique_ptr<PeerChannels> peer_channels(std::span<const int> peers, int channels) override;
+  // Both parts duplicated; the device part on a side stream (NcclCommunicator::side_stream_duplicate).
+  std::unique_ptr<Communicator> side_stream_duplicate() override;
+  void join_side_stream() override { device_->join_side_stream(); }
 
   [[noreturn]] void abort(int code) override;
 

@@ -98,6 +98,13 @@ NcclCommunicator::~NcclCommunicator() {
   // NOTE: not checked: a destructor must not throw, and a failed release leaves nothing to do. Destroying waits
   // for the operations still queued.
   ncclCommDestroy(comm_);
+  if (side_stream_) {
+    cudaStream_t stream = static_cast<cudaStream_t>(options_.stream.handle);
+    cudaStreamSynchronize(stream);
+    cudaEventDestroy(compute_mark_);
+    cudaEventDestroy(side_mark_);
+    cudaStreamDestroy(stream);
+  }
   int finalized = 0;
   MPI_Finalized(&finalized);
   if (!finalized) MPI_Comm_free(&mpi_comm_);
@@ -225,14 +232,50 @@ void NcclCommunicator::run_barrier() {
 std::unique_ptr<Communicator> NcclCommunicator::run_split(int color, int key) {
   MPI_Comm part = MPI_COMM_NULL;
   HAI_MPI_CHECK(MPI_Comm_split(mpi_comm_, color, key, &part));
-  return std::make_unique<NcclCommunicator>(part, device_, options_);
+  return std::make_unique<NcclCommunicator>(part, device_, compute_options());
+}
+
+NcclOptions NcclCommunicator::compute_options() const {
+  NcclOptions options = options_;
+  if (side_stream_) options.stream = compute_stream_;
+  return options;
+}
+
+std::unique_ptr<Communicator> NcclCommunicator::side_stream_duplicate() {
+  std::unique_ptr<Communicator> duplicate = split(0, rank_);
+  // NOTE: run_split makes an NcclCommunicator; the cast only recovers its type.
+  static_cast<NcclCommunicator&>(*duplicate).move_to_side_stream();
+  return duplicate;
+}
+
+void NcclCommunicator::move_to_side_stream() {
+  HAI_CUDA_CHECK(cudaSetDevice(device_.index));
+  cudaStream_t stream = nullptr;
+  HAI_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  HAI_CUDA_CHECK(cudaEventCreateWithFlags(&compute_mark_, cudaEventDisableTiming));
+  HAI_CUDA_CHECK(cudaEventCreateWithFlags(&side_mark_, cudaEventDisableTiming));
+  compute_stream_ = options_.stream;
+  options_.stream = Stream{stream};
+  side_stream_ = true;
+}
+
+void NcclCommunicator::join_side_stream() {
+  if (!side_stream_) return;
+  HAI_CUDA_CHECK(cudaSetDevice(device_.index));
+  HAI_CUDA_CHECK(cudaEventRecord(side_mark_, static_cast<cudaStream_t>(options_.stream.handle)));
+  HAI_CUDA_CHECK(cudaStreamWaitEvent(static_cast<cudaStream_t>(compute_stream_.handle), side_mark_, 0));
 }
 
 cudaStream_t NcclCommunicator::prepare(const Tensor& tensor, std::string_view operation) const {
   HAI_CHECK(tensor.device() == device_, "{}: the NCCL communicator of {} moves tensors on that GPU only, got {}",
             operation, to_string(device_), tensor.str());
   HAI_CUDA_CHECK(cudaSetDevice(device_.index));
-  return static_cast<cudaStream_t>(options_.stream.handle);
+  cudaStream_t stream = static_cast<cudaStream_t>(options_.stream.handle);
+  if (side_stream_) {  // after the work queued so far on the compute stream
+    HAI_CUDA_CHECK(cudaEventRecord(compute_mark_, static_cast<cudaStream_t>(compute_stream_.handle)));
+    HAI_CUDA_CHECK(cudaStreamWaitEvent(stream, compute_mark_, 0));
+  }
+  return stream;
 }
 
 void NcclCommunicator::watch_queued_operation() { watchdog_->queued(last_operation(), options_.stream); }

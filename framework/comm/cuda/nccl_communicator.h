@@ -60,6 +60,12 @@ class NcclCommunicator final : public Communicator {
   // Later operations queue on `stream`, a stream of this communicator's GPU.
   void set_stream(Stream stream) { options_.stream = stream; }
 
+  // An NcclCommunicator of the same ranks on a non-blocking stream of its own (communicator.h): each operation
+  // waits there for an event recorded on this communicator's stream as it is queued; join_side_stream() makes
+  // that stream wait for the side stream's work queued so far.
+  std::unique_ptr<Communicator> side_stream_duplicate() override;
+  void join_side_stream() override;
+
   // Waits on the host until every operation queued so far on the current stream has completed.
   void synchronize();
 
@@ -85,6 +91,10 @@ class NcclCommunicator final : public Communicator {
   cudaStream_t prepare(const Tensor& tensor, std::string_view operation) const;
   // Hands the operation just queued (the last one numbered) to the watchdog.
   void watch_queued_operation();
+  // Turns this communicator into a side-stream one (side_stream_duplicate): its stream becomes the compute stream.
+  void move_to_side_stream();
+  // The options with the compute stream (what communicators split from this one queue on).
+  NcclOptions compute_options() const;
   void all_reduce_in_f32(const Tensor& tensor, cudaStream_t stream);
   void reduce_scatter_in_f32(const Tensor& out, const Tensor& in, cudaStream_t stream);
   std::string asynchronous_error() const;
@@ -96,6 +106,12 @@ class NcclCommunicator final : public Communicator {
   int rank_ = 0;
   int size_ = 1;
   ncclComm_t comm_ = nullptr;
+  // Side-stream communicators only: options_.stream is the side stream, created here; compute_stream_ is where
+  // the work it is ordered after queues; the events order the two streams.
+  bool side_stream_ = false;
+  Stream compute_stream_;
+  cudaEvent_t compute_mark_ = nullptr;
+  cudaEvent_t side_mark_ = nullptr;
   std::unique_ptr<QueuedOperationWatchdog> watchdog_;  // NOTE: last: it polls comm_ from its own thread
 };
 

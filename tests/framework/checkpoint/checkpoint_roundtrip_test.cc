@@ -10,6 +10,7 @@
 #include "framework/checkpoint/checkpoint_writer.h"
 #include "framework/checkpoint/crc32c.h"
 #include "tests/framework/checkpoint/checkpoint_test_util.h"
+#include "tests/framework/device/test_util.h"
 
 namespace hai {
 namespace {
@@ -23,9 +24,7 @@ void fill_pattern(const Tensor& tensor, uint8_t seed) {
   for (size_t i = 0; i < tensor.bytes(); ++i) bytes[i] = static_cast<uint8_t>(seed + 37 * i);
 }
 
-bool same_bytes(const Tensor& a, const Tensor& b) {
-  return a.bytes() == b.bytes() && (a.bytes() == 0 || std::memcmp(a.raw(), b.raw(), a.bytes()) == 0);
-}
+using testing::same_bytes;
 
 CheckpointState example_state(int64_t step) {
   CheckpointState state;

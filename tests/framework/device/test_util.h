@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstring>
 #include <cmath>
 #include <functional>
 #include <initializer_list>
@@ -18,6 +19,11 @@
 #include "framework/tensor/tensor.h"
 
 namespace hai::testing {
+
+// Whether two host tensors hold the same bytes (bitwise equality, NaNs included).
+inline bool same_bytes(const Tensor& a, const Tensor& b) {
+  return a.bytes() == b.bytes() && (a.bytes() == 0 || std::memcmp(a.raw(), b.raw(), a.bytes()) == 0);
+}
 
 inline OwnedTensor random_tensor(Shape shape, uint64_t seed, float scale = 1.0f) {
   OwnedTensor tensor(shape, DType::f32);

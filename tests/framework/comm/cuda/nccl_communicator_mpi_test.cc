@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "framework/comm/cuda/nccl_communicator.h"
+#include "framework/device/elementwise.h"
 #include "tests/framework/comm/comm_test_util.h"
 #include "tests/framework/comm/cuda/gpu_per_rank_test.h"
 
@@ -224,6 +225,25 @@ TEST_F(NcclAgainstMpi, QueuesOnTheStreamItIsGiven) {
   EXPECT_EQ(values_after_nccl(device), values_of(host));
   nccl_->set_stream(Stream{});
   HAI_CUDA_CHECK(cudaStreamDestroy(stream));
+}
+
+// A side-stream duplicate's collective runs after the compute stream's work queued before it, and compute work
+// queued after join_side_stream() sees its result, with no host wait in between (ZeRO-1's overlapped reductions).
+TEST_F(NcclAgainstMpi, SideStreamDuplicateRunsAfterEarlierComputeWorkAndJoinsBack) {
+  std::unique_ptr<Communicator> side = nccl_->side_stream_duplicate();
+  const Shape shape{1 << 22};  // [4M] fp32: long enough kernels for a misordering to show
+  OwnedTensor host = make_tensor(shape, DType::f32, [&](int64_t i) { return mixed_value(rank(), i, DType::f32); });
+  OwnedTensor addend = on_device(host);
+  OwnedTensor device = on_device(make_tensor(shape, DType::f32, [](int64_t) { return 0.0; }));
+  for (int i = 0; i < 20; ++i) scale_tensor(device, 1.0f);  // compute-stream work queued before the addition
+  add_scaled(device, addend);                                // device = this rank's values, on the compute stream
+  side->all_reduce(device, ReduceOp::sum);
+  side->join_side_stream();
+  scale_tensor(device, 2.0f);  // after the join: doubles the sum
+  mpi_->all_reduce(host, ReduceOp::sum);
+  scale_tensor(host, 2.0f);
+  EXPECT_EQ(values_after_nccl(device), values_of(host));
+  EXPECT_EQ(side->last_operation().name, "all_reduce");
 }
 
 TEST_F(NcclAgainstMpi, EveryRankHasAGpuOfItsOwn) {

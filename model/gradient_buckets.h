@@ -1,0 +1,30 @@
+#pragma once
+// The gradient buckets of the DeepSeek-V3 model (parallel/zero1.h): the parameters whose gradients its backward
+// pass finishes together. DeepseekV3Model::train_micro_batch announces each bucket (GradientsFinal) as soon as
+// nothing more of the micro-batch adds to its gradients, so that data parallelism can reduce them under the rest
+// of the backward. In the order the backward finishes them:
+//   kHeadBucket:        the final norm and the output head (the head's weight gradient is made in the forward,
+//                       chunk by chunk; the norm's at the start of the backward);
+//   layer_bucket(l):    the parameters named "model.layers.<l>." (decoder layer l; MTP module k is layer
+//                       num_layers + k - 1), after the layer's weight gradients: MTP modules first, then the
+//                       decoder layers from the first;
+//   kGradientsFinalAtEnd: the embedding (its last contribution, the input embedding's, is the backward's last
+//                       work) and anything else.
+
+#include <functional>
+#include <string_view>
+
+#include "parallel/zero1.h"
+
+namespace hai {
+
+constexpr int kHeadBucket = 0;
+constexpr int layer_bucket(int64_t layer) { return 1 + static_cast<int>(layer); }
+
+// The bucket of a parameter of deepseek_v3_parameters() by its name.
+int gradient_bucket(std::string_view parameter_name);
+
+// Told the bucket whose gradients the backward has just finished (the caller's work to start, e.g. a reduction).
+using GradientsFinal = std::function<void(int bucket)>;
+
+}  // namespace hai
