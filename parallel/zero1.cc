@@ -147,19 +147,14 @@ void Zero1Optimizer::step(float lr, int64_t step_number) {
   settings.eps = static_cast<float>(config_.eps);
   settings.weight_decay = static_cast<float>(config_.weight_decay);
   settings.step = step_number;
-  // NOTE: every all-gather starts before the first is joined, so each partition's AdamW runs beside the earlier
-  // partitions' all-gathers, and each copy-out and compute-copy refresh beside the later ones'.
-  mark_phase(profiler_, "optimizer.adamw");
   for (Zero1Partition& partition : partitions_) {
+    mark_phase(profiler_, "optimizer.adamw");
     partition.step(settings, gradient_scale_);
-    partition.start_gather();
-  }
-  mark_phase(profiler_, "optimizer.parameter_all_gather");
-  for (Zero1Partition& partition : partitions_) {
-    partition.finish_gather();
-    partition.refresh_compute_copy();
+    mark_phase(profiler_, "optimizer.parameter_all_gather");
+    partition.gather_values();
   }
   mark_phase(profiler_, "optimizer.compute_copy_refresh");
+  for (Zero1Partition& partition : partitions_) partition.refresh_compute_copy();
   for (const ValueRange& range : untrained_values_) store_.refresh_compute_copy(range.begin, range.end);
   store_.refresh_fp8_copies();
 }

@@ -86,28 +86,21 @@ void Zero1Partition::step(const AdamWSettings& settings, float gradient_scale) {
                    gradient_scale);
 }
 
-Tensor Zero1Partition::staged(const ShardSegment& segment) const {
-  int64_t begin = segment.grad_offset - layout_begin_;
-  return padded_range().slice(begin, begin + segment.numel);
-}
-
-void Zero1Partition::start_gather() {
+void Zero1Partition::gather_values() {
   if (!sharded()) return;
   // NOTE: unpadded, the store's gradients of the range carry the values: the step has consumed them.
   Tensor staging = padded_range();  // [chunk * size] fp32
-  Tensor values = store_.values();  // [N] fp32
+  Tensor values = store_.values();     // [N] fp32
+  auto staged = [&](const ShardSegment& segment) {
+    int64_t begin = segment.grad_offset - layout_begin_;
+    return staging.slice(begin, begin + segment.numel);
+  };
   for (const ShardSegment& segment : own_segments_) {
     copy_tensor(staged(segment), values.slice(segment.value_offset, segment.value_offset + segment.numel));
   }
   int64_t own_chunk = group_.rank() * shard_.chunk;
   group_.all_gather(staging, staging.slice(own_chunk, own_chunk + shard_.chunk));
-  gather_position_ = group_.side_stream_position();
-}
-
-void Zero1Partition::finish_gather() {
-  if (!sharded()) return;
-  group_.join_side_stream_through(gather_position_);
-  Tensor values = store_.values();  // [N] fp32
+  group_.join_side_stream();
   for (const ShardSegment& segment : all_segments_) {
     copy_tensor(values.slice(segment.value_offset, segment.value_offset + segment.numel), staged(segment));
   }

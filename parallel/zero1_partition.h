@@ -10,9 +10,7 @@
 //                       1 / mean_over: the mean gradient over the mean_over ranks that contributed to it;
 //   step():             AdamW on the owned elements (a chunk boundary may split a parameter), one fused launch over
 //                       all of them (fused_adamw.h) with the gradients multiplied by a given scale as they are read;
-//   start_gather():     the owned updated values are all-gathered (on the group's side stream, if it has one:
-//                       later work of the compute stream runs beside it);
-//   finish_gather():    joins that all-gather and copies the gathered values into every rank's value buffer;
+//   gather_values():    the owned updated values are all-gathered into every rank's value buffer;
 //   refresh_compute_copy(): the store's compute copy of the range's values.
 // On a group of one rank there are no copies: the shard is the range of the store's gradient buffer, and step()
 // writes the compute copy of the values it updates, so refresh_compute_copy() has nothing left to do. On larger
@@ -45,8 +43,7 @@ class Zero1Partition {
   // AdamW on the owned elements with the gradients times gradient_scale; settings.weight_decay applies to the
   // elements of parameters that ask for weight decay.
   void step(const AdamWSettings& settings, float gradient_scale);
-  void start_gather();
-  void finish_gather();
+  void gather_values();
   void refresh_compute_copy();
 
   int64_t layout_begin() const { return layout_begin_; }
@@ -66,7 +63,6 @@ class Zero1Partition {
   bool padded() const;
   Tensor layout_grads() const;  // [shard().total] fp32: the range of the store's gradients
   Tensor padded_range() const;  // [chunk * group] fp32: staging_ when padded, else layout_grads()
-  Tensor staged(const ShardSegment& segment) const;  // the segment's place in padded_range()
 
   ParameterStore& store_;
   int64_t layout_begin_;
@@ -82,7 +78,6 @@ class Zero1Partition {
   OwnedTensor reduced_grads_;               // [chunk] fp32, this rank's chunk of the mean; the same
   OwnedTensor exp_avg_;
   OwnedTensor exp_avg_sq_;
-  uint64_t gather_position_ = 0;  // the group's side-stream position after start_gather()'s all-gather
 };
 
 }  // namespace hai

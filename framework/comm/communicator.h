@@ -118,17 +118,12 @@ class Communicator {
 
   // A communicator of the same ranks whose operations on device tensors run beside later device work: each is
   // queued on a stream of its own, after the work queued so far on this communicator's stream (the compute
-  // stream), and join_side_stream() on it makes the compute stream wait for everything it queued so far
-  // (join_side_stream_through: for the operations up to a side_stream_position()). So a collective started there
-  // overlaps whatever the compute stream does next, and work joined after it sees its results. Collective over
-  // this communicator. Host operations block until done, so the base gives a duplicate (split), positions are 0
-  // and joins have nothing to wait for.
+  // stream), and join_side_stream() on it makes the compute stream wait for everything it queued so far. So a
+  // collective started there overlaps whatever the compute stream does next, and work joined after it sees its
+  // results. Collective over this communicator. Host operations block until done, so the base gives a duplicate
+  // (split) and join_side_stream() has nothing to wait for.
   virtual std::unique_ptr<Communicator> side_stream_duplicate();
-  // The number of operations queued on this communicator's side stream so far.
-  virtual uint64_t side_stream_position() const { return 0; }
-  // Makes the compute stream wait for the side stream's operations up to `position` (a side_stream_position()).
-  virtual void join_side_stream_through(uint64_t /*position*/) {}
-  void join_side_stream() { join_side_stream_through(side_stream_position()); }
+  virtual void join_side_stream() {}
 
   // Ends every process of the job with this exit code, without waiting for anyone. Never returns.
   [[noreturn]] virtual void abort(int code) = 0;

@@ -50,8 +50,7 @@ class HostDeviceCommunicator final : public Communicator {
   std::unique_ptr<PeerChannels> peer_channels(std::span<const int> peers, int channels) override;
   // Both parts duplicated; the device part on a side stream (NcclCommunicator::side_stream_duplicate).
   std::unique_ptr<Communicator> side_stream_duplicate() override;
-  uint64_t side_stream_position() const override { return device_->side_stream_position(); }
-  void join_side_stream_through(uint64_t position) override { device_->join_side_stream_through(position); }
+  void join_side_stream() override { device_->join_side_stream(); }
 
   [[noreturn]] void abort(int code) override;
 

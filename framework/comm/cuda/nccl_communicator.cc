@@ -102,8 +102,7 @@ NcclCommunicator::~NcclCommunicator() {
     cudaStream_t stream = static_cast<cudaStream_t>(options_.stream.handle);
     cudaStreamSynchronize(stream);
     cudaEventDestroy(compute_mark_);
-    for (const auto& [position, event] : side_events_) cudaEventDestroy(event);
-    for (cudaEvent_t event : spare_events_) cudaEventDestroy(event);
+    cudaEventDestroy(side_mark_);
     cudaStreamDestroy(stream);
   }
   int finalized = 0;
@@ -254,35 +253,17 @@ void NcclCommunicator::move_to_side_stream() {
   cudaStream_t stream = nullptr;
   HAI_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   HAI_CUDA_CHECK(cudaEventCreateWithFlags(&compute_mark_, cudaEventDisableTiming));
+  HAI_CUDA_CHECK(cudaEventCreateWithFlags(&side_mark_, cudaEventDisableTiming));
   compute_stream_ = options_.stream;
   options_.stream = Stream{stream};
   side_stream_ = true;
 }
 
-void NcclCommunicator::join_side_stream_through(uint64_t position) {
-  cudaEvent_t last = nullptr;  // the event after the last operation up to `position`
-  while (!side_events_.empty() && side_events_.front().first <= position) {
-    if (last != nullptr) spare_events_.push_back(last);
-    last = side_events_.front().second;
-    side_events_.pop_front();
-  }
-  if (last == nullptr) return;  // joined already (or nothing queued)
+void NcclCommunicator::join_side_stream() {
+  if (!side_stream_) return;
   HAI_CUDA_CHECK(cudaSetDevice(device_.index));
-  // NOTE: the wait binds to the event's last record, so the event can be recorded again afterwards.
-  HAI_CUDA_CHECK(cudaStreamWaitEvent(static_cast<cudaStream_t>(compute_stream_.handle), last, 0));
-  spare_events_.push_back(last);
-}
-
-void NcclCommunicator::record_side_operation() {
-  cudaEvent_t event = nullptr;
-  if (spare_events_.empty()) {
-    HAI_CUDA_CHECK(cudaEventCreateWithFlags(&event, cudaEventDisableTiming));
-  } else {
-    event = spare_events_.back();
-    spare_events_.pop_back();
-  }
-  HAI_CUDA_CHECK(cudaEventRecord(event, static_cast<cudaStream_t>(options_.stream.handle)));
-  side_events_.emplace_back(++side_position_, event);
+  HAI_CUDA_CHECK(cudaEventRecord(side_mark_, static_cast<cudaStream_t>(options_.stream.handle)));
+  HAI_CUDA_CHECK(cudaStreamWaitEvent(static_cast<cudaStream_t>(compute_stream_.handle), side_mark_, 0));
 }
 
 cudaStream_t NcclCommunicator::prepare(const Tensor& tensor, std::string_view operation) const {
@@ -297,10 +278,7 @@ cudaStream_t NcclCommunicator::prepare(const Tensor& tensor, std::string_view op
   return stream;
 }
 
-void NcclCommunicator::watch_queued_operation() {
-  watchdog_->queued(last_operation(), options_.stream);
-  if (side_stream_) record_side_operation();
-}
+void NcclCommunicator::watch_queued_operation() { watchdog_->queued(last_operation(), options_.stream); }
 
 std::string NcclCommunicator::asynchronous_error() const {
   ncclResult_t state = ncclSuccess;

@@ -29,11 +29,8 @@
 //   CollectiveWatchdog installed with set_observer, as for the MPI communicator.
 
 #include <chrono>
-#include <deque>
 #include <memory>
 #include <string>
-#include <utility>
-#include <vector>
 
 #include <mpi.h>
 #include <nccl.h>
@@ -64,11 +61,10 @@ class NcclCommunicator final : public Communicator {
   void set_stream(Stream stream) { options_.stream = stream; }
 
   // An NcclCommunicator of the same ranks on a non-blocking stream of its own (communicator.h): each operation
-  // waits there for an event recorded on this communicator's stream as it is queued, and records an event after
-  // itself, which join_side_stream_through() makes this communicator's stream wait for.
+  // waits there for an event recorded on this communicator's stream as it is queued; join_side_stream() makes
+  // that stream wait for the side stream's work queued so far.
   std::unique_ptr<Communicator> side_stream_duplicate() override;
-  uint64_t side_stream_position() const override { return side_position_; }
-  void join_side_stream_through(uint64_t position) override;
+  void join_side_stream() override;
 
   // Waits on the host until every operation queued so far on the current stream has completed.
   void synchronize();
@@ -93,10 +89,8 @@ class NcclCommunicator final : public Communicator {
  private:
   // Checks that `tensor` is on this communicator's GPU, makes that GPU current; returns the stream to queue on.
   cudaStream_t prepare(const Tensor& tensor, std::string_view operation) const;
-  // Hands the operation just queued (the last one numbered) to the watchdog; on a side stream also records the
-  // event that joins wait for.
+  // Hands the operation just queued (the last one numbered) to the watchdog.
   void watch_queued_operation();
-  void record_side_operation();
   // Turns this communicator into a side-stream one (side_stream_duplicate): its stream becomes the compute stream.
   void move_to_side_stream();
   // The options with the compute stream (what communicators split from this one queue on).
@@ -114,13 +108,10 @@ class NcclCommunicator final : public Communicator {
   ncclComm_t comm_ = nullptr;
   // Side-stream communicators only: options_.stream is the side stream, created here; compute_stream_ is where
   // the work it is ordered after queues; the events order the two streams.
-  // side_events_ holds the event recorded after each side operation not joined yet, with its position.
   bool side_stream_ = false;
   Stream compute_stream_;
   cudaEvent_t compute_mark_ = nullptr;
-  uint64_t side_position_ = 0;
-  std::deque<std::pair<uint64_t, cudaEvent_t>> side_events_;
-  std::vector<cudaEvent_t> spare_events_;
+  cudaEvent_t side_mark_ = nullptr;
   std::unique_ptr<QueuedOperationWatchdog> watchdog_;  // NOTE: last: it polls comm_ from its own thread
 };
 
