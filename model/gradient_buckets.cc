@@ -15,4 +15,8 @@ int gradient_bucket(std::string_view parameter_name) {
   return layer_bucket(layer);
 }
 
+bool reads_fp32_value(const ParameterSpec& spec) {
+  return spec.shape.rank() == 1 || spec.name == "model.embed_tokens.weight" || spec.name.ends_with(".mlp.gate.weight");
+}
+
 }  // namespace hai

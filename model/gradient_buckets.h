@@ -1,6 +1,6 @@
 #pragma once
-// The gradient buckets of the DeepSeek-V3 model (parallel/zero1.h): the parameters whose gradients its backward
-// pass finishes together. DeepseekV3Model::train_micro_batch announces each bucket (GradientsFinal) as soon as
+// What ZeRO-1 (parallel/zero1.h) needs to know of the DeepSeek-V3 model's parameters: which values it reads in
+// fp32 (below), and its gradient buckets: the parameters whose gradients its backward pass finishes together. DeepseekV3Model::train_micro_batch announces each bucket (GradientsFinal) as soon as
 // nothing more of the micro-batch adds to its gradients, so that data parallelism can reduce them under the rest
 // of the backward. In the order the backward finishes them:
 //   kHeadBucket:        the final norm and the output head (the head's weight gradient is made in the forward,
@@ -23,6 +23,10 @@ constexpr int layer_bucket(int64_t layer) { return 1 + static_cast<int>(layer); 
 
 // The bucket of a parameter of deepseek_v3_parameters() by its name.
 int gradient_bucket(std::string_view parameter_name);
+
+// Whether the model reads the parameter's fp32 master value, not only its compute copy (Zero1Options): the
+// embedding (looked up in fp32), the norms' weights and the MoE gate (kept in fp32 by the FP8 recipe).
+bool reads_fp32_value(const ParameterSpec& spec);
 
 // Told the bucket whose gradients the backward has just finished (the caller's work to start, e.g. a reduction).
 using GradientsFinal = std::function<void(int bucket)>;

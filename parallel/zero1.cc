@@ -63,6 +63,16 @@ void append_bucket_ranges(const ParameterStore& store, int64_t begin, int64_t en
   ranges.push_back(current);
 }
 
+// Whether the partition of `range` may all-gather its compute copy (Zero1Options::reads_fp32_value).
+bool gathers_compute_copy(const ParameterStore& store, const BucketRange& range, const Zero1Options& options) {
+  if (options.whole_values_every_step || !options.reads_fp32_value) return false;
+  for (const Parameter& parameter : store.parameters()) {
+    bool inside = parameter.spec.trainable && parameter.grad_offset >= range.begin && parameter.grad_offset < range.end;
+    if (inside && (options.reads_fp32_value(parameter.spec) || parameter.fp8.defined())) return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 std::vector<BucketRange> gradient_bucket_ranges(const ParameterStore& store, const GradientBucketOf& bucket_of) {
@@ -80,7 +90,7 @@ std::vector<ParameterSpec> dense_before_expert(std::vector<ParameterSpec> specs)
 }
 
 Zero1Optimizer::Zero1Optimizer(ParameterStore& store, const OptimizerConfig& config, Communicator& dp,
-                               Communicator& expert_dp, const GradientBucketOf& bucket_of)
+                               Communicator& expert_dp, const Zero1Options& options)
     : store_(store),
       config_(config),
       dp_(dp),
@@ -90,12 +100,13 @@ Zero1Optimizer::Zero1Optimizer(ParameterStore& store, const OptimizerConfig& con
   int64_t dense_end = dense_gradient_end(store);
   Communicator& dense_group = dp_side_ ? *dp_side_ : dp;
   Communicator& expert_group = expert_dp_side_ ? *expert_dp_side_ : &expert_dp == &dp ? dense_group : expert_dp;
-  std::vector<BucketRange> ranges =
-      gradient_bucket_ranges(store, bucket_of ? bucket_of : [](const ParameterSpec&) { return kGradientsFinalAtEnd; });
+  GradientBucketOf one_bucket = [](const ParameterSpec&) { return kGradientsFinalAtEnd; };
+  std::vector<BucketRange> ranges = gradient_bucket_ranges(store, options.bucket_of ? options.bucket_of : one_bucket);
   partitions_.reserve(ranges.size());
   for (const BucketRange& range : ranges) {
     Communicator& group = range.begin < dense_end ? dense_group : expert_group;
-    partitions_.emplace_back(store, range.begin, range.end, group, dp.size(), config.moment_dtype);
+    partitions_.emplace_back(store, range.begin, range.end, group, dp.size(), config.moment_dtype,
+                             gathers_compute_copy(store, range, options));
     partition_buckets_.push_back(range.bucket);
   }
   reducing_.assign(partitions_.size(), false);
@@ -157,6 +168,10 @@ void Zero1Optimizer::step(float lr, int64_t step_number) {
   for (Zero1Partition& partition : partitions_) partition.refresh_compute_copy();
   for (const ValueRange& range : untrained_values_) store_.refresh_compute_copy(range.begin, range.end);
   store_.refresh_fp8_copies();
+}
+
+void Zero1Optimizer::gather_master_values() {
+  for (Zero1Partition& partition : partitions_) partition.gather_master_values();
 }
 
 int64_t Zero1Optimizer::owned_elements() const {

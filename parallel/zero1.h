@@ -24,7 +24,8 @@
 //      rounded too, so the whole copy stays what a full refresh at this point gives; last the FP8 weight copies are
 //      quantised.
 // Optimizer memory falls as 1/dp for dense parameters and 1/expert-dp for experts. The FP32 values stay whole on
-// every rank (the ParameterStore, which holds only this rank's experts). Every element is reduced and updated by
+// every rank (the ParameterStore, which holds only this rank's experts), except in partitions that all-gather their
+// compute copy (Zero1Options), until gather_master_values(). Every element is reduced and updated by
 // one rank and then copied, so all ranks holding a parameter end bitwise equal. On groups of one rank this is the
 // plain optimizer (framework/optim/adamw.h) with no copies.
 
@@ -50,6 +51,16 @@ std::vector<ParameterSpec> dense_before_expert(std::vector<ParameterSpec> specs)
 using GradientBucketOf = std::function<int(const ParameterSpec&)>;
 constexpr int kGradientsFinalAtEnd = -1;
 
+struct Zero1Options {
+  GradientBucketOf bucket_of;  // null: every parameter in kGradientsFinalAtEnd (one dense, one expert partition)
+  // Whether the model reads a parameter's fp32 value (not only its compute copy) between steps; null: every one.
+  // A sharded partition none of whose parameters is read so, and without FP8 copies, all-gathers its 16-bit
+  // compute copy instead of its fp32 values (zero1_partition.h): the other ranks' fp32 values of it go stale
+  // until gather_master_values().
+  std::function<bool(const ParameterSpec&)> reads_fp32_value;
+  bool whole_values_every_step = false;  // all-gather fp32 values every step (an EMA of the values reads them)
+};
+
 // A run of the gradient layout whose trainable parameters share a bucket.
 struct BucketRange {
   int64_t begin = 0;
@@ -70,10 +81,9 @@ class Zero1Optimizer {
  public:
   // The store and the groups must outlive the optimizer; the ranks of each group hold the same parameter list.
   // dp: the DP group (its size is the number of ranks the gradients are averaged over); expert_dp: the ranks
-  // holding this rank's experts. bucket_of: null puts every parameter in kGradientsFinalAtEnd (one dense and one
-  // expert partition). Moments start at zero.
+  // holding this rank's experts. Moments start at zero.
   Zero1Optimizer(ParameterStore& store, const OptimizerConfig& config, Communicator& dp, Communicator& expert_dp,
-                 const GradientBucketOf& bucket_of = nullptr);
+                 const Zero1Options& options = {});
   // ep = 1: the DP group reduces the experts too.
   Zero1Optimizer(ParameterStore& store, const OptimizerConfig& config, Communicator& dp)
       : Zero1Optimizer(store, config, dp, dp) {}
@@ -93,6 +103,10 @@ class Zero1Optimizer {
   // One AdamW update of the shards with learning rate `lr` (step_number counts from 1), then the all-gathers and
   // the refresh of the compute and FP8 copies.
   void step(float lr, int64_t step_number);
+  // Makes every rank's fp32 values whole again where step() gathered only the compute copy (Zero1Options);
+  // call between steps before reading values of parameters this rank does not own (a checkpoint, the end of a
+  // run). Collective over the groups.
+  void gather_master_values();
   // Marks step()'s parts (AdamW, the all-gathers, the compute copy's refresh) in `profiler`; null turns it off.
   void set_profiler(StepProfiler* profiler) { profiler_ = profiler; }
 

@@ -22,7 +22,7 @@ AdamWSegmentTable segment_table(const std::vector<ShardSegment>& segments, int64
 }  // namespace
 
 Zero1Partition::Zero1Partition(ParameterStore& store, int64_t layout_begin, int64_t layout_end, Communicator& group,
-                               int mean_over, MomentDType moments)
+                               int mean_over, MomentDType moments, bool gather_compute_copy)
     : store_(store),
       layout_begin_(layout_begin),
       group_(group),
@@ -37,6 +37,7 @@ Zero1Partition::Zero1Partition(ParameterStore& store, int64_t layout_begin, int6
             "ZeRO-1 partition [{}, {}) outside the {} gradient elements", layout_begin, layout_end,
             store.grads().numel());
   HAI_CHECK(mean_over >= 1, "ZeRO-1 partition: the mean over {} ranks", mean_over);
+  gather_compute_copy_ = gather_compute_copy && sharded() && store.compute_values().raw() != nullptr;
   if (!all_segments_.empty()) value_begin_ = all_segments_.front().value_offset;
   for (const ShardSegment& segment : all_segments_) {
     value_begin_ = std::min(value_begin_, segment.value_offset);
@@ -80,34 +81,52 @@ void Zero1Partition::finish_reduction() {
 }
 
 void Zero1Partition::step(const AdamWSettings& settings, float gradient_scale) {
-  // NOTE: unsharded, the step updates every value of the range and writes their compute copy as it goes.
-  Tensor compute = sharded() ? Tensor() : store_.compute_values();  // [N] compute dtype, or none
+  // NOTE: unsharded, the step updates every value of the range and writes their compute copy as it goes; sharded
+  // and gathering the compute copy, it writes that of the owned values, which the gather then spreads.
+  bool writes_compute = !sharded() || gather_compute_copy_;
+  Tensor compute = writes_compute ? store_.compute_values() : Tensor();  // [N] compute dtype, or none
   fused_adamw_step(store_.values(), compute, shard_grads(), exp_avg(), exp_avg_sq(), own_table_, settings,
                    gradient_scale);
 }
 
 void Zero1Partition::gather_values() {
   if (!sharded()) return;
-  // NOTE: unpadded, the store's gradients of the range carry the values: the step has consumed them.
-  Tensor staging = padded_range();  // [chunk * size] fp32
-  Tensor values = store_.values();     // [N] fp32
+  if (gather_compute_copy_) {
+    gather(store_.compute_values());
+    master_values_whole_ = false;
+  } else {
+    gather(store_.values());
+  }
+}
+
+void Zero1Partition::gather_master_values() {
+  if (master_values_whole_) return;
+  gather(store_.values());
+  master_values_whole_ = true;
+}
+
+void Zero1Partition::gather(const Tensor& source) {
+  // NOTE: unpadded, the store's gradients of the range carry the values: the step has consumed them. A 16-bit
+  // source uses the first half of their bytes.
+  Tensor range = padded_range();                                               // [chunk * size] fp32
+  Tensor staging(range.raw(), range.shape(), source.dtype(), range.device());  // [chunk * size]
   auto staged = [&](const ShardSegment& segment) {
     int64_t begin = segment.grad_offset - layout_begin_;
     return staging.slice(begin, begin + segment.numel);
   };
   for (const ShardSegment& segment : own_segments_) {
-    copy_tensor(staged(segment), values.slice(segment.value_offset, segment.value_offset + segment.numel));
+    copy_tensor(staged(segment), source.slice(segment.value_offset, segment.value_offset + segment.numel));
   }
   int64_t own_chunk = group_.rank() * shard_.chunk;
   group_.all_gather(staging, staging.slice(own_chunk, own_chunk + shard_.chunk));
   group_.join_side_stream();
   for (const ShardSegment& segment : all_segments_) {
-    copy_tensor(values.slice(segment.value_offset, segment.value_offset + segment.numel), staged(segment));
+    copy_tensor(source.slice(segment.value_offset, segment.value_offset + segment.numel), staged(segment));
   }
 }
 
 void Zero1Partition::refresh_compute_copy() {
-  if (sharded()) store_.refresh_compute_copy(value_begin_, value_end_);
+  if (sharded() && !gather_compute_copy_) store_.refresh_compute_copy(value_begin_, value_end_);
 }
 
 }  // namespace hai

@@ -15,7 +15,11 @@
 // On a group of one rank there are no copies: the shard is the range of the store's gradient buffer, and step()
 // writes the compute copy of the values it updates, so refresh_compute_copy() has nothing left to do. On larger
 // groups the step updates only the owned values: the whole range's compute copy is rounded after the all-gather.
-// NOTE: all-gathering the compute copy too would save that pass but move 1.5x the bytes over the group.
+// With gather_compute_copy (a 16-bit compute copy, a sharded range): the step writes the compute copy of the owned
+// values and gather_values() all-gathers that copy instead (half the bytes, and no rounding pass afterwards); the
+// fp32 values of the elements other ranks own are then stale until gather_master_values() all-gathers them
+// (between steps: it stages through the range's gradients). Every rank ends with bitwise the same compute copy
+// either way (the owner's rounding of the same value).
 
 #include <cstdint>
 #include <vector>
@@ -35,7 +39,7 @@ class Zero1Partition {
   // The store and the group must outlive the partition; every rank of the group has the same layout of the
   // range. mean_over >= 1. Moments start at zero.
   Zero1Partition(ParameterStore& store, int64_t layout_begin, int64_t layout_end, Communicator& group,
-                 int mean_over, MomentDType moments);
+                 int mean_over, MomentDType moments, bool gather_compute_copy = false);
 
   void start_reduction();
   void finish_reduction();
@@ -44,6 +48,8 @@ class Zero1Partition {
   // elements of parameters that ask for weight decay.
   void step(const AdamWSettings& settings, float gradient_scale);
   void gather_values();
+  void gather_master_values();
+  bool gathers_compute_copy() const { return gather_compute_copy_; }
   void refresh_compute_copy();
 
   int64_t layout_begin() const { return layout_begin_; }
@@ -63,6 +69,8 @@ class Zero1Partition {
   bool padded() const;
   Tensor layout_grads() const;  // [shard().total] fp32: the range of the store's gradients
   Tensor padded_range() const;  // [chunk * group] fp32: staging_ when padded, else layout_grads()
+  // All-gathers the owned elements of `source` (the values [N] fp32 or their compute copy) into every rank's.
+  void gather(const Tensor& source);
 
   ParameterStore& store_;
   int64_t layout_begin_;
@@ -78,6 +86,8 @@ class Zero1Partition {
   OwnedTensor reduced_grads_;               // [chunk] fp32, this rank's chunk of the mean; the same
   OwnedTensor exp_avg_;
   OwnedTensor exp_avg_sq_;
+  bool gather_compute_copy_ = false;
+  bool master_values_whole_ = true;  // false while other ranks' fp32 values are stale (gather_compute_copy_)
 };
 
 }  // namespace hai

@@ -103,7 +103,9 @@ Trainer::Trainer(const Config& config, std::unique_ptr<Communicator> own_world, 
       pipeline_(grid_.pp > 1 ? std::make_unique<TrainingPipeline>(config, store_, *groups_.pp, expert_exchange_.get())
                              : nullptr),
       optimizer_(store_, config.optimizer, *groups_.dp, *groups_.expert_dp,
-                 [](const ParameterSpec& spec) { return gradient_bucket(spec.name); }),
+                 {.bucket_of = [](const ParameterSpec& spec) { return gradient_bucket(spec.name); },
+                  .reads_fp32_value = reads_fp32_value,
+                  .whole_values_every_step = config.ema.enabled}),
       data_(open_training_data(config)),
       loader_(data_.train, loader_options(config, *groups_.dp)),
       loss_sums_(Shape{config.parallel.micro_batches.value(), loss_slots(config.model.mtp_depth)}, DType::f32,
@@ -129,6 +131,7 @@ void Trainer::train() {
     bool due = last || (config_.checkpoint.interval > 0 && step_ % config_.checkpoint.interval == 0);
     if (config_.checkpoint.save && due) save_checkpoint();
   }
+  optimizer_.gather_master_values();  // the run ends with every rank's fp32 values whole
   spdlog::info("training done at step {}: peak memory {:.3f} GiB on {}", step_, peak_memory_gib(device_),
                to_string(device_));
 }

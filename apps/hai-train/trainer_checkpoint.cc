@@ -95,6 +95,7 @@ bool has_optimizer_state(const CheckpointReader& reader) {
 }  // namespace
 
 void Trainer::save_checkpoint() {
+  optimizer_.gather_master_values();  // rank 0 writes whole tensors, some of which other ranks update
   CheckpointWriter writer(config_.checkpoint.dir, step_, world_.rank());
   // NOTE: one writer per tensor: rank 0 for dense parameters, the first rank of each expert-DP group of the first
   // pipeline rank for experts.

@@ -154,7 +154,7 @@ TEST_F(Zero1World, BucketsReducedDuringTheBackwardEqualOneReductionAtTheEnd) {
   ParameterStore reference_store(testing::zero1_specs(), Device::cpu());
   store.initialize(5, 0.5);
   reference_store.initialize(5, 0.5);
-  Zero1Optimizer bucketed(store, config, *world_, *world_, test_bucket);
+  Zero1Optimizer bucketed(store, config, *world_, *world_, {.bucket_of = test_bucket});
   Zero1Optimizer reference(reference_store, config, *world_);
   ASSERT_EQ(bucketed.partitions().size(), 4u);
   for (int64_t step = 1; step <= 3; ++step) {
@@ -172,6 +172,37 @@ TEST_F(Zero1World, BucketsReducedDuringTheBackwardEqualOneReductionAtTheEnd) {
     reference.step(0.05f, step);
   }
   expect_close(reference_store.values(), store.values(), 1e-6);
+}
+
+// With a bf16 compute copy, a sharded partition whose parameters no rank reads in fp32 (the experts here; the dense
+// one holds w.norm, read in fp32) all-gathers the copy instead of the values: every rank ends with bitwise the copy
+// of the fp32 gather, the fp32 values of the experts other ranks own stay stale, and gather_master_values() makes
+// every value the fp32 gather's.
+TEST_F(Zero1World, GatheringTheComputeCopyGivesTheSameCopyAndTheValuesOnDemand) {
+  OptimizerConfig config = testing::zero1_optimizer_config();
+  ParameterStore store(testing::zero1_specs(), Device::cpu(), DType::bf16);
+  ParameterStore reference_store(testing::zero1_specs(), Device::cpu(), DType::bf16);
+  for (ParameterStore* each : {&store, &reference_store}) {
+    each->initialize(6, 0.5);
+    each->refresh_compute_copy();
+  }
+  Zero1Optimizer halves(store, config, *world_, *world_,
+                        {.reads_fp32_value = [](const ParameterSpec& spec) { return spec.name == "w.norm"; }});
+  Zero1Optimizer reference(reference_store, config, *world_);
+  ASSERT_EQ(halves.partitions().size(), 2u);
+  EXPECT_FALSE(halves.partitions()[0].gathers_compute_copy());
+  EXPECT_EQ(halves.partitions()[1].gathers_compute_copy(), size() > 1);  // unsharded, nothing is gathered
+  for (int64_t step = 1; step <= 2; ++step) {
+    for (ParameterStore* each : {&store, &reference_store}) testing::fill_rank_grads(*each, rank(), step);
+    halves.clip(halves.reduce_gradients(), 1.5);
+    reference.clip(reference.reduce_gradients(), 1.5);
+    halves.step(0.05f, step);
+    reference.step(0.05f, step);
+  }
+  EXPECT_TRUE(testing::same_bytes(store.compute_values(), reference_store.compute_values()));
+  if (size() > 1) EXPECT_FALSE(testing::same_bytes(store.values(), reference_store.values()));  // stale experts
+  halves.gather_master_values();
+  EXPECT_TRUE(testing::same_bytes(store.values(), reference_store.values()));
 }
 
 // An inf on the last rank, in an element the first rank owns, makes the norm non-finite on every rank: the
