@@ -14,11 +14,14 @@
 # as warm-up. Either part failing is reported in the JSON ({"error": ...}) and makes the exit code non-zero.
 # --multi-gpu (a machine with two GPUs): instead of the op benchmarks and the profile, trains on one GPU and on two
 # (mpirun -np 2, one rank per GPU) with each layout: dp 2 and ep 2 (dp 2) at a micro-batch per GPU per step, pp 2
-# under 1f1b and dualpipe at 4 micro-batches per step, each also profiled (--profile-steps); writes
-# {"training": <one GPU>, "multi_gpu": {<layout>: <summary> with tokens_per_s_per_gpu, per_gpu_vs_one_gpu and
+# under 1f1b and dualpipe at 4 micro-batches per step, each also profiled (--profile-steps). One GPU trains twice:
+# at dp 2's global batch (two micro-batches per step, every step logged: the loss curve dp 2 and ep 2 must
+# reproduce) and at the config's own batch (one micro-batch per step). Writes {"training": <one GPU, dp 2's batch>,
+# "one_gpu_per_gpu_batch": <one GPU, its own batch>, "multi_gpu": {<layout>: <summary> with tokens_per_s_per_gpu,
+# per_gpu_vs_one_gpu (against the one-GPU run that does a GPU's share of the layout's tokens per step: weak
+# scaling, the same work per GPU and optimizer step; dp 2 and ep 2 against one micro-batch, pp 2 against two),
 # "profile": {"step_ms", "kinds": {kind: share of the step}, "pipeline": <the bubble report, pp layouts>}, and for
-# dp 2 and ep 2 "loss_vs_one_gpu": the per-step losses against the one-GPU run, which then takes their global batch
-# (two micro-batches), every step logged}}.
+# dp 2 and ep 2 "loss_vs_one_gpu": the per-step losses against the one-GPU run at their global batch}}.
 # The runs' logs are kept beside OUT in OUT_logs/ (OUT without .json).
 set -uo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -82,6 +85,20 @@ if ! "${limit[@]}" "$build_dir/apps/hai-train/hai-train" --config "$config" --se
   echo "bench.sh: hai-train failed; the summary covers the steps it logged" >&2
 fi
 
+# With --multi-gpu, one GPU also trains at the config's own batch (one micro-batch per step, as each GPU of dp 2
+# and ep 2 does): the reference of their per-GPU speed (weak scaling: the same work per GPU and step).
+weak_dir=$work/one_gpu_per_gpu_batch
+if [[ "$multi_gpu" == true ]]; then
+  echo "bench.sh: training $config on one GPU at its own batch (the per-GPU speed reference)" >&2
+  if ! "${limit[@]}" "$build_dir/apps/hai-train/hai-train" --config "$config" --set train.steps="$steps" \
+      --set logging.run_dir="$weak_dir/run" --set checkpoint.dir="$weak_dir/checkpoints" \
+      --set checkpoint.resume=none --set checkpoint.save=false --set logging.interval=1 "${train_overrides[@]}" \
+      >"$weak_dir.log" 2>&1; then
+    status=1
+    echo "bench.sh: the one-GPU reference run failed" >&2
+  fi
+fi
+
 # train_layout NAME RANKS [--set key=value]...: hai-train on RANKS GPUs (mpirun -np RANKS, one rank per GPU)
 # into $work/NAME (run/metrics.jsonl, train.log), then the same layout under --profile-steps (profile/
 # step_profile.json: the phase split, the expert exchange's share, a pipeline's measured and simulated bubble);
@@ -135,10 +152,10 @@ else
 fi
 
 python3 - "$work/ops.json" "$run_dir/metrics.jsonl" "$work/train.log" "$steps" "$out" "$work/profile.out" \
-    "$work" "${layouts[@]}" <<'PYTHON' || status=1
+    "$work" "$weak_dir" "${layouts[@]}" <<'PYTHON' || status=1
 import json, statistics, sys
-ops_path, metrics_path, log_path, steps, out_path, profile_path, work = sys.argv[1:8]
-layouts = sys.argv[8:]
+ops_path, metrics_path, log_path, steps, out_path, profile_path, work, weak_dir = sys.argv[1:9]
+layouts = sys.argv[9:]
 steps = int(steps)
 with open(ops_path) as f:
     ops = json.load(f)
@@ -209,15 +226,21 @@ def loss_vs_one_gpu(layout):
     diffs = [abs(run[s] - reference[s]) / abs(reference[s]) for s in steps]
     return {"steps_compared": len(steps), "max_rel_diff": max(diffs), "last_rel_diff": diffs[-1]}
 
-def multi_gpu_summary(one_gpu):
+def multi_gpu_summary(one_gpu_runs):
+    """Each layout's summary; per_gpu_vs_one_gpu is against the one-GPU run with a GPU's share of its tokens per
+    step (dp 2 and ep 2: one micro-batch; pp 2 at 4 micro-batches: two), i.e. the same work per GPU and step."""
     summaries = {}
+    one_gpu = one_gpu_runs[0]  # the global batch of dp 2 and ep 2: their loss reference
     for layout in layouts:
         summary = training_summary(f"{work}/{layout}/run/metrics.jsonl", f"{work}/{layout}/train.log")
         if "error" not in summary:
             summary["gpus"] = 2
             summary["tokens_per_s_per_gpu"] = summary["tokens_per_s"] / 2
-            if "error" not in one_gpu:
-                summary["per_gpu_vs_one_gpu"] = summary["tokens_per_s_per_gpu"] / one_gpu["tokens_per_s"]
+            per_gpu_tokens = summary["tokens_per_step"] / 2 if summary.get("tokens_per_step") else None
+            for reference in one_gpu_runs:
+                if "error" not in reference and reference.get("tokens_per_step") == per_gpu_tokens:
+                    summary["per_gpu_vs_one_gpu"] = summary["tokens_per_s_per_gpu"] / reference["tokens_per_s"]
+                    summary["one_gpu_reference_tokens_per_step"] = per_gpu_tokens
             summary["profile"] = layout_profile(f"{work}/{layout}/profile/step_profile.json")
             if summary.get("tokens_per_step") == one_gpu.get("tokens_per_step"):
                 summary["loss_vs_one_gpu"] = loss_vs_one_gpu(layout)
@@ -227,12 +250,15 @@ def multi_gpu_summary(one_gpu):
 one_gpu = training_summary(metrics_path, log_path)
 result = {"ops": ops, "training": one_gpu, "step_profile": step_profile()}
 if layouts:
-    result = {"training": one_gpu, "multi_gpu": multi_gpu_summary(one_gpu)}
+    per_gpu_batch = training_summary(f"{weak_dir}/run/metrics.jsonl", f"{weak_dir}.log")
+    result = {"training": one_gpu, "one_gpu_per_gpu_batch": per_gpu_batch,
+              "multi_gpu": multi_gpu_summary([one_gpu, per_gpu_batch])}
 text = json.dumps(result, indent=2)
 print(text)
 with open(out_path, "w") as f:
     f.write(text + "\n")
-if "error" in result["training"] or any("error" in s for s in result.get("multi_gpu", {}).values()):
+if any("error" in run for run in [result["training"], result.get("one_gpu_per_gpu_batch", {})]) or \
+        any("error" in s for s in result.get("multi_gpu", {}).values()):
     sys.exit(1)
 PYTHON
 # The runs' logs beside OUT (OUT without .json, then _logs/), for a look at what a failed or slow run printed.
