@@ -19,7 +19,8 @@
 //   before each send.
 // - group_start()/group_end() group the host communicator only (every point-to-point message travels there).
 // - barrier(): waits for the device stream, then for every rank (MPI).
-// - split(): splits both communicators alike and pairs the parts.
+// - split(): splits both communicators alike and pairs the parts; side_stream_duplicate() likewise, its device part
+//   on a stream of its own (ZeRO-1's reductions under the backward, communicator.h).
 // - abort(): through the device communicator: ncclCommAbort, then MPI_Abort.
 //
 // Streams: device operations queue on the device communicator's stream, the stream the caller's device work must
