@@ -1,11 +1,14 @@
 #include "apps/hai-train/training_pipeline.h"
 
+#include <algorithm>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "framework/config/config_enums.h"
 #include "framework/core/error.h"
 #include "parallel/pipeline/simulator.h"
+#include "parallel/rank_values.h"
 
 namespace hai {
 namespace {
@@ -67,29 +70,48 @@ nlohmann::ordered_json TrainingPipeline::bubble_report(const nlohmann::ordered_j
     auto [ms, calls] = phases[name];
     return calls > 0 ? ms / calls : 0.0;
   };
-  StepCosts costs{.forward = per_call("pipeline.forward"),
-                  .backward = per_call("pipeline.backward_input") + per_call("pipeline.backward_weight"),
-                  .weight = per_call("pipeline.backward_weight")};
-  costs.forward_backward = costs.forward + costs.backward;
   double pipeline_ms = 0;
   for (const auto& [name, timing] : phases) pipeline_ms += timing.first;
   double compute_ms = phases["pipeline.forward"].first + phases["pipeline.backward_input"].first +
                       phases["pipeline.backward_weight"].first;
-  const RankSimulation& simulated = simulate(schedule_, costs).ranks[static_cast<size_t>(pipeline_.rank())];
-  double simulated_ms = simulated.busy + simulated.bubble;
+  // NOTE: every rank's costs and times (each fills its own slots; adding zeros is exact), so the simulator charges
+  // each rank its own F, B and W: the stages are not equally heavy (the last rank also runs the head and the loss).
+  const int ranks = schedule_.shape.ranks;
+  constexpr int kValues = 5;  // F, B (input gradient), W, pipeline ms, compute ms
+  std::vector<double> mine(static_cast<size_t>(kValues * ranks), 0.0);
+  double own[kValues] = {per_call("pipeline.forward"), per_call("pipeline.backward_input"),
+                         per_call("pipeline.backward_weight"), pipeline_ms, compute_ms};
+  std::copy(own, own + kValues, mine.begin() + kValues * pipeline_.rank());
+  std::vector<double> all = sum_over_ranks(pipeline_, mine);
+  auto value = [&](int rank, int index) { return all[static_cast<size_t>(kValues * rank + index)]; };
+  std::vector<StepCosts> costs;
+  for (int rank = 0; rank < ranks; ++rank) {
+    StepCosts rank_costs{.forward = value(rank, 0), .backward = value(rank, 1) + value(rank, 2),
+                         .weight = value(rank, 2)};
+    rank_costs.forward_backward = rank_costs.forward + rank_costs.backward;
+    costs.push_back(rank_costs);
+  }
+  Simulation simulation = simulate_per_rank(schedule_, costs);
   auto side = [](double total_ms, double compute_ms) {
     return nlohmann::ordered_json{{"pipeline_ms", total_ms},
                                   {"compute_ms", compute_ms},
                                   {"bubble_ms", total_ms - compute_ms},
                                   {"bubble_share", total_ms > 0 ? (total_ms - compute_ms) / total_ms : 0.0}};
   };
-  return {{"pipeline_rank", pipeline_.rank()},
-          {"schedule", std::string(to_string(schedule_.shape.schedule))},
-          {"ranks", schedule_.shape.ranks},
-          {"micro_batches", schedule_.shape.micro_batches},
-          {"costs_ms", {{"F", costs.forward}, {"B", costs.backward - costs.weight}, {"W", costs.weight}}},
-          {"measured", side(pipeline_ms, compute_ms)},
-          {"simulated", side(simulated_ms, simulated.busy)}};
+  auto rank_report = [&](int rank) {
+    const RankSimulation& simulated = simulation.ranks[static_cast<size_t>(rank)];
+    return nlohmann::ordered_json{{"pipeline_rank", rank},
+                                  {"costs_ms", {{"F", value(rank, 0)}, {"B", value(rank, 1)}, {"W", value(rank, 2)}}},
+                                  {"measured", side(value(rank, 3), value(rank, 4))},
+                                  {"simulated", side(simulated.busy + simulated.bubble, simulated.busy)}};
+  };
+  nlohmann::ordered_json report = rank_report(pipeline_.rank());
+  report["schedule"] = std::string(to_string(schedule_.shape.schedule));
+  report["ranks"] = ranks;
+  report["micro_batches"] = schedule_.shape.micro_batches;
+  report["every_rank"] = nlohmann::ordered_json::array();
+  for (int rank = 0; rank < ranks; ++rank) report["every_rank"].push_back(rank_report(rank));
+  return report;
 }
 
 }  // namespace hai

@@ -41,11 +41,13 @@ class TrainingPipeline {
   // Profiling (null: off): the engine marks each instruction's phase (engine.h), and the step's all-reduces over
   // the pipeline group are "step.pipeline_all_reduce".
   void set_profiler(StepProfiler* profiler);
-  // This rank's bubble from a StepProfiler report of steps profiled with set_profiler: measured (the time of its
-  // pipeline.* phases less their compute: waits and transfers) next to the simulator's (simulator.h) for the
-  // same schedule with the measured mean F, B and W of one instruction and free transfers:
-  //   {"pipeline_rank", "schedule", "ranks", "micro_batches", "costs_ms": {"F", "B", "W"},
-  //    "measured": {"pipeline_ms", "compute_ms", "bubble_ms", "bubble_share"}, "simulated": {the same}}
+  // The bubble from a StepProfiler report of steps profiled with set_profiler, this rank's and every rank's:
+  // measured (the time of the rank's pipeline.* phases less their compute: waits and transfers) next to the
+  // simulator's (simulator.h) for the same schedule with each rank's measured mean F, B and W of one instruction
+  // and free transfers. Collective over the pipeline group.
+  //   {"pipeline_rank", "costs_ms": {"F", "B", "W"}, "measured": {"pipeline_ms", "compute_ms", "bubble_ms",
+  //    "bubble_share"}, "simulated": {the same}, "schedule", "ranks", "micro_batches",
+  //    "every_rank": [{"pipeline_rank", "costs_ms", "measured", "simulated"} for each pipeline rank]}
   nlohmann::ordered_json bubble_report(const nlohmann::ordered_json& profile) const;
 
  private:

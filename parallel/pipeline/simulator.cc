@@ -5,6 +5,7 @@
 #include <map>
 #include <string>
 #include <tuple>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -48,8 +49,8 @@ void check_costs(const StepCosts& costs) {
 // All ranks stepping through their lists together.
 class PipelineRun {
  public:
-  PipelineRun(const Schedule& schedule, const StepCosts& costs)
-      : schedule_(schedule), costs_(costs), next_step_(schedule.ranks.size(), 0),
+  PipelineRun(const Schedule& schedule, std::vector<StepCosts> rank_costs)
+      : schedule_(schedule), costs_(std::move(rank_costs)), next_step_(schedule.ranks.size(), 0),
         clock_(schedule.ranks.size(), 0.0), result_{.ranks = std::vector<RankSimulation>(schedule.ranks.size())} {
     for (int rank = 0; rank < rank_count(); ++rank) ledgers_.emplace_back(schedule.shape, rank);
   }
@@ -95,7 +96,7 @@ class PipelineRun {
   void execute(int rank, int step, const Instruction& instruction) {
     if (is_send(instruction.kind)) {
       messages_[message_key(instruction)] = {.sender = rank, .step = step,
-                                             .arrival = clock_[rank] + costs_.communication};
+                                             .arrival = clock_[rank] + costs_[rank].communication};
       channels_[channel_of(rank, instruction.peer, instruction)].push_back(message_key(instruction));
     } else if (is_receive(instruction.kind)) {
       check_in_channel_order(rank, step, instruction);
@@ -104,7 +105,7 @@ class PipelineRun {
       clock_[rank] = std::max(clock_[rank], message.arrival);
     } else {
       double start = clock_[rank];
-      clock_[rank] += instruction_cost(instruction, costs_);
+      clock_[rank] += instruction_cost(instruction, costs_[rank]);
       result_.ranks[rank].compute.push_back({.step = step, .start = start, .end = clock_[rank]});
     }
   }
@@ -159,7 +160,7 @@ class PipelineRun {
   }
 
   const Schedule& schedule_;
-  StepCosts costs_;
+  std::vector<StepCosts> costs_;  // per rank
   std::vector<RankLedger> ledgers_;
   std::vector<std::size_t> next_step_;
   std::vector<double> clock_;
@@ -186,11 +187,17 @@ double instruction_cost(const Instruction& instruction, const StepCosts& costs) 
 }
 
 Simulation simulate(const Schedule& schedule, const StepCosts& costs) {
-  check_costs(costs);
+  return simulate_per_rank(schedule, std::vector<StepCosts>(schedule.ranks.size(), costs));
+}
+
+Simulation simulate_per_rank(const Schedule& schedule, const std::vector<StepCosts>& rank_costs) {
+  for (const StepCosts& costs : rank_costs) check_costs(costs);
   HAI_CHECK(static_cast<int>(schedule.ranks.size()) == schedule.shape.ranks,
             "the schedule has {} instruction lists for {} pipeline ranks", schedule.ranks.size(),
             schedule.shape.ranks);
-  return PipelineRun(schedule, costs).run();
+  HAI_CHECK(rank_costs.size() == schedule.ranks.size(), "{} rank costs for {} pipeline ranks", rank_costs.size(),
+            schedule.ranks.size());
+  return PipelineRun(schedule, rank_costs).run();
 }
 
 }  // namespace hai

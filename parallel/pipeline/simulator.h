@@ -50,6 +50,9 @@ struct Simulation {
 // Validates `schedule` and times it with `costs` (all >= 0, weight <= backward); throws hai::Error on the first
 // problem.
 Simulation simulate(const Schedule& schedule, const StepCosts& costs);
+// The same with costs of each rank's own (one per pipeline rank): every instruction costs what its rank's take,
+// as when the stages are not balanced (the last rank also runs the head and the loss).
+Simulation simulate_per_rank(const Schedule& schedule, const std::vector<StepCosts>& rank_costs);
 
 // The cost of one compute instruction; 0 for messages.
 double instruction_cost(const Instruction& instruction, const StepCosts& costs);

@@ -73,6 +73,19 @@ TEST(PipelineSimulator, OneMicroBatchCrossesEveryHopTwice) {
   for (const RankSimulation& rank : simulation.ranks) EXPECT_DOUBLE_EQ(rank.bubble, 3 * 3 + 6 * 0.25);
 }
 
+// Each rank's own costs: the first rank waits for the heavier second's F and B (F 1 + F 3 + B 4 + B 2 = 10).
+TEST(PipelineSimulator, EachRankRunsAtItsOwnCosts) {
+  std::vector<StepCosts> costs = {{.forward = 1, .backward = 2, .weight = 0, .forward_backward = 3},
+                                  {.forward = 3, .backward = 4, .weight = 0, .forward_backward = 7}};
+  Simulation simulation = simulate_per_rank(one_f_one_b(2, 1), costs);
+  EXPECT_DOUBLE_EQ(simulation.makespan, 10.0);
+  EXPECT_DOUBLE_EQ(simulation.ranks[0].busy, 3.0);
+  EXPECT_DOUBLE_EQ(simulation.ranks[0].bubble, 7.0);
+  EXPECT_DOUBLE_EQ(simulation.ranks[1].busy, 7.0);
+  EXPECT_DOUBLE_EQ(simulation.ranks[1].bubble, 3.0);
+  EXPECT_THROW(simulate_per_rank(one_f_one_b(2, 1), {costs[0]}), Error);  // one cost per rank
+}
+
 TEST(PipelineSimulator, OneFOneBHoldsPpActivationsOnTheFirstRank) {
   Simulation simulation = simulate(one_f_one_b(8, 20), StepCosts{});
   for (int rank = 0; rank < 8; ++rank) EXPECT_EQ(simulation.ranks[rank].peak_activations, 8 - rank);

@@ -183,6 +183,16 @@ TEST_F(PipelineParallelTraining, ProfileOfTwoRanksDualPipeReportsTheMeasuredAndS
     EXPECT_GE(share, 0.0) << side->dump();
     EXPECT_LT(share, 1.0) << side->dump();
   }
+  // Every rank's report, each simulated with its own rank's costs: rank 0's is the one above.
+  const nlohmann::json& every_rank = pipeline["every_rank"];
+  ASSERT_EQ(every_rank.size(), 2u);
+  EXPECT_EQ(every_rank[0]["measured"], measured);
+  EXPECT_EQ(every_rank[0]["simulated"], simulated);
+  for (const nlohmann::json& rank : every_rank) {
+    double rank_compute_ms = rank["measured"]["compute_ms"].get<double>();
+    EXPECT_GT(rank_compute_ms, 0.0) << rank.dump();
+    EXPECT_NEAR(rank["simulated"]["compute_ms"].get<double>(), rank_compute_ms, 1e-5 * rank_compute_ms);
+  }
 }
 
 }  // namespace
