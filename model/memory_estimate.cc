@@ -9,12 +9,14 @@
 namespace hai {
 namespace {
 
+// The bytes of a compute-copy element and of a saved activation. NOTE: fp8 keeps a bf16 compute copy of every
+// parameter (ParameterStore) beside the FP8 weight copies, and most saved activations in bf16.
 int64_t compute_bytes(PrecisionMode mode) {
   switch (mode) {
     case PrecisionMode::fp32: return 4;
     case PrecisionMode::bf16: return 2;
     case PrecisionMode::fp16: return 2;
-    case PrecisionMode::fp8: return 1;
+    case PrecisionMode::fp8: return 2;
   }
   return 4;
 }
@@ -22,18 +24,30 @@ int64_t compute_bytes(PrecisionMode mode) {
 struct ParameterSplit {
   int64_t dense = 0;   // on the rank: the dense parameters, embedding and head included
   int64_t expert = 0;  // on the rank: its ep-th of the routed experts
+  int64_t fp8_copy_bytes = 0;  // the FP8 copies of the fp8_gemm weights under precision.mode fp8
 };
+
+// One FP8 copy of a [out, in] weight: e4m3 values and a scale per 128x128 block; kept as stored and transposed.
+int64_t fp8_copies_bytes(const Shape& shape) {
+  int64_t blocks = ((shape[0] + 127) / 128) * ((shape[1] + 127) / 128);
+  return 2 * (shape.numel() + 4 * blocks);
+}
 
 // NOTE: every pipeline rank keeps the whole parameter store (apps/hai-train/training_pipeline.h: stores are not
 // sharded by stage yet), so pp divides neither the parameters nor their gradients and moments.
 ParameterSplit rank_parameters(const Config& config) {
   const ParallelConfig& p = config.parallel;
   ParameterSplit split;
+  bool fp8 = config.precision.mode == PrecisionMode::fp8;
+  int64_t dense_fp8 = 0, expert_fp8 = 0;
   for (const ParameterSpec& spec : deepseek_v3_parameters(config.model)) {
-    (spec.group == ParameterGroup::expert ? split.expert : split.dense) += spec.shape.numel();
+    bool expert = spec.group == ParameterGroup::expert;
+    (expert ? split.expert : split.dense) += spec.shape.numel();
+    if (fp8 && spec.fp8_gemm) (expert ? expert_fp8 : dense_fp8) += fp8_copies_bytes(spec.shape);
   }
   split.dense /= p.tp;
   split.expert /= p.ep;
+  split.fp8_copy_bytes = dense_fp8 / p.tp + expert_fp8 / p.ep;
   return split;
 }
 
@@ -86,7 +100,7 @@ RankMemory estimate_rank_memory(const Config& config) {
   ParameterSplit split = rank_parameters(config);
   int64_t expert_dp = std::max<int64_t>(1, dp * p.tp / p.ep);
   RankMemory memory;
-  memory.params = (split.dense + split.expert) * (master == 0 ? 4 : element);
+  memory.params = (split.dense + split.expert) * (master == 0 ? 4 : element) + split.fp8_copy_bytes;
   memory.grads = (split.dense + split.expert) * 4;
   memory.optimizer = (split.dense / dp + split.expert / expert_dp) * (master + 2 * moment);
 
