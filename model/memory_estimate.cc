@@ -100,9 +100,10 @@ RankMemory estimate_rank_memory(const Config& config) {
   ParameterSplit split = rank_parameters(config);
   int64_t expert_dp = std::max<int64_t>(1, dp * p.tp / p.ep);
   RankMemory memory;
-  memory.params = (split.dense + split.expert) * (master == 0 ? 4 : element) + split.fp8_copy_bytes;
+  // NOTE: ZeRO-1 shards the moments; the fp32 master values stay whole on every rank (parallel/zero1.h).
+  memory.params = (split.dense + split.expert) * ((master == 0 ? 4 : element) + master) + split.fp8_copy_bytes;
   memory.grads = (split.dense + split.expert) * 4;
-  memory.optimizer = (split.dense / dp + split.expert / expert_dp) * (master + 2 * moment);
+  memory.optimizer = (split.dense / dp + split.expert / expert_dp) * 2 * moment;
 
   int64_t tokens = config.train.micro_batch_size * config.train.seq_len;
   int64_t activation_bytes = config.runtime.device == RuntimeDevice::cpu ? 4 : element;

@@ -4,10 +4,11 @@
 // whole parameter store with its ep-th of the routed experts (stores are not sharded by pipeline stage yet, so pp
 // does not divide parameters, gradients or optimizer state), its ZeRO-1 shard of the optimizer state, and the
 // activations of the pipeline stage that saves the most (parallel.stage_layers, or the cost model's split).
-//   params:      the compute copy GEMMs read (the fp32 master itself in fp32 mode; bf16 under fp8, plus the FP8
+//   params:      the fp32 master values, whole on every rank (ZeRO-1 shards only the moments, parallel/zero1.h),
+//                and the compute copy GEMMs read (the master itself in fp32 mode; bf16 under fp8, plus the FP8
 //                copies of the fp8_gemm weights, as stored and transposed with their block scales)
 //   grads:       fp32 gradients of the rank's parameters
-//   optimizer:   ZeRO-1 shard of the fp32 master (mixed precision only) and the two AdamW moments
+//   optimizer:   ZeRO-1 shard of the two AdamW moments
 //   activations: what forward keeps for backward, for the micro-batches a schedule keeps alive (1 without a
 //                pipeline, pp under 1F1B, pp + 1 under DualPipe(V)); counted per layer from the tensors the
 //                layers save, in the compute copy's size (fp32 on the CPU reference), plus one chunk of the

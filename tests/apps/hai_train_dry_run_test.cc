@@ -83,16 +83,33 @@ TEST(HaiTrainDryRunTest, PipelineRanksKeepTheWholeStoreAndTheHeaviestStagesActiv
 // plan said 24.2 GiB for bench_moe_1p7b in fp8 against a measured 32.7 GiB peak; bf16 plans 29.2 and peaked 29.5).
 TEST(HaiTrainDryRunTest, Fp8PlansTheBf16CopyAndTheFp8Copies) {
   std::string config = "--config " + shipped_config("bench_moe_1p7b.yaml");
-  nlohmann::json bf16 = dry_run(config + " --set precision.mode=bf16")["memory_per_rank"];
-  nlohmann::json fp8 = dry_run(config + " --set precision.mode=fp8")["memory_per_rank"];
-  EXPECT_EQ(fp8["activations"], bf16["activations"]);
-  EXPECT_EQ(fp8["grads"], bf16["grads"]);
+  nlohmann::json bf16 = dry_run(config + " --set precision.mode=bf16");
+  nlohmann::json fp8 = dry_run(config + " --set precision.mode=fp8");
+  for (const char* same : {"activations", "grads", "optimizer"}) {
+    EXPECT_EQ(fp8["memory_per_rank"][same], bf16["memory_per_rank"][same]) << same;
+  }
   // The extra parameter bytes: the two e4m3 copies of every fp8_gemm weight (1 byte per element each) and their
   // 128x128 block scales; these weights are most of the model (all the projections and experts).
-  double extra = fp8["params"].get<double>() - bf16["params"].get<double>();
-  double bf16_params = bf16["params"].get<double>();  // 2 bytes per parameter
-  EXPECT_GT(extra, 0.8 * bf16_params);
-  EXPECT_LT(extra, 1.01 * bf16_params);
+  double extra = fp8["memory_per_rank"]["params"].get<double>() - bf16["memory_per_rank"]["params"].get<double>();
+  double parameters = bf16["total_params"].get<double>();
+  EXPECT_GT(extra, 1.6 * parameters);
+  EXPECT_LT(extra, 2.02 * parameters);
+}
+
+// ZeRO-1 shards the AdamW moments over dp and keeps the fp32 master whole on every rank: dp 2 plans half the
+// optimizer state of one rank and the same parameters (bf16 copy and fp32 master: 6 bytes each) and gradients.
+TEST(HaiTrainDryRunTest, ZeroOneHalvesTheMomentsAtDpTwoAndKeepsTheMasterWhole) {
+  std::string config = "--config " + shipped_config("bench_moe_1p7b.yaml") + " --set precision.mode=bf16" +
+                       " --set optimizer.moment_dtype=fp32";
+  nlohmann::json one = dry_run(config + " --set train.global_batch_size=8");
+  nlohmann::json two = dry_run(config + " --set train.global_batch_size=8 --world-size 2");
+  ASSERT_EQ(two["layout"]["dp"], 2);
+  EXPECT_EQ(two["memory_per_rank"]["params"], one["memory_per_rank"]["params"]);
+  EXPECT_EQ(two["memory_per_rank"]["grads"], one["memory_per_rank"]["grads"]);
+  double parameters = one["total_params"].get<double>();
+  EXPECT_EQ(one["memory_per_rank"]["params"].get<double>(), 6 * parameters);
+  EXPECT_EQ(one["memory_per_rank"]["optimizer"].get<double>(), 8 * parameters);  // two fp32 moments
+  EXPECT_NEAR(two["memory_per_rank"]["optimizer"].get<double>(), 4 * parameters, 8.0);  // halves, to a rounding
 }
 
 }  // namespace
