@@ -13,16 +13,6 @@
 #include "model/parameters.h"
 
 namespace hai {
-namespace {
-
-// The FP8 copy of the up_proj weight of the layer's first local routed expert: defined in precision.mode fp8.
-const Fp8Weight& first_expert_fp8(const ParameterStore& store, int64_t layer, const ExpertExchange* experts) {
-  int64_t expert = experts ? experts->first_local_expert() : 0;
-  return store[fmt::format("{}mlp.experts.{}.up_proj.weight", layer_prefix(layer), expert)].fp8;
-}
-
-}  // namespace
-
 MoeLayer::MoeLayer(const ModelConfig& config, const ParameterStore& store, int64_t layer, ExpertExchange* experts)
     : routed_experts_(config.moe.routed_experts),
       experts_per_token_(config.moe.experts_per_token),
@@ -33,8 +23,8 @@ MoeLayer::MoeLayer(const ModelConfig& config, const ParameterStore& store, int64
       gate_(&store[layer_prefix(layer) + "mlp.gate.weight"]),
       bias_(&store[layer_prefix(layer) + "mlp.gate.e_score_correction_bias"]),
       exchange_(experts),
-      fp8_dispatch_(first_expert_fp8(store, layer, experts).defined()),
-      fp8_pow2_scales_(first_expert_fp8(store, layer, experts).pow2_activation_scales),
+      fp8_dispatch_(store.fp8_options().enabled),
+      fp8_pow2_scales_(store.fp8_options().pow2_activation_scales),
       experts_(store, layer_prefix(layer) + "mlp.experts.", experts ? experts->local_experts() : routed_experts_,
                experts ? experts->first_local_expert() : 0) {
   HAI_CHECK(!experts || experts->routed_experts() == routed_experts_,

@@ -64,7 +64,8 @@ Tensor flat_slice(const Tensor& buffer, int64_t offset, Shape shape) {
 
 ParameterStore::ParameterStore(std::vector<ParameterSpec> specs, Device device, DType compute_dtype,
                                Fp8WeightOptions fp8)
-    : values_(Shape{total_numel(specs)}, DType::f32, device),
+    : fp8_options_(fp8),
+      values_(Shape{total_numel(specs)}, DType::f32, device),
       grads_(Shape{trainable_numel(specs)}, DType::f32, device) {
   if (compute_dtype != DType::f32) compute_values_ = OwnedTensor(values_.shape(), compute_dtype, device);
   Tensor compute_buffer = compute_dtype == DType::f32 ? values() : compute_values_.tensor();

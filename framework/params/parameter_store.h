@@ -63,6 +63,9 @@ class ParameterStore {
 
   const Parameter& operator[](const std::string& name) const;
   const std::vector<Parameter>& parameters() const { return parameters_; }
+  // Whether FP8 training is on (FP8 copies kept) and how activations are scaled, for layers that quantise without
+  // an FP8 weight of their own (the routed rows before the experts).
+  const Fp8WeightOptions& fp8_options() const { return fp8_options_; }
   Tensor values() const { return values_.tensor(); }  // [N] fp32, every parameter
   Tensor grads() const { return grads_.tensor(); }    // [N_trainable] fp32
   // [N] the compute dtype, every parameter; undefined in fp32 (the values are the compute copy). An optimizer
@@ -72,6 +75,7 @@ class ParameterStore {
 
  private:
   std::vector<Parameter> parameters_;
+  Fp8WeightOptions fp8_options_;
   std::unordered_map<std::string, size_t> index_by_name_;
   OwnedTensor values_;
   OwnedTensor grads_;
