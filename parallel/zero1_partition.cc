@@ -43,10 +43,18 @@ Zero1Partition::Zero1Partition(ParameterStore& store, int64_t layout_begin, int6
     value_begin_ = std::min(value_begin_, segment.value_offset);
     value_end_ = std::max(value_end_, segment.value_offset + segment.numel);
   }
+  gathers_in_place_ = sharded() && !padded() && values_follow_gradients();
   if (!sharded() || !padded()) return;
   Device device = store.grads().device();
   staging_ = zero_tensor(Shape{shard_.chunk * group.size()}, DType::f32, device);
   reduced_grads_ = zero_tensor(Shape{shard_.chunk}, DType::f32, device);
+}
+
+bool Zero1Partition::values_follow_gradients() const {
+  for (const ShardSegment& segment : all_segments_) {
+    if (segment.value_offset - value_begin_ != segment.grad_offset - layout_begin_) return false;
+  }
+  return value_end_ - value_begin_ == shard_.total;
 }
 
 bool Zero1Partition::padded() const { return shard_.chunk * group_.size() != shard_.total; }
@@ -106,6 +114,13 @@ void Zero1Partition::gather_master_values() {
 }
 
 void Zero1Partition::gather(const Tensor& source) {
+  int64_t own_chunk = group_.rank() * shard_.chunk;
+  if (gathers_in_place_) {
+    Tensor range = source.slice(value_begin_, value_end_);  // [chunk * size]
+    group_.all_gather(range, range.slice(own_chunk, own_chunk + shard_.chunk));
+    group_.join_side_stream();
+    return;
+  }
   // NOTE: unpadded, the store's gradients of the range carry the values: the step has consumed them. A 16-bit
   // source uses the first half of their bytes.
   Tensor range = padded_range();                                               // [chunk * size] fp32
@@ -117,7 +132,6 @@ void Zero1Partition::gather(const Tensor& source) {
   for (const ShardSegment& segment : own_segments_) {
     copy_tensor(staged(segment), source.slice(segment.value_offset, segment.value_offset + segment.numel));
   }
-  int64_t own_chunk = group_.rank() * shard_.chunk;
   group_.all_gather(staging, staging.slice(own_chunk, own_chunk + shard_.chunk));
   group_.join_side_stream();
   for (const ShardSegment& segment : all_segments_) {

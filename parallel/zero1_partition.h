@@ -20,6 +20,8 @@
 // fp32 values of the elements other ranks own are then stale until gather_master_values() all-gathers them
 // (between steps: it stages through the range's gradients). Every rank ends with bitwise the same compute copy
 // either way (the owner's rounding of the same value).
+// A range that needs no padding and whose values lie contiguous in the value buffer in gradient order (no
+// non-trainable parameter among them: the experts' ranges) all-gathers in place there, with no staging copies.
 
 #include <cstdint>
 #include <vector>
@@ -50,6 +52,7 @@ class Zero1Partition {
   void gather_values();
   void gather_master_values();
   bool gathers_compute_copy() const { return gather_compute_copy_; }
+  bool gathers_in_place() const { return gathers_in_place_; }
   void refresh_compute_copy();
 
   int64_t layout_begin() const { return layout_begin_; }
@@ -69,6 +72,8 @@ class Zero1Partition {
   bool padded() const;
   Tensor layout_grads() const;  // [shard().total] fp32: the range of the store's gradients
   Tensor padded_range() const;  // [chunk * group] fp32: staging_ when padded, else layout_grads()
+  // Whether the range's values are contiguous in gradient order (the constructor's rule above).
+  bool values_follow_gradients() const;
   // All-gathers the owned elements of `source` (the values [N] fp32 or their compute copy) into every rank's.
   void gather(const Tensor& source);
 
@@ -87,6 +92,7 @@ class Zero1Partition {
   OwnedTensor exp_avg_;
   OwnedTensor exp_avg_sq_;
   bool gather_compute_copy_ = false;
+  bool gathers_in_place_ = false;    // sharded, unpadded, values_follow_gradients()
   bool master_values_whole_ = true;  // false while other ranks' fp32 values are stale (gather_compute_copy_)
 };
 

@@ -192,6 +192,10 @@ TEST_F(Zero1World, GatheringTheComputeCopyGivesTheSameCopyAndTheValuesOnDemand) 
   ASSERT_EQ(halves.partitions().size(), 2u);
   EXPECT_FALSE(halves.partitions()[0].gathers_compute_copy());
   EXPECT_EQ(halves.partitions()[1].gathers_compute_copy(), size() > 1);  // unsharded, nothing is gathered
+  // The experts' 20 values follow their gradients and split evenly over 2 and 4 ranks: gathered in place; the
+  // dense range (19 elements, gate.bias among its values) is staged.
+  EXPECT_FALSE(halves.partitions()[0].gathers_in_place());
+  EXPECT_EQ(halves.partitions()[1].gathers_in_place(), size() > 1);
   for (int64_t step = 1; step <= 2; ++step) {
     for (ParameterStore* each : {&store, &reference_store}) testing::fill_rank_grads(*each, rank(), step);
     halves.clip(halves.reduce_gradients(), 1.5);
