@@ -23,7 +23,7 @@ int64_t dense_gradient_end(const ParameterStore& store) {
   }
   HAI_CHECK(dense_end <= expert_begin,
             "ZeRO-1 needs the dense gradients before the expert gradients (build the store from "
-            "dense_before_expert(specs))");
+            "zero1_store_order(specs))");
   return dense_end;
 }
 
@@ -83,9 +83,11 @@ std::vector<BucketRange> gradient_bucket_ranges(const ParameterStore& store, con
   return ranges;
 }
 
-std::vector<ParameterSpec> dense_before_expert(std::vector<ParameterSpec> specs) {
-  std::stable_partition(specs.begin(), specs.end(),
-                        [](const ParameterSpec& spec) { return spec.group == ParameterGroup::dense; });
+std::vector<ParameterSpec> zero1_store_order(std::vector<ParameterSpec> specs) {
+  std::stable_partition(specs.begin(), specs.end(), [](const ParameterSpec& spec) { return spec.trainable; });
+  std::stable_partition(specs.begin(), specs.end(), [](const ParameterSpec& spec) {
+    return spec.trainable && spec.group == ParameterGroup::dense;
+  });
   return specs;
 }
 

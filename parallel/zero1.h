@@ -1,6 +1,6 @@
 #pragma once
 // Zero1Optimizer: AdamW with its state sharded over the data-parallel groups (ZeRO stage 1). The store lays out
-// the gradients of the dense parameters before those of the expert parameters (dense_before_expert); each range
+// the gradients of the dense parameters before those of the expert parameters (zero1_store_order); each range
 // is cut into partitions (zero1_partition.h) by gradient bucket (below): dense ones over the DP group, expert ones
 // over the expert-DP group (the ranks holding the same experts), all averaged over the dp ranks of the global
 // batch. The partitions communicate on side-stream duplicates of the groups (Communicator::side_stream_duplicate),
@@ -43,8 +43,10 @@
 
 namespace hai {
 
-// The specs in the order ZeRO-1 needs: every dense parameter, then every expert parameter, each in given order.
-std::vector<ParameterSpec> dense_before_expert(std::vector<ParameterSpec> specs);
+// The specs in the order ZeRO-1 needs: every trainable dense parameter, then every expert parameter, then the
+// non-trainable ones, each in given order. NOTE: with the non-trainable values (the routing biases) last, each
+// bucket's values lie contiguous in gradient order, so its partition all-gathers in place (zero1_partition.h).
+std::vector<ParameterSpec> zero1_store_order(std::vector<ParameterSpec> specs);
 
 // The gradient bucket of a parameter: the parameters whose gradients the backward finishes together, announced by
 // Zero1Optimizer::gradients_final(bucket); kGradientsFinalAtEnd: final only when the backward is over.

@@ -108,16 +108,18 @@ TEST(Zero1, ANonFiniteGradientMakesTheNormNonFinite) {
   }
 }
 
-TEST(Zero1, DenseBeforeExpertKeepsTheOrderWithinEachGroup) {
-  std::vector<ParameterSpec> specs = dense_before_expert({
+TEST(Zero1, StoreOrderIsDenseThenExpertThenUntrainedKeepingTheOrderWithinEach) {
+  std::vector<ParameterSpec> specs = zero1_store_order({
       {"a", Shape{1}, ParameterGroup::expert},
+      {"bias", Shape{1}, ParameterGroup::dense, ParameterInit::zeros, false, false},
       {"b", Shape{1}, ParameterGroup::dense},
       {"c", Shape{1}, ParameterGroup::expert},
+      {"bias2", Shape{1}, ParameterGroup::dense, ParameterInit::zeros, false, false},
       {"d", Shape{1}, ParameterGroup::dense},
   });
   std::vector<std::string> names;
   for (const ParameterSpec& spec : specs) names.push_back(spec.name);
-  EXPECT_EQ(names, (std::vector<std::string>{"b", "d", "a", "c"}));
+  EXPECT_EQ(names, (std::vector<std::string>{"b", "d", "a", "c", "bias", "bias2"}));
 }
 
 TEST(Zero1, RefusesExpertGradientsBeforeDenseOnes) {
