@@ -1,5 +1,8 @@
 #include "apps/hai-bench/device_tensors.h"
 
+#include "framework/core/rng.h"
+#include "framework/device/cpu/parallel.h"
+
 namespace hai::bench {
 namespace {
 
@@ -20,6 +23,18 @@ OwnedTensor filled_device_tensor(Shape shape, DType dtype) {
     }
   }
   OwnedTensor device(shape, dtype, Device::cuda(0));
+  copy_tensor(device, host);
+  return device;
+}
+
+OwnedTensor normal_device_tensor(Shape shape, uint64_t seed) {
+  OwnedTensor host(shape, DType::f32);
+  float* values = host.data<float>();
+  CounterRng rng(seed, 0);
+  cpu::parallel_for(host.numel(), 16, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) values[i] = rng.normal(static_cast<uint64_t>(i));
+  });
+  OwnedTensor device(shape, DType::f32, Device::cuda(0));
   copy_tensor(device, host);
   return device;
 }

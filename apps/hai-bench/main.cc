@@ -1,6 +1,7 @@
 // hai-bench: op-level GPU benchmarks of the CUDA backend at a model's shapes (default configs/bench_moe_1p7b.yaml):
 // the dense linear GEMMs and a square 8192^3 GEMM (the cuBLASLt ceiling), causal attention forward and backward,
-// and the grouped expert GEMMs. Prints one JSON object on stdout and writes it to --out.
+// the grouped expert GEMMs, and the FP8 linear layers (GEMMs, quantisations, whole layers) against BF16. Prints one
+// JSON object on stdout and writes it to --out.
 // Exit codes: 0 all benchmarks ran, 1 some failed (their entries hold "error"), 2 no GPU or a bad config.
 
 #include <cuda_runtime.h>
@@ -16,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "apps/hai-bench/attention_bench.h"
+#include "apps/hai-bench/fp8_bench.h"
 #include "apps/hai-bench/gemm_bench.h"
 #include "apps/hai-bench/grouped_gemm_bench.h"
 #include "framework/config/config_error.h"
@@ -61,7 +63,7 @@ void run_section(nlohmann::json& result, const std::string& key, const std::func
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"hai-bench: GPU op benchmarks (GEMM, attention, grouped GEMM) at a model's shapes, as JSON"};
+  CLI::App app{"hai-bench: GPU op benchmarks (GEMM, attention, grouped GEMM, FP8) at a model's shapes, as JSON"};
   std::string config_path = "configs/bench_moe_1p7b.yaml";
   std::vector<std::string> overrides;
   std::string out_path;
@@ -105,6 +107,9 @@ int main(int argc, char** argv) {
                                        .v_head_dim = model.v_head_dim};
   run_section(result, "attention", [&] { return hai::bench::benchmark_attention(attention, timing); }, failures);
   run_section(result, "grouped_gemm", [&] { return hai::bench::benchmark_grouped_gemm(model, tokens, timing); },
+              failures);
+  bool pow2_scales = config.precision.fp8.pow2_scales;
+  run_section(result, "fp8", [&] { return hai::bench::benchmark_fp8_linears(model, tokens, pow2_scales, timing); },
               failures);
 
   std::string text = result.dump(2);
