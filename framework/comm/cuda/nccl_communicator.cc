@@ -264,11 +264,7 @@ std::unique_ptr<Communicator> NcclCommunicator::side_stream_duplicate() {
 void NcclCommunicator::move_to_side_stream() {
   HAI_CUDA_CHECK(cudaSetDevice(device_.index));
   cudaStream_t stream = nullptr;
-  // NOTE: the highest priority: the collective's blocks are scheduled ahead of the compute stream's waiting ones,
-  // so that it progresses beside the GEMMs it overlaps instead of waiting for free multiprocessors.
-  int lowest = 0, highest = 0;
-  HAI_CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&lowest, &highest));
-  HAI_CUDA_CHECK(cudaStreamCreateWithPriority(&stream, cudaStreamNonBlocking, highest));
+  HAI_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   HAI_CUDA_CHECK(cudaEventCreateWithFlags(&compute_mark_, cudaEventDisableTiming));
   HAI_CUDA_CHECK(cudaEventCreateWithFlags(&side_mark_, cudaEventDisableTiming));
   compute_stream_ = options_.stream;

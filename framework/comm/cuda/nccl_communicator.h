@@ -21,8 +21,7 @@
 //   the messages in another order than they were sent, and NCCL matches them in posting order. On the GPU, pair
 //   the sends and receives of an exchange in a group instead.
 // - barrier() waits on the host for this communicator's queued work, then for every rank (MPI_Barrier).
-// - side_stream_duplicate(): a second NCCL communicator of the same ranks whose operations queue on a non-blocking,
-//   highest-priority
+// - side_stream_duplicate(): a second NCCL communicator of the same ranks whose operations queue on a non-blocking
 //   stream of its own, each after an event of this one's stream; join_side_stream() orders this stream after them.
 // - Watchdog (runtime.collective_timeout_s): every operation is watched on the GPU (queued_operation_watchdog.h).
 //   One still unfinished `collective_timeout` after it was queued, or an asynchronous NCCL error, is logged as
