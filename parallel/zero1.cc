@@ -98,7 +98,6 @@ Zero1Optimizer::Zero1Optimizer(ParameterStore& store, const OptimizerConfig& con
       dp_(dp),
       dp_side_(dp.size() > 1 ? dp.side_stream_duplicate() : nullptr),
       expert_dp_side_(&expert_dp != &dp && expert_dp.size() > 1 ? expert_dp.side_stream_duplicate() : nullptr),
-      gather_under_forward_(options.gather_under_forward),
       untrained_values_(untrained_value_ranges(store)) {
   int64_t dense_end = dense_gradient_end(store);
   Communicator& dense_group = dp_side_ ? *dp_side_ : dp;
@@ -136,7 +135,6 @@ std::vector<Tensor> Zero1Optimizer::shard_grads() const {
 }
 
 double Zero1Optimizer::reduce_gradients() {
-  join_gathers();
   gradient_scale_ = 1.0f;
   for (size_t i = 0; i < partitions_.size(); ++i) {
     if (!reducing_[i]) partitions_[i].start_reduction();
@@ -162,35 +160,16 @@ void Zero1Optimizer::step(float lr, int64_t step_number) {
   settings.eps = static_cast<float>(config_.eps);
   settings.weight_decay = static_cast<float>(config_.weight_decay);
   settings.step = step_number;
-  join_gathers();
-  mark_phase(profiler_, "optimizer.adamw");
-  for (Zero1Partition& partition : partitions_) partition.step(settings, gradient_scale_);
-  mark_phase(profiler_, "optimizer.parameter_all_gather");
   for (Zero1Partition& partition : partitions_) {
-    if (!gathers_under_forward(partition)) partition.gather_values();
+    mark_phase(profiler_, "optimizer.adamw");
+    partition.step(settings, gradient_scale_);
+    mark_phase(profiler_, "optimizer.parameter_all_gather");
+    partition.gather_values();
   }
   mark_phase(profiler_, "optimizer.compute_copy_refresh");
   for (Zero1Partition& partition : partitions_) partition.refresh_compute_copy();
   for (const ValueRange& range : untrained_values_) store_.refresh_compute_copy(range.begin, range.end);
   store_.refresh_fp8_copies();
-  // NOTE: last, so that the joins above do not wait for them (a side stream runs its work in queued order).
-  for (Zero1Partition& partition : partitions_) {
-    if (gathers_under_forward(partition)) partition.start_gather();
-  }
-}
-
-bool Zero1Optimizer::gathers_under_forward(const Zero1Partition& partition) const {
-  return gather_under_forward_ && partition.can_gather_under_forward();
-}
-
-void Zero1Optimizer::parameters_needed(int bucket) {
-  for (size_t i = 0; i < partitions_.size(); ++i) {
-    if (partition_buckets_[i] == bucket) partitions_[i].join_gather();
-  }
-}
-
-void Zero1Optimizer::join_gathers() {
-  for (Zero1Partition& partition : partitions_) partition.join_gather();
 }
 
 void Zero1Optimizer::gather_master_values() {

@@ -22,11 +22,7 @@
 //      every rank of its group and rounds their compute copy (unsharded partitions wrote it in the fused step);
 //      the compute copy of the non-trainable values (the routing biases, which the model moves after the step) is
 //      rounded too, so the whole copy stays what a full refresh at this point gives; last the FP8 weight copies are
-//      quantised. With gather_under_forward (Zero1Options), the partitions that all-gather their compute copy in
-//      place (zero1_partition.h: the experts') start their gathers last and leave them running:
-//   4. parameters_needed(bucket), during the next forward pass, before the model reads the bucket's weights:
-//      the compute stream waits for that bucket's gathers (a later step(), reduce_gradients() or
-//      gather_master_values() waits for any left).
+//      quantised.
 // Optimizer memory falls as 1/dp for dense parameters and 1/expert-dp for experts. The FP32 values stay whole on
 // every rank (the ParameterStore, which holds only this rank's experts), except in partitions that all-gather their
 // compute copy (Zero1Options), until gather_master_values(). Every element is reduced and updated by
@@ -65,9 +61,6 @@ struct Zero1Options {
   // until gather_master_values().
   std::function<bool(const ParameterSpec&)> reads_fp32_value;
   bool whole_values_every_step = false;  // all-gather fp32 values every step (an EMA of the values reads them)
-  // Leave the in-place compute-copy gathers running after step(), for parameters_needed() to join (the caller's
-  // model then calls it before it reads each bucket's weights: DeepseekV3Model::set_parameters_needed).
-  bool gather_under_forward = false;
 };
 
 // A run of the gradient layout whose trainable parameters share a bucket.
@@ -112,8 +105,6 @@ class Zero1Optimizer {
   // One AdamW update of the shards with learning rate `lr` (step_number counts from 1), then the all-gathers and
   // the refresh of the compute and FP8 copies.
   void step(float lr, int64_t step_number);
-  // Makes the compute stream wait for the gathers of `bucket` that step() left running (step 4 above).
-  void parameters_needed(int bucket);
   // Makes every rank's fp32 values whole again where step() gathered only the compute copy (Zero1Options);
   // call between steps before reading values of parameters this rank does not own (a checkpoint, the end of a
   // run). Collective over the groups.
@@ -128,8 +119,6 @@ class Zero1Optimizer {
 
  private:
   std::vector<Tensor> shard_grads() const;  // the non-empty shards' gradients
-  bool gathers_under_forward(const Zero1Partition& partition) const;
-  void join_gathers();  // every gather step() left running
 
   ParameterStore& store_;
   OptimizerConfig config_;
@@ -139,7 +128,6 @@ class Zero1Optimizer {
   std::vector<Zero1Partition> partitions_;
   std::vector<int> partition_buckets_;  // the bucket of each partition
   std::vector<bool> reducing_;          // whether each partition's reduction started this step
-  bool gather_under_forward_ = false;   // Zero1Options::gather_under_forward
   std::vector<ValueRange> untrained_values_;  // the non-trainable parameters' values, contiguous runs merged
   OwnedTensor norm_scratch_;                  // grad_norm_squared's scratch for shard_grads()
   float gradient_scale_ = 1.0f;               // what step() multiplies the gradients by (set by clip())

@@ -107,36 +107,18 @@ void Zero1Partition::gather_values() {
   }
 }
 
-void Zero1Partition::start_gather() {
-  HAI_CHECK(can_gather_under_forward(), "ZeRO-1: only an in-place gather of the compute copy can be deferred");
-  gather(store_.compute_values(), /*deferred=*/true);
-  master_values_whole_ = false;
-  gather_pending_ = true;
-}
-
-void Zero1Partition::join_gather() {
-  if (!gather_pending_) return;
-  group_.join_side_stream_mark(gathered_.get());
-  gather_pending_ = false;
-}
-
 void Zero1Partition::gather_master_values() {
-  join_gather();
   if (master_values_whole_) return;
   gather(store_.values());
   master_values_whole_ = true;
 }
 
-void Zero1Partition::gather(const Tensor& source, bool deferred) {
+void Zero1Partition::gather(const Tensor& source) {
   int64_t own_chunk = group_.rank() * shard_.chunk;
   if (gathers_in_place_) {
     Tensor range = source.slice(value_begin_, value_end_);  // [chunk * size]
     group_.all_gather(range, range.slice(own_chunk, own_chunk + shard_.chunk));
-    if (deferred) {
-      group_.mark_side_stream(gathered_);
-    } else {
-      group_.join_side_stream();
-    }
+    group_.join_side_stream();
     return;
   }
   // NOTE: unpadded, the store's gradients of the range carry the values: the step has consumed them. A 16-bit

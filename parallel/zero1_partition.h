@@ -22,12 +22,8 @@
 // either way (the owner's rounding of the same value).
 // A range that needs no padding and whose values lie contiguous in the value buffer in gradient order (no
 // non-trainable parameter among them: the experts' ranges) all-gathers in place there, with no staging copies.
-// Such a range that gathers its compute copy may also leave the gather running (start_gather()) beside later
-// compute-stream work, until join_gather() makes the compute stream wait for it: the next forward pass joins each
-// layer's gather before the layer reads its weights (zero1.h), so the all-gather hides under the forward.
 
 #include <cstdint>
-#include <memory>
 #include <vector>
 
 #include "framework/comm/communicator.h"
@@ -54,11 +50,6 @@ class Zero1Partition {
   // elements of parameters that ask for weight decay.
   void step(const AdamWSettings& settings, float gradient_scale);
   void gather_values();
-  // The deferred form of gather_values(), for a partition that can_gather_under_forward(); join_gather() is a
-  // no-op when no gather is pending.
-  bool can_gather_under_forward() const { return gathers_in_place_ && gather_compute_copy_; }
-  void start_gather();
-  void join_gather();
   void gather_master_values();
   bool gathers_compute_copy() const { return gather_compute_copy_; }
   bool gathers_in_place() const { return gathers_in_place_; }
@@ -83,9 +74,8 @@ class Zero1Partition {
   Tensor padded_range() const;  // [chunk * group] fp32: staging_ when padded, else layout_grads()
   // Whether the range's values are contiguous in gradient order (the constructor's rule above).
   bool values_follow_gradients() const;
-  // All-gathers the owned elements of `source` (the values [N] fp32 or their compute copy) into every rank's;
-  // in place and `deferred`: left running, marked in gathered_.
-  void gather(const Tensor& source, bool deferred = false);
+  // All-gathers the owned elements of `source` (the values [N] fp32 or their compute copy) into every rank's.
+  void gather(const Tensor& source);
 
   ParameterStore& store_;
   int64_t layout_begin_;
@@ -103,8 +93,6 @@ class Zero1Partition {
   OwnedTensor exp_avg_sq_;
   bool gather_compute_copy_ = false;
   bool gathers_in_place_ = false;    // sharded, unpadded, values_follow_gradients()
-  std::unique_ptr<SideStreamMark> gathered_;  // where a deferred gather ends on the group's side stream
-  bool gather_pending_ = false;               // a deferred gather not joined yet
   bool master_values_whole_ = true;  // false while other ranks' fp32 values are stale (gather_compute_copy_)
 };
 
