@@ -174,12 +174,15 @@ void DeepseekV3Model::backward(Pass& pass, float grad_scale, const GradientsFina
     mtp_[depth]->backward_weight(pass.mtp[depth]);
     finished(layer_bucket(config_.num_layers + static_cast<int64_t>(depth)));
   }
+  // NOTE: the embedding's gradient is complete after the MTP modules' (their embeddings') and the input's: announced
+  // here, it reduces under the decoder layers' weight gradients.
+  mark_phase(profiler_, "backward_weight.embedding");
+  embedding_backward(store_["model.embed_tokens.weight"].grad, d_hidden, pass.inputs);
+  finished(kEmbeddingBucket);
   for (size_t layer = 0; layer < layers_.size(); ++layer) {
     layers_[layer]->backward_weight(pass.layers[layer]);
     finished(layer_bucket(static_cast<int64_t>(layer)));
   }
-  mark_phase(profiler_, "backward_weight.embedding");
-  embedding_backward(store_["model.embed_tokens.weight"].grad, d_hidden, pass.inputs);
 }
 
 CountedTokens DeepseekV3Model::train_micro_batch(const Tensor& tokens, float grad_scale, const Tensor& loss_sums,

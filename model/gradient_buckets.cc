@@ -6,6 +6,7 @@ namespace hai {
 
 int gradient_bucket(std::string_view parameter_name) {
   if (parameter_name == "model.norm.weight" || parameter_name == "lm_head.weight") return kHeadBucket;
+  if (parameter_name == "model.embed_tokens.weight") return kEmbeddingBucket;
   constexpr std::string_view kLayers = "model.layers.";
   if (!parameter_name.starts_with(kLayers)) return kGradientsFinalAtEnd;
   std::string_view rest = parameter_name.substr(kLayers.size());

@@ -5,11 +5,12 @@
 // of the backward. In the order the backward finishes them:
 //   kHeadBucket:        the final norm and the output head (the head's weight gradient is made in the forward,
 //                       chunk by chunk; the norm's at the start of the backward);
+//   kEmbeddingBucket:   the embedding, after the MTP modules' weight gradients (their embeddings' contributions)
+//                       and the input embedding's, before the decoder layers' weight gradients;
 //   layer_bucket(l):    the parameters named "model.layers.<l>." (decoder layer l; MTP module k is layer
 //                       num_layers + k - 1), after the layer's weight gradients: MTP modules first, then the
 //                       decoder layers from the first;
-//   kGradientsFinalAtEnd: the embedding (its last contribution, the input embedding's, is the backward's last
-//                       work) and anything else.
+//   kGradientsFinalAtEnd: anything else (none of the model's parameters).
 
 #include <functional>
 #include <string_view>
@@ -19,6 +20,7 @@
 namespace hai {
 
 constexpr int kHeadBucket = 0;
+constexpr int kEmbeddingBucket = -2;
 constexpr int layer_bucket(int64_t layer) { return 1 + static_cast<int>(layer); }
 
 // The bucket of a parameter of deepseek_v3_parameters() by its name.
