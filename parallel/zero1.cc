@@ -83,11 +83,12 @@ std::vector<BucketRange> gradient_bucket_ranges(const ParameterStore& store, con
   return ranges;
 }
 
-std::vector<ParameterSpec> zero1_store_order(std::vector<ParameterSpec> specs) {
+std::vector<ParameterSpec> zero1_store_order(std::vector<ParameterSpec> specs,
+                                             const std::function<bool(const ParameterSpec&)>& reads_fp32_value) {
+  auto dense = [](const ParameterSpec& spec) { return spec.trainable && spec.group == ParameterGroup::dense; };
   std::stable_partition(specs.begin(), specs.end(), [](const ParameterSpec& spec) { return spec.trainable; });
-  std::stable_partition(specs.begin(), specs.end(), [](const ParameterSpec& spec) {
-    return spec.trainable && spec.group == ParameterGroup::dense;
-  });
+  auto experts = std::stable_partition(specs.begin(), specs.end(), dense);
+  if (reads_fp32_value) std::stable_partition(specs.begin(), experts, reads_fp32_value);
   return specs;
 }
 

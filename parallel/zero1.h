@@ -43,10 +43,13 @@
 
 namespace hai {
 
-// The specs in the order ZeRO-1 needs: every trainable dense parameter, then every expert parameter, then the
-// non-trainable ones, each in given order. NOTE: with the non-trainable values (the routing biases) last, each
-// bucket's values lie contiguous in gradient order, so its partition all-gathers in place (zero1_partition.h).
-std::vector<ParameterSpec> zero1_store_order(std::vector<ParameterSpec> specs);
+// The specs in the order ZeRO-1 needs: every trainable dense parameter (those the model reads in fp32 first, when
+// reads_fp32_value is given), then every expert parameter, then the non-trainable ones, each in given order.
+// NOTE: with the non-trainable values (the routing biases) last, each bucket's values lie contiguous in gradient
+// order, so its partition all-gathers in place (zero1_partition.h); with the fp32-read ones (norms, the MoE gate,
+// the embedding) apart, the rest of each dense bucket forms a partition that gathers its 16-bit compute copy.
+std::vector<ParameterSpec> zero1_store_order(std::vector<ParameterSpec> specs,
+                                             const std::function<bool(const ParameterSpec&)>& reads_fp32_value = {});
 
 // The gradient bucket of a parameter: the parameters whose gradients the backward finishes together, announced by
 // Zero1Optimizer::gradients_final(bucket); kGradientsFinalAtEnd: final only when the backward is over.

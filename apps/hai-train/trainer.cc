@@ -32,14 +32,14 @@ DType compute_dtype(PrecisionMode mode) {
   HAI_THROW("unknown precision.mode {}", static_cast<int>(mode));
 }
 
-// The store of EP rank `ep_rank`: the dense parameters, then its routed experts, then the routing biases (the
-// order ZeRO-1 needs).
+// The store of EP rank `ep_rank`: the dense parameters (those read in fp32 first), then its routed experts, then
+// the routing biases (the order ZeRO-1 needs).
 ParameterStore make_store(const Config& config, int ep_rank, Device device) {
   Fp8WeightOptions fp8{.enabled = config.precision.mode == PrecisionMode::fp8,
                        .pow2_activation_scales = config.precision.fp8.pow2_scales};
   int ep = static_cast<int>(config.parallel.ep);
   std::vector<ParameterSpec> specs = expert_parallel_parameters(config.model, ep_rank, ep);
-  ParameterStore store(zero1_store_order(std::move(specs)), device, compute_dtype(config.precision.mode), fp8);
+  ParameterStore store(zero1_store_order(std::move(specs), reads_fp32_value), device, compute_dtype(config.precision.mode), fp8);
   store.initialize(static_cast<uint64_t>(config.train.seed), config.model.init_std);
   store.refresh_compute_copy();
   return store;

@@ -120,6 +120,11 @@ TEST(Zero1, StoreOrderIsDenseThenExpertThenUntrainedKeepingTheOrderWithinEach) {
   std::vector<std::string> names;
   for (const ParameterSpec& spec : specs) names.push_back(spec.name);
   EXPECT_EQ(names, (std::vector<std::string>{"b", "d", "a", "c", "bias", "bias2"}));
+  names.clear();
+  for (const ParameterSpec& spec : zero1_store_order(specs, [](const ParameterSpec& spec) { return spec.name == "d"; })) {
+    names.push_back(spec.name);
+  }
+  EXPECT_EQ(names, (std::vector<std::string>{"d", "b", "a", "c", "bias", "bias2"}));
 }
 
 TEST(Zero1, RefusesExpertGradientsBeforeDenseOnes) {
