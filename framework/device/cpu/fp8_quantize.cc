@@ -20,10 +20,15 @@ struct TileBounds {
         col_end(std::min(cols, (tile_col + 1) * tile.cols)) {}
 };
 
+// NOTE: a comparison, not std::fmax: fmax returns NaN for a signalling NaN (IEEE 754-2008 maxNum), and the rule
+// (framework/device/fp8_quantize.h) ignores every NaN, as the GPU's fmaxf does.
 float tile_amax(const float* x, int64_t cols, const TileBounds& bounds) {
   float amax = 0.0f;
   for (int64_t r = bounds.row_begin; r < bounds.row_end; ++r) {
-    for (int64_t c = bounds.col_begin; c < bounds.col_end; ++c) amax = std::fmax(amax, std::fabs(x[r * cols + c]));
+    for (int64_t c = bounds.col_begin; c < bounds.col_end; ++c) {
+      float magnitude = std::fabs(x[r * cols + c]);
+      if (magnitude > amax) amax = magnitude;
+    }
   }
   return amax;
 }

@@ -64,6 +64,17 @@ TEST(Fp8Quantize, AmaxOf448GivesScaleOne) {
             (std::vector<float>{448.0f, 1.0f, -2.5f, 0.3125f}));
 }
 
+// Every NaN is left out of a tile's amax, a signalling one too (std::fmax would return NaN for it).
+TEST(Fp8Quantize, NansAreIgnoredInTheTileMax) {
+  OwnedTensor x = matrix(1, 4, {-1.0f, 224.0f, std::bit_cast<float>(0x7f800001u),
+                                std::numeric_limits<float>::quiet_NaN()});
+  RoundTrip trip(kLayouts[0], x, false);
+  EXPECT_EQ(trip.scales.data<float>()[0], 0.5f);  // 224 / 448
+  EXPECT_EQ(trip.q.data<e4m3>()[1].bits, 0x7e);   // 448
+  EXPECT_EQ(trip.q.data<e4m3>()[2].bits, 0x7f);   // every NaN quantises to 0x7f
+  EXPECT_EQ(trip.q.data<e4m3>()[3].bits, 0x7f);
+}
+
 TEST(Fp8Quantize, ScaleIsAmaxOver448) {
   OwnedTensor x = matrix(1, 3, {896.0f, 3.0f, -0.5f});
   RoundTrip trip(kLayouts[0], x, false);

@@ -26,10 +26,9 @@ int64_t tiles(int64_t extent) { return (extent + 127) / 128; }
 
 // [rows, cols] values over many binades (tile scales differ, many quotients land in e4m3's subnormals; each tile's
 // largest magnitude divides to about 448, where e4m3 saturates), with specials: zeros of both signs, fp32
-// subnormals, infinities, quiet NaNs of both signs and with a payload (wrapped into small matrices), and where the
-// matrix has them, an all-zero last row, a row with no number at all, an all-zero 128x128 tile and a tile whose
-// amax is below 1e-4 (clamped scale). NOTE: no signalling NaN: glibc's fmaxf returns NaN for one (IEEE 754-2008
-// maxNum), so the CPU's amax does not ignore it as framework/device/fp8_quantize.h says, while the GPU's does.
+// subnormals, infinities, quiet NaNs of both signs and with a payload and a signalling NaN (wrapped into small
+// matrices), and where the matrix has them, an all-zero last row, a row with no number at all, an all-zero 128x128
+// tile and a tile whose amax is below 1e-4 (clamped scale).
 OwnedTensor awkward_matrix(int64_t rows, int64_t cols) {
   OwnedTensor x(Shape{rows, cols}, DType::f32);
   CounterRng rng(21, 0);
@@ -53,6 +52,7 @@ OwnedTensor awkward_matrix(int64_t rows, int64_t cols) {
   at(3, 3) = std::numeric_limits<float>::quiet_NaN();
   at(4, 4) = std::bit_cast<float>(0xffc00000u);  // negative quiet NaN
   at(5, 5) = std::bit_cast<float>(0x7fc01234u);  // quiet NaN with a payload
+  at(6, 6) = std::bit_cast<float>(0x7f800001u);  // signalling NaN
   if (rows > 10) {
     for (int64_t c = 0; c < cols; ++c) at(rows - 1, c) = 0.0f;
     for (int64_t c = 0; c < cols; ++c) at(10, c) = std::bit_cast<float>(0xffc00000u);
