@@ -179,7 +179,9 @@ void DeepseekV3Model::backward(Pass& pass, float grad_scale, const GradientsFina
   mark_phase(profiler_, "backward_weight.embedding");
   embedding_backward(store_["model.embed_tokens.weight"].grad, d_hidden, pass.inputs);
   finished(kEmbeddingBucket);
-  for (size_t layer = 0; layer < layers_.size(); ++layer) {
+  // NOTE: the last layer first, so that the bucket whose reduction is left after the backward is the first layer's
+  // (with first_dense_layers, a dense one: far fewer parameters than a MoE layer's experts).
+  for (size_t layer = layers_.size(); layer-- > 0;) {
     layers_[layer]->backward_weight(pass.layers[layer]);
     finished(layer_bucket(static_cast<int64_t>(layer)));
   }

@@ -8,8 +8,8 @@
 //   kEmbeddingBucket:   the embedding, after the MTP modules' weight gradients (their embeddings' contributions)
 //                       and the input embedding's, before the decoder layers' weight gradients;
 //   layer_bucket(l):    the parameters named "model.layers.<l>." (decoder layer l; MTP module k is layer
-//                       num_layers + k - 1), after the layer's weight gradients: MTP modules first, then the
-//                       decoder layers from the first;
+//                       num_layers + k - 1), after the layer's weight gradients: MTP modules first (before the
+//                       embedding), then the decoder layers from the last to the first;
 //   kGradientsFinalAtEnd: anything else (none of the model's parameters).
 
 #include <functional>
