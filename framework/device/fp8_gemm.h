@@ -13,8 +13,9 @@
 //
 // The CPU reference dequantises both operands exactly and runs the fp32 GEMM (framework/device/gemm.h). The CUDA
 // path runs cuBLASLt with per-128 (VEC128_32F) and per-128x128 (BLK128x128_32F) scale modes, which promotes its
-// partial sums to fp32 at least every 128 products; it needs K a multiple of 128 and M, N multiples of 16. Other
-// shapes (small models: the tiny config's K = 64) take the reference's path on the GPU: dequantise, fp32 GEMM.
+// partial sums to fp32 at least every 128 products; it needs M, N multiples of 16, and a K that is not a multiple
+// of 128 is zero-padded to one (the scales are unchanged). Other shapes take the reference's path on the GPU:
+// dequantise, fp32 GEMM.
 // cuBLASLt does not read our row-major scale tensors as they are: it wants 1x128 scales transposed
 // ([ceil(K / 128), rows], rows fastest) and 128x128 scales with their row stride rounded up to 4 floats. The CUDA
 // launcher rewrites both into that layout (a small kernel, stream-ordered scratch) before each GEMM; callers keep

@@ -20,23 +20,40 @@ namespace {
 // blocks: a row stride of 3, not a multiple of 4) off by 3.6e5. PyTorch's _scaled_mm asks the same of the scales it
 // hands to cuBLASLt's blockwise modes (1x128: outer-dimension-major; 128x128: a 16-byte aligned row stride).
 // The launcher therefore rewrites both scale tensors into scratch from the stream-ordered pool before each GEMM.
+//
+// cuBLASLt's FP8 path needs K a multiple of 128; a K that is not (kv_a_proj_with_mqa's 320 in dgrad, the tiny
+// config's 64) is padded: both operands' values are copied into scratch with zero columns up to the next multiple
+// of 128. The zeros add nothing to the products, and the scales keep their shape: a partial last tile's scale
+// already comes from its real columns alone.
 
-// Floats from the stream-ordered pool, given back on the same stream after the work queued meanwhile.
-class ScaleScratch {
+// Bytes from the stream-ordered pool, given back on the same stream after the work queued meanwhile.
+class Scratch {
  public:
-  ScaleScratch(int64_t count, cudaStream_t stream) : stream_(stream) {
-    HAI_CUDA_CHECK(cudaMallocAsync(reinterpret_cast<void**>(&data_), static_cast<size_t>(count) * sizeof(float),
-                                   stream_));
+  Scratch(int64_t bytes, cudaStream_t stream) : stream_(stream) {
+    HAI_CUDA_CHECK(cudaMallocAsync(&data_, static_cast<size_t>(bytes), stream_));
   }
-  ~ScaleScratch() { cudaFreeAsync(data_, stream_); }  // NOTE: unchecked: a destructor must not throw
-  ScaleScratch(const ScaleScratch&) = delete;
-  ScaleScratch& operator=(const ScaleScratch&) = delete;
-  float* data() const { return data_; }
+  ~Scratch() { cudaFreeAsync(data_, stream_); }  // NOTE: unchecked: a destructor must not throw
+  Scratch(const Scratch&) = delete;
+  Scratch& operator=(const Scratch&) = delete;
+  void* data() const { return data_; }
 
  private:
-  float* data_ = nullptr;
+  void* data_ = nullptr;
   cudaStream_t stream_;
 };
+
+int64_t padded_k(int64_t k) { return (k + 127) / 128 * 128; }
+
+// padded [rows, padded_k(K)] e4m3 <- matrix.values [rows, K], zero columns from K on.
+Fp8Matrix padded_operand(const Scratch& padded, const Fp8Matrix& matrix, cudaStream_t stream) {
+  int64_t rows = matrix.values.size(0), k = matrix.values.size(1), width = padded_k(k);
+  HAI_CUDA_CHECK(cudaMemsetAsync(padded.data(), 0, static_cast<size_t>(rows * width), stream));
+  HAI_CUDA_CHECK(cudaMemcpy2DAsync(padded.data(), static_cast<size_t>(width), matrix.values.raw(),
+                                   static_cast<size_t>(k), static_cast<size_t>(k), static_cast<size_t>(rows),
+                                   cudaMemcpyDeviceToDevice, stream));
+  return {Tensor(padded.data(), Shape{rows, width}, DType::e4m3, matrix.values.device()), matrix.scales,
+          matrix.scaling};
+}
 
 // Where scale (r, c) of a matrix's row-major scale tensor goes in cuBLASLt's layout (above), and its size.
 struct CublasLtScaleLayout {
@@ -52,9 +69,10 @@ CublasLtScaleLayout cublaslt_scale_layout(const Fp8Matrix& matrix) {
 
 // scratch (cuBLASLt's layout) <- matrix.scales ([R, ceil(K / 128)] or [ceil(R / 128), ceil(K / 128)] row-major).
 // NOTE: the padding of a 128x128 layout stays uninitialised: it lies past K, where no product reads it.
-void write_cublaslt_scales(const ScaleScratch& scratch, const Fp8Matrix& matrix, const CublasLtScaleLayout& layout,
+void write_cublaslt_scales(const Scratch& scratch, const Fp8Matrix& matrix, const CublasLtScaleLayout& layout,
                            cudaStream_t stream) {
-  check_launch(kernels::copy_scales_strided(scratch.data(), matrix.scales.data<float>(), matrix.scales.size(0),
+  check_launch(kernels::copy_scales_strided(static_cast<float*>(scratch.data()), matrix.scales.data<float>(),
+                                            matrix.scales.size(0),
                                             matrix.scales.size(1), layout.row_stride, layout.column_stride, stream),
                "fp8_gemm scale layout");
 }
@@ -86,8 +104,8 @@ void set_attribute(const MatmulDescriptor& descriptor, cublasLtMatmulDescAttribu
 }
 
 // cuBLASLt's A scales (our B's, rewritten), its B scales (our A's).
-void set_scales(const MatmulDescriptor& descriptor, const GemmProblem& problem, const ScaleScratch& cublaslt_a,
-                const ScaleScratch& cublaslt_b) {
+void set_scales(const MatmulDescriptor& descriptor, const GemmProblem& problem, const Scratch& cublaslt_a,
+                const Scratch& cublaslt_b) {
   int32_t mode_a = problem.scale_mode_a, mode_b = problem.scale_mode_b;
   set_attribute(descriptor, CUBLASLT_MATMUL_DESC_A_SCALE_MODE, mode_a);
   set_attribute(descriptor, CUBLASLT_MATMUL_DESC_B_SCALE_MODE, mode_b);
@@ -99,19 +117,25 @@ void set_scales(const MatmulDescriptor& descriptor, const GemmProblem& problem, 
 
 }  // namespace
 
-bool fp8_gemm_supported(int64_t m, int64_t n, int64_t k) { return k % 128 == 0 && m % 16 == 0 && n % 16 == 0; }
+bool fp8_gemm_supported(int64_t m, int64_t n, int64_t k) { return k > 0 && m % 16 == 0 && n % 16 == 0; }
 
 void fp8_gemm(const Tensor& c, const Fp8Matrix& a, const Fp8Matrix& b, float beta, Stream stream) {
   cudaStream_t cuda_stream = prepare_launch(c.device(), stream);
   if (c.numel() == 0) return;
+  int64_t k = a.values.size(1);
+  HAI_CHECK(fp8_gemm_supported(c.size(0), c.size(1), k),
+            "fp8_gemm on CUDA needs M and N multiples of 16 and K > 0, got M {} N {} K {}", c.size(0), c.size(1), k);
+  if (k % 128 != 0) {
+    Scratch padded_a(a.values.size(0) * padded_k(k), cuda_stream);
+    Scratch padded_b(b.values.size(0) * padded_k(k), cuda_stream);
+    return cuda::fp8_gemm(c, padded_operand(padded_a, a, cuda_stream), padded_operand(padded_b, b, cuda_stream),
+                          beta, stream);
+  }
   GemmProblem problem = column_major_problem(c, a, b);
-  HAI_CHECK(fp8_gemm_supported(problem.n, problem.m, problem.k),
-            "fp8_gemm on CUDA needs K a multiple of 128 and M, N multiples of 16, got M {} N {} K {}", problem.n,
-            problem.m, problem.k);
-
   BlasLtContext& context = blaslt_context(c.device(), stream);
   CublasLtScaleLayout scale_layout_a = cublaslt_scale_layout(b), scale_layout_b = cublaslt_scale_layout(a);
-  ScaleScratch scales_a(scale_layout_a.count, cuda_stream), scales_b(scale_layout_b.count, cuda_stream);
+  Scratch scales_a(scale_layout_a.count * static_cast<int64_t>(sizeof(float)), cuda_stream),
+      scales_b(scale_layout_b.count * static_cast<int64_t>(sizeof(float)), cuda_stream);
   write_cublaslt_scales(scales_a, b, scale_layout_a, cuda_stream);
   write_cublaslt_scales(scales_b, a, scale_layout_b, cuda_stream);
   MatmulDescriptor descriptor(problem.transpose_a, problem.transpose_b);

@@ -114,10 +114,13 @@ TEST(Fp8GemmParity, TwoActivationsAccumulate) {
   check_fp8_gemm(256, 192, 640, Fp8Scaling::tile_1x128, 1.0f);
 }
 
-// Shapes cuBLASLt's FP8 path refuses (K not a multiple of 128, M or N not of 16) take the dequantised fp32 path.
-TEST(Fp8GemmParity, AwkwardShapesFallBackToTheDequantisedGemm) {
+// A K that is not a multiple of 128 is zero-padded for cuBLASLt (kv_a_proj_with_mqa's dgrad: K = 320; the tiny
+// config's K = 64); M or N not multiples of 16 take the dequantised fp32 path.
+TEST(Fp8GemmParity, AwkwardShapesArePaddedOrFallBackToTheDequantisedGemm) {
   HAI_REQUIRE_CUDA_DEVICE();
-  check_fp8_gemm(256, 32, 64, Fp8Scaling::block_128x128, 0.0f);  // the tiny config's K = 64
+  check_fp8_gemm(256, 32, 64, Fp8Scaling::block_128x128, 0.0f);
+  check_fp8_gemm(256, 144, 320, Fp8Scaling::block_128x128, 1.0f);
+  check_fp8_gemm(160, 96, 200, Fp8Scaling::tile_1x128, 0.0f);
   check_fp8_gemm(37, 50, 200, Fp8Scaling::tile_1x128, 1.0f);
 }
 
