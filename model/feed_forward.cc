@@ -21,9 +21,10 @@ void FeedForward::forward(Context& ctx, const Tensor& out, const Tensor& x) cons
   const int64_t rows = x.size(0);
   OwnedTensor gate(Shape{rows, ffn_size()}, DType::f32, x.device());  // [N, F]
   OwnedTensor up(Shape{rows, ffn_size()}, DType::f32, x.device());    // [N, F]
-  gate_.forward(gate, x, ctx.input);
-  // NOTE: gate_proj and up_proj read the same x, so up_proj's saved input replaces gate_proj's identical one.
-  up_.forward(up, x, ctx.input);
+  Linear::PreparedInput input = gate_.prepare_input(x);  // read by gate_proj and up_proj alike
+  gate_.forward(gate, input);
+  up_.forward(up, input);
+  ctx.input = std::move(input.saved);
   OwnedTensor activation(Shape{rows, ffn_size()}, DType::f32, x.device());  // [N, F]
   swiglu_forward(activation, gate, up);
   down_.forward(out, activation, ctx.activation);

@@ -61,10 +61,31 @@ void Linear::with_compute_dtype(const Tensor& x, Use&& use) const {
   use(converted.tensor());
 }
 
+Linear::PreparedInput Linear::prepare_input(const Tensor& x) const {
+  if (!uses_fp8()) return {.saved = to_compute_dtype(x, compute_dtype())};
+  bool pow2 = weight_->fp8.pow2_activation_scales;
+  Fp8Operand x_rows = quantized_rows(x, pow2);  // [T, in]
+  int64_t tokens = x.size(0), in = x.size(1);
+  OwnedTensor saved(Shape{saved_bytes(in, tokens)}, DType::u8, x.device());
+  Fp8Matrix saved_columns = saved_matrix(saved, in, tokens);  // x^T [in, T]
+  quantize_128x1_transposed(saved_columns.values, saved_columns.scales, x, pow2);
+  return {std::move(x_rows.values), std::move(x_rows.scales), std::move(saved)};
+}
+
 void Linear::forward(const Tensor& y, const Tensor& x, OwnedTensor& saved_input) const {
-  if (uses_fp8()) return forward_fp8(y, x, saved_input);
-  saved_input = to_compute_dtype(x, compute_dtype());
-  gemm(y, saved_input, weight_->compute, {.transpose_b = true});
+  PreparedInput input = prepare_input(x);
+  forward(y, input);
+  saved_input = std::move(input.saved);
+}
+
+void Linear::forward(const Tensor& y, const PreparedInput& input) const {
+  HAI_CHECK(uses_fp8() == (input.rows.tensor().raw() != nullptr),
+            "linear layer [{}, {}]: its input was prepared for {} GEMMs", out_features(), in_features(),
+            uses_fp8() ? "non-FP8" : "FP8");
+  if (!uses_fp8()) return gemm(y, input.saved, weight_->compute, {.transpose_b = true});
+  const Fp8Weight& weight = weight_->fp8;
+  fp8_gemm(y, {input.rows, input.row_scales, Fp8Scaling::tile_1x128},
+           {weight.values, weight.scales, Fp8Scaling::block_128x128});
 }
 
 void Linear::backward_input(const Tensor& d_x, const Tensor& d_y, bool accumulate) const {
@@ -79,17 +100,6 @@ void Linear::backward_weight(const Tensor& d_y, const Tensor& saved_input) const
   with_compute_dtype(d_y, [&](const Tensor& d_y_compute) {
     gemm(weight_->grad, d_y_compute, saved_input, {.transpose_a = true, .beta = 1.0f});
   });
-}
-
-void Linear::forward_fp8(const Tensor& y, const Tensor& x, OwnedTensor& saved_input) const {
-  const Fp8Weight& weight = weight_->fp8;
-  bool pow2 = weight.pow2_activation_scales;
-  Fp8Operand x_rows = quantized_rows(x, pow2);  // [T, in]
-  fp8_gemm(y, x_rows.matrix(), {weight.values, weight.scales, Fp8Scaling::block_128x128});
-  int64_t tokens = x.size(0), in = in_features();
-  saved_input = OwnedTensor(Shape{saved_bytes(in, tokens)}, DType::u8, x.device());
-  Fp8Matrix saved = saved_matrix(saved_input, in, tokens);  // x^T [in, T]
-  quantize_128x1_transposed(saved.values, saved.scales, x, pow2);
 }
 
 void Linear::backward_input_fp8(const Tensor& d_x, const Tensor& d_y, bool accumulate) const {

@@ -28,9 +28,21 @@ class Linear {
   DType compute_dtype() const { return weight_->compute.dtype(); }
   bool uses_fp8() const { return weight_->fp8.defined(); }
 
-  // y: [T, out] <- x: [T, in]. saved_input receives what backward_weight needs (allocated here): x in the compute
-  // dtype, or with FP8, x^T quantised in 1x128 tiles along the tokens and its scales packed in one u8 buffer.
+  // x prepared once for every layer that reads it (gate_proj and up_proj; q_a_proj and kv_a_proj_with_mqa, layers
+  // of the same in_features, precision and compute dtype): what the forward GEMM reads and what backward_weight
+  // needs.
+  struct PreparedInput {
+    OwnedTensor rows;        // FP8 only: x [T, in] e4m3 in 1x128 tiles
+    OwnedTensor row_scales;  // FP8 only: [T, ceil(in / 128)] fp32
+    OwnedTensor saved;       // x in the compute dtype (also the forward GEMM's input), or with FP8, x^T quantised
+                             // in 1x128 tiles along the tokens and its scales packed in one u8 buffer
+  };
+  PreparedInput prepare_input(const Tensor& x) const;
+
+  // y: [T, out] <- x: [T, in]. saved_input receives PreparedInput::saved (allocated here).
   void forward(const Tensor& y, const Tensor& x, OwnedTensor& saved_input) const;
+  // y: [T, out] <- the prepared x.
+  void forward(const Tensor& y, const PreparedInput& input) const;
   // d_x: [T, in] <- d_y: [T, out]. Overwrites d_x, or adds to it when accumulate is set.
   void backward_input(const Tensor& d_x, const Tensor& d_y, bool accumulate = false) const;
   // grad(W): [out, in] += d_y^T @ x, with saved_input from forward.
@@ -44,7 +56,6 @@ class Linear {
   template <typename Use>
   void with_compute_dtype(const Tensor& x, Use&& use) const;
 
-  void forward_fp8(const Tensor& y, const Tensor& x, OwnedTensor& saved_input) const;
   void backward_input_fp8(const Tensor& d_x, const Tensor& d_y, bool accumulate) const;
   void backward_weight_fp8(const Tensor& d_y, const Tensor& saved_input) const;
 

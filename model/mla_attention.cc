@@ -72,8 +72,10 @@ void MlaAttention::forward(Context& ctx, const Tensor& out, const Tensor& x, con
   HAI_CHECK(seq_len > 0 && tokens % seq_len == 0, "MLA: {} tokens are not whole sequences of {}", tokens, seq_len);
   ctx.seq_len = seq_len;
   ctx.positions = positions;
-  forward_query(ctx, x);
-  forward_key_value(ctx, x);
+  Linear::PreparedInput input = q_a_proj_.prepare_input(x);  // read by q_a_proj and kv_a_proj_with_mqa alike
+  forward_query(ctx, x, input);
+  forward_key_value(ctx, x, input);
+  ctx.x = std::move(input.saved);
   OwnedTensor o = f32_tensor(Shape{tokens, heads_, value_dim_}, x.device());  // [T, H, d_v]
   ctx.lse = f32_tensor(Shape{tokens / seq_len, heads_, seq_len}, x.device());
   attention_forward(per_sequence(o, seq_len), ctx.lse, per_sequence(ctx.q, seq_len), per_sequence(ctx.k, seq_len),
@@ -83,11 +85,11 @@ void MlaAttention::forward(Context& ctx, const Tensor& out, const Tensor& x, con
   if (ctx.o_input.tensor().dtype() != attention_dtype_) ctx.o = in_dtype(std::move(o), attention_dtype_);
 }
 
-void MlaAttention::forward_query(Context& ctx, const Tensor& x) const {
+void MlaAttention::forward_query(Context& ctx, const Tensor& x, const Linear::PreparedInput& input) const {
   int64_t tokens = x.size(0);
   int64_t q_lora_rank = q_a_proj_.out_features();
   ctx.q_latent = f32_tensor(Shape{tokens, q_lora_rank}, x.device());
-  q_a_proj_.forward(ctx.q_latent, x, ctx.x);
+  q_a_proj_.forward(ctx.q_latent, input);
   OwnedTensor q_latent_normed = f32_tensor(Shape{tokens, q_lora_rank}, x.device());  // [T, q_lora]
   ctx.q_latent_rstd = f32_tensor(Shape{tokens}, x.device());
   rmsnorm_forward(q_latent_normed, ctx.q_latent_rstd, ctx.q_latent, q_a_norm_weight_, norm_eps_);
@@ -97,11 +99,10 @@ void MlaAttention::forward_query(Context& ctx, const Tensor& x) const {
   ctx.q = in_dtype(std::move(q), attention_dtype_);
 }
 
-void MlaAttention::forward_key_value(Context& ctx, const Tensor& x) const {
+void MlaAttention::forward_key_value(Context& ctx, const Tensor& x, const Linear::PreparedInput& input) const {
   int64_t tokens = x.size(0);
   OwnedTensor ckv = f32_tensor(Shape{tokens, kv_lora_rank_ + rope_dim_}, x.device());  // [T, kv_lora + d_rope]
-  OwnedTensor x_again;  // NOTE: the same x as ctx.x (saved by q_a_proj), so this copy is dropped.
-  kv_a_proj_.forward(ckv, x, x_again);
+  kv_a_proj_.forward(ckv, input);
   rope_forward(ckv, ckv, ctx.positions, rope_, kv_lora_rank_);
   ctx.kv_latent = f32_tensor(Shape{tokens, kv_lora_rank_}, x.device());
   copy_columns(ctx.kv_latent, ckv, {.width = kv_lora_rank_});

@@ -66,10 +66,10 @@ class MlaAttention {
   void backward_weight(Context& ctx) const;
 
  private:
-  // q: [T, H, d_qk] <- x: [T, hidden] (the q path up to and including RoPE).
-  void forward_query(Context& ctx, const Tensor& x) const;
-  // k: [T, H, d_qk], v: [T, H, d_v] <- x: [T, hidden] (the kv path).
-  void forward_key_value(Context& ctx, const Tensor& x) const;
+  // q: [T, H, d_qk] <- x: [T, hidden] prepared for q_a_proj (the q path up to and including RoPE).
+  void forward_query(Context& ctx, const Tensor& x, const Linear::PreparedInput& input) const;
+  // k: [T, H, d_qk], v: [T, H, d_v] <- x: [T, hidden] prepared for kv_a_proj_with_mqa (the kv path).
+  void forward_key_value(Context& ctx, const Tensor& x, const Linear::PreparedInput& input) const;
   // d_x: [T, hidden] (overwritten) <- d_q: [T, H, d_qk] fp32 (rotated back in place, then kept in ctx.d_q)
   // The attention output o, widened to fp32 for the attention backward: from ctx.o, or from o_proj's saved input.
   OwnedTensor attention_output(Context& ctx) const;

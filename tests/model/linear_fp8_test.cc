@@ -117,6 +117,29 @@ TEST(LinearFp8, WeightGradientIsWithinTheQuantisationErrorOfFp32) {
   expect_within_fp8_error(fp8["proj.weight"].grad, fp32["proj.weight"].grad, transposed(d_y), transposed(x));
 }
 
+// An input prepared once serves every layer that reads it (gate_proj and up_proj): the same outputs and saved
+// input, bit for bit, as each layer preparing its own; an input prepared for FP8 GEMMs is refused by a non-FP8
+// layer and the reverse.
+TEST(LinearFp8, APreparedInputEqualsPreparingPerLayer) {
+  ParameterStore fp8 = make_store(true), fp32 = make_store(false);
+  OwnedTensor x = random_tensor(Shape{kTokens, kIn}, 6);  // [T, in]
+  for (ParameterStore* store : {&fp8, &fp32}) {
+    Linear layer((*store)["proj.weight"]);
+    OwnedTensor each(Shape{kTokens, kOut}, DType::f32), shared(Shape{kTokens, kOut}, DType::f32), saved;
+    layer.forward(each, x, saved);
+    Linear::PreparedInput input = layer.prepare_input(x);
+    layer.forward(shared, input);
+    EXPECT_TRUE(testing::same_bytes(each, shared));
+    EXPECT_TRUE(testing::same_bytes(saved, input.saved));
+  }
+  EXPECT_THROW(Linear(fp32["proj.weight"]).forward(OwnedTensor(Shape{kTokens, kOut}, DType::f32),
+                                                   Linear(fp8["proj.weight"]).prepare_input(x)),
+               Error);
+  EXPECT_THROW(Linear(fp8["proj.weight"]).forward(OwnedTensor(Shape{kTokens, kOut}, DType::f32),
+                                                  Linear(fp32["proj.weight"]).prepare_input(x)),
+               Error);
+}
+
 TEST(LinearFp8, RefusesASavedInputOfAnotherShape) {
   ParameterStore fp8 = make_store(true);
   OwnedTensor d_y = random_tensor(Shape{kTokens, kOut}, 5);
