@@ -1,7 +1,5 @@
 #include "model/moe_layer.h"
 
-#include <fmt/format.h>
-
 #include <vector>
 
 #include "framework/device/balance_loss.h"

@@ -72,8 +72,8 @@ CublasLtScaleLayout cublaslt_scale_layout(const Fp8Matrix& matrix) {
 void write_cublaslt_scales(const Scratch& scratch, const Fp8Matrix& matrix, const CublasLtScaleLayout& layout,
                            cudaStream_t stream) {
   check_launch(kernels::copy_scales_strided(static_cast<float*>(scratch.data()), matrix.scales.data<float>(),
-                                            matrix.scales.size(0),
-                                            matrix.scales.size(1), layout.row_stride, layout.column_stride, stream),
+                                            matrix.scales.size(0), matrix.scales.size(1), layout.row_stride,
+                                            layout.column_stride, stream),
                "fp8_gemm scale layout");
 }
 
