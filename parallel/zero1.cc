@@ -161,12 +161,15 @@ void Zero1Optimizer::step(float lr, int64_t step_number) {
   settings.eps = static_cast<float>(config_.eps);
   settings.weight_decay = static_cast<float>(config_.weight_decay);
   settings.step = step_number;
+  // NOTE: each partition's all-gather runs on its group's stream while the next partition steps (disjoint values);
+  // the compute stream waits for them all before the compute copies are refreshed.
   for (Zero1Partition& partition : partitions_) {
     mark_phase(profiler_, "optimizer.adamw");
     partition.step(settings, gradient_scale_);
     mark_phase(profiler_, "optimizer.parameter_all_gather");
-    partition.gather_values();
+    partition.start_gather_values();
   }
+  for (Zero1Partition& partition : partitions_) partition.finish_gather_values();
   mark_phase(profiler_, "optimizer.compute_copy_refresh");
   for (Zero1Partition& partition : partitions_) partition.refresh_compute_copy();
   for (const ValueRange& range : untrained_values_) store_.refresh_compute_copy(range.begin, range.end);

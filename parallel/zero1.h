@@ -18,8 +18,9 @@
 //   2. clip(): sets the factor step() multiplies the gradients by as it reads them: the clipping factor
 //      (grad_clip.h) of the norm of the unscaled gradient, divided by the loss scale. The shards stay as they are.
 //   3. step(): AdamW on the owned elements, one fused launch per partition (framework/device/fused_adamw.h), with
-//      the weight decay of the parameter each belongs to; then each partition all-gathers its updated values into
-//      every rank of its group and rounds their compute copy (unsharded partitions wrote it in the fused step);
+//      the weight decay of the parameter each belongs to; each partition's all-gather of its updated values into
+//      every rank of its group starts as soon as its launch is queued and runs beside the next partition's (on the
+//      group's side stream); when all have finished, the compute copies are rounded (unsharded partitions wrote it in the fused step);
 //      the compute copy of the non-trainable values (the routing biases, which the model moves after the step) is
 //      rounded too, so the whole copy stays what a full refresh at this point gives; last the FP8 weight copies are
 //      quantised.

@@ -97,46 +97,64 @@ void Zero1Partition::step(const AdamWSettings& settings, float gradient_scale) {
                    gradient_scale);
 }
 
-void Zero1Partition::gather_values() {
+void Zero1Partition::start_gather_values() {
   if (!sharded()) return;
   if (gather_compute_copy_) {
-    gather(store_.compute_values());
+    start_gather(store_.compute_values());
     master_values_whole_ = false;
   } else {
-    gather(store_.values());
+    start_gather(store_.values());
   }
 }
 
+void Zero1Partition::finish_gather_values() { finish_gather(); }
+
 void Zero1Partition::gather_master_values() {
   if (master_values_whole_) return;
-  gather(store_.values());
+  start_gather(store_.values());
+  finish_gather();
   master_values_whole_ = true;
 }
 
-void Zero1Partition::gather(const Tensor& source) {
+// NOTE: unpadded and not in place, the store's gradients of the range carry the values: the step has consumed them.
+// A 16-bit source uses the first half of their bytes.
+Tensor Zero1Partition::gather_staging(const Tensor& source) const {
+  Tensor range = padded_range();                                 // [chunk * size] fp32
+  return Tensor(range.raw(), range.shape(), source.dtype(), range.device());  // [chunk * size]
+}
+
+void Zero1Partition::start_gather(const Tensor& source) {
+  HAI_CHECK(!gathering_.raw(), "ZeRO-1 partition: a gather started before the last one finished");
+  gathering_ = source;
   int64_t own_chunk = group_.rank() * shard_.chunk;
   if (gathers_in_place_) {
     Tensor range = source.slice(value_begin_, value_end_);  // [chunk * size]
     group_.all_gather(range, range.slice(own_chunk, own_chunk + shard_.chunk));
-    group_.join_side_stream();
     return;
   }
-  // NOTE: unpadded, the store's gradients of the range carry the values: the step has consumed them. A 16-bit
-  // source uses the first half of their bytes.
-  Tensor range = padded_range();                                               // [chunk * size] fp32
-  Tensor staging(range.raw(), range.shape(), source.dtype(), range.device());  // [chunk * size]
-  auto staged = [&](const ShardSegment& segment) {
-    int64_t begin = segment.grad_offset - layout_begin_;
-    return staging.slice(begin, begin + segment.numel);
-  };
+  Tensor staging = gather_staging(source);
   for (const ShardSegment& segment : own_segments_) {
-    copy_tensor(staged(segment), source.slice(segment.value_offset, segment.value_offset + segment.numel));
+    copy_tensor(staged(staging, segment), source.slice(segment.value_offset, segment.value_offset + segment.numel));
   }
   group_.all_gather(staging, staging.slice(own_chunk, own_chunk + shard_.chunk));
+}
+
+void Zero1Partition::finish_gather() {
+  if (!gathering_.raw()) return;
   group_.join_side_stream();
-  for (const ShardSegment& segment : all_segments_) {
-    copy_tensor(source.slice(segment.value_offset, segment.value_offset + segment.numel), staged(segment));
+  if (!gathers_in_place_) {
+    Tensor staging = gather_staging(gathering_);
+    for (const ShardSegment& segment : all_segments_) {
+      copy_tensor(gathering_.slice(segment.value_offset, segment.value_offset + segment.numel),
+                  staged(staging, segment));
+    }
   }
+  gathering_ = Tensor();
+}
+
+Tensor Zero1Partition::staged(const Tensor& staging, const ShardSegment& segment) const {
+  int64_t begin = segment.grad_offset - layout_begin_;
+  return staging.slice(begin, begin + segment.numel);
 }
 
 void Zero1Partition::refresh_compute_copy() {

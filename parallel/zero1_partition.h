@@ -10,7 +10,9 @@
 //                       1 / mean_over: the mean gradient over the mean_over ranks that contributed to it;
 //   step():             AdamW on the owned elements (a chunk boundary may split a parameter), one fused launch over
 //                       all of them (fused_adamw.h) with the gradients multiplied by a given scale as they are read;
-//   gather_values():    the owned updated values are all-gathered into every rank's value buffer;
+//   start_gather_values(): the owned updated values are all-gathered into every rank's value buffer, on the
+//                       group's stream: the compute stream goes on (the next partition's step) until
+//   finish_gather_values(): waits for it (and copies the gathered values out of the staging, if staged);
 //   refresh_compute_copy(): the store's compute copy of the range's values.
 // On a group of one rank there are no copies: the shard is the range of the store's gradient buffer, and step()
 // writes the compute copy of the values it updates, so refresh_compute_copy() has nothing left to do. On larger
@@ -49,7 +51,8 @@ class Zero1Partition {
   // AdamW on the owned elements with the gradients times gradient_scale; settings.weight_decay applies to the
   // elements of parameters that ask for weight decay.
   void step(const AdamWSettings& settings, float gradient_scale);
-  void gather_values();
+  void start_gather_values();
+  void finish_gather_values();
   void gather_master_values();
   bool gathers_compute_copy() const { return gather_compute_copy_; }
   bool gathers_in_place() const { return gathers_in_place_; }
@@ -74,8 +77,12 @@ class Zero1Partition {
   Tensor padded_range() const;  // [chunk * group] fp32: staging_ when padded, else layout_grads()
   // Whether the range's values are contiguous in gradient order (the constructor's rule above).
   bool values_follow_gradients() const;
-  // All-gathers the owned elements of `source` (the values [N] fp32 or their compute copy) into every rank's.
-  void gather(const Tensor& source);
+  // All-gathers the owned elements of `source` (the values [N] fp32 or their compute copy) into every rank's:
+  // start_gather() queues it, finish_gather() makes the compute stream wait and unstages.
+  void start_gather(const Tensor& source);
+  void finish_gather();
+  Tensor gather_staging(const Tensor& source) const;  // [chunk * size] source dtype, over padded_range()
+  Tensor staged(const Tensor& staging, const ShardSegment& segment) const;  // the segment's place in the staging
 
   ParameterStore& store_;
   int64_t layout_begin_;
@@ -94,6 +101,7 @@ class Zero1Partition {
   bool gather_compute_copy_ = false;
   bool gathers_in_place_ = false;    // sharded, unpadded, values_follow_gradients()
   bool master_values_whole_ = true;  // false while other ranks' fp32 values are stale (gather_compute_copy_)
+  Tensor gathering_;                 // the source of the gather started and not yet finished, or none
 };
 
 }  // namespace hai
