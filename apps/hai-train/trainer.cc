@@ -1,6 +1,5 @@
 #include "apps/hai-train/trainer.h"
 
-#include <chrono>
 #include <cmath>
 
 #include <spdlog/spdlog.h>
@@ -125,12 +124,15 @@ void Trainer::train() {
                          : MetricsWriter::fresh(config_.logging.run_dir);
   }
   log_startup();
+  step_clock_.restart();
   while (step_ < config_.train.steps) {
     train_step();
     bool last = step_ == config_.train.steps;
-    if (config_.train.eval_interval > 0 && (step_ % config_.train.eval_interval == 0 || last)) run_evaluation();
+    bool evaluate = config_.train.eval_interval > 0 && (step_ % config_.train.eval_interval == 0 || last);
+    if (evaluate) run_evaluation();
     bool due = last || (config_.checkpoint.interval > 0 && step_ % config_.checkpoint.interval == 0);
     if (config_.checkpoint.save && due) save_checkpoint();
+    if (evaluate || (config_.checkpoint.save && due)) step_clock_.restart();
   }
   optimizer_.gather_master_values();  // the run ends with every rank's fp32 values whole
   spdlog::info("training done at step {}: peak memory {:.3f} GiB on {}", step_, peak_memory_gib(device_),
@@ -138,7 +140,6 @@ void Trainer::train() {
 }
 
 void Trainer::train_step() {
-  auto start = std::chrono::steady_clock::now();
   int64_t micro_batches = config_.parallel.micro_batches.value();
   mark_phase(profiler_.get(), "step.zero_grads");
   record_memory_point(profiler_.get(), "step_start", "step");
@@ -180,7 +181,7 @@ void Trainer::train_step() {
   }
 
   mark_phase(profiler_.get(), "step.metrics_and_logging");
-  double step_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  double step_ms = step_clock_.lap_ms();
   step_time_.add(step_ms);
   int64_t step_tokens = config_.train.global_batch_size * config_.train.seq_len;
   StepRecord record{.step = step_,
@@ -247,6 +248,7 @@ std::vector<CountedTokens> Trainer::run_micro_batches(float grad_scale) {
 nlohmann::ordered_json Trainer::profile(int64_t warmup_steps, int64_t profiled_steps) {
   HAI_CHECK(warmup_steps >= 0 && profiled_steps > 0, "profile: {} warm-up and {} profiled steps", warmup_steps,
             profiled_steps);
+  step_clock_.restart();
   for (int64_t step = 0; step < warmup_steps; ++step) train_step();
   profiler_ = std::make_unique<StepProfiler>(device_);
   model_.set_profiler(profiler_.get());

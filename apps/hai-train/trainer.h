@@ -110,6 +110,7 @@ class Trainer {
   std::optional<MetricsWriter> metrics_;  // rank 0 only
   std::unique_ptr<StepProfiler> profiler_;  // only while profile() runs
   StepTimeAverage step_time_;
+  StepClock step_clock_;  // step_ms: from the last step's measuring point (progress.h)
   double flops_per_token_;
   int64_t step_ = 0;
   std::optional<std::string> resumed_from_;

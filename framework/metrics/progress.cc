@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <limits>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -50,6 +51,17 @@ double StepTimeAverage::step_ms() const {
 
 double StepTimeAverage::eta_s(int64_t remaining_steps) const {
   return step_ms() * static_cast<double>(remaining_steps) / 1e3;
+}
+
+StepClock::StepClock(Now now) : now_(std::move(now)), mark_(now_()) {}
+
+void StepClock::restart() { mark_ = now_(); }
+
+double StepClock::lap_ms() {
+  std::chrono::steady_clock::time_point now = now_();
+  double elapsed = std::chrono::duration<double, std::milli>(now - mark_).count();
+  mark_ = now;
+  return elapsed;
 }
 
 }  // namespace hai

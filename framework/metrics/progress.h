@@ -5,7 +5,9 @@
 // (one line). The ETA comes from a smoothed step time, so one slow step (an evaluation, a checkpoint) does not
 // swing it.
 
+#include <chrono>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 
@@ -44,6 +46,24 @@ class StepTimeAverage {
  private:
   double smoothing_;
   std::optional<double> average_ms_;
+};
+
+// The wall time of consecutive training steps, each measured from the previous step's measuring point (lap) to its
+// own, so that the steps tile the run: device work a step queues without waiting for it (its optimizer update, which
+// the next step's first read-back waits for) counts in the next step instead of in none. A step measured only from
+// its own start would leave that work out whenever a read-back after the measuring point (a logging read) drains
+// the queue. restart() leaves a gap out (an evaluation, a checkpoint: they wait for the device themselves).
+class StepClock {
+ public:
+  using Now = std::function<std::chrono::steady_clock::time_point()>;
+  explicit StepClock(Now now = [] { return std::chrono::steady_clock::now(); });
+
+  void restart();   // the next step's time starts now
+  double lap_ms();  // milliseconds since the last lap or restart; the next step's time starts now
+
+ private:
+  Now now_;
+  std::chrono::steady_clock::time_point mark_;
 };
 
 }  // namespace hai

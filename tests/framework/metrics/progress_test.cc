@@ -49,6 +49,21 @@ TEST(StepTimeAverage, SmoothsAndEstimatesTheRemainingTime) {
   EXPECT_THROW(StepTimeAverage(0.0), Error);
 }
 
+TEST(StepClock, StepsTileTheRunExceptWhatARestartLeavesOut) {
+  std::chrono::steady_clock::time_point now{};
+  StepClock clock([&] { return now; });
+  now += std::chrono::milliseconds(5);  // before the first step: left out by the restart
+  clock.restart();
+  now += std::chrono::milliseconds(120);
+  EXPECT_EQ(clock.lap_ms(), 120);
+  now += std::chrono::milliseconds(130);  // work after the first lap (the logging read's wait) counts in the next
+  EXPECT_EQ(clock.lap_ms(), 130);
+  now += std::chrono::milliseconds(900);  // a checkpoint
+  clock.restart();
+  now += std::chrono::milliseconds(125);
+  EXPECT_EQ(clock.lap_ms(), 125);
+}
+
 TEST(Mfu, AchievedOverPeak) {
   // 1e6 tok/s x 6e11 FLOP/token = 6e17 FLOP/s over 8 x 989e12 FLOP/s.
   EXPECT_DOUBLE_EQ(mfu(1e6, 6e11, 989, 8), 6e17 / (8 * 989e12));
