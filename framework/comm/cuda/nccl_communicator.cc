@@ -250,8 +250,13 @@ std::unique_ptr<Communicator> NcclCommunicator::side_stream_duplicate() {
 
 void NcclCommunicator::move_to_side_stream() {
   HAI_CUDA_CHECK(cudaSetDevice(device_.index));
+  // NOTE: at the highest priority, the block scheduler gives the collective's blocks the first multiprocessors
+  // that the compute stream's kernels (the AdamW step, the backward) free, instead of queueing them after those.
+  int lowest_priority = 0;
+  int highest_priority = 0;
+  HAI_CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&lowest_priority, &highest_priority));
   cudaStream_t stream = nullptr;
-  HAI_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  HAI_CUDA_CHECK(cudaStreamCreateWithPriority(&stream, cudaStreamNonBlocking, highest_priority));
   HAI_CUDA_CHECK(cudaEventCreateWithFlags(&compute_mark_, cudaEventDisableTiming));
   HAI_CUDA_CHECK(cudaEventCreateWithFlags(&side_mark_, cudaEventDisableTiming));
   compute_stream_ = options_.stream;
