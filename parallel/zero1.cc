@@ -142,7 +142,10 @@ double Zero1Optimizer::reduce_gradients() {
   }
   for (Zero1Partition& partition : partitions_) partition.finish_reduction();
   reducing_.assign(partitions_.size(), false);
-  double own = grad_norm_squared(shard_grads(), norm_scratch_);
+  // NOTE: the shards hold sums over dp ranks (every partition's mean_over); the norm is that of the mean. With dp a
+  // power of two, the division is exact, as in AdamW's read of the gradients (zero1_partition.h).
+  double mean_over = dp_.size();
+  double own = grad_norm_squared(shard_grads(), norm_scratch_) / (mean_over * mean_over);
   return dp_.size() > 1 ? sum_over_ranks(dp_, own) : own;
 }
 

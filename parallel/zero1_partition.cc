@@ -83,10 +83,7 @@ void Zero1Partition::start_reduction() {
   }
 }
 
-void Zero1Partition::finish_reduction() {
-  group_.join_side_stream();
-  if (mean_over_ > 1 && shard_.numel() > 0) scale_tensor(shard_grads(), 1.0f / static_cast<float>(mean_over_));
-}
+void Zero1Partition::finish_reduction() { group_.join_side_stream(); }
 
 void Zero1Partition::step(const AdamWSettings& settings, float gradient_scale) {
   // NOTE: unsharded, the step updates every value of the range and writes their compute copy as it goes; sharded
@@ -94,7 +91,7 @@ void Zero1Partition::step(const AdamWSettings& settings, float gradient_scale) {
   bool writes_compute = !sharded() || gather_compute_copy_;
   Tensor compute = writes_compute ? store_.compute_values() : Tensor();  // [N] compute dtype, or none
   fused_adamw_step(store_.values(), compute, shard_grads(), exp_avg(), exp_avg_sq(), own_table_, settings,
-                   gradient_scale);
+                   gradient_scale / static_cast<float>(mean_over_));
 }
 
 void Zero1Partition::start_gather_values() {

@@ -6,10 +6,11 @@
 //   start_reduction():  the range, padded to a multiple of the group size, is reduce-scattered (sum). A range
 //                       that needs no padding is reduced in place in the store's gradient buffer (no copy, no
 //                       buffer the size of the range: at 1.7B parameters and dp 2 that is 10 GB less);
-//   finish_reduction(): waits for it (the group may be a side-stream communicator, communicator.h) and scales by
-//                       1 / mean_over: the mean gradient over the mean_over ranks that contributed to it;
+//   finish_reduction(): waits for it (the group may be a side-stream communicator, communicator.h): the shard holds
+//                       the sum of the mean_over ranks' gradients;
 //   step():             AdamW on the owned elements (a chunk boundary may split a parameter), one fused launch over
-//                       all of them (fused_adamw.h) with the gradients multiplied by a given scale as they are read;
+//                       all of them (fused_adamw.h) with the gradients multiplied by a given scale / mean_over as
+//                       they are read: the mean gradient, without a pass of its own over the shard;
 //   start_gather_values(): the owned updated values are all-gathered into every rank's value buffer, on the
 //                       group's stream: the compute stream goes on (the next partition's step) until
 //   finish_gather_values(): waits for it (and copies the gathered values out of the staging, if staged);
@@ -47,7 +48,8 @@ class Zero1Partition {
 
   void start_reduction();
   void finish_reduction();
-  Tensor shard_grads() const;  // [shard().numel()] fp32, valid after finish_reduction()
+  Tensor shard_grads() const;  // [shard().numel()] fp32, the sum over mean_over() ranks after finish_reduction()
+  int mean_over() const { return mean_over_; }
   // AdamW on the owned elements with the gradients times gradient_scale; settings.weight_decay applies to the
   // elements of parameters that ask for weight decay.
   void step(const AdamWSettings& settings, float gradient_scale);
