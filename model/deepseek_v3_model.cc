@@ -98,6 +98,7 @@ DeepseekV3Model::Pass DeepseekV3Model::forward(const Tensor& tokens, const Tenso
 
   Shape hidden_shape{pass.inputs.numel(), config_.hidden_size};
   mark_phase(profiler_, "forward.embedding");
+  need(kGradientsFinalAtEnd);
   OwnedTensor hidden(hidden_shape, DType::f32, device());  // [T, H] the embedding output, then each layer's
   embedding_forward(hidden, store_["model.embed_tokens.weight"].value, pass.inputs);
   record_memory_point(profiler_, "embedding", "embedding");
@@ -105,6 +106,7 @@ DeepseekV3Model::Pass DeepseekV3Model::forward(const Tensor& tokens, const Tenso
   int64_t moe_row = 0;
   for (size_t layer = 0; layer < layers_.size(); ++layer) {
     OwnedTensor output(hidden_shape, DType::f32, device());  // [T, H]
+    need(layer_bucket(static_cast<int64_t>(layer)));
     layers_[layer]->forward(pass.layers[layer], output, hidden, pass.positions, pass.seq_len);
     hidden = std::move(output);
     if (const MoeLayer* moe = layers_[layer]->moe()) {
@@ -117,6 +119,7 @@ DeepseekV3Model::Pass DeepseekV3Model::forward(const Tensor& tokens, const Tenso
     }
   }
   mark_phase(profiler_, "forward.head_loss");
+  need(kHeadBucket);
   pass.last_hidden = std::move(hidden);
   head_->forward(pass.head, pass.last_hidden, pass.targets, loss_slot(loss_sums, kLmSlot),
                  loss_grad(1.0, pass.counted.lm));
@@ -129,6 +132,7 @@ DeepseekV3Model::Pass DeepseekV3Model::forward(const Tensor& tokens, const Tenso
   const Tensor* previous = &pass.head.normed.tensor();
   for (size_t depth = 0; depth < mtp_.size(); ++depth) {
     MtpModule::Context& ctx = pass.mtp[depth];
+    need(layer_bucket(config_.num_layers + static_cast<int64_t>(depth)));
     mtp_[depth]->forward(ctx, *previous, pass.mtp_ids[depth], pass.mtp_targets[depth], pass.positions, pass.seq_len,
                          loss_slot(loss_sums, kFirstMtpSlot + static_cast<int64_t>(depth)),
                          loss_grad(mtp_weight, pass.counted.mtp[depth]));

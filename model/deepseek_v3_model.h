@@ -79,6 +79,10 @@ class DeepseekV3Model {
   // each, the embedding's gradient) and the pool's live bytes after each forward part in `profiler`
   // (framework/metrics/step_profiler.h); null turns it off.
   void set_profiler(StepProfiler* profiler);
+  // Every forward pass (training and evaluation) tells `needed` each gradient bucket (gradient_buckets.h) before
+  // it reads its weights: the embedding's (kGradientsFinalAtEnd), each decoder layer's, the head's, each MTP
+  // module's. Null: nothing is told.
+  void set_parameters_needed(ParametersNeeded needed) { parameters_needed_ = std::move(needed); }
 
  private:
   struct Pass;
@@ -99,6 +103,10 @@ class DeepseekV3Model {
   std::vector<int64_t> moe_layer_indices_;
   OwnedTensor expert_load_;
   StepProfiler* profiler_ = nullptr;
+  ParametersNeeded parameters_needed_;
+  void need(int bucket) const {
+    if (parameters_needed_) parameters_needed_(bucket);
+  }
 };
 
 }  // namespace hai

@@ -32,5 +32,8 @@ bool reads_fp32_value(const ParameterSpec& spec);
 
 // Told the bucket whose gradients the backward has just finished (the caller's work to start, e.g. a reduction).
 using GradientsFinal = std::function<void(int bucket)>;
+// Told the bucket whose weights the forward pass is about to read (the caller's work to wait for, e.g. their
+// all-gather: Zero1Optimizer::parameters_needed); the same buckets, in forward order.
+using ParametersNeeded = std::function<void(int bucket)>;
 
 }  // namespace hai

@@ -99,6 +99,7 @@ Zero1Optimizer::Zero1Optimizer(ParameterStore& store, const OptimizerConfig& con
       dp_(dp),
       dp_side_(dp.size() > 1 ? dp.side_stream_duplicate() : nullptr),
       expert_dp_side_(&expert_dp != &dp && expert_dp.size() > 1 ? expert_dp.side_stream_duplicate() : nullptr),
+      gather_under_forward_(options.gather_under_forward),
       untrained_values_(untrained_value_ranges(store)) {
   int64_t dense_end = dense_gradient_end(store);
   Communicator& dense_group = dp_side_ ? *dp_side_ : dp;
@@ -136,6 +137,7 @@ std::vector<Tensor> Zero1Optimizer::shard_grads() const {
 }
 
 double Zero1Optimizer::reduce_gradients() {
+  join_gathers();
   gradient_scale_ = 1.0f;
   for (size_t i = 0; i < partitions_.size(); ++i) {
     if (!reducing_[i]) partitions_[i].start_reduction();
@@ -164,19 +166,38 @@ void Zero1Optimizer::step(float lr, int64_t step_number) {
   settings.eps = static_cast<float>(config_.eps);
   settings.weight_decay = static_cast<float>(config_.weight_decay);
   settings.step = step_number;
+  join_gathers();
   // NOTE: each partition's all-gather runs on its group's stream while the next partition steps (disjoint values);
-  // the compute stream waits for them all before the compute copies are refreshed.
+  // the compute stream waits for them before the compute copies are refreshed, except for those left running.
   for (Zero1Partition& partition : partitions_) {
     mark_phase(profiler_, "optimizer.adamw");
     partition.step(settings, gradient_scale_);
     mark_phase(profiler_, "optimizer.parameter_all_gather");
-    partition.start_gather_values();
+    if (!gathers_under_forward(partition)) partition.start_gather_values();
   }
   for (Zero1Partition& partition : partitions_) partition.finish_gather_values();
   mark_phase(profiler_, "optimizer.compute_copy_refresh");
   for (Zero1Partition& partition : partitions_) partition.refresh_compute_copy();
   for (const ValueRange& range : untrained_values_) store_.refresh_compute_copy(range.begin, range.end);
   store_.refresh_fp8_copies();
+  // NOTE: last, so that the waits above do not wait for them (a side stream runs its work in queued order).
+  for (Zero1Partition& partition : partitions_) {
+    if (gathers_under_forward(partition)) partition.start_gather_values();
+  }
+}
+
+bool Zero1Optimizer::gathers_under_forward(const Zero1Partition& partition) const {
+  return gather_under_forward_ && partition.gathers_in_place() && partition.gathers_compute_copy();
+}
+
+void Zero1Optimizer::parameters_needed(int bucket) {
+  for (size_t i = 0; i < partitions_.size(); ++i) {
+    if (partition_buckets_[i] == bucket) partitions_[i].finish_gather_values();
+  }
+}
+
+void Zero1Optimizer::join_gathers() {
+  for (Zero1Partition& partition : partitions_) partition.finish_gather_values();
 }
 
 void Zero1Optimizer::gather_master_values() {

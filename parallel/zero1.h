@@ -20,10 +20,15 @@
 //   3. step(): AdamW on the owned elements, one fused launch per partition (framework/device/fused_adamw.h), with
 //      the weight decay of the parameter each belongs to; each partition's all-gather of its updated values into
 //      every rank of its group starts as soon as its launch is queued and runs beside the next partition's (on the
-//      group's side stream); when all have finished, the compute copies are rounded (unsharded partitions wrote it in the fused step);
-//      the compute copy of the non-trainable values (the routing biases, which the model moves after the step) is
-//      rounded too, so the whole copy stays what a full refresh at this point gives; last the FP8 weight copies are
-//      quantised.
+//      group's side stream); when all have finished, the compute copies are rounded (unsharded partitions wrote
+//      theirs in the fused step); the compute copy of the non-trainable values (the routing biases, which the model
+//      moves after the step) is rounded too, so the whole copy stays what a full refresh at this point gives; last
+//      the FP8 weight copies are quantised. With gather_under_forward (Zero1Options, parallel.overlap_param_gather),
+//      the partitions that all-gather their compute copy in place (zero1_partition.h: the experts') start their
+//      gathers last instead and leave them running:
+//   4. parameters_needed(bucket), during the next forward pass, before the model reads the bucket's weights:
+//      the compute stream waits for that bucket's gathers (a later step(), reduce_gradients() or
+//      gather_master_values() waits for any left).
 // Optimizer memory falls as 1/dp for dense parameters and 1/expert-dp for experts. The FP32 values stay whole on
 // every rank (the ParameterStore, which holds only this rank's experts), except in partitions that all-gather their
 // compute copy (Zero1Options), until gather_master_values(). Every element is reduced and updated by
@@ -65,6 +70,9 @@ struct Zero1Options {
   // until gather_master_values().
   std::function<bool(const ParameterSpec&)> reads_fp32_value;
   bool whole_values_every_step = false;  // all-gather fp32 values every step (an EMA of the values reads them)
+  // Leave the in-place compute-copy gathers running after step(), for parameters_needed() to join (the caller's
+  // model then calls it before it reads each bucket's weights: DeepseekV3Model::set_parameters_needed).
+  bool gather_under_forward = false;
 };
 
 // A run of the gradient layout whose trainable parameters share a bucket.
@@ -109,6 +117,8 @@ class Zero1Optimizer {
   // One AdamW update of the shards with learning rate `lr` (step_number counts from 1), then the all-gathers and
   // the refresh of the compute and FP8 copies.
   void step(float lr, int64_t step_number);
+  // Makes the compute stream wait for the gathers of `bucket` that step() left running (step 4 above).
+  void parameters_needed(int bucket);
   // Makes every rank's fp32 values whole again where step() gathered only the compute copy (Zero1Options);
   // call between steps before reading values of parameters this rank does not own (a checkpoint, the end of a
   // run). Collective over the groups.
@@ -123,6 +133,8 @@ class Zero1Optimizer {
 
  private:
   std::vector<Tensor> shard_grads() const;  // the non-empty shards' gradients
+  bool gathers_under_forward(const Zero1Partition& partition) const;
+  void join_gathers();  // every gather step() left running
 
   ParameterStore& store_;
   OptimizerConfig config_;
@@ -132,6 +144,7 @@ class Zero1Optimizer {
   std::vector<Zero1Partition> partitions_;
   std::vector<int> partition_buckets_;  // the bucket of each partition
   std::vector<bool> reducing_;          // whether each partition's reduction started this step
+  bool gather_under_forward_ = false;   // Zero1Options::gather_under_forward
   std::vector<ValueRange> untrained_values_;  // the non-trainable parameters' values, contiguous runs merged
   OwnedTensor norm_scratch_;                  // grad_norm_squared's scratch for shard_grads()
   float gradient_scale_ = 1.0f;               // what step() multiplies the gradients by (set by clip())

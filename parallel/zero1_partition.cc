@@ -107,6 +107,7 @@ void Zero1Partition::start_gather_values() {
 void Zero1Partition::finish_gather_values() { finish_gather(); }
 
 void Zero1Partition::gather_master_values() {
+  finish_gather();
   if (master_values_whole_) return;
   start_gather(store_.values());
   finish_gather();
@@ -127,6 +128,7 @@ void Zero1Partition::start_gather(const Tensor& source) {
   if (gathers_in_place_) {
     Tensor range = source.slice(value_begin_, value_end_);  // [chunk * size]
     group_.all_gather(range, range.slice(own_chunk, own_chunk + shard_.chunk));
+    group_.mark_side_stream(gathered_);
     return;
   }
   Tensor staging = gather_staging(source);
@@ -138,8 +140,10 @@ void Zero1Partition::start_gather(const Tensor& source) {
 
 void Zero1Partition::finish_gather() {
   if (!gathering_.raw()) return;
-  group_.join_side_stream();
-  if (!gathers_in_place_) {
+  if (gathers_in_place_) {
+    group_.join_side_stream_mark(gathered_.get());
+  } else {
+    group_.join_side_stream();
     Tensor staging = gather_staging(gathering_);
     for (const ShardSegment& segment : all_segments_) {
       copy_tensor(gathering_.slice(segment.value_offset, segment.value_offset + segment.numel),

@@ -24,9 +24,13 @@
 // (between steps: it stages through the range's gradients). Every rank ends with bitwise the same compute copy
 // either way (the owner's rounding of the same value).
 // A range that needs no padding and whose values lie contiguous in the value buffer in gradient order (no
-// non-trainable parameter among them: the experts' ranges) all-gathers in place there, with no staging copies.
+// non-trainable parameter among them: the experts' ranges) all-gathers in place there, with no staging copies; its
+// finish_gather_values() waits for its own gather alone (a CUDA event on the group's stream), not for the gathers
+// queued there after it. So such a gather may be left running beside later compute-stream work: the next forward
+// pass finishes each layer's gather before the layer reads its weights (zero1.h, gather_under_forward).
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "framework/comm/communicator.h"
@@ -54,7 +58,7 @@ class Zero1Partition {
   // elements of parameters that ask for weight decay.
   void step(const AdamWSettings& settings, float gradient_scale);
   void start_gather_values();
-  void finish_gather_values();
+  void finish_gather_values();  // a no-op when no gather is pending
   void gather_master_values();
   bool gathers_compute_copy() const { return gather_compute_copy_; }
   bool gathers_in_place() const { return gathers_in_place_; }
@@ -104,6 +108,7 @@ class Zero1Partition {
   bool gathers_in_place_ = false;    // sharded, unpadded, values_follow_gradients()
   bool master_values_whole_ = true;  // false while other ranks' fp32 values are stale (gather_compute_copy_)
   Tensor gathering_;                 // the source of the gather started and not yet finished, or none
+  std::unique_ptr<SideStreamMark> gathered_;  // in place: where that gather ends on the group's stream
 };
 
 }  // namespace hai

@@ -105,13 +105,17 @@ Trainer::Trainer(const Config& config, std::unique_ptr<Communicator> own_world, 
       optimizer_(store_, config.optimizer, *groups_.dp, *groups_.expert_dp,
                  {.bucket_of = [](const ParameterSpec& spec) { return gradient_bucket(spec.name); },
                   .reads_fp32_value = reads_fp32_value,
-                  .whole_values_every_step = config.ema.enabled}),
+                  .whole_values_every_step = config.ema.enabled,
+                  .gather_under_forward = config.parallel.overlap_param_gather}),
       data_(open_training_data(config)),
       loader_(data_.train, loader_options(config, *groups_.dp)),
       loss_sums_(Shape{config.parallel.micro_batches.value(), loss_slots(config.model.mtp_depth)}, DType::f32,
                  device_),
       flops_per_token_(training_flops_per_token(config.model, config.train.seq_len)) {
   if (config.ema.enabled) ema_ = std::make_unique<ParameterEma>(store_.values(), config.ema.decay);
+  // NOTE: with parallel.overlap_param_gather, the experts' all-gathers of one step run under the next forward, each
+  // layer waiting for its own.
+  if (!pipeline_) model_.set_parameters_needed([this](int bucket) { optimizer_.parameters_needed(bucket); });
   if (config.precision.mode == PrecisionMode::fp16) loss_scaler_.emplace(config.precision.loss_scale);
 }
 

@@ -28,6 +28,12 @@
 namespace hai {
 
 enum class ReduceOp : uint8_t { sum, max, min };
+
+// A point of a side stream (Communicator::mark_side_stream): the work queued there before it. Backend-defined.
+class SideStreamMark {
+ public:
+  virtual ~SideStreamMark() = default;
+};
 std::string_view reduce_op_name(ReduceOp op);
 
 // Whether reductions (all_reduce, reduce_scatter) accept this dtype.
@@ -124,6 +130,11 @@ class Communicator {
   // (split) and join_side_stream() has nothing to wait for.
   virtual std::unique_ptr<Communicator> side_stream_duplicate();
   virtual void join_side_stream() {}
+  // Records in `mark` (made here when null) the point a side stream has reached: what it queued so far. Joining
+  // the mark (join_side_stream_mark) then makes the compute stream wait for that work alone, not for what the side stream queued since.
+  // The base's operations are done when they return: it records nothing, and joining waits for nothing.
+  virtual void mark_side_stream(std::unique_ptr<SideStreamMark>& mark) { (void)mark; }
+  virtual void join_side_stream_mark(const SideStreamMark* mark) { (void)mark; }
 
   // Ends every process of the job with this exit code, without waiting for anyone. Never returns.
   [[noreturn]] virtual void abort(int code) = 0;

@@ -214,6 +214,39 @@ TEST_F(Zero1World, GatheringTheComputeCopyGivesTheSameCopyAndTheValuesOnDemand) 
   EXPECT_TRUE(testing::same_bytes(store.values(), reference_store.values()));
 }
 
+// Left running after step() and joined by parameters_needed() (the next forward's wait), the experts' compute-copy
+// gathers give the same copy as gathering within step(); the fp32 values come whole on demand as before.
+TEST_F(Zero1World, GathersLeftRunningUnderTheForwardGiveTheSameCopy) {
+  OptimizerConfig config = testing::zero1_optimizer_config();
+  auto reads_fp32 = [](const ParameterSpec& spec) { return spec.name == "w.norm"; };
+  ParameterStore store(testing::zero1_specs(), Device::cpu(), DType::bf16);
+  ParameterStore reference_store(testing::zero1_specs(), Device::cpu(), DType::bf16);
+  for (ParameterStore* each : {&store, &reference_store}) {
+    each->initialize(7, 0.5);
+    each->refresh_compute_copy();
+  }
+  Zero1Optimizer deferred(store, config, *world_, *world_,
+                          {.bucket_of = {}, .reads_fp32_value = reads_fp32, .gather_under_forward = true});
+  Zero1Optimizer reference(reference_store, config, *world_, *world_,
+                           {.bucket_of = {}, .reads_fp32_value = reads_fp32});
+  // Left running: the experts' in-place compute-copy gathers (where they split evenly); the dense range is staged.
+  EXPECT_FALSE(deferred.partitions()[0].gathers_in_place());
+  EXPECT_EQ(deferred.partitions()[1].gathers_in_place() && deferred.partitions()[1].gathers_compute_copy(),
+            size() > 1 && 20 % size() == 0);
+  for (int64_t step = 1; step <= 3; ++step) {
+    for (ParameterStore* each : {&store, &reference_store}) testing::fill_rank_grads(*each, rank(), step);
+    deferred.clip(deferred.reduce_gradients(), 1.5);
+    reference.clip(reference.reduce_gradients(), 1.5);
+    deferred.step(0.05f, step);
+    reference.step(0.05f, step);
+    deferred.parameters_needed(kGradientsFinalAtEnd);  // the one bucket of every parameter here
+    EXPECT_TRUE(testing::same_bytes(store.compute_values(), reference_store.compute_values())) << step;
+  }
+  deferred.gather_master_values();
+  reference.gather_master_values();
+  EXPECT_TRUE(testing::same_bytes(store.values(), reference_store.values()));
+}
+
 // An inf on the last rank, in an element the first rank owns, makes the norm non-finite on every rank: the
 // trainer's finite check is this norm.
 TEST_F(Zero1World, ANonFiniteGradientOnOneRankMakesEveryRanksNormNonFinite) {

@@ -52,6 +52,8 @@ class HostDeviceCommunicator final : public Communicator {
   // Both parts duplicated; the device part on a side stream (NcclCommunicator::side_stream_duplicate).
   std::unique_ptr<Communicator> side_stream_duplicate() override;
   void join_side_stream() override { device_->join_side_stream(); }
+  void mark_side_stream(std::unique_ptr<SideStreamMark>& mark) override { device_->mark_side_stream(mark); }
+  void join_side_stream_mark(const SideStreamMark* mark) override { device_->join_side_stream_mark(mark); }
 
   [[noreturn]] void abort(int code) override;
 

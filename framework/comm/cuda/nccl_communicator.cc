@@ -76,6 +76,19 @@ void abort_nccl_within_seconds(ncclComm_t comm) {
   finished.wait_for(kGrace);
 }
 
+// A side stream's mark: an event of the communicator's GPU.
+class EventMark : public SideStreamMark {
+ public:
+  EventMark() { HAI_CUDA_CHECK(cudaEventCreateWithFlags(&event_, cudaEventDisableTiming)); }
+  ~EventMark() override { cudaEventDestroy(event_); }  // NOTE: unchecked: a destructor must not throw
+  EventMark(const EventMark&) = delete;
+  EventMark& operator=(const EventMark&) = delete;
+  cudaEvent_t event() const { return event_; }
+
+ private:
+  cudaEvent_t event_ = nullptr;
+};
+
 }  // namespace
 
 NcclCommunicator::NcclCommunicator(MPI_Comm comm, Device device, NcclOptions options)
@@ -269,6 +282,22 @@ void NcclCommunicator::join_side_stream() {
   HAI_CUDA_CHECK(cudaSetDevice(device_.index));
   HAI_CUDA_CHECK(cudaEventRecord(side_mark_, static_cast<cudaStream_t>(options_.stream.handle)));
   HAI_CUDA_CHECK(cudaStreamWaitEvent(static_cast<cudaStream_t>(compute_stream_.handle), side_mark_, 0));
+}
+
+void NcclCommunicator::mark_side_stream(std::unique_ptr<SideStreamMark>& mark) {
+  if (!side_stream_) return;
+  HAI_CUDA_CHECK(cudaSetDevice(device_.index));
+  if (!mark) mark = std::make_unique<EventMark>();
+  HAI_CUDA_CHECK(cudaEventRecord(static_cast<EventMark&>(*mark).event(),
+                                 static_cast<cudaStream_t>(options_.stream.handle)));
+}
+
+void NcclCommunicator::join_side_stream_mark(const SideStreamMark* mark) {
+  if (!side_stream_ || mark == nullptr) return;
+  HAI_CUDA_CHECK(cudaSetDevice(device_.index));
+  // NOTE: the cast only recovers the type mark_side_stream made.
+  HAI_CUDA_CHECK(cudaStreamWaitEvent(static_cast<cudaStream_t>(compute_stream_.handle),
+                                     static_cast<const EventMark*>(mark)->event(), 0));
 }
 
 cudaStream_t NcclCommunicator::prepare(const Tensor& tensor, std::string_view operation) const {

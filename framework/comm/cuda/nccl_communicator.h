@@ -67,6 +67,9 @@ class NcclCommunicator final : public Communicator {
   // that stream wait for the side stream's work queued so far.
   std::unique_ptr<Communicator> side_stream_duplicate() override;
   void join_side_stream() override;
+  // A mark is an event recorded on the side stream; joining it makes the compute stream wait for that event.
+  void mark_side_stream(std::unique_ptr<SideStreamMark>& mark) override;
+  void join_side_stream_mark(const SideStreamMark* mark) override;
 
   // Waits on the host until every operation queued so far on the current stream has completed.
   void synchronize();

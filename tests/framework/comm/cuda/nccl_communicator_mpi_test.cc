@@ -246,6 +246,30 @@ TEST_F(NcclAgainstMpi, SideStreamDuplicateRunsAfterEarlierComputeWorkAndJoinsBac
   EXPECT_EQ(side->last_operation().name, "all_reduce");
 }
 
+// A mark of the side stream, joined later, orders the compute stream after the collective queued before the mark
+// (ZeRO-1's all-gathers left running under the next forward); a second mark is reused for the next collective.
+TEST_F(NcclAgainstMpi, JoiningASideStreamMarkSeesTheCollectiveBeforeIt) {
+  std::unique_ptr<Communicator> side = nccl_->side_stream_duplicate();
+  const Shape shape{1 << 22};  // [4M] fp32
+  OwnedTensor host = make_tensor(shape, DType::f32, [&](int64_t i) { return mixed_value(rank(), i, DType::f32); });
+  OwnedTensor device = on_device(host);
+  OwnedTensor other = on_device(host);
+  std::unique_ptr<SideStreamMark> mark;
+  for (int round = 0; round < 2; ++round) {  // the second round re-records the same mark
+    side->all_reduce(device, ReduceOp::sum);
+    side->mark_side_stream(mark);
+    ASSERT_NE(mark, nullptr);
+    side->all_reduce(other, ReduceOp::sum);  // after the mark: not waited for by the join
+    side->join_side_stream_mark(mark.get());
+    scale_tensor(device, 0.5f);  // after the join: halves the sum
+    mpi_->all_reduce(host, ReduceOp::sum);
+    scale_tensor(host, 0.5f);
+    EXPECT_EQ(values_after_nccl(device), values_of(host)) << round;
+    side->join_side_stream();
+    copy_tensor(other, device);
+  }
+}
+
 TEST_F(NcclAgainstMpi, EveryRankHasAGpuOfItsOwn) {
   OwnedTensor mine(Shape{1}, DType::i32);
   mine.data<int32_t>()[0] = device_.index;
