@@ -121,6 +121,29 @@ TEST_F(DataParallelTraining, Bf16CheckpointOfTwoRanksResumesExactly) {
   }
 }
 
+// parallel.overlap_param_gather leaves the experts' bf16 all-gathers running into the next forward: the same
+// values arrive before each layer reads them, so the steps are bitwise those of gathering in the optimizer step,
+// checkpoints (which wait for every gather) included.
+TEST_F(DataParallelTraining, OverlappedParameterGathersGiveTheSameSteps) {
+  const std::string arguments = std::string("--config tiny.yaml") + kOverrides + " --set precision.mode=bf16";
+  std::vector<std::filesystem::path> dirs;
+  for (const char* overlap : {"false", "true"}) {
+    std::filesystem::path dir = root_->path() / (std::string("bf16_dp2_overlap_") + overlap);
+    std::filesystem::create_directories(dir);
+    testing::write_tiny_config(dir);
+    ASSERT_EQ(run_on_ranks(2, dir, arguments + " --set parallel.overlap_param_gather=" + overlap), 0);
+    dirs.push_back(dir);
+  }
+  MetricsFile joined = read_metrics(dirs[0] / "run"), overlapped = read_metrics(dirs[1] / "run");
+  ASSERT_EQ(joined.steps.size(), 10u);
+  ASSERT_EQ(overlapped.steps.size(), 10u);
+  for (size_t i = 0; i < 10; ++i) {
+    EXPECT_EQ(overlapped.steps[i]["loss"], joined.steps[i]["loss"]) << "step " << i + 1;
+    EXPECT_EQ(overlapped.steps[i]["grad_norm"], joined.steps[i]["grad_norm"]) << "step " << i + 1;
+  }
+  expect_close_checkpoints(checkpoint_of(dirs[0], 10), checkpoint_of(dirs[1], 10));
+}
+
 // hai-train --profile-steps at ep 2: the expert exchange (dispatch and combine, forward and backward) is a phase
 // kind of its own, so the all-to-all's share of the step is measured (docs/performance.md).
 TEST_F(DataParallelTraining, ProfileOfExpertParallelRanksTimesTheExchange) {
