@@ -107,7 +107,9 @@ TEST_F(ExpertExchangeWorld, Fp8DispatchDeliversEachRowRoundTrippedThroughFp8) {
     round_trip_fp8_rows(expected, /*pow2_scales=*/false);
     exchange.dispatch_fp8(route, local, sorted, /*pow2_scales=*/false);
     EXPECT_TRUE(same_bits(local, expected)) << "ep " << ep;
-    if (local.numel() > 0) EXPECT_FALSE(same_bits(local, exact)) << "ep " << ep << ": the rows arrived unquantised";
+    if (local.numel() > 0) {
+      EXPECT_FALSE(same_bits(local, exact)) << "ep " << ep << ": the rows arrived unquantised";
+    }
   }
 }
 

@@ -56,7 +56,10 @@ TEST(PipelineScheduleReport, AShapeAgainstTheRulesIsRefused) {
 }
 
 TEST(PipelineScheduleReport, ShapeOfAConfig) {
-  ParallelConfig parallel{.pp = 4, .schedule = PipelineSchedule::dualpipe, .micro_batches = 8};
+  ParallelConfig parallel;
+  parallel.pp = 4;
+  parallel.schedule = PipelineSchedule::dualpipe;
+  parallel.micro_batches = IntOrAuto(8);
   PipelineShape shape = pipeline_shape(parallel);
   EXPECT_EQ(shape.schedule, PipelineSchedule::dualpipe);
   EXPECT_EQ(shape.ranks, 4);
