@@ -98,7 +98,7 @@ DeepseekV3Model::Pass DeepseekV3Model::forward(const Tensor& tokens, const Tenso
 
   Shape hidden_shape{pass.inputs.numel(), config_.hidden_size};
   mark_phase(profiler_, "forward.embedding");
-  need(kGradientsFinalAtEnd);
+  need(kEmbeddingBucket);
   OwnedTensor hidden(hidden_shape, DType::f32, device());  // [T, H] the embedding output, then each layer's
   embedding_forward(hidden, store_["model.embed_tokens.weight"].value, pass.inputs);
   record_memory_point(profiler_, "embedding", "embedding");

@@ -80,7 +80,7 @@ class DeepseekV3Model {
   // (framework/metrics/step_profiler.h); null turns it off.
   void set_profiler(StepProfiler* profiler);
   // Every forward pass (training and evaluation) tells `needed` each gradient bucket (gradient_buckets.h) before
-  // it reads its weights: the embedding's (kGradientsFinalAtEnd), each decoder layer's, the head's, each MTP
+  // it reads its weights: the embedding's (kEmbeddingBucket), each decoder layer's, the head's, each MTP
   // module's. Null: nothing is told.
   void set_parameters_needed(ParametersNeeded needed) { parameters_needed_ = std::move(needed); }
 

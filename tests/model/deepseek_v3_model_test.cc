@@ -160,7 +160,7 @@ TEST_F(ModelGradient, TheForwardTellsEachBucketBeforeReadingIt) {
     }
   });
   EXPECT_EQ(objective(), clean);
-  EXPECT_EQ(told, (std::vector<int>{kGradientsFinalAtEnd, layer_bucket(0), layer_bucket(1), kHeadBucket,
+  EXPECT_EQ(told, (std::vector<int>{kEmbeddingBucket, layer_bucket(0), layer_bucket(1), kHeadBucket,
                                     layer_bucket(2)}));
   model_->set_parameters_needed(nullptr);
 }
