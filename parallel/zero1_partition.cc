@@ -2,7 +2,6 @@
 
 #include <algorithm>
 
-#include "framework/device/elementwise.h"
 #include "framework/device/fused_adamw.h"
 #include "framework/optim/adamw.h"
 
@@ -104,13 +103,11 @@ void Zero1Partition::start_gather_values() {
   }
 }
 
-void Zero1Partition::finish_gather_values() { finish_gather(); }
-
 void Zero1Partition::gather_master_values() {
-  finish_gather();
+  finish_gather_values();
   if (master_values_whole_) return;
   start_gather(store_.values());
-  finish_gather();
+  finish_gather_values();
   master_values_whole_ = true;
 }
 
@@ -138,7 +135,7 @@ void Zero1Partition::start_gather(const Tensor& source) {
   group_.all_gather(staging, staging.slice(own_chunk, own_chunk + shard_.chunk));
 }
 
-void Zero1Partition::finish_gather() {
+void Zero1Partition::finish_gather_values() {
   if (!gathering_.raw()) return;
   if (gathers_in_place_) {
     group_.join_side_stream_mark(gathered_.get());

@@ -83,10 +83,9 @@ class Zero1Partition {
   Tensor padded_range() const;  // [chunk * group] fp32: staging_ when padded, else layout_grads()
   // Whether the range's values are contiguous in gradient order (the constructor's rule above).
   bool values_follow_gradients() const;
-  // All-gathers the owned elements of `source` (the values [N] fp32 or their compute copy) into every rank's:
-  // start_gather() queues it, finish_gather() makes the compute stream wait and unstages.
+  // Queues the all-gather of the owned elements of `source` (the values [N] fp32 or their compute copy) into every
+  // rank's; finish_gather_values() makes the compute stream wait for it and unstages.
   void start_gather(const Tensor& source);
-  void finish_gather();
   Tensor gather_staging(const Tensor& source) const;  // [chunk * size] source dtype, over padded_range()
   Tensor staged(const Tensor& staging, const ShardSegment& segment) const;  // the segment's place in the staging
 
