@@ -166,29 +166,26 @@ void DeepseekV3Model::backward(Pass& pass, float grad_scale, const GradientsFina
   OwnedTensor d_hidden(hidden_shape, DType::f32, device());
   head_->backward_input(pass.head, d_hidden, d_next);
   finished(kHeadBucket);
-  for (size_t layer = layers_.size(); layer-- > 0;) {
-    OwnedTensor d_input(hidden_shape, DType::f32, device());
-    layers_[layer]->backward_input(pass.layers[layer], d_input, d_hidden, grad_scale);
-    d_hidden = std::move(d_input);
-  }
-
-  // Weight gradients (W), after every input gradient (B).
   mark_phase(profiler_, "backward_weight.mtp");
   for (size_t depth = 0; depth < mtp_.size(); ++depth) {
     mtp_[depth]->backward_weight(pass.mtp[depth]);
     finished(layer_bucket(config_.num_layers + static_cast<int64_t>(depth)));
   }
-  // NOTE: the embedding's gradient is complete after the MTP modules' (their embeddings') and the input's: announced
-  // here, it reduces under the decoder layers' weight gradients.
+  // NOTE: each decoder layer's weight gradients (W) right after its input gradient (B), last layer first, so that
+  // the layers' buckets are announced one by one over the whole backward and their reductions (data parallelism)
+  // run under the layers below; what is left to reduce after the backward is the first layer's and the
+  // embedding's. (The pipeline stages split B and W for their schedules; a whole model has no reason to.)
+  for (size_t layer = layers_.size(); layer-- > 0;) {
+    OwnedTensor d_input(hidden_shape, DType::f32, device());
+    layers_[layer]->backward_input(pass.layers[layer], d_input, d_hidden, grad_scale);
+    layers_[layer]->backward_weight(pass.layers[layer]);
+    finished(layer_bucket(static_cast<int64_t>(layer)));
+    d_hidden = std::move(d_input);
+  }
+  // NOTE: the embedding's gradient is complete after the MTP modules' (their embeddings') and the input's.
   mark_phase(profiler_, "backward_weight.embedding");
   embedding_backward(store_["model.embed_tokens.weight"].grad, d_hidden, pass.inputs);
   finished(kEmbeddingBucket);
-  // NOTE: the last layer first, so that the bucket whose reduction is left after the backward is the first layer's
-  // (with first_dense_layers, a dense one: far fewer parameters than a MoE layer's experts).
-  for (size_t layer = layers_.size(); layer-- > 0;) {
-    layers_[layer]->backward_weight(pass.layers[layer]);
-    finished(layer_bucket(static_cast<int64_t>(layer)));
-  }
 }
 
 CountedTokens DeepseekV3Model::train_micro_batch(const Tensor& tokens, float grad_scale, const Tensor& loss_sums,

@@ -111,7 +111,8 @@ TEST_F(ModelGradient, ExpertLoadAndBiasUpdate) {
 
 // Each gradient bucket the backward announces is final: the gradients of its parameters when announced are
 // bitwise those at the end. Every bucket is announced once: the head first, then the MTP block (layer 2), the
-// embedding, and the decoder layers from the last. None is left to the end.
+// decoder layers from the last (each as soon as its input and weight gradients are done), the embedding last. None
+// is left to the end.
 TEST_F(ModelGradient, AnnouncedGradientBucketsAreFinal) {
   store_->zero_grads();
   model_->train_micro_batch(tokens_, 1.0f);  // a first micro-batch: the second's announcements follow accumulation
@@ -128,8 +129,8 @@ TEST_F(ModelGradient, AnnouncedGradientBucketsAreFinal) {
   };
   OwnedTensor loss_sums(Shape{loss_slots(config_.mtp_depth)}, DType::f32);
   model_->train_micro_batch(tokens_, 1.0f, loss_sums, on_final);
-  EXPECT_EQ(announced, (std::vector<int>{kHeadBucket, layer_bucket(2), kEmbeddingBucket, layer_bucket(1),
-                                          layer_bucket(0)}));
+  EXPECT_EQ(announced, (std::vector<int>{kHeadBucket, layer_bucket(2), layer_bucket(1), layer_bucket(0),
+                                          kEmbeddingBucket}));
   int64_t trainable = 0;
   for (const Parameter& parameter : store_->parameters()) {
     if (!parameter.spec.trainable) continue;
