@@ -36,6 +36,15 @@ void fill_mean_grads(ParameterStore& store, int ranks, int64_t step) {
   }
 }
 
+// A bf16 store of the test's parameters, initialised from `seed` with its compute copy rounded.
+void initialize_with_compute_copy(ParameterStore& store, uint64_t seed) {
+  store.initialize(seed, 0.5);
+  store.refresh_compute_copy();
+}
+
+// The model reads only w.norm in fp32: the experts' partition may all-gather its bf16 copy.
+bool reads_norm_in_fp32(const ParameterSpec& spec) { return spec.name == "w.norm"; }
+
 // expected == actual * actual_factor, element by element, to tolerance relative to 1 + |expected|.
 void expect_close(const Tensor& expected, const Tensor& actual, double tolerance, double actual_factor = 1.0) {
   ASSERT_EQ(expected.numel(), actual.numel());
@@ -184,13 +193,8 @@ TEST_F(Zero1World, GatheringTheComputeCopyGivesTheSameCopyAndTheValuesOnDemand) 
   OptimizerConfig config = testing::zero1_optimizer_config();
   ParameterStore store(testing::zero1_specs(), Device::cpu(), DType::bf16);
   ParameterStore reference_store(testing::zero1_specs(), Device::cpu(), DType::bf16);
-  for (ParameterStore* each : {&store, &reference_store}) {
-    each->initialize(6, 0.5);
-    each->refresh_compute_copy();
-  }
-  Zero1Optimizer halves(store, config, *world_, *world_,
-                        {.bucket_of = {},
-                         .reads_fp32_value = [](const ParameterSpec& spec) { return spec.name == "w.norm"; }});
+  for (ParameterStore* each : {&store, &reference_store}) initialize_with_compute_copy(*each, 6);
+  Zero1Optimizer halves(store, config, *world_, *world_, {.bucket_of = {}, .reads_fp32_value = reads_norm_in_fp32});
   Zero1Optimizer reference(reference_store, config, *world_);
   ASSERT_EQ(halves.partitions().size(), 2u);
   EXPECT_FALSE(halves.partitions()[0].gathers_compute_copy());
@@ -218,17 +222,13 @@ TEST_F(Zero1World, GatheringTheComputeCopyGivesTheSameCopyAndTheValuesOnDemand) 
 // gathers give the same copy as gathering within step(); the fp32 values come whole on demand as before.
 TEST_F(Zero1World, GathersLeftRunningUnderTheForwardGiveTheSameCopy) {
   OptimizerConfig config = testing::zero1_optimizer_config();
-  auto reads_fp32 = [](const ParameterSpec& spec) { return spec.name == "w.norm"; };
   ParameterStore store(testing::zero1_specs(), Device::cpu(), DType::bf16);
   ParameterStore reference_store(testing::zero1_specs(), Device::cpu(), DType::bf16);
-  for (ParameterStore* each : {&store, &reference_store}) {
-    each->initialize(7, 0.5);
-    each->refresh_compute_copy();
-  }
+  for (ParameterStore* each : {&store, &reference_store}) initialize_with_compute_copy(*each, 7);
   Zero1Optimizer deferred(store, config, *world_, *world_,
-                          {.bucket_of = {}, .reads_fp32_value = reads_fp32, .gather_under_forward = true});
+                          {.bucket_of = {}, .reads_fp32_value = reads_norm_in_fp32, .gather_under_forward = true});
   Zero1Optimizer reference(reference_store, config, *world_, *world_,
-                           {.bucket_of = {}, .reads_fp32_value = reads_fp32});
+                           {.bucket_of = {}, .reads_fp32_value = reads_norm_in_fp32});
   // Left running: the experts' in-place compute-copy gathers (where they split evenly); the dense range is staged.
   EXPECT_FALSE(deferred.partitions()[0].gathers_in_place());
   EXPECT_EQ(deferred.partitions()[1].gathers_in_place() && deferred.partitions()[1].gathers_compute_copy(),
