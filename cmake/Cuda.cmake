@@ -8,8 +8,13 @@ if(NOT HAI_CUDA STREQUAL "OFF")
   endif()
   check_language(CUDA)
   if(CMAKE_CUDA_COMPILER)
+    # NOTE: 90a (Hopper's arch-specific features: wgmma) by default; the grouped expert GEMM uses them when built so
+    # (HAI_CUDA_WGMMA) and the device is a 9.x, the mma.sync loop otherwise.
     if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
-      set(CMAKE_CUDA_ARCHITECTURES 90)
+      set(CMAKE_CUDA_ARCHITECTURES 90a)
+    endif()
+    if("90a" IN_LIST CMAKE_CUDA_ARCHITECTURES)
+      add_compile_definitions(HAI_CUDA_WGMMA=1)
     endif()
     enable_language(CUDA)
     # NOTE: C++17 for .cu files: CMake before 3.26 cannot give nvcc C++20, and kernel sources include no project

@@ -2,6 +2,7 @@
 #include "framework/device/cuda/grouped_gemm_mma.cuh"
 #include "framework/device/cuda/grouped_gemm_schedule.cuh"
 #include "framework/device/cuda/grouped_gemm_simt.cuh"
+#include "framework/device/cuda/grouped_gemm_wgmma.cuh"
 
 #include <initializer_list>
 
@@ -10,24 +11,66 @@ namespace {
 
 using bf16 = __nv_bfloat16;
 
+// The tensor-core main loops behind one interface: mma.sync (sm_80 on) and wgmma (sm_90a). Both compute a
+// kTile x kTile block tile from operands described by mma::OperandSource.
+inline constexpr int kTensorCoreTile = mma::kTile;
+static_assert(wgmma::kTile == kTensorCoreTile);
+
+struct MmaSyncLoop {
+  static constexpr int kThreads = mma::kThreads;
+  static constexpr int kBlocksPerMultiprocessor = 1;
+  using Accumulators = mma::Accumulators;
+  template <bool kADepthContiguous, bool kBDepthContiguous>
+  static constexpr int kSharedBytes = mma::kSharedBytes<kADepthContiguous, kBDepthContiguous>;
+  template <bool kADepthContiguous, bool kBDepthContiguous>
+  __device__ static void multiply(Accumulators& accumulators, const mma::OperandSource& a,
+                                  const mma::OperandSource& b, int64_t depth, unsigned char* shared) {
+    mma::multiply_tiles<kADepthContiguous, kBDepthContiguous>(accumulators, a, b, depth,
+                                                              reinterpret_cast<bf16*>(shared));
+  }
+  template <typename Store>
+  __device__ static void for_each_pair(const Accumulators& accumulators, Store store) {
+    mma::for_each_accumulator_pair(accumulators, store);
+  }
+};
+
+struct WgmmaLoop {
+  static constexpr int kThreads = wgmma::kThreads;
+  static constexpr int kBlocksPerMultiprocessor = 2;
+  using Accumulators = wgmma::Accumulators;
+  template <bool kADepthContiguous, bool kBDepthContiguous>
+  static constexpr int kSharedBytes = wgmma::kSharedBytes;
+  template <bool kADepthContiguous, bool kBDepthContiguous>
+  __device__ static void multiply(Accumulators& accumulators, const mma::OperandSource& a,
+                                  const mma::OperandSource& b, int64_t depth, unsigned char* shared) {
+    wgmma::multiply_tiles<kADepthContiguous, kBDepthContiguous>(accumulators, a, b, depth, shared);
+  }
+  template <typename Store>
+  __device__ static void for_each_pair(const Accumulators& accumulators, Store store) {
+    wgmma::for_each_accumulator_pair(accumulators, store);
+  }
+};
+
 // Forward and input gradient on the tensor cores. Grid: (N tiles, row-tile slots); N tiles vary fastest, so the
 // blocks running together share their x rows and one expert's weights in L2.
-template <bool kTransposeWeights>
-__global__ void __launch_bounds__(mma::kThreads) grouped_gemm_tensor_core_kernel(GroupedGemmArguments arguments) {
+template <typename Loop, bool kTransposeWeights>
+__global__ void __launch_bounds__(Loop::kThreads, Loop::kBlocksPerMultiprocessor)
+    grouped_gemm_tensor_core_kernel(GroupedGemmArguments arguments) {
+  constexpr int kTile = kTensorCoreTile;
   ExpertRowTile tile;
-  if (!find_expert_row_tile(arguments.offsets, arguments.experts, blockIdx.y, mma::kTile, &tile)) return;
+  if (!find_expert_row_tile(arguments.offsets, arguments.experts, blockIdx.y, kTile, &tile)) return;
   int64_t n = arguments.n, k = arguments.k;
-  int64_t column_begin = static_cast<int64_t>(blockIdx.x) * mma::kTile;
+  int64_t column_begin = static_cast<int64_t>(blockIdx.x) * kTile;
   const bf16* x = static_cast<const bf16*>(arguments.x) + tile.row_begin * k;  // [tile rows, K]
   const bf16* weights = static_cast<const bf16*>(arguments.weights) + tile.expert * arguments.expert_stride;
   mma::OperandSource a{x, k, tile.row_end - tile.row_begin, k};
   mma::OperandSource b = kTransposeWeights ? mma::OperandSource{weights + column_begin * k, k, n - column_begin, k}
                                            : mma::OperandSource{weights + column_begin, n, n - column_begin, k};
   extern __shared__ __align__(16) unsigned char shared_bytes[];
-  mma::Accumulators accumulators;
-  mma::multiply_tiles<true, kTransposeWeights>(accumulators, a, b, k, reinterpret_cast<bf16*>(shared_bytes));
+  typename Loop::Accumulators accumulators;
+  Loop::template multiply<true, kTransposeWeights>(accumulators, a, b, k, shared_bytes);
   float beta = arguments.beta;
-  mma::for_each_accumulator_pair(accumulators, [&](int row, int column, float value0, float value1) {
+  Loop::for_each_pair(accumulators, [&](int row, int column, float value0, float value1) {
     int64_t global_row = tile.row_begin + row;
     int64_t global_column = column_begin + column;
     if (global_row >= tile.row_end || global_column >= n) return;
@@ -44,24 +87,26 @@ __global__ void __launch_bounds__(mma::kThreads) grouped_gemm_tensor_core_kernel
 
 // Weight gradient on the tensor cores: grad W_e [N, K] += d_y_e^T @ x_e. Grid: (K tiles, N tiles, E); each block
 // reduces over all rows of its expert.
-__global__ void __launch_bounds__(mma::kThreads)
+template <typename Loop>
+__global__ void __launch_bounds__(Loop::kThreads, Loop::kBlocksPerMultiprocessor)
     grouped_weight_grad_tensor_core_kernel(GroupedWeightGradArguments arguments) {
+  constexpr int kTile = kTensorCoreTile;
   int64_t expert = blockIdx.z;
   int64_t row_begin = arguments.offsets[expert];
   int64_t rows = arguments.offsets[expert + 1] - row_begin;
   if (rows <= 0) return;
   int64_t n = arguments.n, k = arguments.k;
-  int64_t row_tile_begin = static_cast<int64_t>(blockIdx.y) * mma::kTile;  // along N
-  int64_t column_begin = static_cast<int64_t>(blockIdx.x) * mma::kTile;    // along K
+  int64_t row_tile_begin = static_cast<int64_t>(blockIdx.y) * kTile;  // along N
+  int64_t column_begin = static_cast<int64_t>(blockIdx.x) * kTile;    // along K
   const bf16* d_y = static_cast<const bf16*>(arguments.d_y) + row_begin * n;  // [rows, N]
   const bf16* x = static_cast<const bf16*>(arguments.x) + row_begin * k;      // [rows, K]
   mma::OperandSource a{d_y + row_tile_begin, n, n - row_tile_begin, rows};
   mma::OperandSource b{x + column_begin, k, k - column_begin, rows};
   extern __shared__ __align__(16) unsigned char shared_bytes[];
-  mma::Accumulators accumulators;
-  mma::multiply_tiles<false, false>(accumulators, a, b, rows, reinterpret_cast<bf16*>(shared_bytes));
+  typename Loop::Accumulators accumulators;
+  Loop::template multiply<false, false>(accumulators, a, b, rows, shared_bytes);
   float* gradient = arguments.gradients + expert * arguments.expert_stride;  // [N, K]
-  mma::for_each_accumulator_pair(accumulators, [&](int row, int column, float value0, float value1) {
+  Loop::for_each_pair(accumulators, [&](int row, int column, float value0, float value1) {
     int64_t global_row = row_tile_begin + row;
     int64_t global_column = column_begin + column;
     if (global_row >= n || global_column >= k) return;
@@ -140,13 +185,52 @@ bool tensor_cores_fit(GroupedGemmInput input_type, int64_t n, int64_t k, std::in
 
 unsigned int blocks(int64_t extent, int64_t tile) { return static_cast<unsigned int>((extent + tile - 1) / tile); }
 
-template <typename Kernel, typename Arguments>
+template <typename Loop, typename Kernel, typename Arguments>
 cudaError_t launch_tensor_core(Kernel kernel, dim3 grid, int shared_bytes, const Arguments& arguments,
                                cudaStream_t stream) {
   cudaError_t status = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, shared_bytes);
   if (status != cudaSuccess) return status;
-  kernel<<<grid, mma::kThreads, shared_bytes, stream>>>(arguments);
+  // NOTE: the largest shared-memory carve-out, so that the wgmma loop's two blocks fit on a multiprocessor
+  status = cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared);
+  if (status != cudaSuccess) return status;
+  kernel<<<grid, Loop::kThreads, shared_bytes, stream>>>(arguments);
   return cudaGetLastError();
+}
+
+// Whether the current device runs the wgmma loop: built for sm_90a (HAI_CUDA_WGMMA, cmake/Cuda.cmake) and a
+// compute capability 9.x device.
+cudaError_t wgmma_applies(bool* applies) {
+  *applies = false;
+#if defined(HAI_CUDA_WGMMA)
+  int device = 0;
+  cudaError_t status = cudaGetDevice(&device);
+  if (status != cudaSuccess) return status;
+  int major = 0;
+  status = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device);
+  if (status != cudaSuccess) return status;
+  *applies = major == 9;
+#endif
+  return cudaSuccess;
+}
+
+template <typename Loop>
+cudaError_t launch_grouped_gemm(const GroupedGemmArguments& arguments, cudaStream_t stream) {
+  dim3 grid(blocks(arguments.n, kTensorCoreTile),
+            static_cast<unsigned int>(row_tile_slots(arguments.rows, arguments.experts, kTensorCoreTile)));
+  if (arguments.transpose_weights) {
+    return launch_tensor_core<Loop>(grouped_gemm_tensor_core_kernel<Loop, true>, grid,
+                                    Loop::template kSharedBytes<true, true>, arguments, stream);
+  }
+  return launch_tensor_core<Loop>(grouped_gemm_tensor_core_kernel<Loop, false>, grid,
+                                  Loop::template kSharedBytes<true, false>, arguments, stream);
+}
+
+template <typename Loop>
+cudaError_t launch_grouped_weight_grad(const GroupedWeightGradArguments& arguments, cudaStream_t stream) {
+  dim3 grid(blocks(arguments.k, kTensorCoreTile), blocks(arguments.n, kTensorCoreTile),
+            static_cast<unsigned int>(arguments.experts));
+  return launch_tensor_core<Loop>(grouped_weight_grad_tensor_core_kernel<Loop>, grid,
+                                  Loop::template kSharedBytes<false, false>, arguments, stream);
 }
 
 // The SIMT kernel instantiated for each input type.
@@ -172,14 +256,11 @@ cudaError_t grouped_gemm(const GroupedGemmArguments& arguments, cudaStream_t str
   if (arguments.rows == 0 || arguments.n == 0 || arguments.experts == 0) return cudaSuccess;
   if (tensor_cores_fit(arguments.input_type, arguments.n, arguments.k, {arguments.x, arguments.weights},
                        arguments.expert_stride, arguments.y)) {
-    dim3 grid(blocks(arguments.n, mma::kTile),
-              static_cast<unsigned int>(row_tile_slots(arguments.rows, arguments.experts, mma::kTile)));
-    if (arguments.transpose_weights) {
-      return launch_tensor_core(grouped_gemm_tensor_core_kernel<true>, grid, mma::kSharedBytes<true, true>,
-                                arguments, stream);
-    }
-    return launch_tensor_core(grouped_gemm_tensor_core_kernel<false>, grid, mma::kSharedBytes<true, false>,
-                              arguments, stream);
+    bool wgmma = false;
+    cudaError_t status = wgmma_applies(&wgmma);
+    if (status != cudaSuccess) return status;
+    return wgmma ? launch_grouped_gemm<WgmmaLoop>(arguments, stream)
+                 : launch_grouped_gemm<MmaSyncLoop>(arguments, stream);
   }
   dim3 grid(blocks(arguments.n, simt::kTile),
             static_cast<unsigned int>(row_tile_slots(arguments.rows, arguments.experts, simt::kTile)));
@@ -195,9 +276,11 @@ cudaError_t grouped_gemm_weight_grad(const GroupedWeightGradArguments& arguments
   auto experts = static_cast<unsigned int>(arguments.experts);
   if (tensor_cores_fit(arguments.input_type, arguments.n, arguments.k, {arguments.d_y, arguments.x},
                        arguments.expert_stride, arguments.gradients)) {
-    dim3 grid(blocks(arguments.k, mma::kTile), blocks(arguments.n, mma::kTile), experts);
-    return launch_tensor_core(grouped_weight_grad_tensor_core_kernel, grid, mma::kSharedBytes<false, false>,
-                              arguments, stream);
+    bool wgmma = false;
+    cudaError_t status = wgmma_applies(&wgmma);
+    if (status != cudaSuccess) return status;
+    return wgmma ? launch_grouped_weight_grad<WgmmaLoop>(arguments, stream)
+                 : launch_grouped_weight_grad<MmaSyncLoop>(arguments, stream);
   }
   dim3 grid(blocks(arguments.k, simt::kTile), blocks(arguments.n, simt::kTile), experts);
   SimtKernels<GroupedWeightGradArguments> simt_kernels{grouped_weight_grad_simt_kernel<float>,

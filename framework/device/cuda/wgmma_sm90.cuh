@@ -1,0 +1,84 @@
+#pragma once
+// Warpgroup-level tensor-core instructions of sm_90a (Hopper) for the kernels that use them: the shared-memory
+// matrix descriptor, wgmma.mma_async m64n128k16 (bf16 in, fp32 accumulate) and its fences. They exist only where
+// nvcc compiles for sm_90a (__CUDA_ARCH_FEAT_SM90_ALL); callers guard their use with HAI_WGMMA_AVAILABLE.
+//
+// Shared-memory operand layout (128-byte swizzle, 16-bit elements): a 1024-byte aligned tile whose 16-byte chunks
+// sit at chunk ^ ((byte offset / 128) % 8) inside each 128-byte row (swizzled_offset).
+//   K-major (the reduction contiguous): row r of the operand (an output row or column) holds 64 elements of the
+//     reduction, 128 bytes; 8-row groups 1024 bytes apart (SBO); a k16 slice starts 32 bytes further along.
+//   MN-major (the output dimension contiguous): 64 outputs x all reduction rows form an atom, one 128-byte row per
+//     reduction index; atoms along the output dimension lie `atom_bytes` apart (LBO), 8-row groups of the reduction
+//     1024 bytes apart (SBO); a k16 slice starts 16 rows (2048 bytes) further.
+// Accumulator layout of m64nN (per thread of the warpgroup, warp w = thread / 32 % 4, lane l):
+//   d[4j + 0..1] = D[16w + l / 4][8j + 2(l % 4) + 0..1], d[4j + 2..3] = the same 8 rows further down.
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#define HAI_WGMMA_AVAILABLE 1
+#endif
+
+namespace hai::cuda::kernels::sm90 {
+
+// The byte offset of logical byte `offset` of a 128-byte-swizzled tile.
+__host__ __device__ constexpr uint32_t swizzled_offset(uint32_t offset) {
+  return offset ^ (((offset >> 7) & 7u) << 4);
+}
+
+// A matrix descriptor with 128-byte swizzle. Addresses and offsets in bytes, 16-byte granular.
+__device__ inline uint64_t matrix_descriptor(uint32_t shared_address, uint32_t leading_offset,
+                                             uint32_t stride_offset) {
+  uint64_t descriptor = (shared_address & 0x3FFFFu) >> 4;
+  descriptor |= static_cast<uint64_t>((leading_offset & 0x3FFFFu) >> 4) << 16;
+  descriptor |= static_cast<uint64_t>((stride_offset & 0x3FFFFu) >> 4) << 32;
+  descriptor |= 1ull << 62;  // 128-byte swizzle
+  return descriptor;
+}
+
+#if defined(HAI_WGMMA_AVAILABLE)
+
+// Makes this thread's earlier generic-proxy writes to shared memory (cp.async, st.shared) visible to wgmma.
+__device__ inline void fence_shared_for_async_proxy() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
+__device__ inline void warpgroup_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+__device__ inline void warpgroup_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
+template <int pending>
+__device__ inline void warpgroup_wait() {
+  asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(pending) : "memory");
+}
+// Keeps the compiler from moving reads of an accumulator above the wait that completes it.
+__device__ inline void fence_register(float& value) { asm volatile("" : "+f"(value)::"memory"); }
+
+// d[64] += A (64 x 16, descriptor a) @ B (16 x 128, descriptor b); kTransposeA / kTransposeB: the operand is
+// MN-major instead of K-major.
+template <int kTransposeA, int kTransposeB>
+__device__ inline void mma_m64n128k16_bf16(float (&d)[64], uint64_t a, uint64_t b) {
+  asm volatile(
+      "{\n"
+      ".reg .pred accumulate;\n"
+      "setp.ne.b32 accumulate, %68, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 "
+      "{"
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+      "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+      "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
+      "}, "
+      "%64, %65, accumulate, 1, 1, %66, %67;\n"
+      "}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+        "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+        "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+        "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+        "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+        "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+      : "l"(a), "l"(b), "n"(kTransposeA), "n"(kTransposeB), "r"(1));
+}
+
+#endif  // HAI_WGMMA_AVAILABLE
+
+}  // namespace hai::cuda::kernels::sm90
