@@ -123,6 +123,9 @@ class Zero1Optimizer {
   // call between steps before reading values of parameters this rank does not own (a checkpoint, the end of a
   // run). Collective over the groups.
   void gather_master_values();
+  // Makes the compute stream wait for every gather step() left running: for a forward that does not tell its
+  // buckets one by one (the pipeline schedules).
+  void join_gathers();
   // Marks step()'s parts (AdamW, the all-gathers, the compute copy's refresh) in `profiler`; null turns it off.
   void set_profiler(StepProfiler* profiler) { profiler_ = profiler; }
 
@@ -134,7 +137,6 @@ class Zero1Optimizer {
  private:
   std::vector<Tensor> shard_grads() const;  // the non-empty shards' gradients
   bool gathers_under_forward(const Zero1Partition& partition) const;
-  void join_gathers();  // every gather step() left running
 
   ParameterStore& store_;
   OptimizerConfig config_;

@@ -8,12 +8,12 @@
 # Writes one JSON object {"ops": <hai-bench>, "training": <summary>, "step_profile": <report>} to OUT (default
 # bench.json) and prints it.
 #   NCCL_NVLS_ENABLE=0 bash scripts/bench.sh [OUT] [--steps N] [--profile-steps N] [--set key=value]...
-#   NCCL_NVLS_ENABLE=0 bash scripts/bench.sh [OUT] --multi-gpu [--layouts dp2,dp2_overlap,ep2,pp2_1f1b,pp2_dualpipe]
+#   NCCL_NVLS_ENABLE=0 bash scripts/bench.sh [OUT] --multi-gpu [--layouts dp2,dp2_gather_in_step,ep2,pp2_1f1b,pp2_dualpipe]
 #     [--steps N] [--set key=value]...
 # --steps (default 30) and --set go to hai-train; the first max(3, steps / 5) steps are left out of the summary
 # as warm-up. Either part failing is reported in the JSON ({"error": ...}) and makes the exit code non-zero.
 # --multi-gpu (a machine with two GPUs): instead of the op benchmarks and the profile, trains on one GPU and on two
-# (mpirun -np 2, one rank per GPU) with each layout: dp 2 (dp2_overlap: with parallel.overlap_param_gather) and
+# (mpirun -np 2, one rank per GPU) with each layout: dp 2 (dp2_gather_in_step: parallel.overlap_param_gather off) and
 # ep 2 (dp 2) at a micro-batch per GPU per step, pp 2 under 1f1b and dualpipe at 4 micro-batches per step, each also profiled (--profile-steps). One GPU trains twice:
 # at dp 2's global batch (two micro-batches per step, every step logged: the loss curve dp 2 and ep 2 must
 # reproduce) and at the config's own batch (one micro-batch per step). Writes {"training": <one GPU, dp 2's batch>,
@@ -134,8 +134,8 @@ layouts=()
 if [[ "$multi_gpu" == true ]]; then
   # dp and ep keep one micro-batch per GPU per step, pp runs 4 per step.
   train_layout dp2 2 --set parallel.dp=2 --set train.global_batch_size=$((2 * micro_batch))
-  train_layout dp2_overlap 2 --set parallel.dp=2 --set train.global_batch_size=$((2 * micro_batch)) \
-    --set parallel.overlap_param_gather=true
+  train_layout dp2_gather_in_step 2 --set parallel.dp=2 --set train.global_batch_size=$((2 * micro_batch)) \
+    --set parallel.overlap_param_gather=false
   train_layout ep2 2 --set parallel.dp=2 --set parallel.ep=2 --set train.global_batch_size=$((2 * micro_batch))
   train_layout pp2_1f1b 2 --set parallel.pp=2 --set parallel.schedule=1f1b \
     --set train.global_batch_size=$((4 * micro_batch))

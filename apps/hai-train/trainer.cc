@@ -114,8 +114,8 @@ Trainer::Trainer(const Config& config, std::unique_ptr<Communicator> own_world, 
       flops_per_token_(training_flops_per_token(config.model, config.train.seq_len)) {
   if (config.ema.enabled) ema_ = std::make_unique<ParameterEma>(store_.values(), config.ema.decay);
   // NOTE: with parallel.overlap_param_gather, the experts' all-gathers of one step run under the next forward, each
-  // layer waiting for its own.
-  if (!pipeline_) model_.set_parameters_needed([this](int bucket) { optimizer_.parameters_needed(bucket); });
+  // layer waiting for its own (the pipeline waits for all of them before it starts: run_micro_batches).
+  model_.set_parameters_needed([this](int bucket) { optimizer_.parameters_needed(bucket); });
   if (config.precision.mode == PrecisionMode::fp16) loss_scaler_.emplace(config.precision.loss_scale);
 }
 
@@ -235,6 +235,7 @@ std::vector<CountedTokens> Trainer::run_micro_batches(float grad_scale) {
   if (pipeline_) {
     mark_phase(profiler_.get(), "step.pipeline_forward_backward");  // NOTE: the stages mark no phases of their own
     std::vector<Tensor> tokens(windows.begin(), windows.end());
+    optimizer_.join_gathers();
     return pipeline_->train_step(tokens, grad_scale, loss_sums_, model_.expert_load());
   }
   std::vector<CountedTokens> counted;

@@ -78,7 +78,7 @@ struct ParallelConfig {
   std::int64_t tp = 1;
   std::int64_t ep = 1;
   bool sequence_parallel = false;
-  bool overlap_param_gather = false;  // ZeRO-1's in-place expert all-gathers left running under the next forward
+  bool overlap_param_gather = true;  // ZeRO-1's in-place expert all-gathers left running under the next forward
   PipelineSchedule schedule = PipelineSchedule::one_f_one_b;
   IntOrAuto micro_batches;  // auto: global_batch_size / (micro_batch_size * dp)
   std::vector<std::int64_t> stage_layers;  // decoder layers per pipeline stage; empty: balanced by a cost model

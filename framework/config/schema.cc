@@ -91,7 +91,7 @@ std::vector<ConfigKey> parallel_and_train_keys() {
       HAI_CONFIG_KEY(parallel.sequence_parallel, "shard norms and dropout-free regions over tp along the sequence"),
       HAI_CONFIG_KEY(parallel.overlap_param_gather,
                      "ZeRO-1's all-gathers of the updated expert weights run under the next forward pass, each layer "
-                     "waiting for its own, instead of in the optimizer step (pp = 1)"),
+                     "waiting for its own, instead of in the optimizer step (pp > 1: joined before the pipeline starts)"),
       HAI_CONFIG_KEY(parallel.schedule, "pipeline schedule"),
       HAI_CONFIG_KEY(parallel.micro_batches,
                      "micro-batches per step and dp rank; auto = global_batch_size / (micro_batch_size x dp)",

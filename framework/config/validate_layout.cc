@@ -89,12 +89,6 @@ void validate_batch(const Config& config, std::int64_t dp, const KeyLines& lines
 }
 
 void validate_schedule(const ParallelConfig& parallel, std::int64_t micro_batches, const KeyLines& lines) {
-  if (parallel.overlap_param_gather && parallel.pp > 1) {
-    throw_config_error(lines, "parallel.overlap_param_gather",
-                       fmt::format("needs pp = 1: a pipeline stage's forward does not wait for its layers' "
-                                   "all-gathers (got pp = {})",
-                                   parallel.pp));
-  }
   if (parallel.schedule == PipelineSchedule::dualpipe && parallel.pp % 2 != 0) {
     throw_config_error(lines, "parallel.pp",
                        fmt::format("dualpipe needs an even number of pipeline ranks (got {})", parallel.pp));

@@ -116,8 +116,6 @@ const BadConfig bad_configs[] = {
      "parallel:\n  pp: 2\n  schedule: dualpipe\n  micro_batches: 5\ntrain:\n  micro_batch_size: 1\n"
      "  global_batch_size: 5\n",
      2, "parallel.micro_batches", "even number of micro-batches >= 2 x pp = 4 (got 5)", 4},
-    {"OverlapParamGatherWithPipeline", "parallel:\n  pp: 2\n  overlap_param_gather: true\n", 2,
-     "parallel.overlap_param_gather", "needs pp = 1", 3},
     {"DualPipeVTooFewMicroBatches", "model:\n  num_layers: 4\nparallel:\n  pp: 2\n  schedule: dualpipev\n", 2,
      "parallel.micro_batches", "dualpipev needs at least 2 x pp = 4 micro-batches (got 2)", 0},
     // optimizer, data, precision

@@ -121,17 +121,18 @@ TEST_F(DataParallelTraining, Bf16CheckpointOfTwoRanksResumesExactly) {
   }
 }
 
-// parallel.overlap_param_gather leaves the experts' bf16 all-gathers running into the next forward: the same
-// values arrive before each layer reads them, so the steps are bitwise those of gathering in the optimizer step,
-// checkpoints (which wait for every gather) included.
-TEST_F(DataParallelTraining, OverlappedParameterGathersGiveTheSameSteps) {
-  const std::string arguments = std::string("--config tiny.yaml") + kOverrides + " --set precision.mode=bf16";
+// parallel.overlap_param_gather (the default) leaves the experts' bf16 all-gathers running into the next forward:
+// the same values arrive before each layer reads them (at pp > 1, before the pipeline starts), so the steps are
+// bitwise those of gathering in the optimizer step, checkpoints (which wait for every gather) included.
+void expect_overlapped_gathers_give_the_same_steps(const std::filesystem::path& root, int ranks,
+                                                   const std::string& layout) {
+  const std::string arguments = std::string("--config tiny.yaml") + kOverrides + " --set precision.mode=bf16" + layout;
   std::vector<std::filesystem::path> dirs;
   for (const char* overlap : {"false", "true"}) {
-    std::filesystem::path dir = root_->path() / (std::string("bf16_dp2_overlap_") + overlap);
+    std::filesystem::path dir = root / ("bf16_np" + std::to_string(ranks) + "_overlap_" + overlap);
     std::filesystem::create_directories(dir);
     testing::write_tiny_config(dir);
-    ASSERT_EQ(run_on_ranks(2, dir, arguments + " --set parallel.overlap_param_gather=" + overlap), 0);
+    ASSERT_EQ(run_on_ranks(ranks, dir, arguments + " --set parallel.overlap_param_gather=" + overlap), 0);
     dirs.push_back(dir);
   }
   MetricsFile joined = read_metrics(dirs[0] / "run"), overlapped = read_metrics(dirs[1] / "run");
@@ -142,6 +143,14 @@ TEST_F(DataParallelTraining, OverlappedParameterGathersGiveTheSameSteps) {
     EXPECT_EQ(overlapped.steps[i]["grad_norm"], joined.steps[i]["grad_norm"]) << "step " << i + 1;
   }
   expect_close_checkpoints(checkpoint_of(dirs[0], 10), checkpoint_of(dirs[1], 10));
+}
+
+TEST_F(DataParallelTraining, OverlappedParameterGathersGiveTheSameSteps) {
+  expect_overlapped_gathers_give_the_same_steps(root_->path(), 2, "");
+}
+
+TEST_F(DataParallelTraining, OverlappedParameterGathersUnderAPipelineGiveTheSameSteps) {
+  expect_overlapped_gathers_give_the_same_steps(root_->path(), 4, " --set parallel.pp=2 --set parallel.schedule=1f1b");
 }
 
 // hai-train --profile-steps at ep 2: the expert exchange (dispatch and combine, forward and backward) is a phase
