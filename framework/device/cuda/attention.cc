@@ -4,6 +4,7 @@
 
 #include "framework/device/cuda/attention_kernels.h"
 #include "framework/device/cuda/launch.h"
+#include "framework/device/cuda/scratch.h"
 
 namespace hai::cuda {
 namespace {
@@ -52,16 +53,21 @@ void attention_backward(const Tensor& d_q, const Tensor& d_k, const Tensor& d_v,
       geometry_of(q, v, softmax_scale, {&d_q, &d_k, &d_v, &d_out, &q, &k, &v, &out});
   if (q.numel() == 0) return;
   cudaStream_t cuda_stream = prepare_launch(q.device(), stream);
-  check_launch(kernels::attention_output_dots(d_q.data<float>(), d_out.data<float>(), out.data<float>(), geometry,
-                                              cuda_stream),
-               "attention_backward");
   if (q.dtype() == DType::bf16) {
+    Scratch rounded_d_out(d_out.numel() * 2, cuda_stream);  // [B, S, H, d_v] bf16
+    auto* rounded_bits = static_cast<uint16_t*>(rounded_d_out.data());
+    check_launch(kernels::attention_output_dots(d_q.data<float>(), rounded_bits, d_out.data<float>(),
+                                                out.data<float>(), geometry, cuda_stream),
+                 "attention_backward");
     check_launch(kernels::attention_backward_bf16(d_q.data<float>(), d_k.data<float>(), d_v.data<float>(),
-                                                  d_out.data<float>(), bf16_bits(q), bf16_bits(k), bf16_bits(v),
+                                                  rounded_bits, bf16_bits(q), bf16_bits(k), bf16_bits(v),
                                                   lse.data<float>(), geometry, cuda_stream),
                  "attention_backward");
     return;
   }
+  check_launch(kernels::attention_output_dots(d_q.data<float>(), nullptr, d_out.data<float>(), out.data<float>(),
+                                              geometry, cuda_stream),
+               "attention_backward");
   check_launch(kernels::attention_backward_f32(d_q.data<float>(), d_k.data<float>(), d_v.data<float>(),
                                                d_out.data<float>(), q.data<float>(), k.data<float>(),
                                                v.data<float>(), lse.data<float>(), geometry,

@@ -3,11 +3,13 @@
 // block and the results are deterministic.
 //   key kernel:   a block owns 64 keys of one (b, h) (16 per warp) and walks the 32-query tiles from the diagonal
 //                 on: d_v += P^T d_out, dS^T = P^T o (V d_out^T - D), d_k += dS^T q.
-//   query kernel: a block owns 64 queries (16 per warp) and walks the 64-key tiles up to the diagonal:
+//   query kernel: a block owns 64 queries (16 per warp) and walks the 32-key tiles up to the diagonal:
 //                 dS = P o (d_out V^T - D), d_q += dS k.
-// D[i] = dot(d_out[i], out[i]) was stored by attention_output_dots in d_q's first column; the key kernel runs first
-// and the query kernel reads its own rows' D before overwriting them. d_out is rounded to bf16 in shared memory,
-// P and dS to bf16 for the tensor-core products; everything accumulates in fp32.
+// Both double-buffer the tiles they walk: the next tile's cp.async copies (and, in the key kernel, its lse and D
+// loads) are in flight while the current tile is multiplied. D[i] = dot(d_out[i], out[i]) was stored by
+// attention_output_dots in d_q's first column, with d_out rounded to bf16; the key kernel runs first and the query
+// kernel reads its own rows' D before overwriting them. P and dS are rounded to bf16 for the tensor-core products;
+// everything accumulates in fp32.
 
 #include <cuda_bf16.h>
 
@@ -28,19 +30,18 @@ using attention_tiles::stride_of;
 constexpr int kWarps = 4;
 constexpr int kOwnedRows = 16 * kWarps;  // keys of a key block, queries of a query block
 constexpr int kKeyKernelQueries = 32;    // queries per step of the key kernel
-constexpr int kQueryKernelKeys = 64;     // keys per step of the query kernel
+constexpr int kQueryKernelKeys = 32;     // keys per step of the query kernel
 constexpr float kLog2E = 1.4426950408889634f;
 
 // The operands of one (b, h) as rows.
 struct HeadOperands {
-  HeadRows<const __nv_bfloat16> q, k, v;
-  HeadRows<const float> d_out;
+  HeadRows<const __nv_bfloat16> q, k, v, d_out;
   const float* lse;        // [S] of this (b, h)
   const float* output_dot; // D[s] at output_dot[s * output_dot_pitch]
   int64_t output_dot_pitch;
 };
 
-__device__ inline HeadOperands head_operands(const float* d_q, const float* d_out, const __nv_bfloat16* q,
+__device__ inline HeadOperands head_operands(const float* d_q, const __nv_bfloat16* d_out, const __nv_bfloat16* q,
                                              const __nv_bfloat16* k, const __nv_bfloat16* v, const float* lse,
                                              const AttentionGeometry& geometry, int64_t batch_index, int64_t head) {
   int64_t sequence = geometry.sequence, heads = geometry.heads;
@@ -61,28 +62,49 @@ __device__ inline float probability(float score, float scale_log2, float lse_log
   return key > query || query >= sequence ? 0.0f : exp2f(score * scale_log2 - lse_log2);
 }
 
+// The 32-query tiles the key kernel walks, two stages: per stage q [32, qk_width] and d_out [32, v_width] in bf16,
+// then per stage the rows' lse (log2 units) and D.
+template <int qk_width, int v_width>
+struct KeyKernelStages {
+  static constexpr int kTileElements = kKeyKernelQueries * (stride_of(qk_width) + stride_of(v_width));
+  __nv_bfloat16* tiles;  // [2][kTileElements]
+  float* row_stats;      // [2][2 * kKeyKernelQueries]: lse_log2, then D
+
+  __device__ __nv_bfloat16* q(int stage) const { return tiles + stage * kTileElements; }
+  __device__ __nv_bfloat16* d_out(int stage) const { return q(stage) + kKeyKernelQueries * stride_of(qk_width); }
+  __device__ float* lse_log2(int stage) const { return row_stats + stage * 2 * kKeyKernelQueries; }
+  __device__ float* output_dot(int stage) const { return lse_log2(stage) + kKeyKernelQueries; }
+};
+
 template <int qk_width, int v_width>
 constexpr int key_kernel_shared_bytes() {
-  return (kOwnedRows * (stride_of(qk_width) + stride_of(v_width)) +
-          kKeyKernelQueries * (stride_of(qk_width) + stride_of(v_width))) *
+  return (kOwnedRows * (stride_of(qk_width) + stride_of(v_width)) + 2 * KeyKernelStages<qk_width, v_width>::kTileElements) *
              static_cast<int>(sizeof(__nv_bfloat16)) +
-         2 * kKeyKernelQueries * static_cast<int>(sizeof(float));
+         2 * 2 * kKeyKernelQueries * static_cast<int>(sizeof(float));
+}
+
+// This thread's value of the query tile from first_query on, for row_stats: threads 0..31 the lse (log2 units) of
+// query first_query + t, threads 32..63 its D; 0 past the sequence end and for the other threads.
+__device__ inline float query_row_stat(const HeadOperands& operands, int64_t first_query, int64_t sequence) {
+  int t = threadIdx.x;
+  int64_t query = first_query + t % kKeyKernelQueries;
+  if (t >= 2 * kKeyKernelQueries || query >= sequence) return 0.0f;
+  return t < kKeyKernelQueries ? operands.lse[query] * kLog2E : operands.output_dot[query * operands.output_dot_pitch];
 }
 
 template <int qk_width, int v_width>
 __global__ void __launch_bounds__(kWarps * 32)
-    attention_key_gradients_kernel(float* d_k, float* d_v, const float* d_q, const float* d_out,
+    attention_key_gradients_kernel(float* d_k, float* d_v, const float* d_q, const __nv_bfloat16* d_out,
                                    const __nv_bfloat16* q, const __nv_bfloat16* k, const __nv_bfloat16* v,
                                    const float* lse, AttentionGeometry geometry) {
   constexpr int qk_chunks = qk_width / 16, v_chunks = v_width / 16;
   constexpr int qk_tiles = qk_width / 8, v_tiles = v_width / 8, query_tiles = kKeyKernelQueries / 8;
+  using Stages = KeyKernelStages<qk_width, v_width>;
   extern __shared__ __align__(16) unsigned char shared[];
-  __nv_bfloat16* k_tile = reinterpret_cast<__nv_bfloat16*>(shared);         // [64, qk_width]
-  __nv_bfloat16* v_tile = k_tile + kOwnedRows * stride_of(qk_width);         // [64, v_width]
-  __nv_bfloat16* q_tile = v_tile + kOwnedRows * stride_of(v_width);          // [32, qk_width]
-  __nv_bfloat16* d_out_tile = q_tile + kKeyKernelQueries * stride_of(qk_width);  // [32, v_width]
-  float* lse_log2 = reinterpret_cast<float*>(d_out_tile + kKeyKernelQueries * stride_of(v_width));  // [32]
-  float* output_dot = lse_log2 + kKeyKernelQueries;                                                 // [32]
+  __nv_bfloat16* k_tile = reinterpret_cast<__nv_bfloat16*>(shared);  // [64, qk_width]
+  __nv_bfloat16* v_tile = k_tile + kOwnedRows * stride_of(qk_width);  // [64, v_width]
+  __nv_bfloat16* stage_tiles = v_tile + kOwnedRows * stride_of(v_width);
+  const Stages stages{stage_tiles, reinterpret_cast<float*>(stage_tiles + 2 * Stages::kTileElements)};
 
   const int64_t batch_index = blockIdx.y / geometry.heads, head = blockIdx.y % geometry.heads;
   const int64_t sequence = geometry.sequence;
@@ -91,25 +113,39 @@ __global__ void __launch_bounds__(kWarps * 32)
   const int64_t first_key = int64_t{blockIdx.x} * kOwnedRows;
   const int64_t key_low = first_key + 16 * warp + lane / 4;  // this thread's rows: key_low and key_low + 8
   const float scale_log2 = geometry.softmax_scale * kLog2E;
+  auto load_query_tile = [&](int stage, int64_t first_query) {
+    attention_tiles::load_tile_async<kKeyKernelQueries, qk_width>(stages.q(stage), operands.q, first_query);
+    attention_tiles::load_tile_async<kKeyKernelQueries, v_width>(stages.d_out(stage), operands.d_out, first_query);
+    attention_mma::commit_async_copies();
+  };
 
+  // Prologue: K, V and the first query tile in one group of copies.
   attention_tiles::load_tile_async<kOwnedRows, qk_width>(k_tile, operands.k, first_key);
   attention_tiles::load_tile_async<kOwnedRows, v_width>(v_tile, operands.v, first_key);
-  attention_mma::commit_async_copies();
+  load_query_tile(0, first_key);
+  if (threadIdx.x < 2 * kKeyKernelQueries) stages.lse_log2(0)[threadIdx.x] = query_row_stat(operands, first_key, sequence);
 
   Accumulator d_k_tiles[1][qk_tiles], d_v_tiles[1][v_tiles];  // [16, qk_width], [16, v_width] of this warp
   attention_mma::zero(d_k_tiles);
   attention_mma::zero(d_v_tiles);
-  for (int64_t first_query = first_key; first_query < sequence; first_query += kKeyKernelQueries) {
-    attention_tiles::load_tile_async<kKeyKernelQueries, qk_width>(q_tile, operands.q, first_query);
-    attention_mma::commit_async_copies();
-    attention_tiles::load_tile_rounded<kKeyKernelQueries, v_width>(d_out_tile, operands.d_out, first_query);
-    for (int i = threadIdx.x; i < kKeyKernelQueries; i += blockDim.x) {
-      bool valid = first_query + i < sequence;
-      lse_log2[i] = valid ? operands.lse[first_query + i] * kLog2E : 0.0f;
-      output_dot[i] = valid ? operands.output_dot[(first_query + i) * operands.output_dot_pitch] : 0.0f;
+  int stage = 0;
+  for (int64_t first_query = first_key; first_query < sequence; first_query += kKeyKernelQueries, stage ^= 1) {
+    // Steady state: start the next tile's copies and loads, then wait for this tile's.
+    const int64_t next_query = first_query + kKeyKernelQueries;
+    const bool has_next = next_query < sequence;
+    float next_stat = 0.0f;
+    if (has_next) {
+      load_query_tile(stage ^ 1, next_query);
+      next_stat = query_row_stat(operands, next_query, sequence);
+      attention_mma::wait_async_copies<1>();
+    } else {
+      attention_mma::wait_async_copies<0>();
     }
-    attention_mma::wait_async_copies<0>();
     __syncthreads();
+    const __nv_bfloat16* q_tile = stages.q(stage);          // [32, qk_width]
+    const __nv_bfloat16* d_out_tile = stages.d_out(stage);  // [32, v_width]
+    const float* lse_log2 = stages.lse_log2(stage);         // [32]
+    const float* output_dot = stages.output_dot(stage);     // [32]
 
     Accumulator transposed_p[1][query_tiles];  // P^T [16 keys, 32 queries]
     attention_mma::zero(transposed_p);
@@ -134,7 +170,9 @@ __global__ void __launch_bounds__(kWarps * 32)
                                                                                   d_out_tile, stride_of(v_width));
     attention_mma::multiply_accumulators_by_tile<1, kKeyKernelQueries / 16, qk_tiles>(d_k_tiles, transposed_d_p,
                                                                                    q_tile, stride_of(qk_width));
-    __syncthreads();  // every warp is done with the query tiles
+    // NOTE: the other stage's row stats were last read before the previous iteration's closing barrier.
+    if (has_next && threadIdx.x < 2 * kKeyKernelQueries) stages.lse_log2(stage ^ 1)[threadIdx.x] = next_stat;
+    __syncthreads();  // every warp is done with this stage before the next iteration refills it
   }
 
   HeadRows<float> d_k_rows = attention_tiles::head_rows(d_k, batch_index, head, sequence, geometry.heads,
@@ -146,25 +184,32 @@ __global__ void __launch_bounds__(kWarps * 32)
   attention_tiles::store_rows(d_v_rows, first_key + 16 * warp, d_v_tiles[0], 1.0f, 1.0f);
 }
 
+// The 32-key tiles the query kernel walks, two stages: per stage k [32, qk_width] and v [32, v_width] in bf16.
+template <int qk_width, int v_width>
+__host__ __device__ constexpr int query_kernel_stage_elements() {
+  return kQueryKernelKeys * (stride_of(qk_width) + stride_of(v_width));
+}
+
 template <int qk_width, int v_width>
 constexpr int query_kernel_shared_bytes() {
-  return (kOwnedRows * (stride_of(qk_width) + stride_of(v_width)) +
-          kQueryKernelKeys * (stride_of(qk_width) + stride_of(v_width))) *
+  return (kOwnedRows * (stride_of(qk_width) + stride_of(v_width)) + 2 * query_kernel_stage_elements<qk_width, v_width>()) *
          static_cast<int>(sizeof(__nv_bfloat16));
 }
 
 template <int qk_width, int v_width>
 __global__ void __launch_bounds__(kWarps * 32)
-    attention_query_gradients_kernel(float* d_q, const float* d_out, const __nv_bfloat16* q,
+    attention_query_gradients_kernel(float* d_q, const __nv_bfloat16* d_out, const __nv_bfloat16* q,
                                      const __nv_bfloat16* k, const __nv_bfloat16* v, const float* lse,
                                      AttentionGeometry geometry) {
   constexpr int qk_chunks = qk_width / 16, v_chunks = v_width / 16;
   constexpr int qk_tiles = qk_width / 8, key_tiles = kQueryKernelKeys / 8;
+  constexpr int stage_elements = query_kernel_stage_elements<qk_width, v_width>();
   extern __shared__ __align__(16) unsigned char shared[];
-  __nv_bfloat16* q_tile = reinterpret_cast<__nv_bfloat16*>(shared);              // [64, qk_width]
-  __nv_bfloat16* d_out_tile = q_tile + kOwnedRows * stride_of(qk_width);          // [64, v_width]
-  __nv_bfloat16* k_tile = d_out_tile + kOwnedRows * stride_of(v_width);           // [64, qk_width]
-  __nv_bfloat16* v_tile = k_tile + kQueryKernelKeys * stride_of(qk_width);        // [64, v_width]
+  __nv_bfloat16* q_tile = reinterpret_cast<__nv_bfloat16*>(shared);      // [64, qk_width]
+  __nv_bfloat16* d_out_tile = q_tile + kOwnedRows * stride_of(qk_width);  // [64, v_width]
+  __nv_bfloat16* key_stages = d_out_tile + kOwnedRows * stride_of(v_width);
+  auto k_stage = [&](int stage) { return key_stages + stage * stage_elements; };  // [32, qk_width]
+  auto v_stage = [&](int stage) { return k_stage(stage) + kQueryKernelKeys * stride_of(qk_width); };  // [32, v_width]
 
   const int query_block = gridDim.x - 1 - blockIdx.x;  // diagonal-heavy blocks first
   const int64_t batch_index = blockIdx.y / geometry.heads, head = blockIdx.y % geometry.heads;
@@ -174,6 +219,11 @@ __global__ void __launch_bounds__(kWarps * 32)
   const int64_t first_query = int64_t{query_block} * kOwnedRows;
   const int64_t query_low = first_query + 16 * warp + lane / 4;  // this thread's rows: query_low and query_low + 8
   const float scale_log2 = geometry.softmax_scale * kLog2E;
+  auto load_key_tile = [&](int stage, int64_t first_key) {
+    attention_tiles::load_tile_async<kQueryKernelKeys, qk_width>(k_stage(stage), operands.k, first_key);
+    attention_tiles::load_tile_async<kQueryKernelKeys, v_width>(v_stage(stage), operands.v, first_key);
+    attention_mma::commit_async_copies();
+  };
 
   float lse_log2[2], output_dot[2];
   for (int half = 0; half < 2; ++half) {
@@ -182,25 +232,32 @@ __global__ void __launch_bounds__(kWarps * 32)
     lse_log2[half] = valid ? operands.lse[query] * kLog2E : 0.0f;
     output_dot[half] = valid ? operands.output_dot[query * operands.output_dot_pitch] : 0.0f;
   }
+  // Prologue: Q, d_out and the first key tile in one group of copies.
   attention_tiles::load_tile_async<kOwnedRows, qk_width>(q_tile, operands.q, first_query);
-  attention_mma::commit_async_copies();
-  attention_tiles::load_tile_rounded<kOwnedRows, v_width>(d_out_tile, operands.d_out, first_query);
+  attention_tiles::load_tile_async<kOwnedRows, v_width>(d_out_tile, operands.d_out, first_query);
+  load_key_tile(0, 0);
 
   Accumulator d_q_tiles[1][qk_tiles];  // [16, qk_width] of this warp
   attention_mma::zero(d_q_tiles);
   const int64_t end_key = first_query + kOwnedRows < sequence ? first_query + kOwnedRows : sequence;
-  for (int64_t first_key = 0; first_key < end_key; first_key += kQueryKernelKeys) {
-    attention_tiles::load_tile_async<kQueryKernelKeys, qk_width>(k_tile, operands.k, first_key);
-    attention_tiles::load_tile_async<kQueryKernelKeys, v_width>(v_tile, operands.v, first_key);
-    attention_mma::commit_async_copies();
-    attention_mma::wait_async_copies<0>();
+  int stage = 0;
+  for (int64_t first_key = 0; first_key < end_key; first_key += kQueryKernelKeys, stage ^= 1) {
+    const bool has_next = first_key + kQueryKernelKeys < end_key;
+    if (has_next) {
+      load_key_tile(stage ^ 1, first_key + kQueryKernelKeys);
+      attention_mma::wait_async_copies<1>();
+    } else {
+      attention_mma::wait_async_copies<0>();
+    }
     __syncthreads();
+    const __nv_bfloat16* k_tile = k_stage(stage);
+    const __nv_bfloat16* v_tile = v_stage(stage);
 
-    Accumulator p[1][key_tiles];  // [16 queries, 64 keys]
+    Accumulator p[1][key_tiles];  // [16 queries, 32 keys]
     attention_mma::zero(p);
     attention_mma::multiply_by_rows<1, qk_chunks, key_tiles>(p, q_tile, stride_of(qk_width), 16 * warp, k_tile,
                                                           stride_of(qk_width));
-    Accumulator d_p[1][key_tiles];  // d_out V^T [16 queries, 64 keys]
+    Accumulator d_p[1][key_tiles];  // d_out V^T [16 queries, 32 keys]
     attention_mma::zero(d_p);
     attention_mma::multiply_by_rows<1, v_chunks, key_tiles>(d_p, d_out_tile, stride_of(v_width), 16 * warp, v_tile,
                                                          stride_of(v_width));
@@ -215,7 +272,7 @@ __global__ void __launch_bounds__(kWarps * 32)
     }
     attention_mma::multiply_accumulators_by_tile<1, kQueryKernelKeys / 16, qk_tiles>(d_q_tiles, d_p, k_tile,
                                                                                   stride_of(qk_width));
-    __syncthreads();  // every warp is done with the key tiles
+    __syncthreads();  // every warp is done with this stage before the next iteration refills it
   }
 
   HeadRows<float> d_q_rows = attention_tiles::head_rows(d_q, batch_index, head, sequence, geometry.heads,
@@ -231,12 +288,13 @@ cudaError_t allow_shared_bytes(Kernel kernel, int bytes) {
 
 }  // namespace
 
-cudaError_t attention_backward_bf16(float* d_q, float* d_k, float* d_v, const float* d_out, const uint16_t* q,
+cudaError_t attention_backward_bf16(float* d_q, float* d_k, float* d_v, const uint16_t* d_out, const uint16_t* q,
                                     const uint16_t* k, const uint16_t* v, const float* lse,
                                     const AttentionGeometry& geometry, cudaStream_t stream) {
   auto q_bf16 = reinterpret_cast<const __nv_bfloat16*>(q);
   auto k_bf16 = reinterpret_cast<const __nv_bfloat16*>(k);
   auto v_bf16 = reinterpret_cast<const __nv_bfloat16*>(v);
+  auto d_out_bf16 = reinterpret_cast<const __nv_bfloat16*>(d_out);
   unsigned int blocks = static_cast<unsigned int>((geometry.sequence + kOwnedRows - 1) / kOwnedRows);
   dim3 grid(blocks, static_cast<unsigned int>(geometry.batch * geometry.heads));
   return attention_widths::with_padded_widths(geometry.qk_dim, geometry.v_dim, [&](auto qk_width, auto v_width) {
@@ -247,11 +305,11 @@ cudaError_t attention_backward_bf16(float* d_q, float* d_k, float* d_v, const fl
     cudaError_t status = allow_shared_bytes(key_kernel, key_bytes);
     if (status == cudaSuccess) status = allow_shared_bytes(query_kernel, query_bytes);
     if (status != cudaSuccess) return status;
-    key_kernel<<<grid, kWarps * 32, key_bytes, stream>>>(d_k, d_v, d_q, d_out, q_bf16, k_bf16, v_bf16, lse,
+    key_kernel<<<grid, kWarps * 32, key_bytes, stream>>>(d_k, d_v, d_q, d_out_bf16, q_bf16, k_bf16, v_bf16, lse,
                                                          geometry);
     status = cudaGetLastError();
     if (status != cudaSuccess) return status;
-    query_kernel<<<grid, kWarps * 32, query_bytes, stream>>>(d_q, d_out, q_bf16, k_bf16, v_bf16, lse, geometry);
+    query_kernel<<<grid, kWarps * 32, query_bytes, stream>>>(d_q, d_out_bf16, q_bf16, k_bf16, v_bf16, lse, geometry);
     return cudaGetLastError();
   });
 }

@@ -1,6 +1,9 @@
 // Causal attention in fp32 on CUDA cores: one warp per row, lane l holding columns l, l + 32, ... (head widths up
 // to 256), the same online softmax and recomputed probabilities as the CPU reference. Correct for every size; the
-// fast path is the bf16 one. Also attention_output_dots, which both backward paths run first.
+// fast path is the bf16 one. Also attention_output_dots, which both backward paths run first (and which rounds d_out
+// to bf16 for the bf16 one).
+
+#include <cuda_bf16.h>
 
 #include <cmath>
 
@@ -141,13 +144,20 @@ __global__ void query_gradients_kernel(float* d_q, const float* d_out, const flo
   store_columns(d_q + row.row * qk_dim, d_query, 1.0f, qk_dim, row.lane);
 }
 
-__global__ void output_dots_kernel(float* d_q, const float* d_out, const float* out, AttentionGeometry geometry) {
+__global__ void output_dots_kernel(float* d_q, __nv_bfloat16* rounded_d_out, const float* d_out, const float* out,
+                                   AttentionGeometry geometry) {
   WarpRow row = warp_row(geometry);
   if (!row.valid) return;
   float d_output[kColumnsPerLane];
   load_columns(d_output, d_out + row.row * geometry.v_dim, geometry.v_dim, row.lane);
   float dot = warp_dot(d_output, out + row.row * geometry.v_dim, geometry.v_dim, row.lane);
   if (row.lane == 0) d_q[row.row * geometry.qk_dim] = dot;
+  if (rounded_d_out == nullptr) return;
+#pragma unroll
+  for (int c = 0; c < kColumnsPerLane; ++c) {
+    int column = row.lane + 32 * c;
+    if (column < geometry.v_dim) rounded_d_out[row.row * geometry.v_dim + column] = __float2bfloat16_rn(d_output[c]);
+  }
 }
 
 unsigned int blocks_for_rows(const AttentionGeometry& geometry) {
@@ -174,9 +184,10 @@ cudaError_t attention_backward_f32(float* d_q, float* d_k, float* d_v, const flo
   return cudaGetLastError();
 }
 
-cudaError_t attention_output_dots(float* d_q, const float* d_out, const float* out,
+cudaError_t attention_output_dots(float* d_q, uint16_t* rounded_d_out, const float* d_out, const float* out,
                                   const AttentionGeometry& geometry, cudaStream_t stream) {
-  output_dots_kernel<<<blocks_for_rows(geometry), kThreads, 0, stream>>>(d_q, d_out, out, geometry);
+  output_dots_kernel<<<blocks_for_rows(geometry), kThreads, 0, stream>>>(
+      d_q, reinterpret_cast<__nv_bfloat16*>(rounded_d_out), d_out, out, geometry);
   return cudaGetLastError();
 }
 

@@ -45,28 +45,6 @@ __device__ inline void load_tile_async(__nv_bfloat16* tile, const HeadRows<const
   }
 }
 
-// Copies rows first .. first + rows - 1 of an fp32 `source` into `tile`, rounded to bf16 (synchronous loads).
-template <int rows, int width>
-__device__ inline void load_tile_rounded(__nv_bfloat16* tile, const HeadRows<const float>& source, int64_t first) {
-  constexpr int pieces_per_row = width / 8;
-  for (int piece = threadIdx.x; piece < rows * pieces_per_row; piece += blockDim.x) {
-    int row = piece / pieces_per_row;
-    int col = (piece % pieces_per_row) * 8;
-    float4 low = make_float4(0.0f, 0.0f, 0.0f, 0.0f), high = low;
-    if (first + row < source.valid && col < source.dim) {
-      const float4* from = reinterpret_cast<const float4*>(source.base + (first + row) * source.pitch + col);
-      low = from[0];
-      high = from[1];
-    }
-    uint4 packed;
-    packed.x = attention_mma::pack_bf16(low.x, low.y);
-    packed.y = attention_mma::pack_bf16(low.z, low.w);
-    packed.z = attention_mma::pack_bf16(high.x, high.y);
-    packed.w = attention_mma::pack_bf16(high.z, high.w);
-    *reinterpret_cast<uint4*>(tile + row * stride_of(width) + col) = packed;
-  }
-}
-
 // Writes a warp's 16 x 8 n_tiles accumulators (rows row0 .., columns 0 ..) times `factor` to rows of an fp32
 // tensor, skipping padding columns and rows past the sequence end.
 template <int n_tiles>

@@ -3,6 +3,7 @@
 #include "framework/device/cuda/blaslt_algorithm.h"
 #include "framework/device/cuda/fp8_scale_layout_kernels.h"
 #include "framework/device/cuda/launch.h"
+#include "framework/device/cuda/scratch.h"
 
 namespace hai::cuda {
 namespace {
@@ -25,22 +26,6 @@ namespace {
 // config's 64) is padded: both operands' values are copied into scratch with zero columns up to the next multiple
 // of 128. The zeros add nothing to the products, and the scales keep their shape: a partial last tile's scale
 // already comes from its real columns alone.
-
-// Bytes from the stream-ordered pool, given back on the same stream after the work queued meanwhile.
-class Scratch {
- public:
-  Scratch(int64_t bytes, cudaStream_t stream) : stream_(stream) {
-    HAI_CUDA_CHECK(cudaMallocAsync(&data_, static_cast<size_t>(bytes), stream_));
-  }
-  ~Scratch() { cudaFreeAsync(data_, stream_); }  // NOTE: unchecked: a destructor must not throw
-  Scratch(const Scratch&) = delete;
-  Scratch& operator=(const Scratch&) = delete;
-  void* data() const { return data_; }
-
- private:
-  void* data_ = nullptr;
-  cudaStream_t stream_;
-};
 
 int64_t padded_k(int64_t k) { return (k + 127) / 128 * 128; }
 
