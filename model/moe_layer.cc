@@ -77,8 +77,13 @@ OwnedTensor MoeLayer::dispatch(Context& ctx, const Tensor& x) const {
 }
 
 OwnedTensor MoeLayer::sorted_rows(const Context& ctx, const Tensor& x) const {
-  OwnedTensor x_sorted(Shape{x.size(0) * experts_per_token_, x.size(1)}, DType::f32, x.device());  // [T * K, H]
-  permute_tokens(x_sorted, x, *ctx.plan);
+  // NOTE: rows that stay on this rank and skip the FP8 round trip are permuted in the experts' compute dtype: x is
+  // rounded once ([T, H]), not its K copies ([T * K, H]), and the copy moves half the bytes (same bits).
+  bool in_compute_dtype = !exchange_ && !fp8_dispatch_ && experts_.compute_dtype() != x.dtype();
+  OwnedTensor rounded = in_compute_dtype ? to_compute_dtype(x, experts_.compute_dtype()) : OwnedTensor();  // [T, H]
+  const Tensor& rows = in_compute_dtype ? rounded.tensor() : x;
+  OwnedTensor x_sorted(Shape{x.size(0) * experts_per_token_, x.size(1)}, rows.dtype(), x.device());  // [T * K, H]
+  permute_tokens(x_sorted, rows, *ctx.plan);
   if (!exchange_ && fp8_dispatch_) round_trip_fp8_rows(x_sorted, fp8_pow2_scales_);
   return x_sorted;
 }

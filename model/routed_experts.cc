@@ -61,24 +61,32 @@ RoutedExperts::RoutedExperts(const ParameterStore& store, const std::string& pre
             hidden_size(), hidden_size(), ffn_size());
 }
 
+Tensor RoutedExperts::input_in_compute_dtype(const Tensor& x_sorted, OwnedTensor& storage) const {
+  if (x_sorted.dtype() == compute_dtype()) return x_sorted;
+  storage = to_compute_dtype(x_sorted, compute_dtype());
+  return storage.tensor();
+}
+
 void RoutedExperts::forward(Context& ctx, const Tensor& out, const Tensor& x_sorted, const Tensor& expert_offsets,
                             bool keep_input) const {
   const int64_t rows = x_sorted.size(0);
   const Device device = x_sorted.device();
   ctx.expert_offsets = expert_offsets;
-  OwnedTensor input = to_compute_dtype(x_sorted, compute_dtype());  // [R, H]
-  OwnedTensor gate(Shape{rows, ffn_size()}, DType::f32, device);     // [R, F]
-  OwnedTensor up(Shape{rows, ffn_size()}, DType::f32, device);       // [R, F]
-  grouped_gemm(gate, input, gate_, expert_offsets);
-  grouped_gemm(up, input, up_, expert_offsets);
-  if (keep_input) ctx.input = std::move(input);
-  OwnedTensor activation(Shape{rows, ffn_size()}, DType::f32, device);  // [R, F]
-  swiglu_forward(activation, gate, up);
+  // NOTE: in bf16 the GEMMs write gate and up, and SwiGLU its activation, in bf16 straight away (no fp32 copies):
+  // SwiGLU's forward reads the rounded gate and up that its backward reads.
+  DType saved = saved_activation_dtype(compute_dtype());
+  OwnedTensor rounded;
+  Tensor input = input_in_compute_dtype(x_sorted, rounded);           // [R, H]
+  ctx.gate = OwnedTensor(Shape{rows, ffn_size()}, saved, device);    // [R, F]
+  ctx.up = OwnedTensor(Shape{rows, ffn_size()}, saved, device);      // [R, F]
+  grouped_gemm(ctx.gate, input, gate_, expert_offsets);
+  grouped_gemm(ctx.up, input, up_, expert_offsets);
+  if (keep_input) ctx.input = x_sorted.dtype() == compute_dtype() ? to_compute_dtype(x_sorted, compute_dtype())
+                                                                  : std::move(rounded);
+  OwnedTensor activation(Shape{rows, ffn_size()}, saved, device);  // [R, F]
+  swiglu_forward(activation, ctx.gate, ctx.up);
   ctx.activation = in_dtype(std::move(activation), compute_dtype());
   grouped_gemm(out, ctx.activation, down_, expert_offsets);
-  DType saved = saved_activation_dtype(compute_dtype());
-  ctx.gate = in_dtype(std::move(gate), saved);
-  ctx.up = in_dtype(std::move(up), saved);
 }
 
 void RoutedExperts::backward_input(Context& ctx, const Tensor& d_x_sorted, const Tensor& d_out) const {
@@ -87,8 +95,9 @@ void RoutedExperts::backward_input(Context& ctx, const Tensor& d_x_sorted, const
   ctx.d_out = to_compute_dtype(d_out, compute_dtype());  // NOTE: a copy even in fp32: the caller may reuse d_out
   OwnedTensor d_activation(Shape{rows, ffn_size()}, DType::f32, device);  // [R, F]
   grouped_gemm(d_activation, ctx.d_out, down_, ctx.expert_offsets, {.transpose_weights = false});
-  OwnedTensor d_gate(Shape{rows, ffn_size()}, DType::f32, device);  // [R, F]
-  OwnedTensor d_up(Shape{rows, ffn_size()}, DType::f32, device);    // [R, F]
+  DType written = saved_activation_dtype(compute_dtype());            // bf16 in bf16 training: no fp32 copies
+  OwnedTensor d_gate(Shape{rows, ffn_size()}, written, device);      // [R, F]
+  OwnedTensor d_up(Shape{rows, ffn_size()}, written, device);        // [R, F]
   swiglu_backward(d_gate, d_up, d_activation, ctx.gate, ctx.up);
   ctx.gate = OwnedTensor();
   ctx.up = OwnedTensor();
@@ -100,10 +109,11 @@ void RoutedExperts::backward_input(Context& ctx, const Tensor& d_x_sorted, const
 
 void RoutedExperts::backward_weight(Context& ctx, const Tensor* x_sorted) const {
   // NOTE: the same rounding of the same rows as forward, so the recomputed input is forward's bit for bit.
-  if (x_sorted) ctx.input = to_compute_dtype(*x_sorted, compute_dtype());  // [R, H]
+  OwnedTensor rounded;
+  Tensor input = x_sorted ? input_in_compute_dtype(*x_sorted, rounded) : ctx.input.tensor();  // [R, H]
   grouped_gemm_weight_grad(down_grad_, ctx.d_out, ctx.activation, ctx.expert_offsets);
-  grouped_gemm_weight_grad(gate_grad_, ctx.d_gate, ctx.input, ctx.expert_offsets);
-  grouped_gemm_weight_grad(up_grad_, ctx.d_up, ctx.input, ctx.expert_offsets);
+  grouped_gemm_weight_grad(gate_grad_, ctx.d_gate, input, ctx.expert_offsets);
+  grouped_gemm_weight_grad(up_grad_, ctx.d_up, input, ctx.expert_offsets);
   ctx = Context{};
 }
 

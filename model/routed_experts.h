@@ -7,8 +7,9 @@
 //
 // The weights stay in the ParameterStore: "<prefix><e>.{gate,up,down}_proj.weight" for e in [0, E), which the
 // store lays out at a constant distance from one expert to the next (checked here). GEMM inputs are rounded to
-// the compute dtype like model/linear.h does; products accumulate in fp32. Layer contract:
-// docs/design/model-layers.md.
+// the compute dtype like model/linear.h does; products accumulate in fp32. In bf16 training gate_proj and up_proj
+// write their outputs in bf16, SwiGLU reads those and writes its activation in bf16, and SwiGLU's backward writes
+// the gradients of gate and up in bf16: no fp32 intermediate of [R, F]. Layer contract: docs/design/model-layers.md.
 
 #include <string>
 
@@ -44,7 +45,8 @@ class RoutedExperts {
     OwnedTensor d_up;        // [R, F] compute dtype, saved by backward_input
   };
 
-  // out: [R, H] fp32 <- x_sorted: [R, H], expert_offsets: [E + 1] i32 on x's device (offsets[E] == R).
+  // out: [R, H] fp32 <- x_sorted: [R, H] fp32 or in the compute dtype, expert_offsets: [E + 1] i32 on x's device
+  // (offsets[E] == R).
   // keep_input false leaves ctx.input empty: the caller recomputes x_sorted for backward_weight instead.
   void forward(Context& ctx, const Tensor& out, const Tensor& x_sorted, const Tensor& expert_offsets,
                bool keep_input = true) const;
@@ -55,6 +57,10 @@ class RoutedExperts {
   void backward_weight(Context& ctx, const Tensor* x_sorted = nullptr) const;
 
  private:
+  // x_sorted itself when it has the compute dtype (the MoE layer permutes rounded rows), else a rounded copy of it
+  // kept in `storage`.
+  Tensor input_in_compute_dtype(const Tensor& x_sorted, OwnedTensor& storage) const;
+
   ExpertWeights gate_, up_, down_;                 // the compute copies: E x [F, H], E x [F, H], E x [H, F]
   ExpertWeights gate_grad_, up_grad_, down_grad_;  // the fp32 gradients, same shapes
 };

@@ -49,7 +49,8 @@ void grouped_gemm(const Tensor& y, const Tensor& x, const ExpertWeights& weights
   check_rows_input(x, "x");
   HAI_CHECK(y.rank() == 2 && y.size(0) == x.size(0), "grouped gemm y {} must have x's {} rows", y.str(),
             x.size(0));
-  check_dtype(y, DType::f32, "grouped gemm y");
+  HAI_CHECK(y.dtype() == DType::f32 || (y.dtype() == DType::bf16 && options.beta == 0.0f),
+            "grouped gemm y must be fp32, or bf16 with beta 0, got {} with beta {}", y.str(), options.beta);
   check_same_device(y, x, "grouped gemm");
   int64_t n = y.size(1), k = x.size(1);
   Shape weight_shape = options.transpose_weights ? Shape{n, k} : Shape{k, n};

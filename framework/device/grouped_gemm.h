@@ -40,7 +40,9 @@ struct GroupedGemmOptions {
 };
 
 // y: [R, N] fp32 <- x: [R, K], weights: E x [N, K] (or E x [K, N] without transpose_weights),
-// expert_offsets: [E + 1] i32 on x's device, non-decreasing, offsets[0] == 0, offsets[E] <= R.
+// expert_offsets: [E + 1] i32 on x's device, non-decreasing, offsets[0] == 0, offsets[E] <= R. y may also be bf16
+// when beta is 0: the fp32 sums rounded to nearest even (so the next op reads half the bytes). Rows from
+// offsets[E] on are left untouched.
 void grouped_gemm(const Tensor& y, const Tensor& x, const ExpertWeights& weights, const Tensor& expert_offsets,
                   const GroupedGemmOptions& options = {}, Stream stream = {});
 

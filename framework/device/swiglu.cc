@@ -20,10 +20,18 @@ void check_operands(std::initializer_list<const Tensor*> tensors, const Tensor& 
   }
 }
 
+void check_fp32_or_bf16(const Tensor& tensor, const char* what) {
+  HAI_CHECK(tensor.dtype() == DType::f32 || tensor.dtype() == DType::bf16, "swiglu: {} must be fp32 or bf16, got {}",
+            what, dtype_name(tensor.dtype()));
+}
+
 }  // namespace
 
 void swiglu_forward(const Tensor& out, const Tensor& gate, const Tensor& up, [[maybe_unused]] Stream stream) {
-  check_operands({&out, &gate, &up}, gate, DType::f32);
+  check_fp32_or_bf16(gate, "gate and up");
+  check_fp32_or_bf16(out, "out");
+  check_operands({&gate, &up}, gate, gate.dtype());
+  check_operands({&out}, gate, out.dtype());
   if (out.device().is_cpu()) return cpu::swiglu_forward(out, gate, up);
 #ifdef HAI_WITH_CUDA
   return cuda::swiglu_forward(out, gate, up, stream);
@@ -34,10 +42,11 @@ void swiglu_forward(const Tensor& out, const Tensor& gate, const Tensor& up, [[m
 
 void swiglu_backward(const Tensor& d_gate, const Tensor& d_up, const Tensor& d_out, const Tensor& gate,
                      const Tensor& up, [[maybe_unused]] Stream stream) {
-  HAI_CHECK(gate.dtype() == DType::f32 || gate.dtype() == DType::bf16,
-            "swiglu_backward: gate and up must be fp32 or bf16, got {}", dtype_name(gate.dtype()));
-  check_operands({&d_gate, &d_up, &d_out}, gate, DType::f32);
+  check_fp32_or_bf16(gate, "gate and up");
+  check_fp32_or_bf16(d_gate, "d_gate and d_up");
+  check_operands({&d_out}, gate, DType::f32);
   check_operands({&gate, &up}, gate, gate.dtype());
+  check_operands({&d_gate, &d_up}, gate, d_gate.dtype());
   if (gate.device().is_cpu()) return cpu::swiglu_backward(d_gate, d_up, d_out, gate, up);
 #ifdef HAI_WITH_CUDA
   return cuda::swiglu_backward(d_gate, d_up, d_out, gate, up, stream);

@@ -24,14 +24,16 @@ void check_plan(const RoutingPlan& plan) {
 }
 
 // token_rows: [T, D] and sorted_rows: [T * K, D] fp32 for the plan's T and K, on the plan's device.
-void check_rows(const Tensor& token_rows, const Tensor& sorted_rows, const RoutingPlan& plan) {
+// Rows of fp32, or for permute_tokens (a copy) of any float dtype: rows_dtype is what both must be.
+void check_rows(const Tensor& token_rows, const Tensor& sorted_rows, const RoutingPlan& plan,
+                DType rows_dtype = DType::f32) {
   check_plan(plan);
   HAI_CHECK(token_rows.rank() == 2, "token permutation: token rows must be [T, D], got {}", token_rows.str());
   int64_t tokens = plan.positions.size(0), width = token_rows.size(1);
   check_shape(token_rows, Shape{tokens, width}, "token permutation token rows");
   check_shape(sorted_rows, Shape{plan.positions.numel(), width}, "token permutation sorted rows");
-  check_dtype(token_rows, DType::f32, "token permutation token rows");
-  check_dtype(sorted_rows, DType::f32, "token permutation sorted rows");
+  check_dtype(token_rows, rows_dtype, "token permutation token rows");
+  check_dtype(sorted_rows, rows_dtype, "token permutation sorted rows");
   check_same_device(token_rows, plan.positions, "token permutation");
   check_same_device(sorted_rows, plan.positions, "token permutation");
 }
@@ -64,7 +66,9 @@ void build_routing_plan(const RoutingPlan& plan, const Tensor& topk_indices, [[m
 }
 
 void permute_tokens(const Tensor& x_sorted, const Tensor& x, const RoutingPlan& plan, [[maybe_unused]] Stream stream) {
-  check_rows(x, x_sorted, plan);
+  HAI_CHECK(x.dtype() == DType::f32 || x.dtype() == DType::bf16 || x.dtype() == DType::f16,
+            "permute_tokens: rows must be fp32, bf16 or fp16, got {}", x.str());
+  check_rows(x, x_sorted, plan, x.dtype());
   if (x.device().is_cpu()) return cpu::permute_tokens(x_sorted, x, plan);
 #ifdef HAI_WITH_CUDA
   return cuda::permute_tokens(x_sorted, x, plan, stream);

@@ -1,5 +1,6 @@
 #include "framework/device/cpu/grouped_gemm.h"
 
+#include "framework/device/cpu/cast.h"
 #include "framework/device/cpu/gemm.h"
 
 namespace hai::cpu {
@@ -24,6 +25,14 @@ void grouped_gemm(const Tensor& y, const Tensor& x, const ExpertWeights& weights
                   const GroupedGemmOptions& options) {
   check_offsets_values(expert_offsets, x.size(0));
   const int32_t* offsets = expert_offsets.data<int32_t>();  // [E + 1]
+  if (y.dtype() == DType::bf16) {
+    // The fp32 sums, then rounded once (beta is 0).
+    Tensor routed = y.slice(0, offsets[weights.experts]);
+    OwnedTensor sums(routed.shape(), DType::f32, y.device());  // [offsets[E], N]
+    cpu::grouped_gemm(sums, x.slice(0, offsets[weights.experts]), weights, expert_offsets, options);
+    cast_tensor(routed, sums);
+    return;
+  }
   GemmOptions gemm_options{.transpose_b = options.transpose_weights, .beta = options.beta};
   for (int64_t e = 0; e < weights.experts; ++e) {
     if (offsets[e] == offsets[e + 1]) continue;

@@ -10,48 +10,66 @@ namespace {
 // An exp and a few multiply-adds per element.
 constexpr int64_t kWorkPerElement = 16;
 
+// Element types: float, or bf16 (read widened, written rounded to nearest even).
 float widened(float x) { return x; }
 float widened(bf16 x) { return bf16_to_float(x.bits); }
+void store(float* out, float value) { *out = value; }
+void store(bf16* out, float value) { out->bits = float_to_bf16(value); }
 
-// The backward loop on gate and up stored as Input (float or bf16).
-template <typename Input>
-void swiglu_backward_of(const Tensor& d_gate, const Tensor& d_up, const Tensor& d_out, const Input* gate,
-                        const Input* up) {
-  const float* dy = d_out.data<float>();  // [N, F]
-  float* dg = d_gate.data<float>();       // [N, F]
-  float* du = d_up.data<float>();         // [N, F]
-  parallel_for(d_out.numel(), kWorkPerElement, [&](int64_t begin, int64_t end) {
+template <typename Input, typename Output>
+void swiglu_forward_of(Output* out, const Input* gate, const Input* up, int64_t n) {
+  parallel_for(n, kWorkPerElement, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      float g = widened(gate[i]);
+      float sigmoid = 1.0f / (1.0f + std::exp(-g));
+      store(out + i, g * sigmoid * widened(up[i]));
+    }
+  });
+}
+
+template <typename Input, typename Gradient>
+void swiglu_backward_of(Gradient* d_gate, Gradient* d_up, const float* d_out, const Input* gate, const Input* up,
+                        int64_t n) {
+  parallel_for(n, kWorkPerElement, [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) {
       float g = widened(gate[i]);
       float sigmoid = 1.0f / (1.0f + std::exp(-g));
       float silu = g * sigmoid;
       // d silu / dg = sigmoid * (1 + g * (1 - sigmoid))
-      dg[i] = dy[i] * widened(up[i]) * sigmoid * (1.0f + g * (1.0f - sigmoid));
-      du[i] = dy[i] * silu;
+      store(d_gate + i, d_out[i] * widened(up[i]) * sigmoid * (1.0f + g * (1.0f - sigmoid)));
+      store(d_up + i, d_out[i] * silu);
     }
   });
+}
+
+// Calls run(Input{}, Output{}) with the element types of an input and an output tensor (fp32 or bf16).
+template <typename Run>
+void with_elements(const Tensor& input, const Tensor& output, Run&& run) {
+  bool bf16_input = input.dtype() == DType::bf16, bf16_output = output.dtype() == DType::bf16;
+  if (bf16_input) {
+    return bf16_output ? run(bf16{}, bf16{}) : run(bf16{}, 0.0f);
+  }
+  return bf16_output ? run(0.0f, bf16{}) : run(0.0f, 0.0f);
 }
 
 }  // namespace
 
 void swiglu_forward(const Tensor& out, const Tensor& gate, const Tensor& up) {
-  const float* g = gate.data<float>();  // [N, F]
-  const float* u = up.data<float>();    // [N, F]
-  float* o = out.data<float>();         // [N, F]
-  parallel_for(gate.numel(), kWorkPerElement, [&](int64_t begin, int64_t end) {
-    for (int64_t i = begin; i < end; ++i) {
-      float sigmoid = 1.0f / (1.0f + std::exp(-g[i]));
-      o[i] = g[i] * sigmoid * u[i];
-    }
+  with_elements(gate, out, [&](auto input, auto output) {
+    using Input = decltype(input);
+    using Output = decltype(output);
+    swiglu_forward_of(out.data<Output>(), gate.data<Input>(), up.data<Input>(), gate.numel());
   });
 }
 
 void swiglu_backward(const Tensor& d_gate, const Tensor& d_up, const Tensor& d_out, const Tensor& gate,
                      const Tensor& up) {
-  if (gate.dtype() == DType::bf16) {
-    return swiglu_backward_of(d_gate, d_up, d_out, gate.data<bf16>(), up.data<bf16>());
-  }
-  swiglu_backward_of(d_gate, d_up, d_out, gate.data<float>(), up.data<float>());
+  with_elements(gate, d_gate, [&](auto input, auto gradient) {
+    using Input = decltype(input);
+    using Gradient = decltype(gradient);
+    swiglu_backward_of(d_gate.data<Gradient>(), d_up.data<Gradient>(), d_out.data<float>(), gate.data<Input>(),
+                       up.data<Input>(), gate.numel());
+  });
 }
 
 }  // namespace hai::cpu

@@ -59,13 +59,14 @@ void build_routing_plan(const RoutingPlan& plan, const Tensor& topk_indices) {
 }
 
 void permute_tokens(const Tensor& x_sorted, const Tensor& x, const RoutingPlan& plan) {
-  const int64_t width = x.size(1), experts_per_token = plan.positions.size(1);
-  const float* x_data = x.data<float>();                 // [T, D]
-  const int32_t* sources = plan.sources.data<int32_t>();  // [T * K]
-  float* sorted = x_sorted.data<float>();                 // [T * K, D]
+  const int64_t row_bytes = x.size(1) * static_cast<int64_t>(dtype_size(x.dtype()));
+  const int64_t experts_per_token = plan.positions.size(1);
+  const auto* x_bytes = static_cast<const char*>(x.raw());  // [T, D]
+  const int32_t* sources = plan.sources.data<int32_t>();     // [T * K]
+  auto* sorted = static_cast<char*>(x_sorted.raw());         // [T * K, D]
   for (int64_t row = 0; row < x_sorted.size(0); ++row) {
-    const float* token = x_data + (sources[row] / experts_per_token) * width;
-    std::copy(token, token + width, sorted + row * width);
+    const char* token = x_bytes + (sources[row] / experts_per_token) * row_bytes;
+    std::copy(token, token + row_bytes, sorted + row * row_bytes);
   }
 }
 

@@ -19,7 +19,7 @@ void grouped_gemm(const Tensor& y, const Tensor& x, const ExpertWeights& weights
                   const GroupedGemmOptions& options, Stream stream) {
   cudaStream_t cuda_stream = prepare_launch(x.device(), stream);
   kernels::GroupedGemmArguments arguments{
-      .y = y.data<float>(),
+      .y = y.raw(),
       .x = x.raw(),
       .weights = weights.first.raw(),
       .expert_stride = weights.expert_stride,
@@ -31,6 +31,7 @@ void grouped_gemm(const Tensor& y, const Tensor& x, const ExpertWeights& weights
       .input_type = input_type(x.dtype()),
       .transpose_weights = options.transpose_weights,
       .beta = options.beta,
+      .bf16_output = y.dtype() == DType::bf16,
   };
   check_launch(kernels::grouped_gemm(arguments, cuda_stream), "grouped_gemm");
 }

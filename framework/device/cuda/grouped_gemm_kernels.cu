@@ -74,7 +74,13 @@ __global__ void __launch_bounds__(Loop::kThreads, Loop::kBlocksPerMultiprocessor
     int64_t global_row = tile.row_begin + row;
     int64_t global_column = column_begin + column;
     if (global_row >= tile.row_end || global_column >= n) return;
-    auto* out = reinterpret_cast<float2*>(arguments.y + global_row * n + global_column);  // N even: both in range
+    int64_t index = global_row * n + global_column;  // N even: both in range
+    if (arguments.bf16_output) {
+      auto* out = reinterpret_cast<__nv_bfloat162*>(static_cast<bf16*>(arguments.y) + index);
+      *out = __floats2bfloat162_rn(value0, value1);
+      return;
+    }
+    auto* out = reinterpret_cast<float2*>(static_cast<float*>(arguments.y) + index);
     float2 result{value0, value1};
     if (beta != 0.0f) {
       float2 previous = *out;
@@ -137,7 +143,11 @@ __global__ void __launch_bounds__(simt::kThreads) grouped_gemm_simt_kernel(Group
     for (int j = 0; j < 4; ++j) {
       int64_t column = column_begin + simt::thread_column() + j;
       if (row >= tile.row_end || column >= n) continue;
-      float* out = arguments.y + row * n + column;
+      if (arguments.bf16_output) {
+        static_cast<bf16*>(arguments.y)[row * n + column] = __float2bfloat16_rn(accumulators[i][j]);
+        continue;
+      }
+      float* out = static_cast<float*>(arguments.y) + row * n + column;
       *out = arguments.beta == 0.0f ? accumulators[i][j] : accumulators[i][j] + arguments.beta * *out;
     }
   }
@@ -175,7 +185,7 @@ bool aligned(const void* pointer, uintptr_t bytes) { return reinterpret_cast<uin
 // The tensor-core path loads 16-byte chunks of 8 bf16 (rows, matrices and experts must start on 16 bytes) and
 // stores pairs of fp32 (8 bytes).
 bool tensor_cores_fit(GroupedGemmInput input_type, int64_t n, int64_t k, std::initializer_list<const void*> inputs,
-                      int64_t expert_stride, const float* output) {
+                      int64_t expert_stride, const void* output) {
   if (input_type != GroupedGemmInput::bf16 || n % 8 != 0 || k % 8 != 0 || expert_stride % 8 != 0 || !aligned(output, 8)) return false;
   for (const void* input : inputs) {
     if (!aligned(input, 16)) return false;

@@ -1,7 +1,8 @@
 #pragma once
 // Launchers of the grouped expert GEMM kernels behind framework/device/grouped_gemm.h. E experts, R rows sorted by
 // expert (expert e owns rows [offsets[e], offsets[e + 1]) of a device-resident offsets array, never read on the
-// host), N output features, K input features. Inputs are fp32, bf16 or fp16 (input_type); outputs fp32.
+// host), N output features, K input features. Inputs are fp32, bf16 or fp16 (input_type); outputs fp32 (the
+// forward may also write bf16).
 //
 // bf16 operands with N and K multiples of 8 and 16-byte aligned matrices run on the tensor cores (mma.sync
 // m16n8k16, fp32 accumulation); anything else (fp16 included) runs a SIMT kernel with fp32 FMAs.
@@ -15,7 +16,7 @@ namespace hai::cuda::kernels {
 enum class GroupedGemmInput { f32, bf16, f16 };
 
 struct GroupedGemmArguments {
-  float* y;                  // [R, N]
+  void* y;                   // [R, N] fp32, or bf16 (rounded to nearest even; beta 0) with bf16_output
   const void* x;             // [R, K]
   const void* weights;       // expert e's [N, K] (or [K, N]) matrix starts at weights + e * expert_stride elements
   int64_t expert_stride;
@@ -27,6 +28,7 @@ struct GroupedGemmArguments {
   GroupedGemmInput input_type;
   bool transpose_weights;    // y = x @ W_e^T with W_e [N, K]; false: y = x @ W_e with W_e [K, N]
   float beta;                // y = x @ op(W_e) + beta * y (beta == 0: y is not read)
+  bool bf16_output;
 };
 
 struct GroupedWeightGradArguments {

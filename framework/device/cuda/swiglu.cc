@@ -6,28 +6,25 @@
 namespace hai::cuda {
 namespace {
 
-const uint16_t* bf16_bits(const Tensor& tensor) { return static_cast<const uint16_t*>(tensor.raw()); }
+// The dispatcher accepts fp32 and bf16 operands only.
+kernels::SwigluElement element_of(const Tensor& tensor) {
+  return tensor.dtype() == DType::bf16 ? kernels::SwigluElement::bf16 : kernels::SwigluElement::f32;
+}
 
 }  // namespace
 
 void swiglu_forward(const Tensor& out, const Tensor& gate, const Tensor& up, Stream stream) {
   cudaStream_t cuda_stream = prepare_launch(out.device(), stream);
-  check_launch(kernels::swiglu_forward(out.data<float>(), gate.data<float>(), up.data<float>(), gate.numel(),
-                                       cuda_stream),
+  check_launch(kernels::swiglu_forward(out.raw(), element_of(out), gate.raw(), up.raw(), element_of(gate),
+                                       gate.numel(), cuda_stream),
                "swiglu_forward");
 }
 
 void swiglu_backward(const Tensor& d_gate, const Tensor& d_up, const Tensor& d_out, const Tensor& gate,
                      const Tensor& up, Stream stream) {
   cudaStream_t cuda_stream = prepare_launch(gate.device(), stream);
-  if (gate.dtype() == DType::bf16) {
-    check_launch(kernels::swiglu_backward(d_gate.data<float>(), d_up.data<float>(), d_out.data<float>(),
-                                          bf16_bits(gate), bf16_bits(up), gate.numel(), cuda_stream),
-                 "swiglu_backward");
-    return;
-  }
-  check_launch(kernels::swiglu_backward(d_gate.data<float>(), d_up.data<float>(), d_out.data<float>(),
-                                        gate.data<float>(), up.data<float>(), gate.numel(), cuda_stream),
+  check_launch(kernels::swiglu_backward(d_gate.raw(), d_up.raw(), element_of(d_gate), d_out.data<float>(),
+                                        gate.raw(), up.raw(), element_of(gate), gate.numel(), cuda_stream),
                "swiglu_backward");
 }
 

@@ -8,57 +8,68 @@ namespace {
 
 __device__ float sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
 
-__global__ void swiglu_forward_kernel(float* out, const float* gate, const float* up, int64_t n) {
+// Element types: float, or __nv_bfloat16 (read widened, written rounded to nearest even).
+__device__ float widened(float x) { return x; }
+__device__ float widened(__nv_bfloat16 x) { return __bfloat162float(x); }
+__device__ void store(float* out, float value) { *out = value; }
+__device__ void store(__nv_bfloat16* out, float value) { *out = __float2bfloat16_rn(value); }
+
+template <typename Input, typename Output>
+__global__ void swiglu_forward_kernel(Output* out, const Input* gate, const Input* up, int64_t n) {
   for (int64_t i = grid_index(); i < n; i += grid_stride()) {
-    float g = gate[i];
-    out[i] = g * sigmoid(g) * up[i];
+    float g = widened(gate[i]);
+    store(out + i, g * sigmoid(g) * widened(up[i]));
   }
 }
 
-__device__ float widened(float x) { return x; }
-__device__ float widened(uint16_t bf16_bits) { return __bfloat162float(__ushort_as_bfloat16(bf16_bits)); }
-
-// Input: float, or uint16_t holding bf16 bits.
-template <typename Input>
-__global__ void swiglu_backward_kernel(float* d_gate, float* d_up, const float* d_out, const Input* gate,
+template <typename Input, typename Gradient>
+__global__ void swiglu_backward_kernel(Gradient* d_gate, Gradient* d_up, const float* d_out, const Input* gate,
                                        const Input* up, int64_t n) {
   for (int64_t i = grid_index(); i < n; i += grid_stride()) {
     float g = widened(gate[i]);
     float s = sigmoid(g);
     // d silu / dg = sigmoid * (1 + g * (1 - sigmoid))
-    d_gate[i] = d_out[i] * widened(up[i]) * s * (1.0f + g * (1.0f - s));
-    d_up[i] = d_out[i] * g * s;
+    store(d_gate + i, d_out[i] * widened(up[i]) * s * (1.0f + g * (1.0f - s)));
+    store(d_up + i, d_out[i] * g * s);
   }
 }
 
-}  // namespace
-
-cudaError_t swiglu_forward(float* out, const float* gate, const float* up, int64_t n, cudaStream_t stream) {
-  if (n == 0) return cudaSuccess;
-  swiglu_forward_kernel<<<grid_for(n), kThreads, 0, stream>>>(out, gate, up, n);
-  return cudaGetLastError();
-}
-
-namespace {
-
-template <typename Input>
-cudaError_t launch_swiglu_backward(float* d_gate, float* d_up, const float* d_out, const Input* gate,
-                                   const Input* up, int64_t n, cudaStream_t stream) {
-  if (n == 0) return cudaSuccess;
-  swiglu_backward_kernel<<<grid_for(n), kThreads, 0, stream>>>(d_gate, d_up, d_out, gate, up, n);
-  return cudaGetLastError();
+// Calls launch(Input{}, Output{}) with the element types the two SwigluElements name.
+template <typename Launch>
+cudaError_t with_elements(SwigluElement input, SwigluElement output, Launch&& launch) {
+  if (input == SwigluElement::bf16) {
+    return output == SwigluElement::bf16 ? launch(__nv_bfloat16{}, __nv_bfloat16{}) : launch(__nv_bfloat16{}, 0.0f);
+  }
+  return output == SwigluElement::bf16 ? launch(0.0f, __nv_bfloat16{}) : launch(0.0f, 0.0f);
 }
 
 }  // namespace
 
-cudaError_t swiglu_backward(float* d_gate, float* d_up, const float* d_out, const float* gate, const float* up,
-                            int64_t n, cudaStream_t stream) {
-  return launch_swiglu_backward(d_gate, d_up, d_out, gate, up, n, stream);
+cudaError_t swiglu_forward(void* out, SwigluElement out_element, const void* gate, const void* up,
+                           SwigluElement input_element, int64_t n, cudaStream_t stream) {
+  if (n == 0) return cudaSuccess;
+  return with_elements(input_element, out_element, [&](auto input, auto output) {
+    using Input = decltype(input);
+    using Output = decltype(output);
+    swiglu_forward_kernel<<<grid_for(n), kThreads, 0, stream>>>(
+        static_cast<Output*>(out), static_cast<const Input*>(gate), static_cast<const Input*>(up), n);
+    return cudaGetLastError();
+  });
 }
 
-cudaError_t swiglu_backward(float* d_gate, float* d_up, const float* d_out, const uint16_t* gate, const uint16_t* up,
-                            int64_t n, cudaStream_t stream) {
-  return launch_swiglu_backward(d_gate, d_up, d_out, gate, up, n, stream);
+cudaError_t swiglu_backward(void* d_gate, void* d_up, SwigluElement gradient_element, const float* d_out,
+                            const void* gate, const void* up, SwigluElement input_element, int64_t n,
+                            cudaStream_t stream) {
+  if (n == 0) return cudaSuccess;
+  return with_elements(input_element, gradient_element, [&](auto input, auto gradient) {
+    using Input = decltype(input);
+    using Gradient = decltype(gradient);
+    swiglu_backward_kernel<<<grid_for(n), kThreads, 0, stream>>>(static_cast<Gradient*>(d_gate),
+                                                                 static_cast<Gradient*>(d_up), d_out,
+                                                                 static_cast<const Input*>(gate),
+                                                                 static_cast<const Input*>(up), n);
+    return cudaGetLastError();
+  });
 }
 
 }  // namespace hai::cuda::kernels

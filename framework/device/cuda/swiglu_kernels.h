@@ -1,5 +1,6 @@
 #pragma once
 // Launchers of the SwiGLU kernels behind framework/device/swiglu.h; n elements, each returns the launch's status.
+// Every operand but d_out is fp32 or bf16 (its bits), as its SwigluElement says; gate and up share one.
 
 #include <cuda_runtime_api.h>
 
@@ -7,13 +8,15 @@
 
 namespace hai::cuda::kernels {
 
-// out = silu(gate) * up
-cudaError_t swiglu_forward(float* out, const float* gate, const float* up, int64_t n, cudaStream_t stream);
+enum class SwigluElement { f32, bf16 };
 
-// d_gate = d_out * up * silu'(gate), d_up = d_out * silu(gate); gate and up fp32, or bf16 given as their bits.
-cudaError_t swiglu_backward(float* d_gate, float* d_up, const float* d_out, const float* gate, const float* up,
-                            int64_t n, cudaStream_t stream);
-cudaError_t swiglu_backward(float* d_gate, float* d_up, const float* d_out, const uint16_t* gate, const uint16_t* up,
-                            int64_t n, cudaStream_t stream);
+// out = silu(gate) * up
+cudaError_t swiglu_forward(void* out, SwigluElement out_element, const void* gate, const void* up,
+                           SwigluElement input_element, int64_t n, cudaStream_t stream);
+
+// d_gate = d_out * up * silu'(gate), d_up = d_out * silu(gate)
+cudaError_t swiglu_backward(void* d_gate, void* d_up, SwigluElement gradient_element, const float* d_out,
+                            const void* gate, const void* up, SwigluElement input_element, int64_t n,
+                            cudaStream_t stream);
 
 }  // namespace hai::cuda::kernels

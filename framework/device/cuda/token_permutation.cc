@@ -15,8 +15,8 @@ kernels::PermutationShape shape_of(const Tensor& tokens, const RoutingPlan& plan
 
 void permute_tokens(const Tensor& x_sorted, const Tensor& x, const RoutingPlan& plan, Stream stream) {
   cudaStream_t cuda_stream = prepare_launch(x.device(), stream);
-  check_launch(kernels::permute_tokens(x_sorted.data<float>(), x.data<float>(), plan.sources.data<int32_t>(),
-                                       shape_of(x, plan), cuda_stream),
+  check_launch(kernels::permute_tokens(x_sorted.raw(), x.raw(), static_cast<int64_t>(dtype_size(x.dtype())),
+                                       plan.sources.data<int32_t>(), shape_of(x, plan), cuda_stream),
                "permute_tokens");
 }
 

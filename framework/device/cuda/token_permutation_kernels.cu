@@ -6,13 +6,14 @@
 namespace hai::cuda::kernels {
 namespace {
 
-__global__ void permute_kernel(float* x_sorted, const float* x, const int32_t* sources, PermutationShape shape) {
-  int64_t total = shape.tokens * shape.experts_per_token * shape.width;
-  for (int64_t i = grid_index(); i < total; i += grid_stride()) {
-    int64_t row = i / shape.width;
-    int64_t token = sources[row] / shape.experts_per_token;
-    x_sorted[i] = x[token * shape.width + i % shape.width];
-  }
+// One block per sorted row, copying the token's row in pieces (16 bytes where rows and pointers allow, else 2).
+template <typename Piece>
+__global__ void permute_kernel(Piece* x_sorted, const Piece* x, const int32_t* sources, int64_t experts_per_token,
+                               int64_t pieces_per_row) {
+  int64_t row = blockIdx.x;
+  const Piece* token = x + (sources[row] / experts_per_token) * pieces_per_row;
+  Piece* sorted = x_sorted + row * pieces_per_row;
+  for (int64_t i = threadIdx.x; i < pieces_per_row; i += blockDim.x) sorted[i] = token[i];
 }
 
 __global__ void permute_backward_kernel(float* d_x, const float* d_x_sorted, const int32_t* positions,
@@ -75,11 +76,19 @@ __global__ void weight_grad_kernel(float* d_topk_weights, const float* d_out, co
 
 }  // namespace
 
-cudaError_t permute_tokens(float* x_sorted, const float* x, const int32_t* sources, const PermutationShape& shape,
-                           cudaStream_t stream) {
-  int64_t total = shape.tokens * shape.experts_per_token * shape.width;
-  if (total == 0) return cudaSuccess;
-  permute_kernel<<<grid_for(total), kThreads, 0, stream>>>(x_sorted, x, sources, shape);
+cudaError_t permute_tokens(void* x_sorted, const void* x, int64_t element_bytes, const int32_t* sources,
+                           const PermutationShape& shape, cudaStream_t stream) {
+  int64_t rows = shape.tokens * shape.experts_per_token, row_bytes = shape.width * element_bytes;
+  if (rows == 0 || row_bytes == 0) return cudaSuccess;
+  auto aligned = [](const void* pointer) { return reinterpret_cast<uintptr_t>(pointer) % 16 == 0; };
+  if (row_bytes % 16 == 0 && aligned(x_sorted) && aligned(x)) {
+    permute_kernel<<<static_cast<unsigned int>(rows), kThreads, 0, stream>>>(
+        static_cast<uint4*>(x_sorted), static_cast<const uint4*>(x), sources, shape.experts_per_token, row_bytes / 16);
+  } else {
+    permute_kernel<<<static_cast<unsigned int>(rows), kThreads, 0, stream>>>(
+        static_cast<uint16_t*>(x_sorted), static_cast<const uint16_t*>(x), sources, shape.experts_per_token,
+        row_bytes / 2);
+  }
   return cudaGetLastError();
 }
 

@@ -15,9 +15,9 @@ struct PermutationShape {
   int64_t width;              // D
 };
 
-// x_sorted [T * K, D] <- x [T, D]: x_sorted[p] = x[sources[p] / K]
-cudaError_t permute_tokens(float* x_sorted, const float* x, const int32_t* sources, const PermutationShape& shape,
-                           cudaStream_t stream);
+// x_sorted [T * K, D] <- x [T, D]: x_sorted[p] = x[sources[p] / K], rows of D elements of element_bytes (2 or 4)
+cudaError_t permute_tokens(void* x_sorted, const void* x, int64_t element_bytes, const int32_t* sources,
+                           const PermutationShape& shape, cudaStream_t stream);
 
 // d_x [T, D] = sum_k d_x_sorted[positions[t, k]]
 cudaError_t permute_tokens_backward(float* d_x, const float* d_x_sorted, const int32_t* positions,

@@ -133,6 +133,26 @@ TEST(GroupedGemm, EqualsOneGemmPerExpert) {
   }
 }
 
+// A bf16 y holds the fp32 y rounded once; the rows past offsets[E] are left as they are.
+TEST(GroupedGemm, Bf16OutputIsTheFp32OutputRounded) {
+  const int64_t n = 24, k = 40, experts = 6;
+  OwnedTensor offsets = offsets_of(kOffsets);
+  InterleavedStore store = interleaved_store(experts, n, k, DType::bf16, 30);
+  OwnedTensor x = in_dtype(testing::random_tensor(Shape{kRows, k}, 31), DType::bf16);
+  OwnedTensor y_f32(Shape{kRows, n}, DType::f32);
+  grouped_gemm(y_f32, x, store.weights, offsets);
+  OwnedTensor y_bf16(Shape{kRows, n}, DType::bf16);
+  for (int64_t i = 0; i < y_bf16.numel(); ++i) y_bf16.data<bf16>()[i].bits = float_to_bf16(7.0f);
+  grouped_gemm(y_bf16, x, store.weights, offsets);
+  for (int64_t i = 0; i < kOffsets.back() * n; ++i) {
+    EXPECT_EQ(y_bf16.data<bf16>()[i].bits, float_to_bf16(y_f32.data<float>()[i])) << i;
+  }
+  for (int64_t i = kOffsets.back() * n; i < kRows * n; ++i) {
+    EXPECT_EQ(y_bf16.data<bf16>()[i].bits, float_to_bf16(7.0f)) << i;
+  }
+  EXPECT_THROW(grouped_gemm(y_bf16, x, store.weights, offsets, {.beta = 1.0f}), Error);  // bf16 y is never read
+}
+
 TEST(GroupedGemm, WeightGradEqualsOneGemmPerExpertAndSkipsEmptyExperts) {
   const int64_t n = 24, k = 40, experts = 6;
   OwnedTensor offsets = offsets_of(kOffsets);

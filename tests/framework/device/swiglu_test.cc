@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <utility>
 
 #include "framework/device/cast.h"
 #include "framework/device/swiglu.h"
@@ -8,6 +9,12 @@
 
 namespace hai {
 namespace {
+
+OwnedTensor converted(const Tensor& values, DType dtype) {
+  OwnedTensor result(values.shape(), dtype);
+  cast_tensor(result, values);
+  return result;
+}
 
 TEST(Swiglu, ForwardKnownValues) {
   OwnedTensor gate(Shape{1, 3}, DType::f32), up(Shape{1, 3}, DType::f32), out(Shape{1, 3}, DType::f32);
@@ -51,6 +58,41 @@ TEST(Swiglu, BackwardOfBf16InputsEqualsTheirFp32Widening) {
     EXPECT_EQ(d_gate.data<float>()[i], d_gate_f32.data<float>()[i]) << i;
     EXPECT_EQ(d_up.data<float>()[i], d_up_f32.data<float>()[i]) << i;
   }
+}
+
+// bf16 results (the routed experts' in bf16 training) are the fp32 results rounded once, forward and backward,
+// from fp32 or bf16 gate and up.
+TEST(Swiglu, Bf16ResultsAreTheFp32ResultsRounded) {
+  Shape shape{5, 7};
+  OwnedTensor d_out = testing::random_tensor(shape, 6);
+  for (DType input_dtype : {DType::f32, DType::bf16}) {
+    OwnedTensor gate = converted(testing::random_tensor(shape, 4, 3.0f), input_dtype);
+    OwnedTensor up = converted(testing::random_tensor(shape, 5), input_dtype);
+    OwnedTensor out_f32(shape, DType::f32), out_bf16(shape, DType::bf16);
+    swiglu_forward(out_f32, gate, up);
+    swiglu_forward(out_bf16, gate, up);
+    OwnedTensor d_gate_f32(shape, DType::f32), d_up_f32(shape, DType::f32);
+    OwnedTensor d_gate_bf16(shape, DType::bf16), d_up_bf16(shape, DType::bf16);
+    swiglu_backward(d_gate_f32, d_up_f32, d_out, gate, up);
+    swiglu_backward(d_gate_bf16, d_up_bf16, d_out, gate, up);
+    std::pair<Tensor, Tensor> pairs[] = {
+        {out_bf16, out_f32}, {d_gate_bf16, d_gate_f32}, {d_up_bf16, d_up_f32}};
+    for (const auto& [rounded, exact] : pairs) {
+      for (int64_t i = 0; i < exact.numel(); ++i) {
+        EXPECT_EQ(rounded.data<bf16>()[i].bits, float_to_bf16(exact.data<float>()[i]))
+            << dtype_name(input_dtype) << " inputs, element " << i;
+      }
+    }
+  }
+}
+
+TEST(Swiglu, RejectsFp16AndMixedGradientDtypes) {
+  Shape shape{2, 3};
+  OwnedTensor gate(shape, DType::f32), up(shape, DType::f32), d_out(shape, DType::f32);
+  OwnedTensor out_f16(shape, DType::f16);
+  EXPECT_THROW(swiglu_forward(out_f16, gate, up), Error);
+  OwnedTensor d_gate(shape, DType::bf16), d_up(shape, DType::f32);
+  EXPECT_THROW(swiglu_backward(d_gate, d_up, d_out, gate, up), Error);
 }
 
 TEST(Swiglu, BackwardRejectsMixedInputDtypes) {

@@ -136,6 +136,24 @@ TEST(TokenPermutation, UnpermuteBackwardOfBf16RowsEqualsTheirFp32Widening) {
   }
 }
 
+// bf16 rows (the MoE layer rounds x before permuting it) are copied as they are: permuting the rounded rows gives
+// the rounded permuted rows bit for bit. Mixed dtypes are refused.
+TEST(TokenPermutation, PermutesBf16RowsAsTheyAre) {
+  OwnedRoutingPlan plan(3, 2, 4);
+  build_routing_plan(plan, example_topk());
+  OwnedTensor x = testing::random_tensor(Shape{3, 5}, 7);
+  OwnedTensor x_sorted(Shape{6, 5}, DType::f32), rounded_sorted(Shape{6, 5}, DType::bf16);
+  permute_tokens(x_sorted, x, plan);
+  cast_tensor(rounded_sorted, x_sorted);
+  OwnedTensor x_bf16(Shape{3, 5}, DType::bf16), sorted_bf16(Shape{6, 5}, DType::bf16);
+  cast_tensor(x_bf16, x);
+  permute_tokens(sorted_bf16, x_bf16, plan);
+  for (int64_t i = 0; i < 30; ++i) {
+    EXPECT_EQ(sorted_bf16.data<bf16>()[i].bits, rounded_sorted.data<bf16>()[i].bits) << i;
+  }
+  EXPECT_THROW(permute_tokens(x_sorted, x_bf16, plan), Error);
+}
+
 TEST(TokenPermutation, RejectsRowsOfTheWrongCount) {
   OwnedRoutingPlan plan(3, 2, 4);
   OwnedTensor x(Shape{3, 2}, DType::f32), x_sorted(Shape{5, 2}, DType::f32);

@@ -76,6 +76,24 @@ TEST(CudaSwiglu, ForwardAndBackwardMatchCpu) {
   bf16_backward.input(testing::converted(testing::random_tensor(shape, 11), DType::bf16));
   bf16_backward.run([](const std::vector<Tensor>& t) { swiglu_backward(t[0], t[1], t[2], t[3], t[4]); },
                     "swiglu_backward bf16 gate/up");
+
+  // bf16 results (the routed experts' in bf16 training): a few fp32 ulp apart before rounding, so at most one bf16
+  // step apart after.
+  constexpr Tolerance kRoundedOnce{.atol = 1e-6, .rtol = 1.0 / 128};
+  ParityCase bf16_forward;
+  bf16_forward.output(OwnedTensor(shape, DType::bf16), kRoundedOnce);
+  bf16_forward.input(testing::converted(testing::random_tensor(shape, 12, 3.0f), DType::bf16));
+  bf16_forward.input(testing::converted(testing::random_tensor(shape, 13), DType::bf16));
+  bf16_forward.run([](const std::vector<Tensor>& t) { swiglu_forward(t[0], t[1], t[2]); }, "swiglu_forward bf16");
+
+  ParityCase bf16_gradients;
+  bf16_gradients.output(OwnedTensor(shape, DType::bf16), kRoundedOnce);
+  bf16_gradients.output(OwnedTensor(shape, DType::bf16), kRoundedOnce);
+  bf16_gradients.input(testing::random_tensor(shape, 14));
+  bf16_gradients.input(testing::converted(testing::random_tensor(shape, 15, 3.0f), DType::bf16));
+  bf16_gradients.input(testing::converted(testing::random_tensor(shape, 16), DType::bf16));
+  bf16_gradients.run([](const std::vector<Tensor>& t) { swiglu_backward(t[0], t[1], t[2], t[3], t[4]); },
+                     "swiglu_backward bf16 gradients");
 }
 
 // Every pair of fp32, bf16 and fp16, on values that overflow fp16 (scale 3e4) and sit between bf16 steps: the

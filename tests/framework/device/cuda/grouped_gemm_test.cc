@@ -75,7 +75,10 @@ struct Problem {
   }
 };
 
-void check_forward(const Problem& problem, DType dtype, const GroupedGemmOptions& options, uint64_t seed) {
+// y in output_dtype: fp32, or bf16 (beta 0), whose roundings of sums a few fp32 ulp apart differ by at most one
+// bf16 step.
+void check_forward(const Problem& problem, DType dtype, const GroupedGemmOptions& options, uint64_t seed,
+                   DType output_dtype = DType::f32) {
   Shape weight_shape = options.transpose_weights ? Shape{problem.n, problem.k} : Shape{problem.k, problem.n};
   int64_t stride = weight_shape.numel() + problem.stride_padding;
   ParityCase parity;
@@ -83,13 +86,15 @@ void check_forward(const Problem& problem, DType dtype, const GroupedGemmOptions
   parity.input(random_store(problem.experts(), weight_shape, stride, dtype, seed + 1));
   parity.input(offsets_for(problem.rows_per_expert));
   // With beta == 0, y starts as NaN: the op must not read it. Unassigned rows must stay as they were.
-  parity.output(options.beta == 0.0f ? nan_matrix(problem.rows(), problem.n)
-                                     : testing::random_tensor(Shape{problem.rows(), problem.n}, seed + 2),
-                tolerance_for(problem.k));
+  OwnedTensor initial = options.beta == 0.0f ? nan_matrix(problem.rows(), problem.n)
+                                             : testing::random_tensor(Shape{problem.rows(), problem.n}, seed + 2);
+  Tolerance tolerance = tolerance_for(problem.k);
+  if (output_dtype == DType::bf16) tolerance.rtol += 1.0 / 128;
+  parity.output(testing::converted(initial, output_dtype), tolerance);
   parity.run([&](const std::vector<Tensor>& t) {
     grouped_gemm(t[3], t[0], experts_in(t[1], weight_shape, stride, problem.experts()), t[2], options);
   }, "grouped_gemm_" + problem.name(dtype) + (options.transpose_weights ? "_wt" : "_w") + "_beta" +
-         std::to_string(static_cast<int>(options.beta)));
+         std::to_string(static_cast<int>(options.beta)) + "_to_" + std::string(dtype_name(output_dtype)));
 }
 
 void check_weight_grad(const Problem& problem, DType dtype, uint64_t seed) {
@@ -126,6 +131,18 @@ TEST(CudaGroupedGemm, ForwardMatchesCpu) {
       }
     }
   }
+}
+
+// bf16 y (the routed experts' gate and up in bf16 training): the tensor-core and the SIMT epilogues.
+TEST(CudaGroupedGemm, Bf16OutputMatchesCpu) {
+  HAI_REQUIRE_CUDA_DEVICE();
+  uint64_t seed = 60;
+  for (const Problem& problem : {kAwkward, kUnaligned}) {
+    for (bool transpose_weights : {true, false}) {
+      check_forward(problem, DType::bf16, {.transpose_weights = transpose_weights}, seed += 3, DType::bf16);
+    }
+  }
+  check_forward({{100, 190, 0, 128, 257}, 0, 1024, 2048, 0}, DType::bf16, {}, seed += 3, DType::bf16);
 }
 
 TEST(CudaGroupedGemm, WeightGradMatchesCpu) {

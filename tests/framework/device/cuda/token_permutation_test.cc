@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <string>
+
 #include "framework/device/token_permutation.h"
 #include "tests/framework/device/cuda/parity.h"
 #include "tests/framework/device/test_util.h"
@@ -38,6 +40,16 @@ TEST(CudaTokenPermutation, PermuteAndItsBackwardAreExact) {
   permute.output(OwnedTensor(Shape{kAssignments, kWidth}, DType::f32), kExact);
   permute.input(testing::random_tensor(Shape{kTokens, kWidth}, 2));
   permute.run([](const std::vector<Tensor>& t) { permute_tokens(t[3], t[4], plan_of(t)); }, "permute_tokens");
+
+  // bf16 rows: 16-byte pieces at width 128, 2-byte pieces at width 129 (rows of 258 bytes).
+  for (int64_t width : {kWidth - 1, kWidth}) {
+    ParityCase bf16_permute;
+    add_plan(bf16_permute);
+    bf16_permute.output(OwnedTensor(Shape{kAssignments, width}, DType::bf16), kExact);
+    bf16_permute.input(testing::converted(testing::random_tensor(Shape{kTokens, width}, 5), DType::bf16));
+    bf16_permute.run([](const std::vector<Tensor>& t) { permute_tokens(t[3], t[4], plan_of(t)); },
+                     "permute_tokens bf16 width " + std::to_string(width));
+  }
 
   ParityCase backward;
   add_plan(backward);
