@@ -1,5 +1,6 @@
 #include "model/moe_layer.h"
 
+#include <utility>
 #include <vector>
 
 #include "framework/device/balance_loss.h"
@@ -89,7 +90,10 @@ OwnedTensor MoeLayer::sorted_rows(const Context& ctx, const Tensor& x) const {
 }
 
 void MoeLayer::compute_experts(Context& ctx, const Tensor& x_sorted) const {
-  ctx.expert_output = OwnedTensor(x_sorted.shape(), DType::f32, x_sorted.device());  // [T * K, H]
+  // NOTE: without an exchange the down projection writes the expert outputs in the dtype the combine's backward
+  // keeps them in (bf16 in bf16 training), and the combine reads those.
+  DType output_dtype = exchange_ ? DType::f32 : saved_activation_dtype(experts_.compute_dtype());
+  ctx.expert_output = OwnedTensor(x_sorted.shape(), output_dtype, x_sorted.device());  // [T * K, H]
   if (!exchange_) {
     experts_.forward(ctx.experts, ctx.expert_output, x_sorted, ctx.plan->plan().expert_offsets,
                      /*keep_input=*/false);
@@ -137,12 +141,14 @@ void MoeLayer::combine(const Context& ctx, const Tensor& out) const {
 void MoeLayer::backward_input(Context& ctx, const Tensor& d_x, const Tensor& d_out, float balance_loss_grad) const {
   const int64_t tokens = d_out.size(0), hidden = d_out.size(1);
   const Device device = d_out.device();
-  OwnedTensor d_expert_output(Shape{tokens * experts_per_token_, hidden}, DType::f32, device);  // [T * K, H]
+  // NOTE: without an exchange, in the dtype the experts compute in (bf16 in bf16 training): they keep it for W.
+  DType gradient_dtype = exchange_ ? DType::f32 : saved_activation_dtype(experts_.compute_dtype());
+  OwnedTensor d_expert_output(Shape{tokens * experts_per_token_, hidden}, gradient_dtype, device);  // [T * K, H]
   OwnedTensor d_topk_weights(Shape{tokens, experts_per_token_}, DType::f32, device);          // [T, K]
   combine_backward(ctx, d_expert_output, d_topk_weights, d_out);
   ctx.expert_output = OwnedTensor();
   OwnedTensor d_x_sorted(Shape{tokens * experts_per_token_, hidden}, DType::f32, device);  // [T * K, H]
-  experts_backward(ctx, d_x_sorted, d_expert_output);
+  experts_backward(ctx, d_x_sorted, std::move(d_expert_output));
   dispatch_backward(ctx, d_x, d_x_sorted);
   if (shared_) {
     mark_phase(profiler_, "backward_input.shared_expert");
@@ -157,10 +163,10 @@ void MoeLayer::combine_backward(const Context& ctx, const Tensor& d_expert_outpu
   unpermute_tokens_backward(d_expert_output, d_topk_weights, d_out, ctx.expert_output, ctx.topk_weights, *ctx.plan);
 }
 
-void MoeLayer::experts_backward(Context& ctx, const Tensor& d_x_sorted, const Tensor& d_expert_output) const {
+void MoeLayer::experts_backward(Context& ctx, const Tensor& d_x_sorted, OwnedTensor d_expert_output) const {
   // NOTE: every sorted row belongs to one expert, so the grouped GEMMs write all of d_x_sorted.
   if (!exchange_) {
-    experts_.backward_input(ctx.experts, d_x_sorted, d_expert_output);
+    experts_.backward_input(ctx.experts, d_x_sorted, std::move(d_expert_output));
     return;
   }
   Shape local_rows{ctx.route.received_total(), d_x_sorted.size(1)};
@@ -169,7 +175,7 @@ void MoeLayer::experts_backward(Context& ctx, const Tensor& d_x_sorted, const Te
   mark_phase(profiler_, "backward_input.expert_exchange");
   exchange_->dispatch(ctx.route, d_output_local, d_expert_output);
   mark_phase(profiler_, "backward_input.moe_experts");
-  experts_.backward_input(ctx.experts, d_x_local, d_output_local);
+  experts_.backward_input(ctx.experts, d_x_local, std::move(d_output_local));
   mark_phase(profiler_, "backward_input.expert_exchange");
   exchange_->combine(ctx.route, d_x_sorted, d_x_local);
   mark_phase(profiler_, "backward_input.moe_experts");

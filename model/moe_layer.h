@@ -92,7 +92,7 @@ class MoeLayer {
 
   void combine_backward(const Context& ctx, const Tensor& d_expert_output, const Tensor& d_topk_weights,
                         const Tensor& d_out) const;
-  void experts_backward(Context& ctx, const Tensor& d_x_sorted, const Tensor& d_expert_output) const;
+  void experts_backward(Context& ctx, const Tensor& d_x_sorted, OwnedTensor d_expert_output) const;
   void dispatch_backward(const Context& ctx, const Tensor& d_x, const Tensor& d_x_sorted) const;
   void route_backward(Context& ctx, const Tensor& d_x, const Tensor& d_topk_weights, float balance_loss_grad) const;
 

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <utility>
 #include <vector>
 
 #include "framework/device/swiglu.h"
@@ -89,10 +90,10 @@ void RoutedExperts::forward(Context& ctx, const Tensor& out, const Tensor& x_sor
   grouped_gemm(out, ctx.activation, down_, expert_offsets);
 }
 
-void RoutedExperts::backward_input(Context& ctx, const Tensor& d_x_sorted, const Tensor& d_out) const {
-  const int64_t rows = d_out.size(0);
-  const Device device = d_out.device();
-  ctx.d_out = to_compute_dtype(d_out, compute_dtype());  // NOTE: a copy even in fp32: the caller may reuse d_out
+void RoutedExperts::backward_input(Context& ctx, const Tensor& d_x_sorted, OwnedTensor d_out) const {
+  const int64_t rows = d_out.tensor().size(0);
+  const Device device = d_out.tensor().device();
+  ctx.d_out = in_dtype(std::move(d_out), compute_dtype());  // [R, H]
   OwnedTensor d_activation(Shape{rows, ffn_size()}, DType::f32, device);  // [R, F]
   grouped_gemm(d_activation, ctx.d_out, down_, ctx.expert_offsets, {.transpose_weights = false});
   DType written = saved_activation_dtype(compute_dtype());            // bf16 in bf16 training: no fp32 copies

@@ -45,13 +45,14 @@ class RoutedExperts {
     OwnedTensor d_up;        // [R, F] compute dtype, saved by backward_input
   };
 
-  // out: [R, H] fp32 <- x_sorted: [R, H] fp32 or in the compute dtype, expert_offsets: [E + 1] i32 on x's device
-  // (offsets[E] == R).
+  // out: [R, H] fp32 (or bf16, rounded once) <- x_sorted: [R, H] fp32 or in the compute dtype, expert_offsets:
+  // [E + 1] i32 on x's device (offsets[E] == R).
   // keep_input false leaves ctx.input empty: the caller recomputes x_sorted for backward_weight instead.
   void forward(Context& ctx, const Tensor& out, const Tensor& x_sorted, const Tensor& expert_offsets,
                bool keep_input = true) const;
-  // d_x_sorted: [R, H] fp32 (overwritten) <- d_out: [R, H] fp32.
-  void backward_input(Context& ctx, const Tensor& d_x_sorted, const Tensor& d_out) const;
+  // d_x_sorted: [R, H] fp32 (overwritten) <- d_out: [R, H] fp32 or in the compute dtype, kept for backward_weight
+  // (rounded to the compute dtype unless it has it).
+  void backward_input(Context& ctx, const Tensor& d_x_sorted, OwnedTensor d_out) const;
   // Accumulates the three projections' gradients of every expert that received rows, then releases ctx.
   // x_sorted: forward's x_sorted again, exactly when forward did not keep it (else null).
   void backward_weight(Context& ctx, const Tensor* x_sorted = nullptr) const;

@@ -24,16 +24,16 @@ void check_plan(const RoutingPlan& plan) {
 }
 
 // token_rows: [T, D] and sorted_rows: [T * K, D] fp32 for the plan's T and K, on the plan's device.
-// Rows of fp32, or for permute_tokens (a copy) of any float dtype: rows_dtype is what both must be.
+// Rows of fp32 unless an op takes other dtypes (permute_tokens copies any float rows, unpermute_tokens widens bf16).
 void check_rows(const Tensor& token_rows, const Tensor& sorted_rows, const RoutingPlan& plan,
-                DType rows_dtype = DType::f32) {
+                DType token_dtype = DType::f32, DType sorted_dtype = DType::f32) {
   check_plan(plan);
   HAI_CHECK(token_rows.rank() == 2, "token permutation: token rows must be [T, D], got {}", token_rows.str());
   int64_t tokens = plan.positions.size(0), width = token_rows.size(1);
   check_shape(token_rows, Shape{tokens, width}, "token permutation token rows");
   check_shape(sorted_rows, Shape{plan.positions.numel(), width}, "token permutation sorted rows");
-  check_dtype(token_rows, rows_dtype, "token permutation token rows");
-  check_dtype(sorted_rows, rows_dtype, "token permutation sorted rows");
+  check_dtype(token_rows, token_dtype, "token permutation token rows");
+  check_dtype(sorted_rows, sorted_dtype, "token permutation sorted rows");
   check_same_device(token_rows, plan.positions, "token permutation");
   check_same_device(sorted_rows, plan.positions, "token permutation");
 }
@@ -68,7 +68,7 @@ void build_routing_plan(const RoutingPlan& plan, const Tensor& topk_indices, [[m
 void permute_tokens(const Tensor& x_sorted, const Tensor& x, const RoutingPlan& plan, [[maybe_unused]] Stream stream) {
   HAI_CHECK(x.dtype() == DType::f32 || x.dtype() == DType::bf16 || x.dtype() == DType::f16,
             "permute_tokens: rows must be fp32, bf16 or fp16, got {}", x.str());
-  check_rows(x, x_sorted, plan, x.dtype());
+  check_rows(x, x_sorted, plan, x.dtype(), x.dtype());
   if (x.device().is_cpu()) return cpu::permute_tokens(x_sorted, x, plan);
 #ifdef HAI_WITH_CUDA
   return cuda::permute_tokens(x_sorted, x, plan, stream);
@@ -90,7 +90,9 @@ void permute_tokens_backward(const Tensor& d_x, const Tensor& d_x_sorted, const 
 
 void unpermute_tokens(const Tensor& out, const Tensor& y_sorted, const Tensor& topk_weights, const RoutingPlan& plan,
                       [[maybe_unused]] Stream stream) {
-  check_rows(out, y_sorted, plan);
+  HAI_CHECK(y_sorted.dtype() == DType::f32 || y_sorted.dtype() == DType::bf16,
+            "unpermute_tokens: y_sorted must be fp32 or bf16, got {}", dtype_name(y_sorted.dtype()));
+  check_rows(out, y_sorted, plan, DType::f32, y_sorted.dtype());
   check_weights(topk_weights, plan, "unpermute topk_weights");
   if (out.device().is_cpu()) return cpu::unpermute_tokens(out, y_sorted, topk_weights, plan);
 #ifdef HAI_WITH_CUDA
@@ -103,10 +105,12 @@ void unpermute_tokens(const Tensor& out, const Tensor& y_sorted, const Tensor& t
 void unpermute_tokens_backward(const Tensor& d_y_sorted, const Tensor& d_topk_weights, const Tensor& d_out,
                                const Tensor& y_sorted, const Tensor& topk_weights, const RoutingPlan& plan,
                                [[maybe_unused]] Stream stream) {
-  check_rows(d_out, d_y_sorted, plan);
+  for (const Tensor* rows : {&y_sorted, &d_y_sorted}) {
+    HAI_CHECK(rows->dtype() == DType::f32 || rows->dtype() == DType::bf16,
+              "unpermute_tokens_backward: y_sorted and d_y_sorted must be fp32 or bf16, got {}", rows->str());
+  }
+  check_rows(d_out, d_y_sorted, plan, DType::f32, d_y_sorted.dtype());
   check_shape(y_sorted, d_y_sorted.shape(), "unpermute y_sorted");
-  HAI_CHECK(y_sorted.dtype() == DType::f32 || y_sorted.dtype() == DType::bf16,
-            "unpermute_tokens_backward: y_sorted must be fp32 or bf16, got {}", dtype_name(y_sorted.dtype()));
   check_same_device(y_sorted, plan.positions, "token permutation");
   check_weights(topk_weights, plan, "unpermute topk_weights");
   check_weights(d_topk_weights, plan, "unpermute d_topk_weights");

@@ -38,7 +38,7 @@ void permute_tokens(const Tensor& x_sorted, const Tensor& x, const RoutingPlan& 
 void permute_tokens_backward(const Tensor& d_x, const Tensor& d_x_sorted, const RoutingPlan& plan,
                              Stream stream = {});
 
-// out: [T, D] <- y_sorted: [T * K, D], topk_weights: [T, K]:
+// out: [T, D] <- y_sorted: [T * K, D] fp32 or bf16 (widened exactly), topk_weights: [T, K]:
 //   out[t] = sum_k topk_weights[t, k] * y_sorted[positions[t, k]]   (accumulated from 0 in k order)
 void unpermute_tokens(const Tensor& out, const Tensor& y_sorted, const Tensor& topk_weights, const RoutingPlan& plan,
                       Stream stream = {});
@@ -46,7 +46,8 @@ void unpermute_tokens(const Tensor& out, const Tensor& y_sorted, const Tensor& t
 // d_y_sorted: [T * K, D], d_topk_weights: [T, K] <- d_out: [T, D] and the forward inputs. Overwrites both:
 //   d_y_sorted[positions[t, k]] = topk_weights[t, k] * d_out[t]
 //   d_topk_weights[t, k]        = dot(d_out[t], y_sorted[positions[t, k]])
-// y_sorted may be fp32 or bf16 (widened exactly: the MoE layer saves the expert outputs in bf16 for bf16 training).
+// y_sorted may be fp32 or bf16 (widened exactly: the MoE layer saves the expert outputs in bf16 for bf16 training);
+// d_y_sorted fp32 or bf16 (rounded once: what bf16 experts read).
 void unpermute_tokens_backward(const Tensor& d_y_sorted, const Tensor& d_topk_weights, const Tensor& d_out,
                                const Tensor& y_sorted, const Tensor& topk_weights, const RoutingPlan& plan,
                                Stream stream = {});

@@ -8,24 +8,44 @@ namespace {
 float widened(float x) { return x; }
 float widened(bf16 x) { return bf16_to_float(x.bits); }
 
-// unpermute_tokens_backward on y_sorted stored as Rows (float or bf16).
+// unpermute_tokens on y_sorted stored as Rows (float or bf16).
 template <typename Rows>
-void unpermute_backward_of(const Tensor& d_y_sorted, const Tensor& d_topk_weights, const Tensor& d_out,
-                           const Rows* y, const Tensor& topk_weights, const RoutingPlan& plan) {
+void unpermute_of(const Tensor& out, const Rows* y, const Tensor& topk_weights, const RoutingPlan& plan) {
+  const int64_t width = out.size(1), experts_per_token = plan.positions.size(1);
+  const float* weights = topk_weights.data<float>();          // [T, K]
+  const int32_t* positions = plan.positions.data<int32_t>();  // [T, K]
+  float* out_data = out.data<float>();                        // [T, D]
+  std::fill(out_data, out_data + out.numel(), 0.0f);
+  for (int64_t t = 0; t < out.size(0); ++t) {
+    float* token = out_data + t * width;
+    for (int64_t k = 0; k < experts_per_token; ++k) {
+      int64_t a = t * experts_per_token + k;
+      const Rows* y_row = y + positions[a] * width;  // [D]
+      for (int64_t d = 0; d < width; ++d) token[d] += weights[a] * widened(y_row[d]);
+    }
+  }
+}
+
+void store(float* out, float value) { *out = value; }
+void store(bf16* out, float value) { out->bits = float_to_bf16(value); }
+
+// unpermute_tokens_backward on y_sorted stored as Rows and d_y_sorted as Gradient (each float or bf16).
+template <typename Gradient, typename Rows>
+void unpermute_backward_of(Gradient* d_y, const Tensor& d_topk_weights, const Tensor& d_out, const Rows* y,
+                           const Tensor& topk_weights, const RoutingPlan& plan) {
   const int64_t width = d_out.size(1), assignments = topk_weights.numel();
   const int64_t experts_per_token = plan.positions.size(1);
   const float* d_out_data = d_out.data<float>();              // [T, D]
   const float* weights = topk_weights.data<float>();          // [T, K]
   const int32_t* positions = plan.positions.data<int32_t>();  // [T, K]
-  float* d_y = d_y_sorted.data<float>();                      // [T * K, D]
   float* d_weights = d_topk_weights.data<float>();            // [T, K]
   for (int64_t a = 0; a < assignments; ++a) {
     const float* d_token = d_out_data + (a / experts_per_token) * width;
     const Rows* y_row = y + positions[a] * width;  // [D]
-    float* d_y_row = d_y + positions[a] * width;
+    Gradient* d_y_row = d_y + positions[a] * width;  // [D]
     float dot = 0.0f;
     for (int64_t d = 0; d < width; ++d) {
-      d_y_row[d] = weights[a] * d_token[d];
+      store(d_y_row + d, weights[a] * d_token[d]);
       dot += d_token[d] * widened(y_row[d]);
     }
     d_weights[a] = dot;
@@ -86,28 +106,20 @@ void permute_tokens_backward(const Tensor& d_x, const Tensor& d_x_sorted, const 
 }
 
 void unpermute_tokens(const Tensor& out, const Tensor& y_sorted, const Tensor& topk_weights, const RoutingPlan& plan) {
-  const int64_t width = out.size(1), experts_per_token = plan.positions.size(1);
-  const float* y = y_sorted.data<float>();                    // [T * K, D]
-  const float* weights = topk_weights.data<float>();          // [T, K]
-  const int32_t* positions = plan.positions.data<int32_t>();  // [T, K]
-  float* out_data = out.data<float>();                        // [T, D]
-  std::fill(out_data, out_data + out.numel(), 0.0f);
-  for (int64_t t = 0; t < out.size(0); ++t) {
-    float* token = out_data + t * width;
-    for (int64_t k = 0; k < experts_per_token; ++k) {
-      int64_t a = t * experts_per_token + k;
-      const float* y_row = y + positions[a] * width;
-      for (int64_t d = 0; d < width; ++d) token[d] += weights[a] * y_row[d];
-    }
-  }
+  if (y_sorted.dtype() == DType::bf16) return unpermute_of(out, y_sorted.data<bf16>(), topk_weights, plan);
+  unpermute_of(out, y_sorted.data<float>(), topk_weights, plan);
 }
 
 void unpermute_tokens_backward(const Tensor& d_y_sorted, const Tensor& d_topk_weights, const Tensor& d_out,
                                const Tensor& y_sorted, const Tensor& topk_weights, const RoutingPlan& plan) {
-  if (y_sorted.dtype() == DType::bf16) {
-    return unpermute_backward_of(d_y_sorted, d_topk_weights, d_out, y_sorted.data<bf16>(), topk_weights, plan);
-  }
-  unpermute_backward_of(d_y_sorted, d_topk_weights, d_out, y_sorted.data<float>(), topk_weights, plan);
+  auto with_rows = [&](auto* d_y) {
+    if (y_sorted.dtype() == DType::bf16) {
+      return unpermute_backward_of(d_y, d_topk_weights, d_out, y_sorted.data<bf16>(), topk_weights, plan);
+    }
+    unpermute_backward_of(d_y, d_topk_weights, d_out, y_sorted.data<float>(), topk_weights, plan);
+  };
+  if (d_y_sorted.dtype() == DType::bf16) return with_rows(d_y_sorted.data<bf16>());
+  with_rows(d_y_sorted.data<float>());
 }
 
 }  // namespace hai::cpu

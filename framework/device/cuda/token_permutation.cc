@@ -11,6 +11,11 @@ kernels::PermutationShape shape_of(const Tensor& tokens, const RoutingPlan& plan
   return {.tokens = tokens.size(0), .experts_per_token = plan.positions.size(1), .width = tokens.size(1)};
 }
 
+// The dispatcher accepts fp32 and bf16 sorted rows only.
+kernels::RowElement row_element(const Tensor& rows) {
+  return rows.dtype() == DType::bf16 ? kernels::RowElement::bf16 : kernels::RowElement::f32;
+}
+
 }  // namespace
 
 void permute_tokens(const Tensor& x_sorted, const Tensor& x, const RoutingPlan& plan, Stream stream) {
@@ -30,8 +35,9 @@ void permute_tokens_backward(const Tensor& d_x, const Tensor& d_x_sorted, const 
 void unpermute_tokens(const Tensor& out, const Tensor& y_sorted, const Tensor& topk_weights, const RoutingPlan& plan,
                       Stream stream) {
   cudaStream_t cuda_stream = prepare_launch(out.device(), stream);
-  check_launch(kernels::unpermute_tokens(out.data<float>(), y_sorted.data<float>(), topk_weights.data<float>(),
-                                         plan.positions.data<int32_t>(), shape_of(out, plan), cuda_stream),
+  check_launch(kernels::unpermute_tokens(out.data<float>(), y_sorted.raw(), row_element(y_sorted),
+                                         topk_weights.data<float>(), plan.positions.data<int32_t>(),
+                                         shape_of(out, plan), cuda_stream),
                "unpermute_tokens");
 }
 
@@ -39,18 +45,10 @@ void unpermute_tokens_backward(const Tensor& d_y_sorted, const Tensor& d_topk_we
                                const Tensor& y_sorted, const Tensor& topk_weights, const RoutingPlan& plan,
                                Stream stream) {
   cudaStream_t cuda_stream = prepare_launch(d_out.device(), stream);
-  if (y_sorted.dtype() == DType::bf16) {
-    check_launch(kernels::unpermute_tokens_backward(d_y_sorted.data<float>(), d_topk_weights.data<float>(),
-                                                    d_out.data<float>(), static_cast<const uint16_t*>(y_sorted.raw()),
-                                                    topk_weights.data<float>(), plan.positions.data<int32_t>(),
-                                                    shape_of(d_out, plan), cuda_stream),
-                 "unpermute_tokens_backward");
-    return;
-  }
-  check_launch(kernels::unpermute_tokens_backward(d_y_sorted.data<float>(), d_topk_weights.data<float>(),
-                                                  d_out.data<float>(), y_sorted.data<float>(),
-                                                  topk_weights.data<float>(), plan.positions.data<int32_t>(),
-                                                  shape_of(d_out, plan), cuda_stream),
+  check_launch(kernels::unpermute_tokens_backward(d_y_sorted.raw(), row_element(d_y_sorted),
+                                                  d_topk_weights.data<float>(), d_out.data<float>(), y_sorted.raw(),
+                                                  row_element(y_sorted), topk_weights.data<float>(),
+                                                  plan.positions.data<int32_t>(), shape_of(d_out, plan), cuda_stream),
                "unpermute_tokens_backward");
 }
 

@@ -30,7 +30,12 @@ __global__ void permute_backward_kernel(float* d_x, const float* d_x_sorted, con
   }
 }
 
-__global__ void unpermute_kernel(float* out, const float* y_sorted, const float* topk_weights,
+__device__ float widened(float x) { return x; }
+__device__ float widened(uint16_t bf16_bits) { return __bfloat162float(__ushort_as_bfloat16(bf16_bits)); }
+
+// Rows: float, or uint16_t holding bf16 bits (widened exactly).
+template <typename Rows>
+__global__ void unpermute_kernel(float* out, const Rows* y_sorted, const float* topk_weights,
                                  const int32_t* positions, PermutationShape shape) {
   int64_t total = shape.tokens * shape.width;
   for (int64_t i = grid_index(); i < total; i += grid_stride()) {
@@ -39,26 +44,31 @@ __global__ void unpermute_kernel(float* out, const float* y_sorted, const float*
     float sum = 0.0f;
     for (int64_t k = 0; k < shape.experts_per_token; ++k) {
       int64_t assignment = token * shape.experts_per_token + k;
-      float y = y_sorted[positions[assignment] * shape.width + d];
+      float y = widened(y_sorted[positions[assignment] * shape.width + d]);
       sum = __fadd_rn(sum, __fmul_rn(topk_weights[assignment], y));
     }
     out[i] = sum;
   }
 }
 
-__global__ void scatter_weighted_kernel(float* d_y_sorted, const float* d_out, const float* topk_weights,
+__device__ void store(float* out, float value) { *out = value; }
+__device__ void store(uint16_t* out_bf16_bits, float value) {
+  *out_bf16_bits = __bfloat16_as_ushort(__float2bfloat16_rn(value));
+}
+
+template <typename Rows>
+__global__ void scatter_weighted_kernel(Rows* d_y_sorted, const float* d_out, const float* topk_weights,
                                         const int32_t* positions, PermutationShape shape) {
   int64_t total = shape.tokens * shape.experts_per_token * shape.width;
   for (int64_t i = grid_index(); i < total; i += grid_stride()) {
     int64_t assignment = i / shape.width;
     int64_t d = i % shape.width;
     int64_t token = assignment / shape.experts_per_token;
-    d_y_sorted[positions[assignment] * shape.width + d] = topk_weights[assignment] * d_out[token * shape.width + d];
+    store(d_y_sorted + positions[assignment] * shape.width + d,
+          topk_weights[assignment] * d_out[token * shape.width + d]);
   }
 }
 
-__device__ float widened(float x) { return x; }
-__device__ float widened(uint16_t bf16_bits) { return __bfloat162float(__ushort_as_bfloat16(bf16_bits)); }
 
 // One block per assignment. Rows: float, or uint16_t holding bf16 bits.
 template <typename Rows>
@@ -100,18 +110,32 @@ cudaError_t permute_tokens_backward(float* d_x, const float* d_x_sorted, const i
   return cudaGetLastError();
 }
 
-cudaError_t unpermute_tokens(float* out, const float* y_sorted, const float* topk_weights, const int32_t* positions,
-                             const PermutationShape& shape, cudaStream_t stream) {
+namespace {
+
+template <typename Rows>
+cudaError_t launch_unpermute_tokens(float* out, const Rows* y_sorted, const float* topk_weights,
+                                    const int32_t* positions, const PermutationShape& shape, cudaStream_t stream) {
   int64_t total = shape.tokens * shape.width;
   if (total == 0) return cudaSuccess;
   unpermute_kernel<<<grid_for(total), kThreads, 0, stream>>>(out, y_sorted, topk_weights, positions, shape);
   return cudaGetLastError();
 }
 
+}  // namespace
+
+cudaError_t unpermute_tokens(float* out, const void* y_sorted, RowElement y_element, const float* topk_weights,
+                             const int32_t* positions, const PermutationShape& shape, cudaStream_t stream) {
+  if (y_element == RowElement::bf16) {
+    return launch_unpermute_tokens(out, static_cast<const uint16_t*>(y_sorted), topk_weights, positions, shape,
+                                   stream);
+  }
+  return launch_unpermute_tokens(out, static_cast<const float*>(y_sorted), topk_weights, positions, shape, stream);
+}
+
 namespace {
 
-template <typename Rows>
-cudaError_t launch_unpermute_tokens_backward(float* d_y_sorted, float* d_topk_weights, const float* d_out,
+template <typename Gradient, typename Rows>
+cudaError_t launch_unpermute_tokens_backward(Gradient* d_y_sorted, float* d_topk_weights, const float* d_out,
                                              const Rows* y_sorted, const float* topk_weights,
                                              const int32_t* positions, const PermutationShape& shape,
                                              cudaStream_t stream) {
@@ -127,20 +151,31 @@ cudaError_t launch_unpermute_tokens_backward(float* d_y_sorted, float* d_topk_we
   return cudaGetLastError();
 }
 
-}  // namespace
-
-cudaError_t unpermute_tokens_backward(float* d_y_sorted, float* d_topk_weights, const float* d_out,
-                                      const float* y_sorted, const float* topk_weights, const int32_t* positions,
-                                      const PermutationShape& shape, cudaStream_t stream) {
-  return launch_unpermute_tokens_backward(d_y_sorted, d_topk_weights, d_out, y_sorted, topk_weights, positions,
-                                          shape, stream);
+template <typename Gradient>
+cudaError_t unpermute_backward_with_gradient(Gradient* d_y_sorted, float* d_topk_weights, const float* d_out,
+                                             const void* y_sorted, RowElement y_element, const float* topk_weights,
+                                             const int32_t* positions, const PermutationShape& shape,
+                                             cudaStream_t stream) {
+  if (y_element == RowElement::bf16) {
+    return launch_unpermute_tokens_backward(d_y_sorted, d_topk_weights, d_out, static_cast<const uint16_t*>(y_sorted),
+                                            topk_weights, positions, shape, stream);
+  }
+  return launch_unpermute_tokens_backward(d_y_sorted, d_topk_weights, d_out, static_cast<const float*>(y_sorted),
+                                          topk_weights, positions, shape, stream);
 }
 
-cudaError_t unpermute_tokens_backward(float* d_y_sorted, float* d_topk_weights, const float* d_out,
-                                      const uint16_t* y_sorted, const float* topk_weights, const int32_t* positions,
+}  // namespace
+
+cudaError_t unpermute_tokens_backward(void* d_y_sorted, RowElement d_y_element, float* d_topk_weights,
+                                      const float* d_out, const void* y_sorted, RowElement y_element,
+                                      const float* topk_weights, const int32_t* positions,
                                       const PermutationShape& shape, cudaStream_t stream) {
-  return launch_unpermute_tokens_backward(d_y_sorted, d_topk_weights, d_out, y_sorted, topk_weights, positions,
-                                          shape, stream);
+  if (d_y_element == RowElement::bf16) {
+    return unpermute_backward_with_gradient(static_cast<uint16_t*>(d_y_sorted), d_topk_weights, d_out, y_sorted,
+                                            y_element, topk_weights, positions, shape, stream);
+  }
+  return unpermute_backward_with_gradient(static_cast<float*>(d_y_sorted), d_topk_weights, d_out, y_sorted, y_element,
+                                          topk_weights, positions, shape, stream);
 }
 
 }  // namespace hai::cuda::kernels

@@ -9,6 +9,9 @@
 
 namespace hai::cuda::kernels {
 
+// The element type of sorted rows that may be fp32 or bf16 (passed as their bits).
+enum class RowElement { f32, bf16 };
+
 struct PermutationShape {
   int64_t tokens;             // T
   int64_t experts_per_token;  // K
@@ -24,16 +27,14 @@ cudaError_t permute_tokens_backward(float* d_x, const float* d_x_sorted, const i
                                     const PermutationShape& shape, cudaStream_t stream);
 
 // out [T, D] = sum_k topk_weights[t, k] * y_sorted[positions[t, k]]
-cudaError_t unpermute_tokens(float* out, const float* y_sorted, const float* topk_weights, const int32_t* positions,
-                             const PermutationShape& shape, cudaStream_t stream);
+cudaError_t unpermute_tokens(float* out, const void* y_sorted, RowElement y_element, const float* topk_weights,
+                             const int32_t* positions, const PermutationShape& shape, cudaStream_t stream);
 
 // d_y_sorted[positions[t, k]] = topk_weights[t, k] * d_out[t]; d_topk_weights[t, k] = dot(d_out[t], y_sorted[...])
-// (the dot product sums in a block tree, not in the CPU's order). y_sorted fp32, or bf16 given as its bits.
-cudaError_t unpermute_tokens_backward(float* d_y_sorted, float* d_topk_weights, const float* d_out,
-                                      const float* y_sorted, const float* topk_weights, const int32_t* positions,
-                                      const PermutationShape& shape, cudaStream_t stream);
-cudaError_t unpermute_tokens_backward(float* d_y_sorted, float* d_topk_weights, const float* d_out,
-                                      const uint16_t* y_sorted, const float* topk_weights, const int32_t* positions,
+// (the dot product sums in a block tree, not in the CPU's order).
+cudaError_t unpermute_tokens_backward(void* d_y_sorted, RowElement d_y_element, float* d_topk_weights,
+                                      const float* d_out, const void* y_sorted, RowElement y_element,
+                                      const float* topk_weights, const int32_t* positions,
                                       const PermutationShape& shape, cudaStream_t stream);
 
 }  // namespace hai::cuda::kernels

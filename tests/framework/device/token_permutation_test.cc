@@ -136,6 +136,24 @@ TEST(TokenPermutation, UnpermuteBackwardOfBf16RowsEqualsTheirFp32Widening) {
   }
 }
 
+// A bf16 d_y_sorted (what bf16 experts read) holds the fp32 one rounded once; d_topk_weights is unchanged.
+TEST(TokenPermutation, UnpermuteBackwardWritesBf16GradientsRoundedOnce) {
+  PermutationCase example;
+  OwnedTensor y = testing::random_tensor(example.sorted(), 51);
+  OwnedTensor weights = testing::random_tensor(example.weights(), 52);
+  OwnedTensor d_out = testing::random_tensor(example.tokens(), 53);
+  OwnedTensor d_y_bf16(example.sorted(), DType::bf16), d_weights_bf16(example.weights(), DType::f32);
+  OwnedTensor d_y_f32(example.sorted(), DType::f32), d_weights_f32(example.weights(), DType::f32);
+  unpermute_tokens_backward(d_y_bf16, d_weights_bf16, d_out, y, weights, example.plan);
+  unpermute_tokens_backward(d_y_f32, d_weights_f32, d_out, y, weights, example.plan);
+  for (int64_t i = 0; i < d_y_f32.numel(); ++i) {
+    EXPECT_EQ(d_y_bf16.data<bf16>()[i].bits, float_to_bf16(d_y_f32.data<float>()[i])) << i;
+  }
+  for (int64_t i = 0; i < d_weights_f32.numel(); ++i) {
+    EXPECT_EQ(d_weights_bf16.data<float>()[i], d_weights_f32.data<float>()[i]) << i;
+  }
+}
+
 // bf16 rows (the MoE layer rounds x before permuting it) are copied as they are: permuting the rounded rows gives
 // the rounded permuted rows bit for bit. Mixed dtypes are refused.
 TEST(TokenPermutation, PermutesBf16RowsAsTheyAre) {
@@ -152,6 +170,20 @@ TEST(TokenPermutation, PermutesBf16RowsAsTheyAre) {
     EXPECT_EQ(sorted_bf16.data<bf16>()[i].bits, rounded_sorted.data<bf16>()[i].bits) << i;
   }
   EXPECT_THROW(permute_tokens(x_sorted, x_bf16, plan), Error);
+}
+
+// bf16 expert outputs (kept so in bf16 training) combine exactly as their fp32 widening does.
+TEST(TokenPermutation, UnpermuteOfBf16RowsEqualsTheirFp32Widening) {
+  OwnedRoutingPlan plan(3, 2, 4);
+  build_routing_plan(plan, example_topk());
+  OwnedTensor y_bf16(Shape{6, 5}, DType::bf16), y_widened(Shape{6, 5}, DType::f32);
+  cast_tensor(y_bf16, testing::random_tensor(Shape{6, 5}, 8));
+  cast_tensor(y_widened, y_bf16);
+  OwnedTensor weights = testing::random_tensor(Shape{3, 2}, 9);
+  OwnedTensor out(Shape{3, 5}, DType::f32), expected(Shape{3, 5}, DType::f32);
+  unpermute_tokens(out, y_bf16, weights, plan);
+  unpermute_tokens(expected, y_widened, weights, plan);
+  for (int64_t i = 0; i < 15; ++i) EXPECT_EQ(out.data<float>()[i], expected.data<float>()[i]) << i;
 }
 
 TEST(TokenPermutation, RejectsRowsOfTheWrongCount) {

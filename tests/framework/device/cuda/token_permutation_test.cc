@@ -69,6 +69,14 @@ TEST(CudaTokenPermutation, UnpermuteAndItsBackwardMatchCpu) {
   unpermute.run([](const std::vector<Tensor>& t) { unpermute_tokens(t[3], t[4], t[5], plan_of(t)); },
                 "unpermute_tokens");
 
+  ParityCase bf16_unpermute;  // bf16 expert outputs, widened exactly: the same sums
+  add_plan(bf16_unpermute);
+  bf16_unpermute.output(testing::random_tensor(Shape{kTokens, kWidth}, 11), kExact);  // overwritten
+  bf16_unpermute.input(testing::converted(testing::random_tensor(Shape{kAssignments, kWidth}, 12), DType::bf16));
+  bf16_unpermute.input(testing::random_tensor(Shape{kTokens, kExpertsPerToken}, 13));
+  bf16_unpermute.run([](const std::vector<Tensor>& t) { unpermute_tokens(t[3], t[4], t[5], plan_of(t)); },
+                     "unpermute_tokens bf16 rows");
+
   // d_topk_weights is a dot product over D = 129 terms, summed in another order: ~1e-6 of its sum of |terms|.
   ParityCase backward;
   add_plan(backward);
@@ -92,6 +100,18 @@ TEST(CudaTokenPermutation, UnpermuteAndItsBackwardMatchCpu) {
   bf16_backward.run(
       [](const std::vector<Tensor>& t) { unpermute_tokens_backward(t[3], t[4], t[5], t[6], t[7], plan_of(t)); },
       "unpermute_tokens_backward bf16 rows");
+
+  ParityCase bf16_gradients;  // d_y_sorted in bf16, as bf16 experts read it: one rounding of the same product
+  add_plan(bf16_gradients);
+  bf16_gradients.output(OwnedTensor(Shape{kAssignments, kWidth}, DType::bf16), kExact);
+  bf16_gradients.output(OwnedTensor(Shape{kTokens, kExpertsPerToken}, DType::f32),
+                        Tolerance{.atol = 1e-5, .rtol = 1e-5});
+  bf16_gradients.input(testing::random_tensor(Shape{kTokens, kWidth}, 14));
+  bf16_gradients.input(testing::converted(testing::random_tensor(Shape{kAssignments, kWidth}, 15), DType::bf16));
+  bf16_gradients.input(testing::random_tensor(Shape{kTokens, kExpertsPerToken}, 16));
+  bf16_gradients.run(
+      [](const std::vector<Tensor>& t) { unpermute_tokens_backward(t[3], t[4], t[5], t[6], t[7], plan_of(t)); },
+      "unpermute_tokens_backward bf16 gradients");
 }
 
 }  // namespace
