@@ -39,8 +39,10 @@ void MoeLayer::forward(Context& ctx, const Tensor& out, const Tensor& x, int64_t
   mark_phase(profiler_, "forward.moe_experts");
   OwnedTensor x_sorted = dispatch(ctx, x);  // [T * K, H]
   compute_experts(ctx, x_sorted);
-  combine(ctx, out);
+  // NOTE: rounded before the combine reads them (after the exchange, which moves fp32 rows), as the experts write
+  // them without one: the same bits with and without expert parallelism.
   ctx.expert_output = in_dtype(std::move(ctx.expert_output), saved_activation_dtype(experts_.compute_dtype()));
+  combine(ctx, out);
   if (shared_) {
     mark_phase(profiler_, "forward.shared_expert");
     OwnedTensor shared_out(x.shape(), DType::f32, x.device());  // [T, H]
