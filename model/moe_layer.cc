@@ -80,14 +80,23 @@ OwnedTensor MoeLayer::dispatch(Context& ctx, const Tensor& x) const {
 }
 
 OwnedTensor MoeLayer::sorted_rows(const Context& ctx, const Tensor& x) const {
-  // NOTE: rows that stay on this rank and skip the FP8 round trip are permuted in the experts' compute dtype: x is
-  // rounded once ([T, H]), not its K copies ([T * K, H]), and the copy moves half the bytes (same bits).
-  bool in_compute_dtype = !exchange_ && !fp8_dispatch_ && experts_.compute_dtype() != x.dtype();
-  OwnedTensor rounded = in_compute_dtype ? to_compute_dtype(x, experts_.compute_dtype()) : OwnedTensor();  // [T, H]
-  const Tensor& rows = in_compute_dtype ? rounded.tensor() : x;
-  OwnedTensor x_sorted(Shape{x.size(0) * experts_per_token_, x.size(1)}, rows.dtype(), x.device());  // [T * K, H]
-  permute_tokens(x_sorted, rows, *ctx.plan);
-  if (!exchange_ && fp8_dispatch_) round_trip_fp8_rows(x_sorted, fp8_pow2_scales_);
+  if (exchange_) return permuted(ctx, x);  // fp32 rows: the exchange quantises them itself
+  // NOTE: rows that stay on this rank are prepared per token, before they are permuted: the FP8 dispatch's round
+  // trip (1x128 tiles of a row) and the rounding to the experts' compute dtype give the same bits on x's T rows as
+  // on their T * K copies, and the copy then moves half the bytes.
+  OwnedTensor tripped;  // [T, H] fp32
+  if (fp8_dispatch_) {
+    tripped = to_compute_dtype(x, DType::f32);
+    round_trip_fp8_rows(tripped, fp8_pow2_scales_);
+  }
+  const Tensor& tokens = fp8_dispatch_ ? tripped.tensor() : x;
+  if (tokens.dtype() == experts_.compute_dtype()) return permuted(ctx, tokens);
+  return permuted(ctx, to_compute_dtype(tokens, experts_.compute_dtype()));
+}
+
+OwnedTensor MoeLayer::permuted(const Context& ctx, const Tensor& rows) const {
+  OwnedTensor x_sorted(Shape{rows.size(0) * experts_per_token_, rows.size(1)}, rows.dtype(), rows.device());
+  permute_tokens(x_sorted, rows, *ctx.plan);  // [T * K, H] <- [T, H]
   return x_sorted;
 }
 

@@ -9,7 +9,9 @@
 // and brings the outputs back after it (and the same for their gradients); the layer then holds only its rank's
 // experts. In precision.mode fp8 (the experts' weights have FP8 copies) the rows are dispatched in FP8
 // (ExpertExchange::dispatch_fp8, 1x128 tiles); without expert parallelism they get the same quantise-dequantise
-// (round_trip_fp8_rows), so the results do not depend on ep. Their gradients and the combine stay in fp32.
+// (round_trip_fp8_rows, on the T token rows before they are permuted), so the results do not depend on ep. The
+// combine sums in fp32; in bf16 training the expert outputs and their gradients are rows of bf16 (the experts'
+// compute dtype), rounded once, with or without an exchange.
 // Nothing here reads device memory on the host (but the exchange, which reads the per-expert row counts): the
 // balance loss stays a device tensor that the caller sums where it wants (accumulate_balance_loss).
 //
@@ -81,10 +83,13 @@ class MoeLayer {
  private:
   void route(Context& ctx, const Tensor& x, int64_t seq_len) const;
   OwnedTensor dispatch(Context& ctx, const Tensor& x) const;  // -> [T * K, H] x in sorted order
-  // [T * K, H] x in the plan's sorted order as the local experts read it (FP8 round trip included). NOTE: without
-  // expert parallelism backward_weight recomputes these rows from ctx.input rather than the experts keeping them.
+  // [T * K, H] x in the plan's sorted order as the local experts read it (FP8 round trip included; in their compute
+  // dtype without expert parallelism, fp32 for the exchange). NOTE: without expert parallelism backward_weight
+  // recomputes these rows from ctx.input rather than the experts keeping them.
   OwnedTensor sorted_rows(const Context& ctx, const Tensor& x) const;
-  // Writes the routed outputs [T * K, H] fp32 in sorted order to ctx.expert_output.
+  OwnedTensor permuted(const Context& ctx, const Tensor& rows) const;  // [T * K, H] <- rows [T, H], any float dtype
+  // Writes the routed outputs [T * K, H] in sorted order to ctx.expert_output (bf16 in bf16 training without an
+  // exchange, else fp32).
   void compute_experts(Context& ctx, const Tensor& x_sorted) const;
   // Expert parallelism: exchanges the row counts into ctx.route and ctx.local_offsets.
   void route_to_owners(Context& ctx) const;
