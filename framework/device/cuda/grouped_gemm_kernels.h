@@ -4,8 +4,9 @@
 // host), N output features, K input features. Inputs are fp32, bf16 or fp16 (input_type); outputs fp32 (the
 // forward may also write bf16).
 //
-// bf16 operands with N and K multiples of 8 and 16-byte aligned matrices run on the tensor cores (mma.sync
-// m16n8k16, fp32 accumulation); anything else (fp16 included) runs a SIMT kernel with fp32 FMAs.
+// bf16 operands with N and K multiples of 8 and 16-byte aligned matrices run on the tensor cores with fp32
+// accumulation (wgmma on a 9.x device when built for sm_90a, mma.sync m16n8k16 otherwise); anything else (fp16
+// included) runs a SIMT kernel with fp32 FMAs. docs/design/grouped-gemm.md.
 
 #include <cuda_runtime_api.h>
 
