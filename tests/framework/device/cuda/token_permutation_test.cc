@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <utility>
 
 #include "framework/device/token_permutation.h"
 #include "tests/framework/device/cuda/parity.h"
@@ -78,40 +79,24 @@ TEST(CudaTokenPermutation, UnpermuteAndItsBackwardMatchCpu) {
                      "unpermute_tokens bf16 rows");
 
   // d_topk_weights is a dot product over D = 129 terms, summed in another order: ~1e-6 of its sum of |terms|.
-  ParityCase backward;
-  add_plan(backward);
-  backward.output(OwnedTensor(Shape{kAssignments, kWidth}, DType::f32), kExact);
-  backward.output(OwnedTensor(Shape{kTokens, kExpertsPerToken}, DType::f32), Tolerance{.atol = 1e-5, .rtol = 1e-5});
-  backward.input(testing::random_tensor(Shape{kTokens, kWidth}, 8));
-  backward.input(testing::random_tensor(Shape{kAssignments, kWidth}, 9));
-  backward.input(testing::random_tensor(Shape{kTokens, kExpertsPerToken}, 10));
-  backward.run(
-      [](const std::vector<Tensor>& t) { unpermute_tokens_backward(t[3], t[4], t[5], t[6], t[7], plan_of(t)); },
-      "unpermute_tokens_backward");
-
-  ParityCase bf16_backward;  // the expert outputs as the MoE layer saves them in bf16 training
-  add_plan(bf16_backward);
-  bf16_backward.output(OwnedTensor(Shape{kAssignments, kWidth}, DType::f32), kExact);
-  bf16_backward.output(OwnedTensor(Shape{kTokens, kExpertsPerToken}, DType::f32),
-                       Tolerance{.atol = 1e-5, .rtol = 1e-5});
-  bf16_backward.input(testing::random_tensor(Shape{kTokens, kWidth}, 11));
-  bf16_backward.input(testing::converted(testing::random_tensor(Shape{kAssignments, kWidth}, 12), DType::bf16));
-  bf16_backward.input(testing::random_tensor(Shape{kTokens, kExpertsPerToken}, 13));
-  bf16_backward.run(
-      [](const std::vector<Tensor>& t) { unpermute_tokens_backward(t[3], t[4], t[5], t[6], t[7], plan_of(t)); },
-      "unpermute_tokens_backward bf16 rows");
-
-  ParityCase bf16_gradients;  // d_y_sorted in bf16, as bf16 experts read it: one rounding of the same product
-  add_plan(bf16_gradients);
-  bf16_gradients.output(OwnedTensor(Shape{kAssignments, kWidth}, DType::bf16), kExact);
-  bf16_gradients.output(OwnedTensor(Shape{kTokens, kExpertsPerToken}, DType::f32),
-                        Tolerance{.atol = 1e-5, .rtol = 1e-5});
-  bf16_gradients.input(testing::random_tensor(Shape{kTokens, kWidth}, 14));
-  bf16_gradients.input(testing::converted(testing::random_tensor(Shape{kAssignments, kWidth}, 15), DType::bf16));
-  bf16_gradients.input(testing::random_tensor(Shape{kTokens, kExpertsPerToken}, 16));
-  bf16_gradients.run(
-      [](const std::vector<Tensor>& t) { unpermute_tokens_backward(t[3], t[4], t[5], t[6], t[7], plan_of(t)); },
-      "unpermute_tokens_backward bf16 gradients");
+  // y_sorted and d_y_sorted in fp32, then as the MoE layer keeps them in bf16 training: bf16 expert outputs, and
+  // bf16 gradients for bf16 experts (one rounding of the same product).
+  const std::pair<DType, DType> row_dtypes[] = {
+      {DType::f32, DType::f32}, {DType::bf16, DType::f32}, {DType::bf16, DType::bf16}};
+  uint64_t seed = 8;
+  for (auto [y_dtype, d_y_dtype] : row_dtypes) {
+    ParityCase backward;
+    add_plan(backward);
+    backward.output(OwnedTensor(Shape{kAssignments, kWidth}, d_y_dtype), kExact);
+    backward.output(OwnedTensor(Shape{kTokens, kExpertsPerToken}, DType::f32), Tolerance{.atol = 1e-5, .rtol = 1e-5});
+    backward.input(testing::random_tensor(Shape{kTokens, kWidth}, seed++));
+    backward.input(testing::converted(testing::random_tensor(Shape{kAssignments, kWidth}, seed++), y_dtype));
+    backward.input(testing::random_tensor(Shape{kTokens, kExpertsPerToken}, seed++));
+    backward.run(
+        [](const std::vector<Tensor>& t) { unpermute_tokens_backward(t[3], t[4], t[5], t[6], t[7], plan_of(t)); },
+        "unpermute_tokens_backward y_sorted " + std::string(dtype_name(y_dtype)) + " d_y_sorted " +
+            std::string(dtype_name(d_y_dtype)));
+  }
 }
 
 }  // namespace
