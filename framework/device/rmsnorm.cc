@@ -31,7 +31,11 @@ void check_operands(std::initializer_list<const Tensor*> rows, const Tensor& x, 
 
 void rmsnorm_forward(const Tensor& out, const Tensor& rstd, const Tensor& x, const Tensor& weight, float eps,
                      [[maybe_unused]] Stream stream) {
-  check_operands({&out, &x}, x, weight, rstd);
+  check_operands({&x}, x, weight, rstd);
+  check_shape(out, x.shape(), "rmsnorm output");
+  HAI_CHECK(out.dtype() == DType::f32 || out.dtype() == DType::bf16, "rmsnorm output must be fp32 or bf16, got {}",
+            out.str());
+  check_same_device(out, x, "rmsnorm");
   HAI_CHECK(eps >= 0.0f, "rmsnorm eps must not be negative, got {}", eps);
   if (x.device().is_cpu()) return cpu::rmsnorm_forward(out, rstd, x, weight, eps);
 #ifdef HAI_WITH_CUDA

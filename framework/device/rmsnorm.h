@@ -1,12 +1,13 @@
 #pragma once
 // RMSNorm over the last dimension: out = x * rstd * weight, rstd = 1 / sqrt(mean(x^2) + eps), one rstd per row.
-// All tensors fp32. The forward saves rstd for the backward.
+// All tensors fp32, except that the forward's out may be bf16 (the fp32 result rounded once to nearest even) when
+// only a bf16 GEMM reads it. The forward saves rstd for the backward.
 
 #include "framework/tensor/tensor.h"
 
 namespace hai {
 
-// out: [N, D], rstd: [N] <- x: [N, D], weight: [D]
+// out: [N, D] fp32 or bf16, rstd: [N] <- x: [N, D], weight: [D]
 void rmsnorm_forward(const Tensor& out, const Tensor& rstd, const Tensor& x, const Tensor& weight, float eps,
                      Stream stream = {});
 

@@ -6,11 +6,15 @@
 
 namespace hai::cpu {
 
-void rmsnorm_forward(const Tensor& out, const Tensor& rstd, const Tensor& x, const Tensor& weight, float eps) {
-  const float* input = x.data<float>();     // [N, D]
-  const float* w = weight.data<float>();    // [D]
-  float* output = out.data<float>();        // [N, D]
-  float* inverse_rms = rstd.data<float>();  // [N]
+namespace {
+
+void store(float& out, float value) { out = value; }
+void store(bf16& out, float value) { out.bits = float_to_bf16(value); }
+
+template <typename Out>
+void normalize_rows(Out* output, float* inverse_rms, const Tensor& x, const Tensor& weight, float eps) {
+  const float* input = x.data<float>();   // [N, D]
+  const float* w = weight.data<float>();  // [D]
   int64_t width = x.size(1);
   parallel_for(x.size(0), 4 * width, [&](int64_t begin, int64_t end) {
     for (int64_t n = begin; n < end; ++n) {
@@ -20,9 +24,16 @@ void rmsnorm_forward(const Tensor& out, const Tensor& rstd, const Tensor& x, con
       double mean_square = width > 0 ? sum_of_squares / static_cast<double>(width) : 0.0;
       float r = static_cast<float>(1.0 / std::sqrt(mean_square + eps));
       inverse_rms[n] = r;
-      for (int64_t d = 0; d < width; ++d) output[n * width + d] = row[d] * r * w[d];
+      for (int64_t d = 0; d < width; ++d) store(output[n * width + d], row[d] * r * w[d]);
     }
   });
+}
+
+}  // namespace
+
+void rmsnorm_forward(const Tensor& out, const Tensor& rstd, const Tensor& x, const Tensor& weight, float eps) {
+  if (out.dtype() == DType::bf16) return normalize_rows(out.data<bf16>(), rstd.data<float>(), x, weight, eps);
+  normalize_rows(out.data<float>(), rstd.data<float>(), x, weight, eps);  // [N, D], [N]
 }
 
 void rmsnorm_backward(const Tensor& d_x, const Tensor& d_weight, const Tensor& d_out, const Tensor& x,

@@ -1,10 +1,16 @@
+#include <cuda_bf16.h>
+
 #include "framework/device/cuda/kernel_util.cuh"
 #include "framework/device/cuda/rmsnorm_kernels.h"
 
 namespace hai::cuda::kernels {
 namespace {
 
-__global__ void rmsnorm_forward_kernel(float* out, float* rstd, const float* x, const float* weight, float eps,
+__device__ inline void store(float* out, float value) { *out = value; }
+__device__ inline void store(__nv_bfloat16* out, float value) { *out = __float2bfloat16_rn(value); }
+
+template <typename Out>
+__global__ void rmsnorm_forward_kernel(Out* out, float* rstd, const float* x, const float* weight, float eps,
                                        int64_t width) {
   __shared__ float scratch[32];
   const float* row = x + blockIdx.x * width;  // [width]
@@ -14,8 +20,8 @@ __global__ void rmsnorm_forward_kernel(float* out, float* rstd, const float* x, 
   float mean_square = width > 0 ? sum_of_squares / static_cast<float>(width) : 0.0f;
   float r = rsqrtf(mean_square + eps);
   if (threadIdx.x == 0) rstd[blockIdx.x] = r;
-  float* out_row = out + blockIdx.x * width;  // [width]
-  for (int64_t d = threadIdx.x; d < width; d += blockDim.x) out_row[d] = row[d] * r * weight[d];
+  Out* out_row = out + blockIdx.x * width;  // [width]
+  for (int64_t d = threadIdx.x; d < width; d += blockDim.x) store(out_row + d, row[d] * r * weight[d]);
 }
 
 // d_x = rstd * (weight * d_out - x * rstd^2 * mean(weight * d_out * x)), one block per row.
@@ -35,46 +41,74 @@ __global__ void rmsnorm_input_grad_kernel(float* d_x, const float* d_out, const 
   }
 }
 
-// d_weight[d] += sum_n d_out[n, d] * x[n, d] * rstd[n]. A block owns kColumns columns; its kRowLanes lanes of
-// threads take every kRowLanes-th row, then the lanes' partial sums are added in a fixed order.
+// d_weight[d] += sum_n d_out[n, d] * x[n, d] * rstd[n] in two passes, so that a [8192, 512] gradient still fills
+// the GPU: a block owns kColumns columns of one chunk of kWeightGradChunkRows rows, its kRowLanes lanes of threads
+// take every kRowLanes-th row, and the lanes' sums are added in a fixed order into partial [chunks, width]; then
+// one thread per column adds the chunks' sums in order. Deterministic.
 constexpr int kColumns = 32;
 constexpr int kRowLanes = 8;
 
-__global__ void rmsnorm_weight_grad_kernel(float* d_weight, const float* d_out, const float* x, const float* rstd,
-                                           int64_t rows, int64_t width) {
-  __shared__ float partial[kRowLanes][kColumns + 1];
+__global__ void rmsnorm_weight_grad_partial_kernel(float* partial, const float* d_out, const float* x,
+                                                   const float* rstd, int64_t rows, int64_t width) {
+  __shared__ float lane_sums[kRowLanes][kColumns + 1];
   int64_t d = static_cast<int64_t>(blockIdx.x) * kColumns + threadIdx.x;
+  int64_t first_row = static_cast<int64_t>(blockIdx.y) * kWeightGradChunkRows;
+  int64_t end_row = min(rows, first_row + kWeightGradChunkRows);
   float sum = 0.0f;
   if (d < width) {
-    for (int64_t n = threadIdx.y; n < rows; n += kRowLanes) sum += d_out[n * width + d] * x[n * width + d] * rstd[n];
+    for (int64_t n = first_row + threadIdx.y; n < end_row; n += kRowLanes) {
+      sum += d_out[n * width + d] * x[n * width + d] * rstd[n];
+    }
   }
-  partial[threadIdx.y][threadIdx.x] = sum;
+  lane_sums[threadIdx.y][threadIdx.x] = sum;
   __syncthreads();
   if (threadIdx.y != 0 || d >= width) return;
   float total = 0.0f;
-  for (int lane = 0; lane < kRowLanes; ++lane) total += partial[lane][threadIdx.x];
+  for (int lane = 0; lane < kRowLanes; ++lane) total += lane_sums[lane][threadIdx.x];
+  partial[blockIdx.y * width + d] = total;
+}
+
+__global__ void rmsnorm_weight_grad_sum_kernel(float* d_weight, const float* partial, int64_t chunks,
+                                               int64_t width) {
+  int64_t d = grid_index();
+  if (d >= width) return;
+  float total = 0.0f;
+  for (int64_t chunk = 0; chunk < chunks; ++chunk) total += partial[chunk * width + d];
   d_weight[d] += total;
 }
 
 }  // namespace
 
-cudaError_t rmsnorm_forward(float* out, float* rstd, const float* x, const float* weight, float eps, int64_t rows,
-                            int64_t width, cudaStream_t stream) {
+cudaError_t rmsnorm_forward(void* out, bool bf16_out, float* rstd, const float* x, const float* weight, float eps,
+                            int64_t rows, int64_t width, cudaStream_t stream) {
   if (rows == 0) return cudaSuccess;
-  rmsnorm_forward_kernel<<<static_cast<unsigned int>(rows), kThreads, 0, stream>>>(out, rstd, x, weight, eps, width);
+  auto blocks = static_cast<unsigned int>(rows);
+  if (bf16_out) {
+    rmsnorm_forward_kernel<<<blocks, kThreads, 0, stream>>>(static_cast<__nv_bfloat16*>(out), rstd, x, weight, eps,
+                                                            width);
+  } else {
+    rmsnorm_forward_kernel<<<blocks, kThreads, 0, stream>>>(static_cast<float*>(out), rstd, x, weight, eps, width);
+  }
   return cudaGetLastError();
 }
 
-cudaError_t rmsnorm_backward(float* d_x, float* d_weight, const float* d_out, const float* x, const float* weight,
-                             const float* rstd, int64_t rows, int64_t width, cudaStream_t stream) {
+int64_t rmsnorm_weight_grad_chunks(int64_t rows) { return (rows + kWeightGradChunkRows - 1) / kWeightGradChunkRows; }
+
+cudaError_t rmsnorm_backward(float* d_x, float* d_weight, float* partial, const float* d_out, const float* x,
+                             const float* weight, const float* rstd, int64_t rows, int64_t width,
+                             cudaStream_t stream) {
   if (rows == 0 || width == 0) return cudaSuccess;
   rmsnorm_input_grad_kernel<<<static_cast<unsigned int>(rows), kThreads, 0, stream>>>(d_x, d_out, x, weight, rstd,
                                                                                        width);
   cudaError_t status = cudaGetLastError();
   if (status != cudaSuccess) return status;
-  auto column_blocks = static_cast<unsigned int>((width + kColumns - 1) / kColumns);
-  rmsnorm_weight_grad_kernel<<<column_blocks, dim3(kColumns, kRowLanes), 0, stream>>>(d_weight, d_out, x, rstd, rows,
-                                                                                       width);
+  int64_t chunks = rmsnorm_weight_grad_chunks(rows);
+  dim3 grid(static_cast<unsigned int>((width + kColumns - 1) / kColumns), static_cast<unsigned int>(chunks));
+  rmsnorm_weight_grad_partial_kernel<<<grid, dim3(kColumns, kRowLanes), 0, stream>>>(partial, d_out, x, rstd, rows,
+                                                                                     width);
+  status = cudaGetLastError();
+  if (status != cudaSuccess) return status;
+  rmsnorm_weight_grad_sum_kernel<<<grid_for(width), kThreads, 0, stream>>>(d_weight, partial, chunks, width);
   return cudaGetLastError();
 }
 

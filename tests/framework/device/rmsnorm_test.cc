@@ -69,6 +69,18 @@ TEST(RmsNorm, BackwardAccumulatesWeightGradient) {
   EXPECT_FLOAT_EQ(d_weight.data<float>()[1], 20 + 4 * r);
 }
 
+TEST(RmsNorm, Bf16OutputIsTheFp32OutputRoundedOnce) {
+  OwnedTensor x = testing::random_tensor(Shape{5, 300}, 3), weight = testing::random_tensor(Shape{300}, 4);
+  OwnedTensor wide(Shape{5, 300}, DType::f32), narrow(Shape{5, 300}, DType::bf16);
+  OwnedTensor rstd(Shape{5}, DType::f32), rstd_again(Shape{5}, DType::f32);
+  rmsnorm_forward(wide, rstd, x, weight, 1e-6f);
+  rmsnorm_forward(narrow, rstd_again, x, weight, 1e-6f);
+  for (int64_t i = 0; i < wide.numel(); ++i) {
+    ASSERT_EQ(narrow.data<bf16>()[i].bits, float_to_bf16(wide.data<float>()[i])) << "element " << i;
+  }
+  for (int64_t n = 0; n < 5; ++n) EXPECT_EQ(rstd_again.data<float>()[n], rstd.data<float>()[n]);
+}
+
 TEST(RmsNorm, RejectsMismatchedWeight) {
   OwnedTensor x(Shape{2, 3}, DType::f32), out(Shape{2, 3}, DType::f32), rstd(Shape{2}, DType::f32);
   OwnedTensor weight(Shape{2}, DType::f32);

@@ -46,6 +46,14 @@ void check_rmsnorm(int64_t rows, int64_t width, uint64_t seed) {
   backward.input(std::move(rstd));
   backward.run([](const std::vector<Tensor>& t) { rmsnorm_backward(t[0], t[1], t[2], t[3], t[4], t[5]); },
                "rmsnorm_backward_" + std::to_string(rows) + "x" + std::to_string(width));
+
+  ParityCase narrow;  // a bf16 output: one rounding of the fp32 value on either side
+  narrow.output(OwnedTensor(shape, DType::bf16), {.atol = 1e-5, .rtol = 8e-3});
+  narrow.output(OwnedTensor(Shape{rows}, DType::f32), kForward);  // rstd
+  narrow.input(testing::random_tensor(shape, seed, 2.0f));
+  narrow.input(testing::random_tensor(Shape{width}, seed + 1));
+  narrow.run([](const std::vector<Tensor>& t) { rmsnorm_forward(t[0], t[1], t[2], t[3], kEps); },
+             "rmsnorm_forward_bf16_" + std::to_string(rows) + "x" + std::to_string(width));
 }
 
 TEST(CudaRmsnorm, ForwardAndBackwardMatchCpu) {
@@ -53,6 +61,7 @@ TEST(CudaRmsnorm, ForwardAndBackwardMatchCpu) {
   check_rmsnorm(77, 1000, 1);
   check_rmsnorm(3, 7168, 10);
   check_rmsnorm(515, 33, 20);
+  check_rmsnorm(2049, 512, 30);  // nine chunks of the weight gradient's first pass
 }
 
 }  // namespace
