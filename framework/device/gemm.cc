@@ -26,7 +26,8 @@ bool overlaps(const Tensor& a, const Tensor& b) {
 void check_operands(const Tensor& c, const Tensor& a, const Tensor& b, const GemmOptions& options) {
   check_input_matrix(a, "A");
   check_input_matrix(b, "B");
-  check_dtype(c, DType::f32, "gemm C");
+  HAI_CHECK(c.dtype() == DType::f32 || (c.dtype() == DType::bf16 && options.beta == 0.0f),
+            "gemm C must be fp32, or bf16 with beta 0, got {} with beta {}", c.str(), options.beta);
   int64_t m = options.transpose_a ? a.size(1) : a.size(0);
   int64_t k = options.transpose_a ? a.size(0) : a.size(1);
   int64_t b_rows = options.transpose_b ? b.size(1) : b.size(0);

@@ -1,7 +1,8 @@
 #pragma once
 // GEMM: C = alpha * op(A) @ op(B) + beta * C on row-major matrices, op = identity or transpose.
 // A and B are fp32, bf16 or fp16 (16-bit values are widened exactly to fp32); products accumulate in fp32; C is
-// fp32.
+// fp32, or bf16 with beta == 0: the fp32 result rounded once to nearest even, so that an output only a bf16 op
+// reads is never written in fp32.
 //
 // op(A) is [M, K]: A is [M, K], or [K, M] with transpose_a. op(B) is [K, N]: B is [K, N], or [N, K] with
 // transpose_b. A linear layer y = x W^T with W [out, in] is gemm(y, x, W, {.transpose_b = true}); its input

@@ -116,15 +116,16 @@ void multiply_micro_tile(TileScratch& scratch, int64_t group, int64_t column, in
   }
 }
 
-void store_tile(float* c, int64_t n, const TileScratch& scratch, Block rows, Block columns,
+void store(float& out, float value, float beta) { out = beta == 0.0f ? value : value + beta * out; }
+void store(bf16& out, float value, float /*beta, always 0*/) { out.bits = float_to_bf16(value); }
+
+template <typename CElement>
+void store_tile(CElement* c, int64_t n, const TileScratch& scratch, Block rows, Block columns,
                 const GemmOptions& options) {
   for (int64_t i = 0; i < rows.size; ++i) {
-    float* out = c + (rows.begin + i) * n + columns.begin;  // [columns]
+    CElement* out = c + (rows.begin + i) * n + columns.begin;  // [columns]
     const float* sums = &scratch.accumulator[i * kColumnBlock];
-    for (int64_t j = 0; j < columns.size; ++j) {
-      float product = options.alpha * sums[j];
-      out[j] = options.beta == 0.0f ? product : product + options.beta * out[j];
-    }
+    for (int64_t j = 0; j < columns.size; ++j) store(out[j], options.alpha * sums[j], options.beta);
   }
 }
 
@@ -147,8 +148,8 @@ void compute_tile(TileScratch& scratch, const Operand<AElement>& a, const Operan
 }
 
 // C rows [row_begin, row_end).
-template <typename AElement, typename BElement>
-void gemm_rows(float* c, int64_t n, int64_t k, const Operand<AElement>& a, const Operand<BElement>& b,
+template <typename CElement, typename AElement, typename BElement>
+void gemm_rows(CElement* c, int64_t n, int64_t k, const Operand<AElement>& a, const Operand<BElement>& b,
                const GemmOptions& options, int64_t row_begin, int64_t row_end) {
   TileScratch scratch;
   for (int64_t block_begin = row_begin; block_begin < row_end; block_begin += kRowBlock) {
@@ -161,11 +162,11 @@ void gemm_rows(float* c, int64_t n, int64_t k, const Operand<AElement>& a, const
   }
 }
 
-template <typename AElement, typename BElement>
+template <typename CElement, typename AElement, typename BElement>
 void gemm_typed(const Tensor& c, const Tensor& a, const Tensor& b, const GemmOptions& options) {
   Operand<AElement> a_operand{a.data<AElement>(), a.size(1), options.transpose_a};  // op(A): [M, K]
   Operand<BElement> b_operand{b.data<BElement>(), b.size(1), options.transpose_b};  // op(B): [K, N]
-  float* c_data = c.data<float>();                                                  // [M, N]
+  CElement* c_data = c.data<CElement>();                                            // [M, N]
   int64_t m = c.size(0), n = c.size(1);
   int64_t k = options.transpose_a ? a.size(0) : a.size(1);
   parallel_for(m, n * k, [&](int64_t row_begin, int64_t row_end) {
@@ -173,19 +174,25 @@ void gemm_typed(const Tensor& c, const Tensor& a, const Tensor& b, const GemmOpt
   });
 }
 
-template <typename AElement>
+template <typename CElement, typename AElement>
 void gemm_with_a(const Tensor& c, const Tensor& a, const Tensor& b, const GemmOptions& options) {
-  if (b.dtype() == DType::bf16) return gemm_typed<AElement, bf16>(c, a, b, options);
-  if (b.dtype() == DType::f16) return gemm_typed<AElement, fp16>(c, a, b, options);
-  gemm_typed<AElement, float>(c, a, b, options);
+  if (b.dtype() == DType::bf16) return gemm_typed<CElement, AElement, bf16>(c, a, b, options);
+  if (b.dtype() == DType::f16) return gemm_typed<CElement, AElement, fp16>(c, a, b, options);
+  gemm_typed<CElement, AElement, float>(c, a, b, options);
+}
+
+template <typename CElement>
+void gemm_with_c(const Tensor& c, const Tensor& a, const Tensor& b, const GemmOptions& options) {
+  if (a.dtype() == DType::bf16) return gemm_with_a<CElement, bf16>(c, a, b, options);
+  if (a.dtype() == DType::f16) return gemm_with_a<CElement, fp16>(c, a, b, options);
+  gemm_with_a<CElement, float>(c, a, b, options);
 }
 
 }  // namespace
 
 void gemm(const Tensor& c, const Tensor& a, const Tensor& b, const GemmOptions& options) {
-  if (a.dtype() == DType::bf16) return gemm_with_a<bf16>(c, a, b, options);
-  if (a.dtype() == DType::f16) return gemm_with_a<fp16>(c, a, b, options);
-  gemm_with_a<float>(c, a, b, options);
+  if (c.dtype() == DType::bf16) return gemm_with_c<bf16>(c, a, b, options);
+  gemm_with_c<float>(c, a, b, options);
 }
 
 }  // namespace hai::cpu

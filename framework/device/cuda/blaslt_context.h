@@ -26,6 +26,7 @@ struct GemmProblem {
   bool transpose_a = false;
   bool transpose_b = false;
   cudaDataType_t input_type = CUDA_R_32F;
+  cudaDataType_t output_type = CUDA_R_32F;
   int scale_mode_a = 0;
   int scale_mode_b = 0;
   int alignment_a = 0;

@@ -21,6 +21,7 @@ GemmProblem column_major_problem(const Tensor& c, const Tensor& a, const Tensor&
   problem.input_type = a.dtype() == DType::bf16  ? CUDA_R_16BF
                        : a.dtype() == DType::f16 ? CUDA_R_16F
                                                  : CUDA_R_32F;
+  problem.output_type = c.dtype() == DType::bf16 ? CUDA_R_16BF : CUDA_R_32F;
   problem.alignment_a = operand_alignment(b.raw());
   problem.alignment_b = operand_alignment(a.raw());
   problem.alignment_c = operand_alignment(c.raw());
@@ -32,7 +33,7 @@ MatrixLayout stored_layout(cudaDataType_t type, int64_t rows, int64_t columns, b
   return transposed ? MatrixLayout(type, columns, rows) : MatrixLayout(type, rows, columns);
 }
 
-// K == 0: C = beta * C, and with beta == 0 zeros (C is not read).
+// K == 0: C = beta * C, and with beta == 0 zeros (C is not read; a bf16 C always has beta 0).
 void scale_only(const Tensor& c, float beta, cudaStream_t stream) {
   if (beta == 0.0f) {
     HAI_CUDA_CHECK(cudaMemsetAsync(c.raw(), 0, c.bytes(), stream));
@@ -54,7 +55,7 @@ void gemm(const Tensor& c, const Tensor& a, const Tensor& b, const GemmOptions& 
   MatmulDescriptor descriptor(problem.transpose_a, problem.transpose_b);
   MatrixLayout a_layout = stored_layout(problem.input_type, problem.m, problem.k, problem.transpose_a);  // our B
   MatrixLayout b_layout = stored_layout(problem.input_type, problem.k, problem.n, problem.transpose_b);  // our A
-  MatrixLayout c_layout(CUDA_R_32F, problem.m, problem.n);                                              // C^T
+  MatrixLayout c_layout(problem.output_type, problem.m, problem.n);                                     // C^T
   cublasLtMatmulAlgo_t algorithm = choose_algorithm(context, problem, descriptor, a_layout, b_layout, c_layout);
   HAI_CUBLAS_CHECK(cublasLtMatmul(context.handle(), descriptor.get(), &options.alpha, b.raw(), a_layout.get(),
                                   a.raw(), b_layout.get(), &options.beta, c.raw(), c_layout.get(), c.raw(),

@@ -127,13 +127,27 @@ TEST(Gemm, Bf16OperandsAreWidenedExactly) {
   expect_matches(c, naive_gemm(c, a, rounded_to_bf16(b), options), 1e-4);
 }
 
+TEST(Gemm, Bf16OutputIsTheFp32ResultRoundedOnce) {
+  OwnedTensor a = to_bf16(testing::random_tensor(Shape{37, 300}, 8));
+  OwnedTensor b = to_bf16(testing::random_tensor(Shape{45, 300}, 9));
+  GemmOptions options{.transpose_b = true, .alpha = 0.5f};
+  OwnedTensor wide(Shape{37, 45}, DType::f32), narrow(Shape{37, 45}, DType::bf16);
+  gemm(wide, a, b, options);
+  gemm(narrow, a, b, options);
+  for (int64_t i = 0; i < wide.numel(); ++i) {
+    ASSERT_EQ(narrow.data<bf16>()[i].bits, float_to_bf16(wide.data<float>()[i])) << "element " << i;
+  }
+}
+
 TEST(Gemm, RejectsBadOperands) {
   OwnedTensor a(Shape{2, 3}, DType::f32), b(Shape{4, 2}, DType::f32), c(Shape{2, 2}, DType::f32);
   EXPECT_THROW(gemm(c, a, b), Error);  // inner dimensions 3 vs 4
   OwnedTensor square(Shape{2, 2}, DType::f32);
   EXPECT_THROW(gemm(square, square, square), Error);  // C overlaps A and B
   OwnedTensor c_bf16(Shape{2, 2}, DType::bf16), b_ok(Shape{3, 2}, DType::f32);
-  EXPECT_THROW(gemm(c_bf16, a, b_ok), Error);  // C must be fp32
+  EXPECT_THROW(gemm(c_bf16, a, b_ok, {.beta = 1.0f}), Error);  // a bf16 C is written, never accumulated into
+  OwnedTensor c_f16(Shape{2, 2}, DType::f16);
+  EXPECT_THROW(gemm(c_f16, a, b_ok), Error);  // C must be fp32 or bf16
   OwnedTensor ids(Shape{3, 2}, DType::i32);
   EXPECT_THROW(gemm(c, a, ids), Error);  // B must be fp32 or bf16
 }

@@ -60,6 +60,21 @@ TEST(CudaGemm, MatchesCpuForEveryTransposeAndDtype) {
   }
 }
 
+// A bf16 C: each side's fp32 result rounded once, so they differ by the fp32 tolerance plus one bf16 rounding.
+TEST(CudaGemm, Bf16OutputMatchesCpu) {
+  HAI_REQUIRE_CUDA_DEVICE();
+  for (bool transpose_b : {false, true}) {
+    GemmShape shape{1000, 515, 777};
+    ParityCase parity;
+    parity.input(testing::converted(testing::random_tensor(Shape{shape.m, shape.k}, 40), DType::bf16));
+    Shape b_shape = transpose_b ? Shape{shape.n, shape.k} : Shape{shape.k, shape.n};
+    parity.input(testing::converted(testing::random_tensor(b_shape, 41), DType::bf16));
+    parity.output(OwnedTensor(Shape{shape.m, shape.n}, DType::bf16), {.atol = 2e-3, .rtol = 8e-3});
+    parity.run([&](const std::vector<Tensor>& t) { gemm(t[2], t[0], t[1], {.transpose_b = transpose_b}); },
+               std::string("gemm_bf16_output") + (transpose_b ? "_tb" : ""));
+  }
+}
+
 TEST(CudaGemm, AlphaAndBetaAccumulate) {
   HAI_REQUIRE_CUDA_DEVICE();
   check_gemm({65, 33, 127}, DType::bf16, {.transpose_a = true, .alpha = 1.5f, .beta = 0.5f}, 100);
