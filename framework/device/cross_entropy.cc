@@ -22,14 +22,25 @@ void check_operands(const Tensor& logits, const Tensor& targets, int32_t ignore_
   check_indices_in_range(targets, logits.size(1), "cross-entropy target", ignore_index);
 }
 
+void check_losses(const Tensor& losses, const Tensor& logits) {
+  check_shape(losses, Shape{logits.size(0)}, "cross-entropy losses");
+  check_dtype(losses, DType::f32, "cross-entropy losses");
+  check_same_device(losses, logits, "cross-entropy");
+}
+
+void check_gradient(const Tensor& d_logits, const Tensor& logits, bool bf16_allowed) {
+  check_shape(d_logits, logits.shape(), "cross-entropy d_logits");
+  HAI_CHECK(d_logits.dtype() == DType::f32 || (bf16_allowed && d_logits.dtype() == DType::bf16),
+            "cross-entropy d_logits must be fp32{}, got {}", bf16_allowed ? " or bf16" : "", d_logits.str());
+  check_same_device(d_logits, logits, "cross-entropy");
+}
+
 }  // namespace
 
 void cross_entropy_forward(const Tensor& losses, const Tensor& logits, const Tensor& targets, int32_t ignore_index,
                            [[maybe_unused]] Stream stream) {
   check_operands(logits, targets, ignore_index);
-  check_shape(losses, Shape{logits.size(0)}, "cross-entropy losses");
-  check_dtype(losses, DType::f32, "cross-entropy losses");
-  check_same_device(losses, logits, "cross-entropy");
+  check_losses(losses, logits);
   if (logits.device().is_cpu()) return cpu::cross_entropy_forward(losses, logits, targets, ignore_index);
 #ifdef HAI_WITH_CUDA
   return cuda::cross_entropy_forward(losses, logits, targets, ignore_index, stream);
@@ -41,14 +52,28 @@ void cross_entropy_forward(const Tensor& losses, const Tensor& logits, const Ten
 void cross_entropy_backward(const Tensor& d_logits, const Tensor& logits, const Tensor& targets, float scale,
                             int32_t ignore_index, [[maybe_unused]] Stream stream) {
   check_operands(logits, targets, ignore_index);
-  check_shape(d_logits, logits.shape(), "cross-entropy d_logits");
-  check_dtype(d_logits, DType::f32, "cross-entropy d_logits");
-  check_same_device(d_logits, logits, "cross-entropy");
+  check_gradient(d_logits, logits, /*bf16_allowed=*/false);
   if (logits.device().is_cpu()) return cpu::cross_entropy_backward(d_logits, logits, targets, scale, ignore_index);
 #ifdef HAI_WITH_CUDA
   return cuda::cross_entropy_backward(d_logits, logits, targets, scale, ignore_index, stream);
 #else
   throw_no_backend("cross_entropy_backward", logits.device());
+#endif
+}
+
+void cross_entropy_loss_and_grad(const Tensor& losses, const Tensor& d_logits, const Tensor& logits,
+                                 const Tensor& targets, float scale, int32_t ignore_index,
+                                 [[maybe_unused]] Stream stream) {
+  check_operands(logits, targets, ignore_index);
+  check_losses(losses, logits);
+  check_gradient(d_logits, logits, /*bf16_allowed=*/true);
+  if (logits.device().is_cpu()) {
+    return cpu::cross_entropy_loss_and_grad(losses, d_logits, logits, targets, scale, ignore_index);
+  }
+#ifdef HAI_WITH_CUDA
+  return cuda::cross_entropy_loss_and_grad(losses, d_logits, logits, targets, scale, ignore_index, stream);
+#else
+  throw_no_backend("cross_entropy_loss_and_grad", logits.device());
 #endif
 }
 

@@ -21,4 +21,11 @@ void cross_entropy_forward(const Tensor& losses, const Tensor& logits, const Ten
 void cross_entropy_backward(const Tensor& d_logits, const Tensor& logits, const Tensor& targets, float scale,
                             int32_t ignore_index = kIgnoreTarget, Stream stream = {});
 
+// Both at once, for training: losses as cross_entropy_forward writes them (the same bits) and d_logits as
+// cross_entropy_backward, from one softmax per row (the logits are read twice instead of three times). d_logits is
+// fp32 (may be logits), or bf16: each fp32 value rounded once to nearest even, for a bf16 GEMM that reads it.
+void cross_entropy_loss_and_grad(const Tensor& losses, const Tensor& d_logits, const Tensor& logits,
+                                 const Tensor& targets, float scale, int32_t ignore_index = kIgnoreTarget,
+                                 Stream stream = {});
+
 }  // namespace hai

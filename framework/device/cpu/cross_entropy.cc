@@ -23,6 +23,41 @@ RowSoftmax row_softmax(const float* row, int64_t classes) {
 // Rows are independent; the work of one is a few operations per class, exp included.
 int64_t work_per_row(int64_t classes) { return 16 * classes; }
 
+float token_loss(const float* row, const RowSoftmax& softmax, int32_t target) {
+  double log_sum = std::log(softmax.sum_of_exponentials) + softmax.maximum;
+  return static_cast<float>(log_sum - row[target]);
+}
+
+void store(float& out, float value) { out = value; }
+void store(bf16& out, float value) { out.bits = float_to_bf16(value); }
+
+// d_logits rows (and, unless losses is null, the losses) from one softmax per row.
+template <typename Gradient>
+void loss_and_grad_rows(float* losses, Gradient* d_scores, const Tensor& logits, const Tensor& targets, float scale,
+                        int32_t ignore_index) {
+  const float* scores = logits.data<float>();       // [T, V]
+  const int32_t* target = targets.data<int32_t>();  // [T]
+  int64_t classes = logits.size(1);
+  parallel_for(logits.size(0), 2 * work_per_row(classes), [&](int64_t begin, int64_t end) {
+    for (int64_t t = begin; t < end; ++t) {
+      Gradient* d_row = d_scores + t * classes;  // may alias the logits row when fp32
+      if (target[t] == ignore_index) {
+        if (losses) losses[t] = 0.0f;
+        for (int64_t v = 0; v < classes; ++v) store(d_row[v], 0.0f);
+        continue;
+      }
+      const float* row = scores + t * classes;
+      RowSoftmax softmax = row_softmax(row, classes);
+      if (losses) losses[t] = token_loss(row, softmax, target[t]);
+      for (int64_t v = 0; v < classes; ++v) {
+        double probability = std::exp(static_cast<double>(row[v]) - softmax.maximum) / softmax.sum_of_exponentials;
+        double onehot = v == target[t] ? 1.0 : 0.0;
+        store(d_row[v], static_cast<float>((probability - onehot) * scale));
+      }
+    }
+  });
+}
+
 }  // namespace
 
 void cross_entropy_forward(const Tensor& losses, const Tensor& logits, const Tensor& targets, int32_t ignore_index) {
@@ -37,35 +72,22 @@ void cross_entropy_forward(const Tensor& losses, const Tensor& logits, const Ten
         continue;
       }
       const float* row = scores + t * classes;
-      RowSoftmax softmax = row_softmax(row, classes);
-      double log_sum = std::log(softmax.sum_of_exponentials) + softmax.maximum;
-      loss[t] = static_cast<float>(log_sum - row[target[t]]);
+      loss[t] = token_loss(row, row_softmax(row, classes), target[t]);
     }
   });
 }
 
 void cross_entropy_backward(const Tensor& d_logits, const Tensor& logits, const Tensor& targets, float scale,
                             int32_t ignore_index) {
-  const float* scores = logits.data<float>();       // [T, V]
-  const int32_t* target = targets.data<int32_t>();  // [T]
-  float* d_scores = d_logits.data<float>();         // [T, V], may alias scores
-  int64_t classes = logits.size(1);
-  parallel_for(logits.size(0), 2 * work_per_row(classes), [&](int64_t begin, int64_t end) {
-    for (int64_t t = begin; t < end; ++t) {
-      float* d_row = d_scores + t * classes;
-      if (target[t] == ignore_index) {
-        std::fill_n(d_row, classes, 0.0f);
-        continue;
-      }
-      const float* row = scores + t * classes;
-      RowSoftmax softmax = row_softmax(row, classes);
-      for (int64_t v = 0; v < classes; ++v) {
-        double probability = std::exp(static_cast<double>(row[v]) - softmax.maximum) / softmax.sum_of_exponentials;
-        double onehot = v == target[t] ? 1.0 : 0.0;
-        d_row[v] = static_cast<float>((probability - onehot) * scale);
-      }
-    }
-  });
+  loss_and_grad_rows(nullptr, d_logits.data<float>(), logits, targets, scale, ignore_index);
+}
+
+void cross_entropy_loss_and_grad(const Tensor& losses, const Tensor& d_logits, const Tensor& logits,
+                                 const Tensor& targets, float scale, int32_t ignore_index) {
+  if (d_logits.dtype() == DType::bf16) {
+    return loss_and_grad_rows(losses.data<float>(), d_logits.data<bf16>(), logits, targets, scale, ignore_index);
+  }
+  loss_and_grad_rows(losses.data<float>(), d_logits.data<float>(), logits, targets, scale, ignore_index);
 }
 
 }  // namespace hai::cpu

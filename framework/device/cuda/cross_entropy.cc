@@ -21,4 +21,14 @@ void cross_entropy_backward(const Tensor& d_logits, const Tensor& logits, const 
                "cross_entropy_backward");
 }
 
+void cross_entropy_loss_and_grad(const Tensor& losses, const Tensor& d_logits, const Tensor& logits,
+                                 const Tensor& targets, float scale, int32_t ignore_index, Stream stream) {
+  cudaStream_t cuda_stream = prepare_launch(logits.device(), stream);
+  check_launch(kernels::cross_entropy_loss_and_grad(losses.data<float>(), d_logits.raw(),
+                                                    d_logits.dtype() == DType::bf16, logits.data<float>(),
+                                                    targets.data<int32_t>(), scale, ignore_index, logits.size(0),
+                                                    logits.size(1), cuda_stream),
+               "cross_entropy_loss_and_grad");
+}
+
 }  // namespace hai::cuda

@@ -12,5 +12,7 @@ void cross_entropy_forward(const Tensor& losses, const Tensor& logits, const Ten
                            Stream stream);
 void cross_entropy_backward(const Tensor& d_logits, const Tensor& logits, const Tensor& targets, float scale,
                             int32_t ignore_index, Stream stream);
+void cross_entropy_loss_and_grad(const Tensor& losses, const Tensor& d_logits, const Tensor& logits,
+                                 const Tensor& targets, float scale, int32_t ignore_index, Stream stream);
 
 }  // namespace hai::cuda

@@ -1,3 +1,5 @@
+#include <cuda_bf16.h>
+
 #include <cmath>
 
 #include "framework/device/cuda/cross_entropy_kernels.h"
@@ -60,23 +62,34 @@ __global__ void cross_entropy_forward_kernel(float* losses, const float* logits,
   losses[blockIdx.x] = is_class(target, classes) ? logf(softmax.sum) + softmax.maximum - row[target] : NAN;
 }
 
-__global__ void cross_entropy_backward_kernel(float* d_logits, const float* logits, const int32_t* targets,
-                                              float scale, int32_t ignore_index, int64_t classes) {
+__device__ inline void store(float* out, float value) { *out = value; }
+__device__ inline void store(__nv_bfloat16* out, float value) { *out = __float2bfloat16_rn(value); }
+
+// The gradient rows, and the losses too unless losses is null (the forward kernel's expression, so the same bits).
+template <typename Gradient>
+__global__ void cross_entropy_backward_kernel(float* losses, Gradient* d_logits, const float* logits,
+                                              const int32_t* targets, float scale, int32_t ignore_index,
+                                              int64_t classes) {
   int32_t target = targets[blockIdx.x];
-  float* d_row = d_logits + blockIdx.x * classes;  // [classes], may alias row
+  Gradient* d_row = d_logits + blockIdx.x * classes;  // [classes], may alias row
   if (target == ignore_index) {
-    for (int64_t v = threadIdx.x; v < classes; v += blockDim.x) d_row[v] = 0.0f;
+    if (losses && threadIdx.x == 0) losses[blockIdx.x] = 0.0f;
+    for (int64_t v = threadIdx.x; v < classes; v += blockDim.x) store(d_row + v, 0.0f);
     return;
   }
   const float* row = logits + blockIdx.x * classes;  // [classes]
   SoftmaxState softmax = row_softmax(row, classes);
-  // NOTE: element v is read and written by the same thread only, so d_logits may alias logits.
-  float inverse_sum = 1.0f / softmax.sum;
   bool valid = is_class(target, classes);
+  if (losses) {
+    if (threadIdx.x == 0) losses[blockIdx.x] = valid ? logf(softmax.sum) + softmax.maximum - row[target] : NAN;
+    __syncthreads();  // row[target] is read before any thread overwrites it (d_logits may alias logits)
+  }
+  // NOTE: below, element v is read and written by the same thread only, so d_logits may alias logits.
+  float inverse_sum = 1.0f / softmax.sum;
   for (int64_t v = threadIdx.x; v < classes; v += blockDim.x) {
     float probability = expf(row[v] - softmax.maximum) * inverse_sum;
     float onehot = v == target ? 1.0f : 0.0f;
-    d_row[v] = valid ? (probability - onehot) * scale : NAN;
+    store(d_row + v, valid ? (probability - onehot) * scale : NAN);
   }
 }
 
@@ -92,9 +105,22 @@ cudaError_t cross_entropy_forward(float* losses, const float* logits, const int3
 
 cudaError_t cross_entropy_backward(float* d_logits, const float* logits, const int32_t* targets, float scale,
                                    int32_t ignore_index, int64_t rows, int64_t classes, cudaStream_t stream) {
+  return cross_entropy_loss_and_grad(nullptr, d_logits, false, logits, targets, scale, ignore_index, rows, classes,
+                                     stream);
+}
+
+cudaError_t cross_entropy_loss_and_grad(float* losses, void* d_logits, bool bf16_gradient, const float* logits,
+                                        const int32_t* targets, float scale, int32_t ignore_index, int64_t rows,
+                                        int64_t classes, cudaStream_t stream) {
   if (rows == 0) return cudaSuccess;
-  cross_entropy_backward_kernel<<<static_cast<unsigned int>(rows), kThreads, 0, stream>>>(
-      d_logits, logits, targets, scale, ignore_index, classes);
+  auto blocks = static_cast<unsigned int>(rows);
+  if (bf16_gradient) {
+    cross_entropy_backward_kernel<<<blocks, kThreads, 0, stream>>>(
+        losses, static_cast<__nv_bfloat16*>(d_logits), logits, targets, scale, ignore_index, classes);
+  } else {
+    cross_entropy_backward_kernel<<<blocks, kThreads, 0, stream>>>(losses, static_cast<float*>(d_logits), logits,
+                                                                   targets, scale, ignore_index, classes);
+  }
   return cudaGetLastError();
 }
 

@@ -17,4 +17,10 @@ cudaError_t cross_entropy_forward(float* losses, const float* logits, const int3
 cudaError_t cross_entropy_backward(float* d_logits, const float* logits, const int32_t* targets, float scale,
                                    int32_t ignore_index, int64_t rows, int64_t classes, cudaStream_t stream);
 
+// Both from one softmax per row: losses [rows] (unless null) and d_logits [rows, classes], fp32 (may equal logits)
+// or bf16 with bf16_gradient.
+cudaError_t cross_entropy_loss_and_grad(float* losses, void* d_logits, bool bf16_gradient, const float* logits,
+                                        const int32_t* targets, float scale, int32_t ignore_index, int64_t rows,
+                                        int64_t classes, cudaStream_t stream);
+
 }  // namespace hai::cuda::kernels

@@ -94,6 +94,27 @@ TEST(CrossEntropy, BackwardInPlaceMatchesOutOfPlace) {
   for (int64_t i = 0; i < logits.numel(); ++i) EXPECT_EQ(logits.data<float>()[i], d_logits.data<float>()[i]);
 }
 
+// The fused op gives the two ops' bits: losses, fp32 gradients (also in place) and bf16 gradients rounded once.
+TEST(CrossEntropy, LossAndGradMatchTheSeparateOps) {
+  Shape shape{5, 300};
+  OwnedTensor logits = testing::random_tensor(shape, 5, 3.0f);
+  OwnedTensor targets = testing::indices_of({299, -1, 0, 17, 150});
+  OwnedTensor losses(Shape{5}, DType::f32), d_logits(shape, DType::f32);
+  cross_entropy_forward(losses, logits, targets);
+  cross_entropy_backward(d_logits, logits, targets, 0.125f);
+  OwnedTensor fused_losses(Shape{5}, DType::f32), narrow(shape, DType::bf16);
+  cross_entropy_loss_and_grad(fused_losses, narrow, logits, targets, 0.125f);
+  for (int64_t t = 0; t < 5; ++t) EXPECT_EQ(fused_losses.data<float>()[t], losses.data<float>()[t]) << t;
+  for (int64_t i = 0; i < d_logits.numel(); ++i) {
+    ASSERT_EQ(narrow.data<bf16>()[i].bits, float_to_bf16(d_logits.data<float>()[i])) << "element " << i;
+  }
+  cross_entropy_loss_and_grad(fused_losses, logits, logits, targets, 0.125f);  // in place, fp32
+  for (int64_t t = 0; t < 5; ++t) EXPECT_EQ(fused_losses.data<float>()[t], losses.data<float>()[t]) << t;
+  for (int64_t i = 0; i < d_logits.numel(); ++i) ASSERT_EQ(logits.data<float>()[i], d_logits.data<float>()[i]) << i;
+  OwnedTensor f16_gradient(shape, DType::f16);
+  EXPECT_THROW(cross_entropy_loss_and_grad(fused_losses, f16_gradient, logits, targets, 1.0f), Error);
+}
+
 TEST(CrossEntropy, SingleClassHasZeroLoss) {
   OwnedTensor logits = testing::tensor_of(Shape{1, 1}, {5}), losses(Shape{1}, DType::f32);
   cross_entropy_forward(losses, logits, testing::indices_of({0}));

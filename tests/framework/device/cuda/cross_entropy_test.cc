@@ -49,5 +49,25 @@ TEST(CudaCrossEntropy, BackwardMatchesCpuAlsoInPlace) {
                "cross_entropy_backward_in_place");
 }
 
+// The fused op: losses as the forward, gradients as the backward (bf16 rounded once, and fp32 in place).
+TEST(CudaCrossEntropy, LossAndGradMatchCpu) {
+  HAI_REQUIRE_CUDA_DEVICE();
+  constexpr Tolerance kLoss{.atol = 1e-5, .rtol = 1e-5};
+  ParityCase narrow;
+  narrow.output(OwnedTensor(Shape{kTokens}, DType::f32), kLoss);
+  narrow.output(OwnedTensor(Shape{kTokens, kClasses}, DType::bf16), Tolerance{.atol = 1e-9, .rtol = 8e-3});
+  narrow.input(testing::random_tensor(Shape{kTokens, kClasses}, 1, 3.0f));
+  narrow.input(targets_with_ignored());
+  narrow.run([](const std::vector<Tensor>& t) { cross_entropy_loss_and_grad(t[0], t[1], t[2], t[3], kScale); },
+             "cross_entropy_loss_and_grad_bf16");
+
+  ParityCase in_place;
+  in_place.output(OwnedTensor(Shape{kTokens}, DType::f32), kLoss);
+  in_place.output(testing::random_tensor(Shape{kTokens, kClasses}, 1, 3.0f), Tolerance{.atol = 1e-9, .rtol = 1e-5});
+  in_place.input(targets_with_ignored());
+  in_place.run([](const std::vector<Tensor>& t) { cross_entropy_loss_and_grad(t[0], t[1], t[1], t[2], kScale); },
+               "cross_entropy_loss_and_grad_in_place");
+}
+
 }  // namespace
 }  // namespace hai
