@@ -19,12 +19,14 @@ int64_t rows_per_token(const Tensor& tensor) {
 
 // many: the tensor with G rows per row of `few` (dst of copy_columns, src of sum_columns).
 void check_operands(const Tensor& dst, const Tensor& src, ColumnBlock block, const Tensor& many, const Tensor& few,
-                    const char* op) {
+                    bool bf16_allowed, const char* op) {
   HAI_CHECK(dst.rank() >= 2 && src.rank() >= 2, "{}: operands must be [T, ..., W], got {} and {}", op, dst.str(),
             src.str());
   HAI_CHECK(dst.size(0) == src.size(0), "{}: {} and {} have different token counts", op, dst.str(), src.str());
-  check_dtype(dst, DType::f32, op);
-  check_dtype(src, DType::f32, op);
+  for (const Tensor* operand : {&dst, &src}) {
+    HAI_CHECK(operand->dtype() == DType::f32 || (bf16_allowed && operand->dtype() == DType::bf16),
+              "{}: operands must be fp32{}, got {}", op, bf16_allowed ? " or bf16" : "", operand->str());
+  }
   check_same_device(dst, src, op);
   HAI_CHECK(block.width >= 0 && block.dst_offset >= 0 && block.dst_offset + block.width <= dst.size(-1),
             "{}: destination columns [{}, {}) do not fit in width {}", op, block.dst_offset,
@@ -39,7 +41,7 @@ void check_operands(const Tensor& dst, const Tensor& src, ColumnBlock block, con
 }  // namespace
 
 void copy_columns(const Tensor& dst, const Tensor& src, ColumnBlock block, [[maybe_unused]] Stream stream) {
-  check_operands(dst, src, block, dst, src, "copy_columns");
+  check_operands(dst, src, block, dst, src, /*bf16_allowed=*/true, "copy_columns");
   if (dst.device().is_cpu()) return cpu::copy_columns(dst, src, block);
 #ifdef HAI_WITH_CUDA
   return cuda::copy_columns(dst, src, block, stream);
@@ -49,7 +51,7 @@ void copy_columns(const Tensor& dst, const Tensor& src, ColumnBlock block, [[may
 }
 
 void sum_columns(const Tensor& dst, const Tensor& src, ColumnBlock block, [[maybe_unused]] Stream stream) {
-  check_operands(dst, src, block, src, dst, "sum_columns");
+  check_operands(dst, src, block, src, dst, /*bf16_allowed=*/false, "sum_columns");
   if (dst.device().is_cpu()) return cpu::sum_columns(dst, src, block);
 #ifdef HAI_WITH_CUDA
   return cuda::sum_columns(dst, src, block, stream);

@@ -10,7 +10,8 @@
 //   sum_columns:  R_src = R_dst * G; dst row r is the sum of src rows r * G .. r * G + G - 1 (the adjoint of
 //                 copy_columns: the gradient of a broadcast is the sum over the heads).
 // Only the `width` columns starting at dst_offset are written (overwritten); the other columns of dst are left as
-// they are. fp32 tensors.
+// they are. fp32 tensors; copy_columns also moves bf16 columns and converts between fp32 and bf16 (fp32 rounded once
+// to nearest even, bf16 widened exactly), so MLA builds bf16 q, k, v from its projections' outputs in one pass.
 
 #include "framework/tensor/tensor.h"
 

@@ -17,7 +17,8 @@ void check_operands(const Tensor& out, const Tensor& x, const Tensor& positions,
   HAI_CHECK(x.rank() >= 2, "rope input must be [T, ..., W], got {}", x.str());
   check_shape(out, x.shape(), "rope output");
   check_dtype(x, DType::f32, "rope input");
-  check_dtype(out, DType::f32, "rope output");
+  HAI_CHECK(out.dtype() == DType::f32 || (out.dtype() == DType::bf16 && out.raw() != x.raw()),
+            "rope output must be fp32, or bf16 apart from its input, got {}", out.str());
   HAI_CHECK(table.cos.rank() == 2, "rope table must be [P, R/2], got {}", table.cos.str());
   check_shape(table.sin, table.cos.shape(), "rope sin table");
   check_dtype(table.cos, DType::f32, "rope cos table");

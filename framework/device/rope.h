@@ -8,6 +8,10 @@
 // other columns of out are left as they are. out may be x, so the q_rope part of q [T, H, 192] (columns 128..191)
 // rotates in place with rope_forward(q, q, positions, table, 128), and k_rope inside the kv_a output [T, 576]
 // with rope_forward(kv, kv, positions, table, 512). fp32 tensors, i32 positions in [0, max_positions).
+//
+// out may instead be bf16 (x fp32, a different tensor): then every column of out is written, the rotated ones
+// rotated in fp32 and the others copied, each rounded once to nearest even. MLA builds its bf16 q so from the fp32
+// q_b_proj output in one pass.
 // A rotation preserves the norm of every pair; position 0 is the identity.
 
 #include "framework/device/rope_table.h"

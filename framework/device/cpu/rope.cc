@@ -1,5 +1,7 @@
 #include "framework/device/cpu/rope.h"
 
+#include <algorithm>
+
 namespace hai::cpu {
 namespace {
 
@@ -31,16 +33,27 @@ void rotate_pairs(const Tensor& out, const Tensor& x, const Tensor& positions, c
   }
 }
 
+// A bf16 out: x rotated into an fp32 copy, then every column rounded once.
+void rotate_into(const Tensor& out, const Tensor& x, const Tensor& positions, const RopeTable& table,
+                 int64_t column_offset, float sin_sign) {
+  if (out.dtype() == DType::f32) return rotate_pairs(out, x, positions, table, column_offset, sin_sign);
+  OwnedTensor rotated(x.shape(), DType::f32);
+  std::copy_n(x.data<float>(), x.numel(), rotated.data<float>());
+  rotate_pairs(rotated, rotated, positions, table, column_offset, sin_sign);
+  bf16* narrow = out.data<bf16>();
+  for (int64_t i = 0; i < x.numel(); ++i) narrow[i].bits = float_to_bf16(rotated.data<float>()[i]);
+}
+
 }  // namespace
 
 void rope_forward(const Tensor& out, const Tensor& x, const Tensor& positions, const RopeTable& table,
                   int64_t column_offset) {
-  rotate_pairs(out, x, positions, table, column_offset, 1.0f);
+  rotate_into(out, x, positions, table, column_offset, 1.0f);
 }
 
 void rope_backward(const Tensor& d_x, const Tensor& d_out, const Tensor& positions, const RopeTable& table,
                    int64_t column_offset) {
-  rotate_pairs(d_x, d_out, positions, table, column_offset, -1.0f);
+  rotate_into(d_x, d_out, positions, table, column_offset, -1.0f);
 }
 
 }  // namespace hai::cpu

@@ -29,8 +29,8 @@ kernels::ColumnCopyLayout layout_of(const Tensor& dst, const Tensor& src, Column
 
 void copy_columns(const Tensor& dst, const Tensor& src, ColumnBlock block, Stream stream) {
   cudaStream_t cuda_stream = prepare_launch(dst.device(), stream);
-  check_launch(kernels::copy_columns(dst.data<float>(), src.data<float>(), layout_of(dst, src, block, dst, src),
-                                     cuda_stream),
+  check_launch(kernels::copy_columns(dst.raw(), dst.dtype() == DType::bf16, src.raw(), src.dtype() == DType::bf16,
+                                     layout_of(dst, src, block, dst, src), cuda_stream),
                "copy_columns");
 }
 

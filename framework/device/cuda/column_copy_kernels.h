@@ -18,8 +18,10 @@ struct ColumnCopyLayout {
   int64_t width;  // columns moved
 };
 
-// dst row r, columns [dst_offset, +width) <- src row r / G, columns [src_offset, +width)
-cudaError_t copy_columns(float* dst, const float* src, const ColumnCopyLayout& layout, cudaStream_t stream);
+// dst row r, columns [dst_offset, +width) <- src row r / G, columns [src_offset, +width). Each of dst and src is
+// fp32, or bf16 when its flag is set (fp32 -> bf16 rounds to nearest even).
+cudaError_t copy_columns(void* dst, bool bf16_dst, const void* src, bool bf16_src, const ColumnCopyLayout& layout,
+                         cudaStream_t stream);
 
 // dst row r, columns [dst_offset, +width) <- sum over g < G, in order, of src row r * G + g
 cudaError_t sum_columns(float* dst, const float* src, const ColumnCopyLayout& layout, cudaStream_t stream);

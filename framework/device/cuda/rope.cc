@@ -18,6 +18,13 @@ void rotate(const Tensor& out, const Tensor& x, const Tensor& positions, const R
                              .column_offset = column_offset,
                              .pairs = table.cos.size(1),
                              .table_positions = table.cos.size(0)};
+  if (out.dtype() == DType::bf16) {
+    check_launch(kernels::rope_rotate_to_bf16(static_cast<uint16_t*>(out.raw()), x.data<float>(),
+                                              positions.data<int32_t>(), table.cos.data<float>(),
+                                              table.sin.data<float>(), layout, sin_sign, cuda_stream),
+                 "rope");
+    return;
+  }
   check_launch(kernels::rope_rotate(out.data<float>(), x.data<float>(), positions.data<int32_t>(),
                                     table.cos.data<float>(), table.sin.data<float>(), layout, sin_sign, cuda_stream),
                "rope");

@@ -22,4 +22,9 @@ struct RopeLayout {
 cudaError_t rope_rotate(float* out, const float* x, const int32_t* positions, const float* cos, const float* sin,
                         const RopeLayout& layout, float sin_sign, cudaStream_t stream);
 
+// out [T, heads, W] bf16 <- every column of x (not out): the rotated block rotated as rope_rotate does, the others
+// copied, each rounded once to nearest even.
+cudaError_t rope_rotate_to_bf16(uint16_t* out, const float* x, const int32_t* positions, const float* cos,
+                                const float* sin, const RopeLayout& layout, float sin_sign, cudaStream_t stream);
+
 }  // namespace hai::cuda::kernels

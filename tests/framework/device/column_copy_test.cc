@@ -45,6 +45,32 @@ TEST(ColumnCopy, SumIsTheAdjointOfBroadcast) {
   EXPECT_NEAR(testing::dot(copied, y), testing::dot(x, summed), 1e-4);
 }
 
+// fp32 -> bf16 rounds each value once, bf16 -> fp32 widens exactly, bf16 -> bf16 keeps the bits.
+TEST(ColumnCopy, ConvertsBetweenFp32AndBf16) {
+  OwnedTensor src = testing::random_tensor(Shape{3, 10}, 5);  // [T, 10] fp32
+  OwnedTensor narrow(Shape{3, 2, 6}, DType::bf16);             // [T, H = 2, 6]
+  copy_columns(narrow, src, {.dst_offset = 0, .src_offset = 4, .width = 6});
+  for (int64_t r = 0; r < 6; ++r) {
+    for (int64_t c = 0; c < 6; ++c) {
+      ASSERT_EQ(narrow.data<bf16>()[r * 6 + c].bits, float_to_bf16(src.data<float>()[(r / 2) * 10 + 4 + c]));
+    }
+  }
+  OwnedTensor narrow_copy(Shape{3, 2, 4}, DType::bf16), wide(Shape{3, 2, 4}, DType::f32);
+  copy_columns(narrow_copy, narrow, {.dst_offset = 1, .src_offset = 2, .width = 3});
+  copy_columns(wide, narrow_copy, {.dst_offset = 1, .src_offset = 1, .width = 3});
+  for (int64_t r = 0; r < 6; ++r) {
+    for (int64_t c = 0; c < 3; ++c) {
+      uint16_t bits = narrow.data<bf16>()[r * 6 + 2 + c].bits;
+      EXPECT_EQ(narrow_copy.data<bf16>()[r * 4 + 1 + c].bits, bits);
+      EXPECT_EQ(wide.data<float>()[r * 4 + 1 + c], bf16_to_float(bits));
+    }
+  }
+  OwnedTensor half(Shape{3, 10}, DType::f16);
+  EXPECT_THROW(copy_columns(half, src, {.width = 1}), Error);
+  OwnedTensor narrow_sum(Shape{3, 10}, DType::bf16);
+  EXPECT_THROW(sum_columns(narrow_sum, narrow, {.width = 1}), Error);  // sums stay fp32
+}
+
 TEST(ColumnCopy, RejectsBadBlocksAndRowCounts) {
   OwnedTensor src(Shape{2, 4}, DType::f32), dst(Shape{2, 3}, DType::f32), heads(Shape{2, 3, 4}, DType::f32);
   EXPECT_THROW(copy_columns(dst, src, {.dst_offset = 2, .src_offset = 0, .width = 2}), Error);

@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -201,12 +202,36 @@ TEST(Rope, BackwardUndoesForward) {
   for (int64_t i = 0; i < x.numel(); ++i) EXPECT_NEAR(restored.data<float>()[i], x.data<float>()[i], 1e-6);
 }
 
+// A bf16 out is the fp32 out-of-place result (rotated block) and x (other columns), each rounded once.
+TEST(Rope, Bf16OutputIsTheRotatedVectorRoundedOnce) {
+  OwnedRopeTable rope({.rope_dim = 4, .max_positions = 6, .theta = 50.0});
+  Shape shape{2, 3, 7};
+  OwnedTensor x = testing::random_tensor(shape, 7);
+  OwnedTensor positions = testing::indices_of({5, 2});
+  for (float sign : {1.0f, -1.0f}) {
+    OwnedTensor wide(shape, DType::f32), narrow(shape, DType::bf16);
+    std::copy_n(x.data<float>(), x.numel(), wide.data<float>());
+    if (sign > 0) {
+      rope_forward(wide, wide, positions, rope.table, 3);
+      rope_forward(narrow, x, positions, rope.table, 3);
+    } else {
+      rope_backward(wide, wide, positions, rope.table, 3);
+      rope_backward(narrow, x, positions, rope.table, 3);
+    }
+    for (int64_t i = 0; i < x.numel(); ++i) {
+      ASSERT_EQ(narrow.data<bf16>()[i].bits, float_to_bf16(wide.data<float>()[i])) << "element " << i;
+    }
+  }
+}
+
 TEST(Rope, RejectsBadOperands) {
   OwnedRopeTable rope({.rope_dim = 4, .max_positions = 3, .theta = 10000.0});
   OwnedTensor x(Shape{2, 5}, DType::f32);
   EXPECT_THROW(rope_forward(x, x, testing::indices_of({0, 3}), rope.table), Error);     // position 3 >= 3
   EXPECT_THROW(rope_forward(x, x, testing::indices_of({0, 1}), rope.table, 2), Error);  // columns 2..5 > 5
   EXPECT_THROW(rope_forward(x, x, testing::indices_of({0}), rope.table), Error);        // 1 position, 2 tokens
+  OwnedTensor narrow(Shape{2, 5}, DType::bf16);
+  EXPECT_THROW(rope_forward(narrow, narrow, testing::indices_of({0, 1}), rope.table), Error);  // bf16 input
 }
 
 }  // namespace

@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <string>
+
 #include "framework/device/column_copy.h"
 #include "tests/framework/device/cuda/parity.h"
 #include "tests/framework/device/test_util.h"
@@ -21,6 +23,16 @@ TEST(CudaColumnCopy, CopyBroadcastsAndSumReducesExactly) {
   copy.output(testing::random_tensor(Shape{kTokens, kHeads, 40}, 1), {});
   copy.input(testing::random_tensor(Shape{kTokens, 30}, 2));
   copy.run([](const std::vector<Tensor>& t) { copy_columns(t[0], t[1], kBlock); }, "copy_columns_broadcast");
+
+  for (DType dst_dtype : {DType::f32, DType::bf16}) {  // conversions: one rounding on either side, the same bits
+    for (DType src_dtype : {DType::f32, DType::bf16}) {
+      ParityCase converted;
+      converted.output(testing::converted(testing::random_tensor(Shape{kTokens, kHeads, 40}, 5), dst_dtype), {});
+      converted.input(testing::converted(testing::random_tensor(Shape{kTokens, kHeads, 30}, 6), src_dtype));
+      converted.run([](const std::vector<Tensor>& t) { copy_columns(t[0], t[1], kBlock); },
+                    "copy_columns_" + std::string(dtype_name(dst_dtype)) + "_from_" + std::string(dtype_name(src_dtype)));
+    }
+  }
 
   ParityCase sum;
   sum.output(testing::random_tensor(Shape{kTokens, 30}, 3), {});

@@ -38,10 +38,29 @@ void check_rope(bool forward, bool in_place) {
       std::string(forward ? "rope_forward" : "rope_backward") + (in_place ? "_in_place" : ""));
 }
 
+// A bf16 out: every column written, each the exact fp32 value rounded once: bit-identical too.
+void check_rope_to_bf16(bool forward) {
+  ParityCase rope;
+  Shape shape{kTokens, kHeads, kWidth};
+  rope.output(OwnedTensor(shape, DType::bf16), {});
+  rope.input(testing::random_tensor(shape, 2));
+  rope.input(testing::random_indices(kTokens, kPositions, 3));
+  rope.input(testing::random_tensor(Shape{kPositions, kPairs}, 4));
+  rope.input(testing::random_tensor(Shape{kPositions, kPairs}, 5));
+  rope.run(
+      [&](const std::vector<Tensor>& t) {
+        RopeTable table{t[3], t[4]};
+        if (forward) return rope_forward(t[0], t[1], t[2], table, kOffset);
+        rope_backward(t[0], t[1], t[2], table, kOffset);
+      },
+      std::string(forward ? "rope_forward" : "rope_backward") + "_to_bf16");
+}
+
 TEST(CudaRope, ForwardAndBackwardAreExact) {
   HAI_REQUIRE_CUDA_DEVICE();
   for (bool forward : {true, false}) {
     for (bool in_place : {false, true}) check_rope(forward, in_place);
+    check_rope_to_bf16(forward);
   }
 }
 
