@@ -11,7 +11,13 @@ namespace hai {
 namespace {
 
 // Checks q, k: [B, S, H, d_qk], v, out: [B, S, H, d_v], lse: [B, H, S] on one device; q, k, v all fp32 or all bf16,
-// out and lse fp32.
+// lse fp32, out fp32 (or bf16 with bf16 inputs).
+// out or d_out: fp32, or bf16 when q is.
+void check_output_dtype(const Tensor& tensor, const Tensor& q, const char* what) {
+  HAI_CHECK(tensor.dtype() == DType::f32 || (tensor.dtype() == DType::bf16 && q.dtype() == DType::bf16),
+            "{} must be fp32, or bf16 with bf16 q, k, v; got {} with q {}", what, tensor.str(), q.str());
+}
+
 void check_attention_operands(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out,
                               const Tensor& lse) {
   HAI_CHECK(q.rank() == 4, "attention q must be [B, S, H, d_qk], got {}", q.str());
@@ -24,7 +30,7 @@ void check_attention_operands(const Tensor& q, const Tensor& k, const Tensor& v,
   HAI_CHECK(q.dtype() == DType::f32 || q.dtype() == DType::bf16, "attention q must be fp32 or bf16, got {}", q.str());
   check_dtype(k, q.dtype(), "attention k");
   check_dtype(v, q.dtype(), "attention v");
-  check_dtype(out, DType::f32, "attention out");
+  check_output_dtype(out, q, "attention out");
   check_dtype(lse, DType::f32, "attention lse");
   for (const Tensor* tensor : {&k, &v, &out, &lse}) check_same_device(*tensor, q, "attention");
 }
@@ -50,10 +56,9 @@ void attention_backward(const Tensor& d_q, const Tensor& d_k, const Tensor& d_v,
   check_shape(d_k, k.shape(), "attention d_k");
   check_shape(d_v, v.shape(), "attention d_v");
   check_shape(d_out, out.shape(), "attention d_out");
-  for (const Tensor* tensor : {&d_q, &d_k, &d_v, &d_out}) {
-    check_dtype(*tensor, DType::f32, "attention gradient");
-    check_same_device(*tensor, q, "attention_backward");
-  }
+  check_output_dtype(d_out, q, "attention d_out");
+  for (const Tensor* tensor : {&d_q, &d_k, &d_v, &d_out}) check_same_device(*tensor, q, "attention_backward");
+  for (const Tensor* tensor : {&d_q, &d_k, &d_v}) check_dtype(*tensor, DType::f32, "attention gradient");
   if (q.device().is_cpu()) return cpu::attention_backward(d_q, d_k, d_v, d_out, q, k, v, out, lse, softmax_scale);
 #ifdef HAI_WITH_CUDA
   return cuda::attention_backward(d_q, d_k, d_v, d_out, q, k, v, out, lse, softmax_scale, stream);

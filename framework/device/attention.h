@@ -1,7 +1,9 @@
 #pragma once
 // Causal multi-head attention with separate query/key and value head widths (DeepSeek-V3 MLA: d_qk 192, d_v 128).
-// q, k, v are all fp32 or all bf16 (bf16 is widened exactly to fp32, as in gemm.h); out, lse and every gradient are
-// fp32. B = batch, S = sequence, H = heads. Position i attends to positions j <= i of the same
+// q, k, v are all fp32 or all bf16 (bf16 is widened exactly to fp32, as in gemm.h); lse and the gradients d_q,
+// d_k, d_v are fp32. out (forward) is fp32, or bf16 with bf16 inputs (the fp32 result rounded once); the backward's
+// out and d_out may each be bf16 with bf16 inputs, read as they are (D below is then the dot of the bf16 values:
+// MLA keeps o and gets d_o from o_proj in bf16, so no fp32 copies of either are made). B = batch, S = sequence, H = heads. Position i attends to positions j <= i of the same
 // sequence; the softmax is computed in fp32 with its log-sum-exp saved for the backward pass, which recomputes
 // the probabilities instead of storing an S x S matrix (flash-attention style).
 //

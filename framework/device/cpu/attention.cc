@@ -112,7 +112,7 @@ int64_t work_per_head(const AttentionLayout& layout) {
   return layout.sequence * (layout.sequence + 1) / 2 * (layout.qk_dim + layout.v_dim);
 }
 
-// An fp32 copy of a bf16 tensor (exact).
+// An fp32 copy of a bf16 (or fp32) tensor (exact).
 OwnedTensor widened(const Tensor& x) {
   OwnedTensor wide(x.shape(), DType::f32);
   cast_tensor(wide, x);
@@ -125,6 +125,11 @@ OwnedTensor widened(const Tensor& x) {
 // so the results do not depend on the thread count.
 void attention_forward(const Tensor& out, const Tensor& lse, const Tensor& q, const Tensor& k, const Tensor& v,
                        float softmax_scale) {
+  if (out.dtype() == DType::bf16) {  // the fp32 result rounded once
+    OwnedTensor wide(out.shape(), DType::f32);
+    attention_forward(wide, lse, q, k, v, softmax_scale);
+    return cast_tensor(out, wide);
+  }
   if (q.dtype() == DType::bf16) {
     return attention_forward(out, lse, widened(q), widened(k), widened(v), softmax_scale);
   }
@@ -151,7 +156,8 @@ void attention_backward(const Tensor& d_q, const Tensor& d_k, const Tensor& d_v,
                         const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out, const Tensor& lse,
                         float softmax_scale) {
   if (q.dtype() == DType::bf16) {
-    return attention_backward(d_q, d_k, d_v, d_out, widened(q), widened(k), widened(v), out, lse, softmax_scale);
+    return attention_backward(d_q, d_k, d_v, widened(d_out), widened(q), widened(k), widened(v), widened(out), lse,
+                              softmax_scale);
   }
   BackwardOperands operands{AttentionLayout(q, v), q.data<float>(), k.data<float>(), v.data<float>(),
                             out.data<float>(), d_out.data<float>(), lse.data<float>(), d_q.data<float>(),

@@ -1,6 +1,7 @@
 #include "framework/device/cuda/attention.h"
 
 #include <cstdint>
+#include <optional>
 
 #include "framework/device/cuda/attention_kernels.h"
 #include "framework/device/cuda/launch.h"
@@ -36,8 +37,8 @@ void attention_forward(const Tensor& out, const Tensor& lse, const Tensor& q, co
   if (q.numel() == 0) return;
   cudaStream_t cuda_stream = prepare_launch(q.device(), stream);
   if (q.dtype() == DType::bf16) {
-    check_launch(kernels::attention_forward_bf16(out.data<float>(), lse.data<float>(), bf16_bits(q), bf16_bits(k),
-                                                 bf16_bits(v), geometry, cuda_stream),
+    check_launch(kernels::attention_forward_bf16(out.raw(), out.dtype() == DType::bf16, lse.data<float>(),
+                                                 bf16_bits(q), bf16_bits(k), bf16_bits(v), geometry, cuda_stream),
                  "attention_forward");
     return;
   }
@@ -53,19 +54,23 @@ void attention_backward(const Tensor& d_q, const Tensor& d_k, const Tensor& d_v,
       geometry_of(q, v, softmax_scale, {&d_q, &d_k, &d_v, &d_out, &q, &k, &v, &out});
   if (q.numel() == 0) return;
   cudaStream_t cuda_stream = prepare_launch(q.device(), stream);
+  bool bf16_d_out = d_out.dtype() == DType::bf16, bf16_out = out.dtype() == DType::bf16;
   if (q.dtype() == DType::bf16) {
-    Scratch rounded_d_out(d_out.numel() * 2, cuda_stream);  // [B, S, H, d_v] bf16
-    auto* rounded_bits = static_cast<uint16_t*>(rounded_d_out.data());
-    check_launch(kernels::attention_output_dots(d_q.data<float>(), rounded_bits, d_out.data<float>(),
-                                                out.data<float>(), geometry, cuda_stream),
+    // d_out in bf16 for the tensor cores: as given, or rounded once by the dots kernel into scratch.
+    std::optional<Scratch> rounded_d_out;
+    if (!bf16_d_out) rounded_d_out.emplace(d_out.numel() * 2, cuda_stream);  // [B, S, H, d_v] bf16
+    auto* rounded_bits = rounded_d_out ? static_cast<uint16_t*>(rounded_d_out->data()) : nullptr;
+    check_launch(kernels::attention_output_dots(d_q.data<float>(), rounded_bits, d_out.raw(), bf16_d_out, out.raw(),
+                                                bf16_out, geometry, cuda_stream),
                  "attention_backward");
     check_launch(kernels::attention_backward_bf16(d_q.data<float>(), d_k.data<float>(), d_v.data<float>(),
-                                                  rounded_bits, bf16_bits(q), bf16_bits(k), bf16_bits(v),
-                                                  lse.data<float>(), geometry, cuda_stream),
+                                                  rounded_bits ? rounded_bits : bf16_bits(d_out), bf16_bits(q),
+                                                  bf16_bits(k), bf16_bits(v), lse.data<float>(), geometry,
+                                                  cuda_stream),
                  "attention_backward");
     return;
   }
-  check_launch(kernels::attention_output_dots(d_q.data<float>(), nullptr, d_out.data<float>(), out.data<float>(),
+  check_launch(kernels::attention_output_dots(d_q.data<float>(), nullptr, d_out.raw(), false, out.raw(), false,
                                               geometry, cuda_stream),
                "attention_backward");
   check_launch(kernels::attention_backward_f32(d_q.data<float>(), d_k.data<float>(), d_v.data<float>(),

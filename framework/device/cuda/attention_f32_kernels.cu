@@ -144,13 +144,26 @@ __global__ void query_gradients_kernel(float* d_q, const float* d_out, const flo
   store_columns(d_q + row.row * qk_dim, d_query, 1.0f, qk_dim, row.lane);
 }
 
-__global__ void output_dots_kernel(float* d_q, __nv_bfloat16* rounded_d_out, const float* d_out, const float* out,
-                                   AttentionGeometry geometry) {
+// Element `index` of an fp32 or (with bf16) bf16 tensor, as fp32.
+__device__ inline float value_at(const void* tensor, bool bf16, int64_t index) {
+  return bf16 ? __bfloat162float(static_cast<const __nv_bfloat16*>(tensor)[index])
+              : static_cast<const float*>(tensor)[index];
+}
+
+__global__ void output_dots_kernel(float* d_q, __nv_bfloat16* rounded_d_out, const void* d_out, bool bf16_d_out,
+                                   const void* out, bool bf16_out, AttentionGeometry geometry) {
   WarpRow row = warp_row(geometry);
   if (!row.valid) return;
   float d_output[kColumnsPerLane];
-  load_columns(d_output, d_out + row.row * geometry.v_dim, geometry.v_dim, row.lane);
-  float dot = warp_dot(d_output, out + row.row * geometry.v_dim, geometry.v_dim, row.lane);
+  float sum = 0.0f;
+#pragma unroll
+  for (int c = 0; c < kColumnsPerLane; ++c) {
+    int column = row.lane + 32 * c;
+    bool inside = column < geometry.v_dim;
+    d_output[c] = inside ? value_at(d_out, bf16_d_out, row.row * geometry.v_dim + column) : 0.0f;
+    if (inside) sum += d_output[c] * value_at(out, bf16_out, row.row * geometry.v_dim + column);
+  }
+  float dot = warp_sum(sum);
   if (row.lane == 0) d_q[row.row * geometry.qk_dim] = dot;
   if (rounded_d_out == nullptr) return;
 #pragma unroll
@@ -184,10 +197,11 @@ cudaError_t attention_backward_f32(float* d_q, float* d_k, float* d_v, const flo
   return cudaGetLastError();
 }
 
-cudaError_t attention_output_dots(float* d_q, uint16_t* rounded_d_out, const float* d_out, const float* out,
-                                  const AttentionGeometry& geometry, cudaStream_t stream) {
+cudaError_t attention_output_dots(float* d_q, uint16_t* rounded_d_out, const void* d_out, bool bf16_d_out,
+                                  const void* out, bool bf16_out, const AttentionGeometry& geometry,
+                                  cudaStream_t stream) {
   output_dots_kernel<<<blocks_for_rows(geometry), kThreads, 0, stream>>>(
-      d_q, reinterpret_cast<__nv_bfloat16*>(rounded_d_out), d_out, out, geometry);
+      d_q, reinterpret_cast<__nv_bfloat16*>(rounded_d_out), d_out, bf16_d_out, out, bf16_out, geometry);
   return cudaGetLastError();
 }
 

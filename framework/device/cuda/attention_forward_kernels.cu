@@ -96,7 +96,7 @@ __device__ inline void online_softmax_step(Accumulator (&scores)[kKeyTiles], Acc
 
 template <int qk_width, int v_width>
 __global__ void __launch_bounds__(kWarps * 32)
-    attention_forward_kernel(float* out, float* lse, const __nv_bfloat16* q, const __nv_bfloat16* k,
+    attention_forward_kernel(void* out, bool bf16_out, float* lse, const __nv_bfloat16* q, const __nv_bfloat16* k,
                              const __nv_bfloat16* v, AttentionGeometry geometry) {
   constexpr int qk_chunks = qk_width / 16, v_tiles = v_width / 8;
   extern __shared__ __align__(16) unsigned char shared[];
@@ -167,14 +167,20 @@ __global__ void __launch_bounds__(kWarps * 32)
     }
   }
 
-  HeadRows<float> out_rows = attention_tiles::head_rows(out, batch_index, head, sequence, geometry.heads,
-                                                        geometry.v_dim);
+  HeadRows<float> out_rows = attention_tiles::head_rows(static_cast<float*>(out), batch_index, head, sequence,
+                                                        geometry.heads, geometry.v_dim);
+  HeadRows<__nv_bfloat16> bf16_out_rows = attention_tiles::head_rows(static_cast<__nv_bfloat16*>(out), batch_index,
+                                                                     head, sequence, geometry.heads, geometry.v_dim);
   float* head_lse = lse + (batch_index * geometry.heads + head) * sequence;
 #pragma unroll
   for (int m = 0; m < kRowTiles; ++m) {
     float row_sum[2] = {quad_sum(softmax[m].sum[0]), quad_sum(softmax[m].sum[1])};
     int64_t row0 = first_query + warp_row0 + 16 * m;
-    attention_tiles::store_rows(out_rows, row0, out_tiles[m], 1.0f / row_sum[0], 1.0f / row_sum[1]);
+    if (bf16_out) {
+      attention_tiles::store_rows(bf16_out_rows, row0, out_tiles[m], 1.0f / row_sum[0], 1.0f / row_sum[1]);
+    } else {
+      attention_tiles::store_rows(out_rows, row0, out_tiles[m], 1.0f / row_sum[0], 1.0f / row_sum[1]);
+    }
     for (int half = 0; half < 2 && lane % 4 == 0; ++half) {
       int64_t query = row0 + lane / 4 + 8 * half;
       if (query < sequence) head_lse[query] = (softmax[m].max[half] + log2f(row_sum[half])) * kLn2;
@@ -184,8 +190,8 @@ __global__ void __launch_bounds__(kWarps * 32)
 
 }  // namespace
 
-cudaError_t attention_forward_bf16(float* out, float* lse, const uint16_t* q, const uint16_t* k, const uint16_t* v,
-                                   const AttentionGeometry& geometry, cudaStream_t stream) {
+cudaError_t attention_forward_bf16(void* out, bool bf16_out, float* lse, const uint16_t* q, const uint16_t* k,
+                                   const uint16_t* v, const AttentionGeometry& geometry, cudaStream_t stream) {
   return attention_widths::with_padded_widths(geometry.qk_dim, geometry.v_dim, [&](auto qk_width, auto v_width) {
     constexpr int qk = decltype(qk_width)::value, vw = decltype(v_width)::value;
     auto kernel = attention_forward_kernel<qk, vw>;
@@ -194,9 +200,9 @@ cudaError_t attention_forward_bf16(float* out, float* lse, const uint16_t* q, co
     if (status != cudaSuccess) return status;
     dim3 grid(static_cast<unsigned int>((geometry.sequence + kQueries - 1) / kQueries),
               static_cast<unsigned int>(geometry.batch * geometry.heads));
-    kernel<<<grid, kWarps * 32, shared_bytes, stream>>>(out, lse, reinterpret_cast<const __nv_bfloat16*>(q),
-                                                        reinterpret_cast<const __nv_bfloat16*>(k),
-                                                        reinterpret_cast<const __nv_bfloat16*>(v), geometry);
+    kernel<<<grid, kWarps * 32, shared_bytes, stream>>>(
+        out, bf16_out, lse, reinterpret_cast<const __nv_bfloat16*>(q), reinterpret_cast<const __nv_bfloat16*>(k),
+        reinterpret_cast<const __nv_bfloat16*>(v), geometry);
     return cudaGetLastError();
   });
 }

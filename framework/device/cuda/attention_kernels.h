@@ -15,9 +15,9 @@ struct AttentionGeometry {
   float softmax_scale;
 };
 
-// Tensor cores (mma.sync bf16 -> fp32): q, k, v bf16; out, lse fp32.
-cudaError_t attention_forward_bf16(float* out, float* lse, const uint16_t* q, const uint16_t* k, const uint16_t* v,
-                                   const AttentionGeometry& geometry, cudaStream_t stream);
+// Tensor cores (mma.sync bf16 -> fp32): q, k, v bf16; lse fp32; out fp32, or bf16 (rounded once) with bf16_out.
+cudaError_t attention_forward_bf16(void* out, bool bf16_out, float* lse, const uint16_t* q, const uint16_t* k,
+                                   const uint16_t* v, const AttentionGeometry& geometry, cudaStream_t stream);
 // The backward kernels read D from d_q and d_out rounded to bf16 (attention_output_dots runs first) and overwrite
 // d_q, d_k, d_v.
 cudaError_t attention_backward_bf16(float* d_q, float* d_k, float* d_v, const uint16_t* d_out, const uint16_t* q,
@@ -32,9 +32,11 @@ cudaError_t attention_backward_f32(float* d_q, float* d_k, float* d_v, const flo
                                    const AttentionGeometry& geometry, cudaStream_t stream);
 
 // D[row] = dot(d_out[row], out[row]) for every [B, S, H] row, stored in d_q[row * qk_dim] (the first element of
-// the row's d_q, which the d_q kernels read before they overwrite it). Unless rounded_d_out is null, also writes
-// d_out rounded to bf16 there ([B, S, H, d_v], for the bf16 kernels).
-cudaError_t attention_output_dots(float* d_q, uint16_t* rounded_d_out, const float* d_out, const float* out,
-                                  const AttentionGeometry& geometry, cudaStream_t stream);
+// the row's d_q, which the d_q kernels read before they overwrite it). d_out and out are fp32, or bf16 with their
+// flags. Unless rounded_d_out is null, also writes d_out rounded to bf16 there ([B, S, H, d_v], for the bf16
+// kernels, when d_out is fp32).
+cudaError_t attention_output_dots(float* d_q, uint16_t* rounded_d_out, const void* d_out, bool bf16_d_out,
+                                  const void* out, bool bf16_out, const AttentionGeometry& geometry,
+                                  cudaStream_t stream);
 
 }  // namespace hai::cuda::kernels

@@ -45,10 +45,17 @@ __device__ inline void load_tile_async(__nv_bfloat16* tile, const HeadRows<const
   }
 }
 
-// Writes a warp's 16 x 8 n_tiles accumulators (rows row0 .., columns 0 ..) times `factor` to rows of an fp32
-// tensor, skipping padding columns and rows past the sequence end.
-template <int n_tiles>
-__device__ inline void store_rows(const HeadRows<float>& target, int64_t row0,
+__device__ inline void store_pair(float* target, float first, float second) {
+  *reinterpret_cast<float2*>(target) = make_float2(first, second);
+}
+__device__ inline void store_pair(__nv_bfloat16* target, float first, float second) {
+  *reinterpret_cast<__nv_bfloat162*>(target) = __floats2bfloat162_rn(first, second);
+}
+
+// Writes a warp's 16 x 8 n_tiles accumulators (rows row0 .., columns 0 ..) times `factor` to rows of an fp32 (or
+// bf16: rounded once) tensor, skipping padding columns and rows past the sequence end.
+template <int n_tiles, typename Element>
+__device__ inline void store_rows(const HeadRows<Element>& target, int64_t row0,
                                   const attention_mma::Accumulator (&tiles)[n_tiles], float factor_low,
                                   float factor_high) {
   int lane = threadIdx.x % 32;
@@ -58,12 +65,12 @@ __device__ inline void store_rows(const HeadRows<float>& target, int64_t row0,
     int col = 8 * n + 2 * (lane % 4);
     if (col >= target.dim) continue;
     if (row_low < target.valid) {
-      *reinterpret_cast<float2*>(target.base + row_low * target.pitch + col) =
-          make_float2(tiles[n].value[0] * factor_low, tiles[n].value[1] * factor_low);
+      store_pair(target.base + row_low * target.pitch + col, tiles[n].value[0] * factor_low,
+                 tiles[n].value[1] * factor_low);
     }
     if (row_high < target.valid) {
-      *reinterpret_cast<float2*>(target.base + row_high * target.pitch + col) =
-          make_float2(tiles[n].value[2] * factor_high, tiles[n].value[3] * factor_high);
+      store_pair(target.base + row_high * target.pitch + col, tiles[n].value[2] * factor_high,
+                 tiles[n].value[3] * factor_high);
     }
   }
 }

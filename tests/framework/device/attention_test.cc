@@ -163,12 +163,37 @@ TEST(Attention, Bf16InputsEqualTheFp32OpOnTheSameValues) {
   expect_equal(d_v_bf16, d_v);
 }
 
+// bf16 out is the fp32 out rounded once; a bf16 out and d_out in the backward are read as their fp32 values.
+TEST(Attention, Bf16OutAndDOutAreTheRoundedValues) {
+  AttentionSizes sizes{2, 9, 2, 24, 16};
+  BothDtypes q = bf16_values(sizes.qk(), 21), k = bf16_values(sizes.qk(), 22), v = bf16_values(sizes.v(), 23);
+  BothDtypes d_out = bf16_values(sizes.v(), 24);
+  float scale = 1.0f / std::sqrt(24.0f);
+  OwnedTensor out(sizes.v(), DType::f32), out_bf16(sizes.v(), DType::bf16), lse(sizes.lse(), DType::f32);
+  attention_forward(out, lse, q.bf16, k.bf16, v.bf16, scale);
+  attention_forward(out_bf16, lse, q.bf16, k.bf16, v.bf16, scale);
+  OwnedTensor out_rounded(sizes.v(), DType::f32);  // out_bf16's values
+  for (int64_t i = 0; i < out.numel(); ++i) {
+    uint16_t bits = out_bf16.data<bf16>()[i].bits;
+    ASSERT_EQ(bits, float_to_bf16(out.data<float>()[i])) << i;
+    out_rounded.data<float>()[i] = bf16_to_float(bits);
+  }
+  OwnedTensor d_q(sizes.qk(), DType::f32), d_k(sizes.qk(), DType::f32), d_v(sizes.v(), DType::f32);
+  OwnedTensor d_q_bf16(sizes.qk(), DType::f32), d_k_bf16(sizes.qk(), DType::f32), d_v_bf16(sizes.v(), DType::f32);
+  attention_backward(d_q, d_k, d_v, d_out.f32, q.bf16, k.bf16, v.bf16, out_rounded, lse, scale);
+  attention_backward(d_q_bf16, d_k_bf16, d_v_bf16, d_out.bf16, q.bf16, k.bf16, v.bf16, out_bf16, lse, scale);
+  expect_equal(d_q_bf16, d_q);
+  expect_equal(d_k_bf16, d_k);
+  expect_equal(d_v_bf16, d_v);
+}
+
 TEST(Attention, RejectsMixedOrUnsupportedDtypes) {
   Shape shape{1, 2, 1, 8};
   OwnedTensor q(shape, DType::bf16), k(shape, DType::f32), v(shape, DType::bf16);
   OwnedTensor out(shape, DType::f32), lse(Shape{1, 1, 2}, DType::f32), out_bf16(shape, DType::bf16);
   EXPECT_THROW(attention_forward(out, lse, q, k, v, 1.0f), Error);  // k differs
-  EXPECT_THROW(attention_forward(out_bf16, lse, q, q, v, 1.0f), Error);  // out must be fp32
+  OwnedTensor q32(shape, DType::f32);
+  EXPECT_THROW(attention_forward(out_bf16, lse, q32, q32, q32, 1.0f), Error);  // bf16 out needs bf16 inputs
   OwnedTensor q16(shape, DType::f16);
   EXPECT_THROW(attention_forward(out, lse, q16, q16, q16, 1.0f), Error);
 }

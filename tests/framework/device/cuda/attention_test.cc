@@ -44,12 +44,14 @@ OwnedTensor random_operand(Shape shape, uint64_t seed, DType dtype) {
   return testing::converted(testing::random_tensor(shape, seed), dtype);
 }
 
-void check_attention(const AttentionSizes& sizes, DType dtype, uint64_t seed,
-                     const AttentionTolerances& tolerances) {
+// outputs_dtype: of out (forward) and of out and d_out (backward); bf16 only with bf16 inputs.
+void check_attention(const AttentionSizes& sizes, DType dtype, uint64_t seed, const AttentionTolerances& tolerances,
+                     DType outputs_dtype = DType::f32) {
   float scale = 1.0f / std::sqrt(static_cast<float>(sizes.qk_dim));
-  std::string name = "attention_" + std::string(dtype_name(dtype)) + "_" + sizes.name();
+  std::string name = "attention_" + std::string(dtype_name(dtype)) + "_" + sizes.name() +
+                     (outputs_dtype == DType::bf16 ? "_bf16_outputs" : "");
   ParityCase forward;
-  forward.output(OwnedTensor(sizes.v(), DType::f32), tolerances.out);
+  forward.output(OwnedTensor(sizes.v(), outputs_dtype), tolerances.out);
   forward.output(OwnedTensor(sizes.lse(), DType::f32), tolerances.lse);
   forward.input(random_operand(sizes.qk(), seed, dtype));
   forward.input(random_operand(sizes.qk(), seed + 1, dtype));
@@ -60,14 +62,14 @@ void check_attention(const AttentionSizes& sizes, DType dtype, uint64_t seed,
   // out and lse from the CPU op, so that both backward runs read the same saved values.
   OwnedTensor q = random_operand(sizes.qk(), seed, dtype), k = random_operand(sizes.qk(), seed + 1, dtype);
   OwnedTensor v = random_operand(sizes.v(), seed + 2, dtype);
-  OwnedTensor out(sizes.v(), DType::f32), lse(sizes.lse(), DType::f32);
+  OwnedTensor out(sizes.v(), outputs_dtype), lse(sizes.lse(), DType::f32);
   attention_forward(out, lse, q, k, v, scale);
 
   ParityCase backward;
   backward.output(OwnedTensor(sizes.qk(), DType::f32), tolerances.gradients);  // d_q
   backward.output(OwnedTensor(sizes.qk(), DType::f32), tolerances.gradients);  // d_k
   backward.output(OwnedTensor(sizes.v(), DType::f32), tolerances.gradients);   // d_v
-  backward.input(testing::random_tensor(sizes.v(), seed + 3));                 // d_out
+  backward.input(random_operand(sizes.v(), seed + 3, outputs_dtype));          // d_out
   backward.input(std::move(q));
   backward.input(std::move(k));
   backward.input(std::move(v));
@@ -93,6 +95,15 @@ TEST(CudaAttention, TinyHeadWidthsMatchCpu) {
 TEST(CudaAttention, MlaHeadWidthsMatchCpu) {
   HAI_REQUIRE_CUDA_DEVICE();
   for (int64_t sequence : {1, 77, 300}) check_both_dtypes({1, sequence, 2, 192, 128}, 200 + sequence);
+}
+
+// MLA keeps o and gets d_o in bf16: both sides read the same bf16 values.
+TEST(CudaAttention, Bf16OutAndDOutMatchCpu) {
+  HAI_REQUIRE_CUDA_DEVICE();
+  for (int64_t sequence : {1, 77, 300}) {
+    check_attention({1, sequence, 2, 192, 128}, DType::bf16, 500 + sequence, kBf16, DType::bf16);
+    check_attention({2, sequence, 3, 24, 16}, DType::bf16, 600 + sequence, kBf16, DType::bf16);
+  }
 }
 
 TEST(CudaAttention, EveryPaddedWidthMatchesCpu) {
