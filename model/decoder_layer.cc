@@ -1,5 +1,7 @@
 #include "model/decoder_layer.h"
 
+#include <utility>
+
 #include "framework/device/elementwise.h"
 #include "framework/device/rmsnorm.h"
 #include "model/parameters.h"
@@ -38,20 +40,21 @@ void DecoderLayer::forward(Context& ctx, const Tensor& out, const Tensor& x, con
   ctx.attention_rstd = OwnedTensor(Shape{tokens}, DType::f32, x.device());
   ctx.residual = like(x);
   {
-    OwnedTensor attention_input = like(x);  // [T, H] input_layernorm(x)
+    OwnedTensor attention_input(x.shape(), attention_.input_dtype(), x.device());  // [T, H] input_layernorm(x)
     rmsnorm_forward(attention_input, ctx.attention_rstd, x, input_norm_.value, norm_eps_);
-    attention_.forward(ctx.attention, ctx.residual, attention_input, positions, seq_len);
+    attention_.forward(ctx.attention, ctx.residual, std::move(attention_input), positions, seq_len);
   }
   add_scaled(ctx.residual, x);
 
   mark_phase(profiler_, moe_ ? "forward.moe_routing" : "forward.dense_mlp");
   ctx.mlp_rstd = OwnedTensor(Shape{tokens}, DType::f32, x.device());
-  OwnedTensor mlp_input = like(x);  // [T, H] post_attention_layernorm(h)
+  // [T, H] post_attention_layernorm(h); fp32 for the MoE gate
+  OwnedTensor mlp_input(x.shape(), moe_ ? DType::f32 : dense_->input_dtype(), x.device());
   rmsnorm_forward(mlp_input, ctx.mlp_rstd, ctx.residual, post_attention_norm_.value, norm_eps_);
   if (moe_) {
-    moe_->forward(ctx.moe, out, mlp_input, seq_len);
+    moe_->forward(ctx.moe, out, std::move(mlp_input), seq_len);
   } else {
-    dense_->forward(ctx.dense, out, mlp_input);
+    dense_->forward(ctx.dense, out, std::move(mlp_input));
   }
   add_scaled(out, ctx.residual);
 }

@@ -18,16 +18,28 @@ FeedForward::FeedForward(const ParameterStore& store, const std::string& prefix)
 }
 
 void FeedForward::forward(Context& ctx, const Tensor& out, const Tensor& x) const {
-  const int64_t rows = x.size(0);
-  OwnedTensor gate(Shape{rows, ffn_size()}, DType::f32, x.device());  // [N, F]
-  OwnedTensor up(Shape{rows, ffn_size()}, DType::f32, x.device());    // [N, F]
-  Linear::PreparedInput input = gate_.prepare_input(x);  // read by gate_proj and up_proj alike
-  gate_.forward(gate, input);
+  forward(ctx, out, gate_.prepare_input(x), x.size(0), x.device());
+}
+
+void FeedForward::forward(Context& ctx, const Tensor& out, OwnedTensor&& x) const {
+  int64_t rows = x.tensor().size(0);
+  Device device = x.tensor().device();
+  forward(ctx, out, gate_.prepare_input(std::move(x)), rows, device);
+}
+
+void FeedForward::forward(Context& ctx, const Tensor& out, Linear::PreparedInput input, int64_t rows,
+                          Device device) const {
+  // NOTE: in bf16 (no FP8) the GEMMs write gate and up, and SwiGLU its activation, in bf16 straight away, as the
+  // routed experts do: SwiGLU's forward reads the rounded gate and up that its backward reads.
+  DType hidden_dtype = down_.input_dtype();
+  OwnedTensor gate(Shape{rows, ffn_size()}, hidden_dtype, device);  // [N, F]
+  OwnedTensor up(Shape{rows, ffn_size()}, hidden_dtype, device);    // [N, F]
+  gate_.forward(gate, input);  // gate_proj and up_proj read the same prepared x
   up_.forward(up, input);
   ctx.input = std::move(input.saved);
-  OwnedTensor activation(Shape{rows, ffn_size()}, DType::f32, x.device());  // [N, F]
+  OwnedTensor activation(Shape{rows, ffn_size()}, hidden_dtype, device);  // [N, F]
   swiglu_forward(activation, gate, up);
-  down_.forward(out, activation, ctx.activation);
+  down_.forward(out, std::move(activation), ctx.activation);
   DType saved = saved_activation_dtype(gate_.compute_dtype());
   ctx.gate = in_dtype(std::move(gate), saved);
   ctx.up = in_dtype(std::move(up), saved);
@@ -38,8 +50,9 @@ void FeedForward::backward_input(Context& ctx, const Tensor& d_x, const Tensor& 
   ctx.d_out = to_compute_dtype(d_out, down_.output_grad_dtype());  // [N, H] a copy: the caller may reuse d_out
   OwnedTensor d_activation(Shape{rows, ffn_size()}, DType::f32, d_out.device());  // [N, F]
   down_.backward_input(d_activation, ctx.d_out);
-  OwnedTensor d_gate(Shape{rows, ffn_size()}, DType::f32, d_out.device());  // [N, F]
-  OwnedTensor d_up(Shape{rows, ffn_size()}, DType::f32, d_out.device());    // [N, F]
+  DType written = saved_activation_dtype(gate_.output_grad_dtype());  // bf16 in bf16 training: no fp32 copies
+  OwnedTensor d_gate(Shape{rows, ffn_size()}, written, d_out.device());  // [N, F]
+  OwnedTensor d_up(Shape{rows, ffn_size()}, written, d_out.device());    // [N, F]
   swiglu_backward(d_gate, d_up, d_activation, ctx.gate, ctx.up);
   ctx.gate = OwnedTensor();
   ctx.up = OwnedTensor();

@@ -72,8 +72,19 @@ Linear::PreparedInput Linear::prepare_input(const Tensor& x) const {
   return {std::move(x_rows.values), std::move(x_rows.scales), std::move(saved)};
 }
 
+Linear::PreparedInput Linear::prepare_input(OwnedTensor&& x) const {
+  if (!uses_fp8() && x.tensor().dtype() == compute_dtype()) return {.saved = std::move(x)};
+  return prepare_input(x.tensor());
+}
+
 void Linear::forward(const Tensor& y, const Tensor& x, OwnedTensor& saved_input) const {
   PreparedInput input = prepare_input(x);
+  forward(y, input);
+  saved_input = std::move(input.saved);
+}
+
+void Linear::forward(const Tensor& y, OwnedTensor&& x, OwnedTensor& saved_input) const {
+  PreparedInput input = prepare_input(std::move(x));
   forward(y, input);
   saved_input = std::move(input.saved);
 }

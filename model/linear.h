@@ -38,9 +38,17 @@ class Linear {
                              // in 1x128 tiles along the tokens and its scales packed in one u8 buffer
   };
   PreparedInput prepare_input(const Tensor& x) const;
+  // The same from an x the caller hands over: kept as the saved input without a copy when it already has the
+  // compute dtype (no FP8), so a producer that writes input_dtype() saves the rounding pass.
+  PreparedInput prepare_input(OwnedTensor&& x) const;
+  // The dtype in which a producer (RMSNorm, SwiGLU, attention) should write x for this layer: bf16 when the layer
+  // computes in bf16 without FP8 (x would be rounded to it anyway, once), else fp32 (FP8 quantises fp32 x).
+  DType input_dtype() const { return !uses_fp8() && compute_dtype() == DType::bf16 ? DType::bf16 : DType::f32; }
 
-  // y: [T, out] <- x: [T, in]. saved_input receives PreparedInput::saved (allocated here).
+  // y: [T, out] <- x: [T, in]. saved_input receives PreparedInput::saved (allocated here), or with an x handed
+  // over, x itself when it has the compute dtype.
   void forward(const Tensor& y, const Tensor& x, OwnedTensor& saved_input) const;
+  void forward(const Tensor& y, OwnedTensor&& x, OwnedTensor& saved_input) const;
   // y: [T, out] <- the prepared x.
   void forward(const Tensor& y, const PreparedInput& input) const;
   // d_x: [T, in] <- d_y: [T, out]. Overwrites d_x, or adds to it when accumulate is set.

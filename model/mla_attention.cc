@@ -68,88 +68,110 @@ MlaAttention::MlaAttention(const ModelConfig& model, const ParameterStore& store
 
 void MlaAttention::forward(Context& ctx, const Tensor& out, const Tensor& x, const Tensor& positions,
                            int64_t seq_len) const {
-  int64_t tokens = x.size(0);
+  forward(ctx, out, to_compute_dtype(x, input_dtype()), positions, seq_len);
+}
+
+void MlaAttention::forward(Context& ctx, const Tensor& out, OwnedTensor&& x, const Tensor& positions,
+                           int64_t seq_len) const {
+  int64_t tokens = x.tensor().size(0);
+  Device device = x.tensor().device();
   HAI_CHECK(seq_len > 0 && tokens % seq_len == 0, "MLA: {} tokens are not whole sequences of {}", tokens, seq_len);
   ctx.seq_len = seq_len;
   ctx.positions = positions;
-  Linear::PreparedInput input = q_a_proj_.prepare_input(x);  // read by q_a_proj and kv_a_proj_with_mqa alike
-  forward_query(ctx, x, input);
-  forward_key_value(ctx, x, input);
+  // read by q_a_proj and kv_a_proj_with_mqa alike
+  Linear::PreparedInput input = q_a_proj_.prepare_input(std::move(x));
+  forward_query(ctx, input, tokens, device);
+  forward_key_value(ctx, input, tokens, device);
   ctx.x = std::move(input.saved);
-  OwnedTensor o = f32_tensor(Shape{tokens, heads_, value_dim_}, x.device());  // [T, H, d_v]
-  ctx.lse = f32_tensor(Shape{tokens / seq_len, heads_, seq_len}, x.device());
+  // NOTE: o comes out of the attention kernel in the dtype o_proj reads (bf16 in bf16 training: no fp32 copy), and
+  // o_proj keeps it for its weight gradient; the attention backward reads that same tensor.
+  OwnedTensor o(Shape{tokens, heads_, value_dim_}, o_proj_.input_dtype(), device);  // [T, H, d_v]
+  ctx.lse = f32_tensor(Shape{tokens / seq_len, heads_, seq_len}, device);
   attention_forward(per_sequence(o, seq_len), ctx.lse, per_sequence(ctx.q, seq_len), per_sequence(ctx.k, seq_len),
                     per_sequence(ctx.v, seq_len), softmax_scale_);
-  o_proj_.forward(out, flatten_heads(o), ctx.o_input);
-  // NOTE: o_proj saved o itself when its saved input has the attention dtype (bf16 or fp32, not FP8): no 2nd copy.
-  if (ctx.o_input.tensor().dtype() != attention_dtype_) ctx.o = in_dtype(std::move(o), attention_dtype_);
+  bool o_proj_keeps_o = !o_proj_.uses_fp8() && o.tensor().dtype() == o_proj_.compute_dtype();
+  if (!o_proj_keeps_o) ctx.o = to_compute_dtype(o, attention_dtype_);  // FP8 (or fp16) keeps another o_proj input
+  o.reshape(Shape{tokens, heads_ * value_dim_});
+  o_proj_.forward(out, std::move(o), ctx.o_input);
 }
 
-void MlaAttention::forward_query(Context& ctx, const Tensor& x, const Linear::PreparedInput& input) const {
-  int64_t tokens = x.size(0);
+void MlaAttention::forward_query(Context& ctx, const Linear::PreparedInput& input, int64_t tokens,
+                                 Device device) const {
   int64_t q_lora_rank = q_a_proj_.out_features();
-  ctx.q_latent = f32_tensor(Shape{tokens, q_lora_rank}, x.device());
+  ctx.q_latent = f32_tensor(Shape{tokens, q_lora_rank}, device);
   q_a_proj_.forward(ctx.q_latent, input);
-  OwnedTensor q_latent_normed = f32_tensor(Shape{tokens, q_lora_rank}, x.device());  // [T, q_lora]
-  ctx.q_latent_rstd = f32_tensor(Shape{tokens}, x.device());
+  OwnedTensor q_latent_normed(Shape{tokens, q_lora_rank}, q_b_proj_.input_dtype(), device);  // [T, q_lora]
+  ctx.q_latent_rstd = f32_tensor(Shape{tokens}, device);
   rmsnorm_forward(q_latent_normed, ctx.q_latent_rstd, ctx.q_latent, q_a_norm_weight_, norm_eps_);
-  OwnedTensor q = f32_tensor(Shape{tokens, heads_, nope_dim_ + rope_dim_}, x.device());  // [T, H, d_qk]
-  q_b_proj_.forward(flatten_heads(q), q_latent_normed, ctx.q_latent_normed);
-  rope_forward(q, q, ctx.positions, rope_, nope_dim_);
-  ctx.q = in_dtype(std::move(q), attention_dtype_);
+  OwnedTensor q = f32_tensor(Shape{tokens, heads_, nope_dim_ + rope_dim_}, device);  // [T, H, d_qk]
+  q_b_proj_.forward(flatten_heads(q), std::move(q_latent_normed), ctx.q_latent_normed);
+  ctx.q = rotated(std::move(q), nope_dim_, attention_dtype_, ctx.positions, /*backward=*/false);
 }
 
-void MlaAttention::forward_key_value(Context& ctx, const Tensor& x, const Linear::PreparedInput& input) const {
-  int64_t tokens = x.size(0);
-  OwnedTensor ckv = f32_tensor(Shape{tokens, kv_lora_rank_ + rope_dim_}, x.device());  // [T, kv_lora + d_rope]
+void MlaAttention::forward_key_value(Context& ctx, const Linear::PreparedInput& input, int64_t tokens,
+                                     Device device) const {
+  OwnedTensor ckv = f32_tensor(Shape{tokens, kv_lora_rank_ + rope_dim_}, device);  // [T, kv_lora + d_rope]
   kv_a_proj_.forward(ckv, input);
   rope_forward(ckv, ckv, ctx.positions, rope_, kv_lora_rank_);
-  ctx.kv_latent = f32_tensor(Shape{tokens, kv_lora_rank_}, x.device());
+  ctx.kv_latent = f32_tensor(Shape{tokens, kv_lora_rank_}, device);
   copy_columns(ctx.kv_latent, ckv, {.width = kv_lora_rank_});
-  OwnedTensor kv_latent_normed = f32_tensor(Shape{tokens, kv_lora_rank_}, x.device());  // [T, kv_lora]
-  ctx.kv_latent_rstd = f32_tensor(Shape{tokens}, x.device());
+  OwnedTensor kv_latent_normed(Shape{tokens, kv_lora_rank_}, kv_b_proj_.input_dtype(), device);  // [T, kv_lora]
+  ctx.kv_latent_rstd = f32_tensor(Shape{tokens}, device);
   rmsnorm_forward(kv_latent_normed, ctx.kv_latent_rstd, ctx.kv_latent, kv_a_norm_weight_, norm_eps_);
-  OwnedTensor kv = f32_tensor(Shape{tokens, heads_, nope_dim_ + value_dim_}, x.device());  // [T, H, d_nope + d_v]
-  kv_b_proj_.forward(flatten_heads(kv), kv_latent_normed, ctx.kv_latent_normed);
-  OwnedTensor k = f32_tensor(Shape{tokens, heads_, nope_dim_ + rope_dim_}, x.device());  // [T, H, d_qk]
-  copy_columns(k, kv, {.width = nope_dim_});
-  copy_columns(k, ckv, {.dst_offset = nope_dim_, .src_offset = kv_lora_rank_, .width = rope_dim_});
-  ctx.k = in_dtype(std::move(k), attention_dtype_);
-  OwnedTensor v = f32_tensor(Shape{tokens, heads_, value_dim_}, x.device());  // [T, H, d_v]
-  copy_columns(v, kv, {.src_offset = nope_dim_, .width = value_dim_});
-  ctx.v = in_dtype(std::move(v), attention_dtype_);
+  // NOTE: k_nope and v are plain copies of kv's columns, so kv_b_proj may round its output to the attention dtype
+  // itself (the same bits as rounding the copies); FP8 GEMMs write fp32 only.
+  DType kv_dtype = kv_b_proj_.uses_fp8() ? DType::f32 : attention_dtype_;
+  OwnedTensor kv(Shape{tokens, heads_, nope_dim_ + value_dim_}, kv_dtype, device);  // [T, H, d_nope + d_v]
+  kv_b_proj_.forward(flatten_heads(kv), std::move(kv_latent_normed), ctx.kv_latent_normed);
+  ctx.k = OwnedTensor(Shape{tokens, heads_, nope_dim_ + rope_dim_}, attention_dtype_, device);  // [T, H, d_qk]
+  copy_columns(ctx.k, kv, {.width = nope_dim_});
+  copy_columns(ctx.k, ckv, {.dst_offset = nope_dim_, .src_offset = kv_lora_rank_, .width = rope_dim_});
+  ctx.v = OwnedTensor(Shape{tokens, heads_, value_dim_}, attention_dtype_, device);  // [T, H, d_v]
+  copy_columns(ctx.v, kv, {.src_offset = nope_dim_, .width = value_dim_});
+}
+
+OwnedTensor MlaAttention::rotated(OwnedTensor x, int64_t column_offset, DType dtype, const Tensor& positions,
+                                  bool backward) const {
+  auto rotate = backward ? rope_backward : rope_forward;
+  if (dtype != DType::bf16) {
+    rotate(x, x, positions, rope_, column_offset, {});
+    return in_dtype(std::move(x), dtype);
+  }
+  OwnedTensor narrow(x.shape(), DType::bf16, x.tensor().device());
+  rotate(narrow, x, positions, rope_, column_offset, {});
+  return narrow;
 }
 
 void MlaAttention::backward_input(Context& ctx, const Tensor& d_x, const Tensor& d_out) const {
   int64_t tokens = d_out.size(0);
   int64_t qk_dim = nope_dim_ + rope_dim_;
+  Device device = d_out.device();
   ctx.d_out = to_compute_dtype(d_out, o_proj_.output_grad_dtype());  // NOTE: a copy; the caller may reuse d_out.
-  OwnedTensor d_o = f32_tensor(Shape{tokens, heads_, value_dim_}, d_out.device());  // [T, H, d_v]
+  DType d_o_dtype = o_proj_.uses_fp8() ? DType::f32 : attention_dtype_;  // bf16 when the attention reads bf16
+  OwnedTensor d_o(Shape{tokens, heads_, value_dim_}, d_o_dtype, device);  // [T, H, d_v]
   o_proj_.backward_input(flatten_heads(d_o), ctx.d_out);
-  OwnedTensor d_q = f32_tensor(Shape{tokens, heads_, qk_dim}, d_out.device());      // [T, H, d_qk]
-  OwnedTensor d_k = f32_tensor(Shape{tokens, heads_, qk_dim}, d_out.device());      // [T, H, d_qk]
-  OwnedTensor d_v = f32_tensor(Shape{tokens, heads_, value_dim_}, d_out.device());  // [T, H, d_v]
-  OwnedTensor o = attention_output(ctx);                                             // [T, H, d_v] fp32
+  OwnedTensor d_q = f32_tensor(Shape{tokens, heads_, qk_dim}, device);      // [T, H, d_qk]
+  OwnedTensor d_k = f32_tensor(Shape{tokens, heads_, qk_dim}, device);      // [T, H, d_qk]
+  OwnedTensor d_v = f32_tensor(Shape{tokens, heads_, value_dim_}, device);  // [T, H, d_v]
   int64_t s = ctx.seq_len;
   attention_backward(per_sequence(d_q, s), per_sequence(d_k, s), per_sequence(d_v, s), per_sequence(d_o, s),
-                     per_sequence(ctx.q, s), per_sequence(ctx.k, s), per_sequence(ctx.v, s), per_sequence(o, s),
-                     ctx.lse, softmax_scale_);
-  for (OwnedTensor* released : {&o, &ctx.q, &ctx.k, &ctx.v, &ctx.lse}) *released = OwnedTensor();
+                     per_sequence(ctx.q, s), per_sequence(ctx.k, s), per_sequence(ctx.v, s),
+                     per_sequence(attention_output(ctx), s), ctx.lse, softmax_scale_);
+  for (OwnedTensor* released : {&ctx.o, &ctx.q, &ctx.k, &ctx.v, &ctx.lse}) *released = OwnedTensor();
   backward_query(ctx, d_x, std::move(d_q));
   backward_key_value(ctx, d_x, d_k, d_v);
 }
 
-OwnedTensor MlaAttention::attention_output(Context& ctx) const {
-  if (ctx.o.tensor().raw() != nullptr) return in_dtype(std::move(ctx.o), DType::f32);
-  const Tensor& saved = ctx.o_input.tensor();  // [T, H * d_v], kept for o_proj's weight gradient
-  return to_compute_dtype(saved.reshape(Shape{saved.size(0), heads_, value_dim_}), DType::f32);
+Tensor MlaAttention::attention_output(const Context& ctx) const {
+  if (ctx.o.tensor().raw() != nullptr) return ctx.o.tensor();
+  const Tensor& saved = ctx.o_input.tensor();  // [T, H * d_v]: o itself, kept for o_proj's weight gradient
+  return saved.reshape(Shape{saved.size(0), heads_, value_dim_});
 }
 
 void MlaAttention::backward_query(Context& ctx, const Tensor& d_x, OwnedTensor d_q) const {
   int64_t tokens = d_x.size(0);
   int64_t q_lora_rank = q_a_proj_.out_features();
-  rope_backward(d_q, d_q, ctx.positions, rope_, nope_dim_);
-  ctx.d_q = in_dtype(std::move(d_q), q_b_proj_.output_grad_dtype());
+  ctx.d_q = rotated(std::move(d_q), nope_dim_, q_b_proj_.output_grad_dtype(), ctx.positions, /*backward=*/true);
   OwnedTensor d_q_latent_normed = f32_tensor(Shape{tokens, q_lora_rank}, d_x.device());  // [T, q_lora]
   q_b_proj_.backward_input(d_q_latent_normed, flatten_heads(ctx.d_q));
   OwnedTensor d_q_latent = f32_tensor(Shape{tokens, q_lora_rank}, d_x.device());  // [T, q_lora]
@@ -163,10 +185,13 @@ void MlaAttention::backward_query(Context& ctx, const Tensor& d_x, OwnedTensor d
 
 void MlaAttention::backward_key_value(Context& ctx, const Tensor& d_x, const Tensor& d_k, const Tensor& d_v) const {
   int64_t tokens = d_x.size(0);
-  OwnedTensor d_kv = f32_tensor(Shape{tokens, heads_, nope_dim_ + value_dim_}, d_x.device());  // [T, H, d_nope + d_v]
+  // NOTE: d_kv is assembled straight in kv_b_proj's gradient dtype when the column copy can write it (fp32, bf16).
+  DType d_kv_dtype = kv_b_proj_.output_grad_dtype();
+  DType assembled = d_kv_dtype == DType::bf16 ? DType::bf16 : DType::f32;
+  OwnedTensor d_kv(Shape{tokens, heads_, nope_dim_ + value_dim_}, assembled, d_x.device());  // [T, H, d_nope + d_v]
   copy_columns(d_kv, d_k, {.width = nope_dim_});
   copy_columns(d_kv, d_v, {.dst_offset = nope_dim_, .width = value_dim_});
-  ctx.d_kv = in_dtype(std::move(d_kv), kv_b_proj_.output_grad_dtype());
+  ctx.d_kv = in_dtype(std::move(d_kv), d_kv_dtype);
   OwnedTensor d_kv_latent_normed = f32_tensor(Shape{tokens, kv_lora_rank_}, d_x.device());  // [T, kv_lora]
   kv_b_proj_.backward_input(d_kv_latent_normed, flatten_heads(ctx.d_kv));
   OwnedTensor d_kv_latent = f32_tensor(Shape{tokens, kv_lora_rank_}, d_x.device());  // [T, kv_lora]
@@ -178,8 +203,8 @@ void MlaAttention::backward_key_value(Context& ctx, const Tensor& d_x, const Ten
   copy_columns(d_ckv, d_kv_latent, {.width = kv_lora_rank_});
   // k_rope is shared by all heads: its gradient is the sum over them.
   sum_columns(d_ckv, d_k, {.dst_offset = kv_lora_rank_, .src_offset = nope_dim_, .width = rope_dim_});
-  rope_backward(d_ckv, d_ckv, ctx.positions, rope_, kv_lora_rank_);
-  ctx.d_ckv = in_dtype(std::move(d_ckv), kv_a_proj_.output_grad_dtype());
+  ctx.d_ckv = rotated(std::move(d_ckv), kv_lora_rank_, kv_a_proj_.output_grad_dtype(), ctx.positions,
+                      /*backward=*/true);
   kv_a_proj_.backward_input(d_x, ctx.d_ckv, /*accumulate=*/true);
 }
 

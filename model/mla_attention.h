@@ -11,8 +11,11 @@
 //   out  = o W_o^T                                o_proj                          [T, hidden]
 // RoPE (interleaved, YaRN) rotates the d_rope columns of q per head and k_rope once per token. The softmax scale is
 // d_qk^-0.5, times mscale^2 when YaRN is active. The attention core reads q, k and v in bf16 when the projections
-// compute in bf16 (rounded after RoPE, like tensor-core inputs), in fp32 otherwise; its softmax, output and
-// gradients are fp32. The output o is kept for the attention backward in that same dtype. Follows docs/design/model-layers.md (forward / backward_input / backward_weight).
+// compute in bf16 (rounded after RoPE, like tensor-core inputs), in fp32 otherwise; its softmax and q, k, v
+// gradients are fp32. In bf16 training (no FP8) the passes between the projections and the attention core write
+// bf16 only: kv_b_proj outputs bf16, q is rotated into bf16, o and d_o are bf16, d_q and d_kv are written in bf16
+// by the rotation and the column copy (each value rounded once, where it was rounded before). Follows
+// docs/design/model-layers.md (forward / backward_input / backward_weight).
 
 #include <cstdint>
 
@@ -35,18 +38,18 @@ class MlaAttention {
   struct Context {
     int64_t seq_len = 0;
     Tensor positions;              // [T] i32, the caller's (kept alive by it until backward_input)
-    OwnedTensor x;                 // [T, hidden], compute dtype: input of q_a_proj and kv_a_proj_with_mqa
+    OwnedTensor x;                 // [T, hidden], q_a_proj's saved input (also kv_a_proj_with_mqa's)
     OwnedTensor q_latent;          // [T, q_lora] before q_a_layernorm
     OwnedTensor q_latent_rstd;     // [T]
-    OwnedTensor q_latent_normed;   // [T, q_lora], compute dtype: input of q_b_proj
+    OwnedTensor q_latent_normed;   // [T, q_lora], q_b_proj's saved input
     OwnedTensor kv_latent;         // [T, kv_lora] before kv_a_layernorm
     OwnedTensor kv_latent_rstd;    // [T]
-    OwnedTensor kv_latent_normed;  // [T, kv_lora], compute dtype: input of kv_b_proj
+    OwnedTensor kv_latent_normed;  // [T, kv_lora], kv_b_proj's saved input
     OwnedTensor q;                 // [T, H, d_qk], rotated, attention dtype
     OwnedTensor k;                 // [T, H, d_qk], rotated, attention dtype
     OwnedTensor v;                 // [T, H, d_v], attention dtype
-    OwnedTensor o;                 // [T, H, d_v], attention dtype; only when o_input is FP8 (else o_input is o)
-    OwnedTensor o_input;           // [T, H * d_v], o_proj's saved input (compute dtype, or FP8 in fp8 training)
+    OwnedTensor o;                 // [T, H, d_v], attention dtype; only when o_input is not o itself (FP8, fp16)
+    OwnedTensor o_input;           // [T, H * d_v], o_proj's saved input (o itself, or FP8 in fp8 training)
     OwnedTensor lse;               // [B, H, S]
     // Output gradients of the five projections in Linear::output_grad_dtype, saved by backward_input for
     // backward_weight (which releases everything). backward_input releases what only it reads: q_latent,
@@ -58,8 +61,13 @@ class MlaAttention {
     OwnedTensor d_q_latent;  // [T, q_lora]
   };
 
-  // out: [T, hidden] <- x: [T, hidden], positions: [T] i32 (t % seq_len), T = batch * seq_len.
+  // out: [T, hidden] <- x: [T, hidden] fp32 or input_dtype() (kept for the weight gradients without a copy when it
+  // has the compute dtype), positions: [T] i32 (t % seq_len), T = batch * seq_len.
+  void forward(Context& ctx, const Tensor& out, OwnedTensor&& x, const Tensor& positions, int64_t seq_len) const;
+  // The same from a copy of x in input_dtype().
   void forward(Context& ctx, const Tensor& out, const Tensor& x, const Tensor& positions, int64_t seq_len) const;
+  // The dtype in which the producer of x should write it: Linear::input_dtype of q_a_proj.
+  DType input_dtype() const { return q_a_proj_.input_dtype(); }
   // d_x: [T, hidden] (overwritten) <- d_out: [T, hidden]. Accumulates the two RMSNorm weights' gradients.
   void backward_input(Context& ctx, const Tensor& d_x, const Tensor& d_out) const;
   // Accumulates the five projection weights' gradients, then releases everything ctx holds.
@@ -67,12 +75,16 @@ class MlaAttention {
 
  private:
   // q: [T, H, d_qk] <- x: [T, hidden] prepared for q_a_proj (the q path up to and including RoPE).
-  void forward_query(Context& ctx, const Tensor& x, const Linear::PreparedInput& input) const;
+  void forward_query(Context& ctx, const Linear::PreparedInput& input, int64_t tokens, Device device) const;
   // k: [T, H, d_qk], v: [T, H, d_v] <- x: [T, hidden] prepared for kv_a_proj_with_mqa (the kv path).
-  void forward_key_value(Context& ctx, const Tensor& x, const Linear::PreparedInput& input) const;
-  // d_x: [T, hidden] (overwritten) <- d_q: [T, H, d_qk] fp32 (rotated back in place, then kept in ctx.d_q)
-  // The attention output o, widened to fp32 for the attention backward: from ctx.o, or from o_proj's saved input.
-  OwnedTensor attention_output(Context& ctx) const;
+  void forward_key_value(Context& ctx, const Linear::PreparedInput& input, int64_t tokens, Device device) const;
+  // x: [T, ..., W] fp32 with its RoPE columns from column_offset rotated (backward: rotated back), in `dtype`:
+  // rotated into bf16 in one pass, else in place and then converted.
+  OwnedTensor rotated(OwnedTensor x, int64_t column_offset, DType dtype, const Tensor& positions,
+                      bool backward) const;
+  // The attention output o [T, H, d_v] for the attention backward: ctx.o, or o_proj's saved input (o itself).
+  Tensor attention_output(const Context& ctx) const;
+  // d_x: [T, hidden] (overwritten) <- d_q: [T, H, d_qk] fp32 (rotated back, then kept in ctx.d_q)
   void backward_query(Context& ctx, const Tensor& d_x, OwnedTensor d_q) const;
   // d_x: [T, hidden] (accumulated) <- d_k: [T, H, d_qk], d_v: [T, H, d_v]
   void backward_key_value(Context& ctx, const Tensor& d_x, const Tensor& d_k, const Tensor& d_v) const;

@@ -35,9 +35,18 @@ MoeLayer::MoeLayer(const ModelConfig& config, const ParameterStore& store, int64
 }
 
 void MoeLayer::forward(Context& ctx, const Tensor& out, const Tensor& x, int64_t seq_len) const {
-  route(ctx, x, seq_len);
+  forward(ctx, out, to_compute_dtype(x, DType::f32), seq_len);
+}
+
+void MoeLayer::forward(Context& ctx, const Tensor& out, OwnedTensor&& x, int64_t seq_len) const {
+  ctx.input = std::move(x);  // [T, H] fp32
+  const Tensor& input = ctx.input.tensor();
+  route(ctx, input, seq_len);
   mark_phase(profiler_, "forward.moe_experts");
-  OwnedTensor x_sorted = dispatch(ctx, x);  // [T * K, H]
+  ctx.plan = std::make_unique<OwnedRoutingPlan>(input.size(0), experts_per_token_, routed_experts_, input.device());
+  build_routing_plan(*ctx.plan, ctx.topk_indices);
+  OwnedTensor tokens = expert_tokens(input);                  // [T, H], or empty: x itself
+  OwnedTensor x_sorted = sorted_rows(ctx, input, tokens);  // [T * K, H]
   compute_experts(ctx, x_sorted);
   // NOTE: rounded before the combine reads them (after the exchange, which moves fp32 rows), as the experts write
   // them without one: the same bits with and without expert parallelism.
@@ -45,9 +54,13 @@ void MoeLayer::forward(Context& ctx, const Tensor& out, const Tensor& x, int64_t
   combine(ctx, out);
   if (shared_) {
     mark_phase(profiler_, "forward.shared_expert");
-    OwnedTensor shared_out(x.shape(), DType::f32, x.device());  // [T, H]
+    OwnedTensor shared_out(input.shape(), DType::f32, input.device());  // [T, H]
     ctx.shared.emplace();
-    shared_->forward(*ctx.shared, shared_out, x);
+    if (shared_reads_expert_tokens()) {
+      shared_->forward(*ctx.shared, shared_out, std::move(tokens));
+    } else {
+      shared_->forward(*ctx.shared, shared_out, input);
+    }
     add_scaled(out, shared_out);
   }
 }
@@ -58,10 +71,9 @@ void MoeLayer::route(Context& ctx, const Tensor& x, int64_t seq_len) const {
             seq_len);
   const int64_t sequences = tokens / seq_len;
   const Device device = x.device();
-  ctx.input = to_compute_dtype(x, DType::f32);                              // [T, H]
   OwnedTensor logits(Shape{tokens, routed_experts_}, DType::f32, device);  // [T, E]
   // NOTE: the gate is kept in fp32 in every precision mode (the FP8 recipe), so it reads the master value.
-  gemm(logits, ctx.input, gate_->value, {.transpose_b = true});
+  gemm(logits, x, gate_->value, {.transpose_b = true});
   ctx.scores = OwnedTensor(Shape{tokens, routed_experts_}, DType::f32, device);           // [T, E]
   ctx.topk_indices = OwnedTensor(Shape{tokens, experts_per_token_}, DType::i32, device);  // [T, K]
   ctx.topk_weights = OwnedTensor(Shape{tokens, experts_per_token_}, DType::f32, device);  // [T, K]
@@ -72,26 +84,25 @@ void MoeLayer::route(Context& ctx, const Tensor& x, int64_t seq_len) const {
                        balance_loss_alpha_);
 }
 
-OwnedTensor MoeLayer::dispatch(Context& ctx, const Tensor& x) const {
-  const int64_t tokens = x.size(0);
-  ctx.plan = std::make_unique<OwnedRoutingPlan>(tokens, experts_per_token_, routed_experts_, x.device());
-  build_routing_plan(*ctx.plan, ctx.topk_indices);
-  return sorted_rows(ctx, x);
-}
-
-OwnedTensor MoeLayer::sorted_rows(const Context& ctx, const Tensor& x) const {
-  if (exchange_) return permuted(ctx, x);  // fp32 rows: the exchange quantises them itself
-  // NOTE: rows that stay on this rank are prepared per token, before they are permuted: the FP8 dispatch's round
-  // trip (1x128 tiles of a row) and the rounding to the experts' compute dtype give the same bits on x's T rows as
-  // on their T * K copies, and the copy then moves half the bytes.
+OwnedTensor MoeLayer::expert_tokens(const Tensor& x) const {
+  if (exchange_) return {};
   OwnedTensor tripped;  // [T, H] fp32
   if (fp8_dispatch_) {
     tripped = to_compute_dtype(x, DType::f32);
     round_trip_fp8_rows(tripped, fp8_pow2_scales_);
   }
   const Tensor& tokens = fp8_dispatch_ ? tripped.tensor() : x;
-  if (tokens.dtype() == experts_.compute_dtype()) return permuted(ctx, tokens);
-  return permuted(ctx, to_compute_dtype(tokens, experts_.compute_dtype()));
+  if (tokens.dtype() == experts_.compute_dtype()) return tripped;
+  return to_compute_dtype(tokens, experts_.compute_dtype());
+}
+
+bool MoeLayer::shared_reads_expert_tokens() const {
+  return shared_ && !exchange_ && !fp8_dispatch_ && experts_.compute_dtype() != DType::f32 &&
+         shared_->input_dtype() == experts_.compute_dtype();
+}
+
+OwnedTensor MoeLayer::sorted_rows(const Context& ctx, const Tensor& x, const OwnedTensor& tokens) const {
+  return permuted(ctx, tokens.tensor().raw() != nullptr ? tokens.tensor() : x);
 }
 
 OwnedTensor MoeLayer::permuted(const Context& ctx, const Tensor& rows) const {
@@ -211,16 +222,18 @@ void MoeLayer::route_backward(Context& ctx, const Tensor& d_x, const Tensor& d_t
 void MoeLayer::backward_weight(Context& ctx) const {
   mark_phase(profiler_, "backward_weight.moe_routing");
   gemm(gate_->grad, ctx.d_logits, ctx.input, {.transpose_a = true, .beta = 1.0f});
-  if (shared_) {
-    mark_phase(profiler_, "backward_weight.shared_expert");
-    shared_->backward_weight(*ctx.shared);
-  }
   mark_phase(profiler_, "backward_weight.moe_experts");
   if (exchange_) {
     experts_.backward_weight(ctx.experts);
   } else {
-    OwnedTensor x_sorted = sorted_rows(ctx, ctx.input);  // [T * K, H]
-    experts_.backward_weight(ctx.experts, &x_sorted.tensor());
+    // The experts' rows again: permuted from the shared expert's saved input when that is the same rounding of x.
+    OwnedTensor x_sorted = shared_reads_expert_tokens() ? permuted(ctx, ctx.shared->input)
+                                                        : sorted_rows(ctx, ctx.input, expert_tokens(ctx.input));
+    experts_.backward_weight(ctx.experts, &x_sorted.tensor());  // [T * K, H]
+  }
+  if (shared_) {
+    mark_phase(profiler_, "backward_weight.shared_expert");
+    shared_->backward_weight(*ctx.shared);
   }
   ctx.input = OwnedTensor();
   ctx.d_logits = OwnedTensor();

@@ -62,6 +62,8 @@ class MoeLayer {
   };
 
   // out: [T, H] <- x: [T, H] fp32, T a multiple of seq_len (the balance loss is per sequence of seq_len tokens).
+  // x handed over is kept for the gate's weight gradient; the other form keeps a copy.
+  void forward(Context& ctx, const Tensor& out, OwnedTensor&& x, int64_t seq_len) const;
   void forward(Context& ctx, const Tensor& out, const Tensor& x, int64_t seq_len) const;
   // d_x: [T, H] <- d_out: [T, H]. Overwrites d_x. balance_loss_grad is the derivative of the trained objective
   // with respect to this layer's balance loss, the mean of ctx.sequence_balance_loss (the scale the loss got,
@@ -82,11 +84,17 @@ class MoeLayer {
 
  private:
   void route(Context& ctx, const Tensor& x, int64_t seq_len) const;
-  OwnedTensor dispatch(Context& ctx, const Tensor& x) const;  // -> [T * K, H] x in sorted order
-  // [T * K, H] x in the plan's sorted order as the local experts read it (FP8 round trip included; in their compute
-  // dtype without expert parallelism, fp32 for the exchange). NOTE: without expert parallelism backward_weight
-  // recomputes these rows from ctx.input rather than the experts keeping them.
-  OwnedTensor sorted_rows(const Context& ctx, const Tensor& x) const;
+  // x's T rows as the local experts read them before the permutation: the FP8 dispatch's round trip and the
+  // rounding to their compute dtype (rows prepared per token give the same bits as on their T * K copies, and the
+  // copy then moves half the bytes); empty when they read x itself (expert parallelism: the exchange moves fp32
+  // rows and quantises them itself; fp32 training).
+  OwnedTensor expert_tokens(const Tensor& x) const;
+  // Whether the shared expert reads expert_tokens as they are (same dtype, no FP8 round trip): then it keeps them
+  // as its saved input, and backward_weight permutes them again instead of rounding x a second time.
+  bool shared_reads_expert_tokens() const;
+  // [T * K, H] the tokens (expert_tokens, or x itself when that is empty) in the plan's sorted order. NOTE: without
+  // expert parallelism backward_weight recomputes these rows rather than the experts keeping them.
+  OwnedTensor sorted_rows(const Context& ctx, const Tensor& x, const OwnedTensor& tokens) const;
   OwnedTensor permuted(const Context& ctx, const Tensor& rows) const;  // [T * K, H] <- rows [T, H], any float dtype
   // Writes the routed outputs [T * K, H] in sorted order to ctx.expert_output (bf16 in bf16 training without an
   // exchange, else fp32).

@@ -1,5 +1,7 @@
 #include "model/mtp_module.h"
 
+#include <utility>
+
 #include "framework/device/column_copy.h"
 #include "framework/device/elementwise.h"
 #include "framework/device/embedding.h"
@@ -34,17 +36,17 @@ void MtpModule::forward(Context& ctx, const Tensor& previous, const Tensor& ids,
   ctx.previous = OwnedTensor(previous.shape(), DType::f32, device);
   copy_tensor_async(ctx.previous, previous);
 
-  OwnedTensor normed(previous.shape(), DType::f32, device);
-  ctx.concatenated = OwnedTensor(Shape{tokens, 2 * hidden}, DType::f32, device);
+  OwnedTensor normed(previous.shape(), projection_.input_dtype(), device);  // [T, H]
+  OwnedTensor concatenated(Shape{tokens, 2 * hidden}, projection_.input_dtype(), device);  // [T, 2H]
   ctx.embedded_rstd = OwnedTensor(Shape{tokens}, DType::f32, device);
   rmsnorm_forward(normed, ctx.embedded_rstd, ctx.embedded, embedding_norm_.value, norm_eps_);
-  copy_columns(ctx.concatenated, normed, {.dst_offset = 0, .src_offset = 0, .width = hidden});
+  copy_columns(concatenated, normed, {.dst_offset = 0, .src_offset = 0, .width = hidden});
   ctx.previous_rstd = OwnedTensor(Shape{tokens}, DType::f32, device);
   rmsnorm_forward(normed, ctx.previous_rstd, previous, hidden_norm_.value, norm_eps_);
-  copy_columns(ctx.concatenated, normed, {.dst_offset = hidden, .src_offset = 0, .width = hidden});
+  copy_columns(concatenated, normed, {.dst_offset = hidden, .src_offset = 0, .width = hidden});
 
   ctx.projected = OwnedTensor(previous.shape(), DType::f32, device);
-  projection_.forward(ctx.projected, ctx.concatenated, ctx.projection_input);
+  projection_.forward(ctx.projected, std::move(concatenated), ctx.projection_input);
   ctx.output = OwnedTensor(previous.shape(), DType::f32, device);
   block_.forward(ctx.block, ctx.output, ctx.projected, positions, seq_len);
   head_.forward(ctx.head, ctx.output, targets, loss_sum, loss_grad);
@@ -60,7 +62,7 @@ void MtpModule::backward_input(Context& ctx, const Tensor& d_previous, const Ten
 
   ctx.d_projected = OwnedTensor(d_previous.shape(), DType::f32, device);
   block_.backward_input(ctx.block, ctx.d_projected, d_block_output, balance_loss_grad);
-  OwnedTensor d_concatenated(ctx.concatenated.shape(), DType::f32, device);
+  OwnedTensor d_concatenated(Shape{d_previous.size(0), 2 * hidden}, DType::f32, device);
   projection_.backward_input(d_concatenated, ctx.d_projected);
 
   OwnedTensor d_normed(d_previous.shape(), DType::f32, device);

@@ -25,8 +25,7 @@ class MtpModule {
     OwnedTensor embedded_rstd;    // [T]
     OwnedTensor previous;         // [T, H] h_{k-1}
     OwnedTensor previous_rstd;    // [T]
-    OwnedTensor concatenated;     // [T, 2H] [enorm(e_k) | hnorm(h_{k-1})]
-    OwnedTensor projection_input; // [T, 2H] concatenated in the compute dtype
+    OwnedTensor projection_input; // [T, 2H] [enorm(e_k) | hnorm(h_{k-1})] as eh_proj keeps it
     OwnedTensor projected;        // [T, H] h'_k
     DecoderLayer::Context block;
     OwnedTensor output;           // [T, H] h_k

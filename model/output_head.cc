@@ -45,11 +45,18 @@ void OutputHead::forward(Context& ctx, const Tensor& h, const Tensor& targets, c
   int64_t chunk_tokens = std::min(chunk_tokens_, tokens);
   OwnedTensor logits(Shape{chunk_tokens, head_.out_features()}, DType::f32, device);  // [C, V]
   OwnedTensor losses(Shape{chunk_tokens}, DType::f32, device);                        // [C]
+  // NOTE: in bf16 the loss gradient is written in bf16 for the head's two GEMMs (no fp32 copy, no two casts).
+  OwnedTensor d_logits;  // [C, V]
+  if (loss_grad && head_.output_grad_dtype() != DType::f32) {
+    d_logits = OwnedTensor(logits.tensor().shape(), head_.output_grad_dtype(), device);
+  }
+  Tensor gradient_buffer = d_logits.tensor().raw() != nullptr ? d_logits.tensor() : logits.tensor();
   for (int64_t begin = 0; begin < tokens; begin += chunk_tokens) {
     int64_t end = std::min(begin + chunk_tokens, tokens);
     Chunk chunk{.normed = ctx.normed.tensor().slice(begin, end),
                 .targets = targets.slice(begin, end),
                 .logits = logits.tensor().slice(0, end - begin),
+                .d_logits = loss_grad ? gradient_buffer.slice(0, end - begin) : Tensor(),
                 .losses = losses.tensor().slice(0, end - begin),
                 .d_normed = loss_grad ? ctx.d_normed.tensor().slice(begin, end) : Tensor()};
     forward_chunk(chunk, loss_sum, loss_grad);
@@ -57,14 +64,17 @@ void OutputHead::forward(Context& ctx, const Tensor& h, const Tensor& targets, c
 }
 
 void OutputHead::forward_chunk(const Chunk& chunk, const Tensor& loss_sum, std::optional<float> loss_grad) const {
-  OwnedTensor head_input;  // [c, H] the chunk's normed rows in the compute dtype
-  head_.forward(chunk.logits, chunk.normed, head_input);
-  cross_entropy_forward(chunk.losses, chunk.logits, chunk.targets);
+  Linear::PreparedInput input = head_.prepare_input(chunk.normed);  // [c, H] in the compute dtype
+  head_.forward(chunk.logits, input);
+  if (!loss_grad) {
+    cross_entropy_forward(chunk.losses, chunk.logits, chunk.targets);
+    accumulate_sum(loss_sum, chunk.losses);
+    return;
+  }
+  cross_entropy_loss_and_grad(chunk.losses, chunk.d_logits, chunk.logits, chunk.targets, *loss_grad);
   accumulate_sum(loss_sum, chunk.losses);
-  if (!loss_grad) return;
-  cross_entropy_backward(chunk.logits, chunk.logits, chunk.targets, *loss_grad);  // logits now hold d_logits
-  head_.backward_input(chunk.d_normed, chunk.logits);
-  head_.backward_weight(chunk.logits, head_input);
+  head_.backward_input(chunk.d_normed, chunk.d_logits);
+  head_.backward_weight(chunk.d_logits, input.saved);
 }
 
 void OutputHead::backward_input(Context& ctx, const Tensor& d_h, const Tensor& d_normed_extra) const {

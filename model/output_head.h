@@ -68,7 +68,8 @@ class OutputHead {
   struct Chunk {
     Tensor normed;    // [c, H]
     Tensor targets;   // [c] i32
-    Tensor logits;    // [c, V] scratch: the logits, then their gradient
+    Tensor logits;    // [c, V] scratch: the logits
+    Tensor d_logits;  // [c, V] training only, in the head's output_grad_dtype: scratch (logits itself in fp32)
     Tensor losses;    // [c] scratch
     Tensor d_normed;  // [c, H] training only
   };

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <initializer_list>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "framework/core/dtype.h"
@@ -146,6 +147,8 @@ class OwnedTensor {
   }
   const Shape& shape() const { return view_.shape(); }
   int64_t numel() const { return view_.numel(); }
+  // Views the same elements with another shape of as many elements (Tensor::reshape), keeping ownership.
+  void reshape(Shape shape) { view_ = view_.reshape(std::move(shape)); }
 
  private:
   Buffer buffer_;
