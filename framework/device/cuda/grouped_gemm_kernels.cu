@@ -107,16 +107,17 @@ __global__ void __launch_bounds__(Loop::kThreads, Loop::kBlocksPerMultiprocessor
 }
 
 // Forward and input gradient by the warp-specialised TMA loop (grouped_gemm_tma.cuh): a persistent grid of one
-// block per multiprocessor. x_map: x [R, K]; weight_map: W [E, N, K] with kTransposeWeights, else W [E, K, N].
+// block per multiprocessor. x_map: x [R, K]; weight_map: W [E, N, K] with kTransposeWeights, else W [E, K, N];
+// y_map: y [R, N].
 template <bool kTransposeWeights>
 __global__ void __launch_bounds__(tma::kThreads, 1)
     grouped_gemm_tma_kernel(const __grid_constant__ CUtensorMap x_map, const __grid_constant__ CUtensorMap weight_map,
-                            GroupedGemmArguments arguments) {
-  tma::Schedule schedule{arguments.offsets, arguments.experts, arguments.n / tma::kBlockColumns,
-                         arguments.k / tma::kDepth};
+                            const __grid_constant__ CUtensorMap y_map, GroupedGemmArguments arguments) {
+  tma::Schedule schedule{arguments.offsets,        arguments.experts,   arguments.n / tma::kBlockColumns,
+                         arguments.k / tma::kDepth, arguments.beta == 0, arguments.bf16_output};
   extern __shared__ __align__(16) unsigned char shared_bytes[];
   tma::multiply_tiles<kTransposeWeights>(
-      x_map, weight_map, schedule, shared_bytes,
+      x_map, weight_map, y_map, schedule, shared_bytes,
       [&](const tma::Tile& tile, int row, int column, float value0, float value1) {
         store_output_pair(arguments, tile.rows, tile.column_begin, row, column, value0, value1);
       });
@@ -277,11 +278,13 @@ bool tma_loop_enabled() {
 }
 
 // Whether the TMA loop runs a forward or input gradient that the wgmma loop would: whole 256-column and 64-deep
-// tiles, row coordinates that fit the copies' 32-bit ones, experts' matrices that do not overlap. (The wgmma
-// conditions already give bf16, 16-byte aligned x and W, and row and expert strides of 16-byte multiples.)
+// tiles, row coordinates that fit the copies' 32-bit ones, experts' matrices that do not overlap, y 16-byte
+// aligned. (The wgmma conditions already give bf16, 16-byte aligned x and W, and row and expert strides of
+// 16-byte multiples.)
 bool tma_loop_fits(const GroupedGemmArguments& arguments) {
   return arguments.n % tma::kBlockColumns == 0 && arguments.k > 0 && arguments.k % tma::kDepth == 0 &&
-         arguments.rows <= INT32_MAX && arguments.expert_stride >= arguments.n * arguments.k && tma_loop_enabled();
+         arguments.rows <= INT32_MAX && arguments.expert_stride >= arguments.n * arguments.k &&
+         aligned(arguments.y, 16) && tma_loop_enabled();
 }
 
 template <bool kTransposeWeights>
@@ -291,16 +294,23 @@ cudaError_t launch_grouped_gemm_tma(const GroupedGemmArguments& arguments, cudaS
   uint64_t expert_bytes = static_cast<uint64_t>(arguments.expert_stride) * sizeof(bf16);
   // x [R, K] in (64 depth, 128 rows) boxes; W [E, N, K] in (64 depth, 256 columns, 1) boxes, or W [E, K, N] in
   // (64 columns, 64 depth, 1) boxes.
-  Bf16TensorMapShape x_shape{2, {k, rows, 0}, {k * sizeof(bf16), 0}, {tma::kDepth, tma::kBlockRows, 0}};
-  Bf16TensorMapShape weight_shape{3, {k, n, experts}, {k * sizeof(bf16), expert_bytes},
-                                  {tma::kDepth, tma::kBlockColumns, 1}};
+  constexpr CUtensorMapDataType kBf16 = CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
+  TensorMapShape x_shape{kBf16, 2, {k, rows, 0}, {k * sizeof(bf16), 0}, {tma::kDepth, tma::kBlockRows, 0}};
+  TensorMapShape weight_shape{kBf16, 3, {k, n, experts}, {k * sizeof(bf16), expert_bytes},
+                              {tma::kDepth, tma::kBlockColumns, 1}};
   if (!kTransposeWeights) {
-    weight_shape = {3, {n, k, experts}, {n * sizeof(bf16), expert_bytes}, {tma::kAtomColumns, tma::kDepth, 1}};
+    weight_shape = {kBf16, 3, {n, k, experts}, {n * sizeof(bf16), expert_bytes}, {tma::kAtomColumns, tma::kDepth, 1}};
   }
-  CUtensorMap x_map, weight_map;
-  cudaError_t status = encode_bf16_tensor_map(&x_map, arguments.x, x_shape);
+  // y [R, N] in (128 bytes, 64 rows) boxes.
+  uint64_t y_element = arguments.bf16_output ? sizeof(bf16) : sizeof(float);
+  TensorMapShape y_shape{arguments.bf16_output ? kBf16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 2, {n, rows, 0},
+                         {n * y_element, 0}, {static_cast<uint32_t>(128 / y_element), tma::kConsumerRows, 0}};
+  CUtensorMap x_map, weight_map, y_map;
+  cudaError_t status = encode_tensor_map(&x_map, arguments.x, x_shape);
   if (status != cudaSuccess) return status;
-  status = encode_bf16_tensor_map(&weight_map, arguments.weights, weight_shape);
+  status = encode_tensor_map(&weight_map, arguments.weights, weight_shape);
+  if (status != cudaSuccess) return status;
+  status = encode_tensor_map(&y_map, arguments.y, y_shape);
   if (status != cudaSuccess) return status;
   int device = 0, multiprocessors = 0;
   status = cudaGetDevice(&device);
@@ -313,7 +323,7 @@ cudaError_t launch_grouped_gemm_tma(const GroupedGemmArguments& arguments, cudaS
   auto kernel = grouped_gemm_tma_kernel<kTransposeWeights>;
   status = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, tma::kSharedBytes);
   if (status != cudaSuccess) return status;
-  kernel<<<grid, tma::kThreads, tma::kSharedBytes, stream>>>(x_map, weight_map, arguments);
+  kernel<<<grid, tma::kThreads, tma::kSharedBytes, stream>>>(x_map, weight_map, y_map, arguments);
   return cudaGetLastError();
 }
 

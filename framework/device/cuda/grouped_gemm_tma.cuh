@@ -8,8 +8,11 @@
 //     (empty barrier, one arrival per warp);
 //   - two consumer warpgroups (registers raised to 232) each multiply 64 rows of the tile by the 256 columns with
 //     wgmma.mma_async m64n256k16 straight from the ring, one stage's products left in flight while the next stage's
-//     are issued, then store their accumulators through the caller's epilogue while the producer fills the ring
-//     with the next tile's stages.
+//     are issued, then write out their accumulators while the producer fills the ring with the next tile's stages.
+// Writing out: a warpgroup whose 64 rows all belong to the tile's expert, when y is not read (beta 0), stages its
+// results in 64 x 128-byte chunks (fp32 or bf16) that the copy engine writes to y while the warpgroup goes on to
+// the next chunk and the next tile; the others (rows past the expert's end, or beta != 0) go through the caller's
+// store, one pair of values at a time.
 // Shared memory per stage, 128-byte swizzled as wgmma_sm90.cuh describes (the copy engine writes that swizzle):
 //   A: x rows [row_begin, row_begin + 128) x depth [d, d + 64): K-major, 128 rows of 128 bytes (16 KB), one box.
 //   B: W_e columns [column_begin, column_begin + 256) x depth [d, d + 64), 32 KB:
@@ -20,6 +23,7 @@
 // expert's weights.
 
 #include <cuda.h>
+#include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -30,6 +34,8 @@
 #include "framework/device/cuda/wgmma_sm90.cuh"
 
 namespace hai::cuda::kernels::tma {
+
+using bf16 = __nv_bfloat16;
 
 inline constexpr int kBlockRows = 128;
 inline constexpr int kBlockColumns = 256;
@@ -46,7 +52,11 @@ inline constexpr int kBBytes = kBlockColumns * kRowBytes;
 inline constexpr int kStageBytes = kABytes + kBBytes;
 inline constexpr int kAtomColumns = 64;            // MN-major B: 64 columns (128 bytes) x kDepth rows
 inline constexpr int kAtomBytes = kDepth * kRowBytes;
-inline constexpr int kSharedBytes = kStages * kStageBytes + 2 * kStages * 8 + 1024;  // + barriers, alignment room
+inline constexpr int kOutputChunkBytes = kConsumerRows * 128;  // 64 rows of 128 bytes: 32 fp32 or 64 bf16
+inline constexpr int kOutputBuffers = 2;                        // chunk buffers per consumer, used in turn
+inline constexpr int kOutputBytes = kConsumers * kOutputBuffers * kOutputChunkBytes;
+inline constexpr int kSharedBytes =
+    kStages * kStageBytes + kOutputBytes + 2 * kStages * 8 + 1024;  // + barriers, alignment room
 
 static_assert(kConsumerRegisters * kConsumers * 128 + kProducerRegisters * 128 <= 65536);
 
@@ -56,6 +66,8 @@ struct Schedule {
   int64_t experts;         // E
   int64_t column_tiles;    // N / kBlockColumns
   int64_t depth_steps;     // K / kDepth
+  bool copy_out;           // y is only written (beta 0): whole 64-row halves of a tile go out by the copy engine
+  bool bf16_output;        // y is bf16 (else fp32)
 };
 
 struct Tile {
@@ -132,11 +144,55 @@ __device__ inline uint64_t b_descriptor(const unsigned char* b, int slice) {
   return sm90::matrix_descriptor(sm80::shared_address(b) + slice * 16 * kRowBytes, kAtomBytes, 1024);
 }
 
+__device__ inline void store_pair(unsigned char* destination, float value0, float value1, float) {
+  *reinterpret_cast<float2*>(destination) = float2{value0, value1};
+}
+__device__ inline void store_pair(unsigned char* destination, float value0, float value1, bf16) {
+  *reinterpret_cast<__nv_bfloat162*>(destination) = __floats2bfloat162_rn(value0, value1);
+}
+
+// Writes the calling consumer warpgroup's accumulators (64 x 256) to y [R, N] rows [row, row + 64), columns
+// [column, column + 256) as Element (float, or bf16 rounded to nearest even): chunk by chunk of 128-byte rows,
+// staged in `buffers` (kOutputBuffers of kOutputChunkBytes, used in turn; a tile's chunks are a multiple of them)
+// and written by the copy engine.
+// y_map: y in boxes of (128 bytes, 64 rows). barrier: the warpgroup's named barrier.
+template <typename Element>
+__device__ inline void copy_out(const float (&accumulators)[128], const CUtensorMap& y_map, int32_t row,
+                                int32_t column, unsigned char* buffers, int barrier) {
+  constexpr int kChunkColumns = 128 / static_cast<int>(sizeof(Element));
+  constexpr int kGroups = kChunkColumns / 8;  // n8 column groups of the accumulator layout per chunk
+  static_assert(kBlockColumns / kChunkColumns % kOutputBuffers == 0);
+  int thread = static_cast<int>(threadIdx.x) % 128;
+  int lane = thread % 32;
+  int chunk_row = thread / 32 * 16 + lane / 4;
+  int group_column = (lane % 4) * 2;
+#pragma unroll
+  for (int chunk = 0; chunk < kBlockColumns / kChunkColumns; ++chunk) {
+    unsigned char* buffer = buffers + chunk % kOutputBuffers * kOutputChunkBytes;
+    if (thread == 0) sm90::wait_bulk_groups_read<kOutputBuffers - 1>();
+    sm90::sync_named(barrier, 128);  // the copy that last read `buffer` is done with it
+#pragma unroll
+    for (int group = 0; group < kGroups; ++group) {
+      const float* c = accumulators + 4 * (chunk * kGroups + group);
+      auto offset = static_cast<uint32_t>(chunk_row * 128 + (group * 8 + group_column) * sizeof(Element));
+      store_pair(buffer + sm90::swizzled_offset(offset), c[0], c[1], Element{});
+      store_pair(buffer + sm90::swizzled_offset(offset + 8 * 128), c[2], c[3], Element{});
+    }
+    sm90::fence_shared_for_async_proxy();
+    sm90::sync_named(barrier, 128);
+    if (thread == 0) {
+      sm90::copy_box_to_global_2d(&y_map, column + chunk * kChunkColumns, row, buffer);
+      sm90::commit_bulk_group();
+    }
+  }
+}
+
 // Consumer warpgroup `consumer` of the block: rows [64 consumer, 64 consumer + 64) of every tile the producer
 // loads. store(tile, row, column, value0, value1) gets (row, column) and (row, column + 1) of the tile.
 template <bool kWeightsKMajor, typename Store>
-__device__ inline void consume(const Schedule& schedule, const unsigned char* stages, uint64_t* full, uint64_t* empty,
-                               int consumer, Store store) {
+__device__ inline void consume(const CUtensorMap& y_map, const Schedule& schedule, const unsigned char* stages,
+                               uint64_t* full, uint64_t* empty, unsigned char* output_buffers, int consumer,
+                               Store store) {
   int lane = static_cast<int>(threadIdx.x) % 32;
   int warp = static_cast<int>(threadIdx.x) / 32 % 4;
   float accumulators[128];  // this thread's part of 64 x 256 in the m64nN layout (wgmma_sm90.cuh)
@@ -171,6 +227,17 @@ __device__ inline void consume(const Schedule& schedule, const unsigned char* st
     if (lane == 0) sm90::barrier_arrive(&empty[previous]);
 #pragma unroll
     for (int i = 0; i < 128; ++i) sm90::fence_register(accumulators[i]);
+    int64_t first_row = tile.rows.row_begin + consumer * kConsumerRows;
+    if (schedule.copy_out && first_row + kConsumerRows <= tile.rows.row_end) {
+      auto row = static_cast<int32_t>(first_row);
+      auto column = static_cast<int32_t>(tile.column_begin);
+      if (schedule.bf16_output) {
+        copy_out<bf16>(accumulators, y_map, row, column, output_buffers, 1 + consumer);
+      } else {
+        copy_out<float>(accumulators, y_map, row, column, output_buffers, 1 + consumer);
+      }
+      continue;
+    }
     int row = consumer * kConsumerRows + warp * 16 + lane / 4;
     int column = (lane % 4) * 2;
 #pragma unroll
@@ -180,19 +247,23 @@ __device__ inline void consume(const Schedule& schedule, const unsigned char* st
       store(tile, row + 8, column + j * 8, c[2], c[3]);
     }
   }
+  if (threadIdx.x % 128 == 0) sm90::wait_bulk_groups();  // NOTE: the copies read shared memory until they complete
 }
 
 #endif  // HAI_WGMMA_AVAILABLE
 
 // The block's share of the tiles; shared: kSharedBytes; kThreads threads, launched with at most one block per
-// multiprocessor's worth of registers (__launch_bounds__(kThreads, 1)).
+// multiprocessor's worth of registers (__launch_bounds__(kThreads, 1)). y_map: y [R, N] in boxes of (128 bytes,
+// 64 rows), used when schedule.copy_out.
 template <bool kWeightsKMajor, typename Store>
 __device__ inline void multiply_tiles(const CUtensorMap& x_map, const CUtensorMap& weight_map,
-                                      const Schedule& schedule, unsigned char* shared, Store store) {
+                                      const CUtensorMap& y_map, const Schedule& schedule, unsigned char* shared,
+                                      Store store) {
 #if defined(HAI_WGMMA_AVAILABLE)
   uint32_t misalignment = sm80::shared_address(shared) % 1024;
   unsigned char* stages = shared + (misalignment == 0 ? 0 : 1024 - misalignment);
-  auto* full = reinterpret_cast<uint64_t*>(stages + kStages * kStageBytes);
+  unsigned char* output_buffers = stages + kStages * kStageBytes;
+  auto* full = reinterpret_cast<uint64_t*>(output_buffers + kOutputBytes);
   uint64_t* empty = full + kStages;
   if (threadIdx.x == 0) {
     for (int stage = 0; stage < kStages; ++stage) {
@@ -208,7 +279,8 @@ __device__ inline void multiply_tiles(const CUtensorMap& x_map, const CUtensorMa
     if (threadIdx.x == kConsumers * 128) produce<kWeightsKMajor>(x_map, weight_map, schedule, stages, full, empty);
   } else {
     sm90::raise_registers<kConsumerRegisters>();
-    consume<kWeightsKMajor>(schedule, stages, full, empty, warpgroup, store);
+    consume<kWeightsKMajor>(y_map, schedule, stages, full, empty,
+                            output_buffers + warpgroup * kOutputBuffers * kOutputChunkBytes, warpgroup, store);
   }
 #else
   __trap();  // NOTE: launched only where nvcc built sm_90a code (grouped_gemm_kernels.cu)

@@ -2,8 +2,9 @@
 // Hopper's bulk tensor copies (TMA) and what warp-specialised kernels build around them: shared-memory mbarriers
 // that count arrivals and the bytes of copies in flight (a phase completes when both reach zero), copies of a 2D or
 // 3D box of a tensor map (encoded on the host, tensor_map.h) into shared memory that complete on such a barrier,
-// and setmaxnreg, which moves registers between warpgroups. Like wgmma_sm90.cuh, the functions exist only where nvcc
-// compiles for sm_90a; callers guard their use with HAI_WGMMA_AVAILABLE.
+// copies of a shared-memory box back to a 2D tensor, named barriers, and setmaxnreg, which moves registers between
+// warpgroups. Like wgmma_sm90.cuh, the functions exist only where nvcc compiles for sm_90a; callers guard their use
+// with HAI_WGMMA_AVAILABLE.
 //
 // Barrier phases: a barrier starts in phase 0; wait(barrier, parity) returns once the phase of that parity has
 // completed, so waiting for parity 1 on a fresh barrier returns at once (the phase "before" phase 0).
@@ -81,6 +82,29 @@ __device__ inline void copy_box_3d(void* destination, const CUtensorMap* map, in
       "[%5];\n" ::"r"(sm80::shared_address(destination)),
       "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(c2), "r"(sm80::shared_address(barrier))
       : "memory");
+}
+
+// Copies `source` (shared, 1024-byte aligned, laid out as the map's box) to the box at (c0 innermost, c1) of `map`,
+// in the calling thread's current bulk group; elements outside the tensor are not written. The thread's writes to
+// `source` must be made visible to the copy engine first (fence_shared_for_async_proxy).
+__device__ inline void copy_box_to_global_2d(const CUtensorMap* map, int32_t c0, int32_t c1, const void* source) {
+  asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%1, %2}], [%3];\n" ::"l"(
+                   reinterpret_cast<uint64_t>(map)),
+               "r"(c0), "r"(c1), "r"(sm80::shared_address(source))
+               : "memory");
+}
+__device__ inline void commit_bulk_group() { asm volatile("cp.async.bulk.commit_group;\n" ::: "memory"); }
+// Waits until at most `pending` of this thread's bulk groups still read their shared memory.
+template <int pending>
+__device__ inline void wait_bulk_groups_read() {
+  asm volatile("cp.async.bulk.wait_group.read %0;\n" ::"n"(pending) : "memory");
+}
+// Waits until all of this thread's bulk groups have completed.
+__device__ inline void wait_bulk_groups() { asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory"); }
+
+// Synchronises the `threads` threads (a multiple of 32) that use named barrier `id` (1..15; 0 is __syncthreads').
+__device__ inline void sync_named(int id, int threads) {
+  asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
 }
 
 // The registers per thread of the calling warpgroup (every warp of it calls), a multiple of 8 in [24, 256). Takes
