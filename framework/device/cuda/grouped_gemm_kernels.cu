@@ -113,8 +113,12 @@ template <bool kTransposeWeights>
 __global__ void __launch_bounds__(tma::kThreads, 1)
     grouped_gemm_tma_kernel(const __grid_constant__ CUtensorMap x_map, const __grid_constant__ CUtensorMap weight_map,
                             const __grid_constant__ CUtensorMap y_map, GroupedGemmArguments arguments) {
-  tma::Schedule schedule{arguments.offsets,        arguments.experts,   arguments.n / tma::kBlockColumns,
-                         arguments.k / tma::kDepth, arguments.beta == 0, arguments.bf16_output};
+  // bf16 y is written without being read, whatever beta (store_output_pair).
+  tma::CopyOut copy_out = arguments.bf16_output || arguments.beta == 0.0f ? tma::CopyOut::store
+                          : arguments.beta == 1.0f                         ? tma::CopyOut::add
+                                                                           : tma::CopyOut::none;
+  tma::Schedule schedule{arguments.offsets,        arguments.experts, arguments.n / tma::kBlockColumns,
+                         arguments.k / tma::kDepth, copy_out,          arguments.bf16_output};
   extern __shared__ __align__(16) unsigned char shared_bytes[];
   tma::multiply_tiles<kTransposeWeights>(
       x_map, weight_map, y_map, schedule, shared_bytes,

@@ -9,10 +9,10 @@
 //   - two consumer warpgroups (registers raised to 232) each multiply 64 rows of the tile by the 256 columns with
 //     wgmma.mma_async m64n256k16 straight from the ring, one stage's products left in flight while the next stage's
 //     are issued, then write out their accumulators while the producer fills the ring with the next tile's stages.
-// Writing out: a warpgroup whose 64 rows all belong to the tile's expert, when y is not read (beta 0), stages its
-// results in 64 x 128-byte chunks (fp32 or bf16) that the copy engine writes to y while the warpgroup goes on to
-// the next chunk and the next tile; the others (rows past the expert's end, or beta != 0) go through the caller's
-// store, one pair of values at a time.
+// Writing out: a warpgroup whose 64 rows all belong to the tile's expert stages its results in 64 x 128-byte
+// chunks (fp32 or bf16) that the copy engine writes to y (or adds to fp32 y: beta 1) while the warpgroup goes on
+// to the next chunk and the next tile; the others (rows past the expert's end, or another beta) go through the
+// caller's store, one pair of values at a time.
 // Shared memory per stage, 128-byte swizzled as wgmma_sm90.cuh describes (the copy engine writes that swizzle):
 //   A: x rows [row_begin, row_begin + 128) x depth [d, d + 64): K-major, 128 rows of 128 bytes (16 KB), one box.
 //   B: W_e columns [column_begin, column_begin + 256) x depth [d, d + 64), 32 KB:
@@ -60,13 +60,17 @@ inline constexpr int kSharedBytes =
 
 static_assert(kConsumerRegisters * kConsumers * 128 + kProducerRegisters * 128 <= 65536);
 
+// What the copy engine does with a warpgroup's results when all its rows belong to the tile's expert: nothing
+// (the caller's store writes them), write them to y, or add them to fp32 y.
+enum class CopyOut { none, store, add };
+
 // What the block walks: the row-tile slots of find_expert_row_tile (kBlockRows rows) times the N tiles.
 struct Schedule {
   const int32_t* offsets;  // [E + 1]
   int64_t experts;         // E
   int64_t column_tiles;    // N / kBlockColumns
   int64_t depth_steps;     // K / kDepth
-  bool copy_out;           // y is only written (beta 0): whole 64-row halves of a tile go out by the copy engine
+  CopyOut copy_out;        // how whole 64-row halves of a tile go out
   bool bf16_output;        // y is bf16 (else fp32)
 };
 
@@ -155,10 +159,11 @@ __device__ inline void store_pair(unsigned char* destination, float value0, floa
 // [column, column + 256) as Element (float, or bf16 rounded to nearest even): chunk by chunk of 128-byte rows,
 // staged in `buffers` (kOutputBuffers of kOutputChunkBytes, used in turn; a tile's chunks are a multiple of them)
 // and written by the copy engine.
-// y_map: y in boxes of (128 bytes, 64 rows). barrier: the warpgroup's named barrier.
+// y_map: y in boxes of (128 bytes, 64 rows). add: add them to y (fp32) instead. barrier: the warpgroup's named
+// barrier.
 template <typename Element>
 __device__ inline void copy_out(const float (&accumulators)[128], const CUtensorMap& y_map, int32_t row,
-                                int32_t column, unsigned char* buffers, int barrier) {
+                                int32_t column, bool add, unsigned char* buffers, int barrier) {
   constexpr int kChunkColumns = 128 / static_cast<int>(sizeof(Element));
   constexpr int kGroups = kChunkColumns / 8;  // n8 column groups of the accumulator layout per chunk
   static_assert(kBlockColumns / kChunkColumns % kOutputBuffers == 0);
@@ -181,7 +186,11 @@ __device__ inline void copy_out(const float (&accumulators)[128], const CUtensor
     sm90::fence_shared_for_async_proxy();
     sm90::sync_named(barrier, 128);
     if (thread == 0) {
-      sm90::copy_box_to_global_2d(&y_map, column + chunk * kChunkColumns, row, buffer);
+      if (add) {
+        sm90::add_box_to_global_2d(&y_map, column + chunk * kChunkColumns, row, buffer);
+      } else {
+        sm90::copy_box_to_global_2d(&y_map, column + chunk * kChunkColumns, row, buffer);
+      }
       sm90::commit_bulk_group();
     }
   }
@@ -228,13 +237,14 @@ __device__ inline void consume(const CUtensorMap& y_map, const Schedule& schedul
 #pragma unroll
     for (int i = 0; i < 128; ++i) sm90::fence_register(accumulators[i]);
     int64_t first_row = tile.rows.row_begin + consumer * kConsumerRows;
-    if (schedule.copy_out && first_row + kConsumerRows <= tile.rows.row_end) {
+    if (schedule.copy_out != CopyOut::none && first_row + kConsumerRows <= tile.rows.row_end) {
       auto row = static_cast<int32_t>(first_row);
       auto column = static_cast<int32_t>(tile.column_begin);
+      bool add = schedule.copy_out == CopyOut::add;
       if (schedule.bf16_output) {
-        copy_out<bf16>(accumulators, y_map, row, column, output_buffers, 1 + consumer);
+        copy_out<bf16>(accumulators, y_map, row, column, add, output_buffers, 1 + consumer);
       } else {
-        copy_out<float>(accumulators, y_map, row, column, output_buffers, 1 + consumer);
+        copy_out<float>(accumulators, y_map, row, column, add, output_buffers, 1 + consumer);
       }
       continue;
     }
@@ -254,7 +264,7 @@ __device__ inline void consume(const CUtensorMap& y_map, const Schedule& schedul
 
 // The block's share of the tiles; shared: kSharedBytes; kThreads threads, launched with at most one block per
 // multiprocessor's worth of registers (__launch_bounds__(kThreads, 1)). y_map: y [R, N] in boxes of (128 bytes,
-// 64 rows), used when schedule.copy_out.
+// 64 rows), used unless schedule.copy_out is none.
 template <bool kWeightsKMajor, typename Store>
 __device__ inline void multiply_tiles(const CUtensorMap& x_map, const CUtensorMap& weight_map,
                                       const CUtensorMap& y_map, const Schedule& schedule, unsigned char* shared,

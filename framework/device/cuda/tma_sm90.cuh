@@ -2,7 +2,7 @@
 // Hopper's bulk tensor copies (TMA) and what warp-specialised kernels build around them: shared-memory mbarriers
 // that count arrivals and the bytes of copies in flight (a phase completes when both reach zero), copies of a 2D or
 // 3D box of a tensor map (encoded on the host, tensor_map.h) into shared memory that complete on such a barrier,
-// copies of a shared-memory box back to a 2D tensor, named barriers, and setmaxnreg, which moves registers between
+// copies of a shared-memory box back to a 2D tensor (or added to it), named barriers, and setmaxnreg, which moves registers between
 // warpgroups. Like wgmma_sm90.cuh, the functions exist only where nvcc compiles for sm_90a; callers guard their use
 // with HAI_WGMMA_AVAILABLE.
 //
@@ -89,6 +89,13 @@ __device__ inline void copy_box_3d(void* destination, const CUtensorMap* map, in
 // `source` must be made visible to the copy engine first (fence_shared_for_async_proxy).
 __device__ inline void copy_box_to_global_2d(const CUtensorMap* map, int32_t c0, int32_t c1, const void* source) {
   asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%1, %2}], [%3];\n" ::"l"(
+                   reinterpret_cast<uint64_t>(map)),
+               "r"(c0), "r"(c1), "r"(sm80::shared_address(source))
+               : "memory");
+}
+// The same, adding the box to the tensor's fp32 elements (done at L2: the SM does not read them).
+__device__ inline void add_box_to_global_2d(const CUtensorMap* map, int32_t c0, int32_t c1, const void* source) {
+  asm volatile("cp.reduce.async.bulk.tensor.2d.global.shared::cta.add.tile.bulk_group [%0, {%1, %2}], [%3];\n" ::"l"(
                    reinterpret_cast<uint64_t>(map)),
                "r"(c0), "r"(c1), "r"(sm80::shared_address(source))
                : "memory");
