@@ -18,6 +18,7 @@
 //   B: W_e columns [column_begin, column_begin + 256) x depth [d, d + 64), 32 KB:
 //     K-major (W_e [N, K], the forward): 256 rows of 128 bytes, one box;
 //     MN-major (W_e [K, N], the input gradient): 4 atoms of 64 columns x 64 depth rows (8 KB), one box each.
+// After the 4 stages: two 8 KB output chunk buffers per consumer, then the barriers (kSharedBytes: 230,464 bytes).
 // x's tensor map spans all R rows: a tile that ends past its expert reads the next expert's rows (the epilogue
 // drops those results) and rows past R read as 0. W's spans [E, rows, columns], so a tile never reads another
 // expert's weights.
