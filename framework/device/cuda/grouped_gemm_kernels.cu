@@ -2,8 +2,14 @@
 #include "framework/device/cuda/grouped_gemm_mma.cuh"
 #include "framework/device/cuda/grouped_gemm_schedule.cuh"
 #include "framework/device/cuda/grouped_gemm_simt.cuh"
+#include "framework/device/cuda/grouped_gemm_tma.cuh"
 #include "framework/device/cuda/grouped_gemm_wgmma.cuh"
+#include "framework/device/cuda/tensor_map.h"
 
+#include <algorithm>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
 #include <initializer_list>
 
 namespace hai::cuda::kernels {
@@ -51,6 +57,32 @@ struct WgmmaLoop {
   }
 };
 
+// The epilogue of the forward and input gradient: (row, column) and (row, column + 1) of the block tile whose rows
+// are `tile`'s and whose first column is column_begin, into y [R, N]: fp32 (+ beta * y; beta 0: y is not read), or
+// bf16 rounded to nearest even. Rows past the expert's and columns past N are left alone.
+__device__ inline void store_output_pair(const GroupedGemmArguments& arguments, const ExpertRowTile& tile,
+                                         int64_t column_begin, int row, int column, float value0, float value1) {
+  int64_t n = arguments.n;
+  int64_t global_row = tile.row_begin + row;
+  int64_t global_column = column_begin + column;
+  if (global_row >= tile.row_end || global_column >= n) return;
+  int64_t index = global_row * n + global_column;  // N even: both in range
+  if (arguments.bf16_output) {
+    auto* out = reinterpret_cast<__nv_bfloat162*>(static_cast<bf16*>(arguments.y) + index);
+    *out = __floats2bfloat162_rn(value0, value1);
+    return;
+  }
+  auto* out = reinterpret_cast<float2*>(static_cast<float*>(arguments.y) + index);
+  float2 result{value0, value1};
+  float beta = arguments.beta;
+  if (beta != 0.0f) {
+    float2 previous = *out;
+    result.x += beta * previous.x;
+    result.y += beta * previous.y;
+  }
+  *out = result;
+}
+
 // Forward and input gradient on the tensor cores. Grid: (N tiles, row-tile slots); N tiles vary fastest, so the
 // blocks running together share their x rows and one expert's weights in L2.
 template <typename Loop, bool kTransposeWeights>
@@ -69,26 +101,30 @@ __global__ void __launch_bounds__(Loop::kThreads, Loop::kBlocksPerMultiprocessor
   extern __shared__ __align__(16) unsigned char shared_bytes[];
   typename Loop::Accumulators accumulators;
   Loop::template multiply<true, kTransposeWeights>(accumulators, a, b, k, shared_bytes);
-  float beta = arguments.beta;
   Loop::for_each_pair(accumulators, [&](int row, int column, float value0, float value1) {
-    int64_t global_row = tile.row_begin + row;
-    int64_t global_column = column_begin + column;
-    if (global_row >= tile.row_end || global_column >= n) return;
-    int64_t index = global_row * n + global_column;  // N even: both in range
-    if (arguments.bf16_output) {
-      auto* out = reinterpret_cast<__nv_bfloat162*>(static_cast<bf16*>(arguments.y) + index);
-      *out = __floats2bfloat162_rn(value0, value1);
-      return;
-    }
-    auto* out = reinterpret_cast<float2*>(static_cast<float*>(arguments.y) + index);
-    float2 result{value0, value1};
-    if (beta != 0.0f) {
-      float2 previous = *out;
-      result.x += beta * previous.x;
-      result.y += beta * previous.y;
-    }
-    *out = result;
+    store_output_pair(arguments, tile, column_begin, row, column, value0, value1);
   });
+}
+
+// Forward and input gradient by the warp-specialised TMA loop (grouped_gemm_tma.cuh): a persistent grid of one
+// block per multiprocessor. x_map: x [R, K]; weight_map: W [E, N, K] with kTransposeWeights, else W [E, K, N];
+// y_map: y [R, N].
+template <bool kTransposeWeights>
+__global__ void __launch_bounds__(tma::kThreads, 1)
+    grouped_gemm_tma_kernel(const __grid_constant__ CUtensorMap x_map, const __grid_constant__ CUtensorMap weight_map,
+                            const __grid_constant__ CUtensorMap y_map, GroupedGemmArguments arguments) {
+  // bf16 y is written without being read, whatever beta (store_output_pair).
+  tma::CopyOut copy_out = arguments.bf16_output || arguments.beta == 0.0f ? tma::CopyOut::store
+                          : arguments.beta == 1.0f                         ? tma::CopyOut::add
+                                                                           : tma::CopyOut::none;
+  tma::Schedule schedule{arguments.offsets,        arguments.experts, arguments.n / tma::kBlockColumns,
+                         arguments.k / tma::kDepth, copy_out,          arguments.bf16_output};
+  extern __shared__ __align__(16) unsigned char shared_bytes[];
+  tma::multiply_tiles<kTransposeWeights>(
+      x_map, weight_map, y_map, schedule, shared_bytes,
+      [&](const tma::Tile& tile, int row, int column, float value0, float value1) {
+        store_output_pair(arguments, tile.rows, tile.column_begin, row, column, value0, value1);
+      });
 }
 
 // Weight gradient on the tensor cores: grad W_e [N, K] += d_y_e^T @ x_e. Grid: (K tiles, N tiles, E); each block
@@ -235,6 +271,66 @@ cudaError_t launch_grouped_gemm(const GroupedGemmArguments& arguments, cudaStrea
                                   Loop::template kSharedBytes<true, false>, arguments, stream);
 }
 
+// HAI_GROUPED_GEMM_TMA=0 in the environment (read once) runs the cp.async wgmma loop where the TMA loop would run:
+// for A/B timings on a GPU.
+bool tma_loop_enabled() {
+  static const bool enabled = [] {
+    const char* value = std::getenv("HAI_GROUPED_GEMM_TMA");
+    return value == nullptr || std::strcmp(value, "0") != 0;
+  }();
+  return enabled;
+}
+
+// Whether the TMA loop runs a forward or input gradient that the wgmma loop would: whole 256-column and 64-deep
+// tiles, row coordinates that fit the copies' 32-bit ones, experts' matrices that do not overlap, y 16-byte
+// aligned. (The wgmma conditions already give bf16, 16-byte aligned x and W, and row and expert strides of
+// 16-byte multiples.)
+bool tma_loop_fits(const GroupedGemmArguments& arguments) {
+  return arguments.n % tma::kBlockColumns == 0 && arguments.k > 0 && arguments.k % tma::kDepth == 0 &&
+         arguments.rows <= INT32_MAX && arguments.expert_stride >= arguments.n * arguments.k &&
+         aligned(arguments.y, 16) && tma_loop_enabled();
+}
+
+template <bool kTransposeWeights>
+cudaError_t launch_grouped_gemm_tma(const GroupedGemmArguments& arguments, cudaStream_t stream) {
+  auto rows = static_cast<uint64_t>(arguments.rows), n = static_cast<uint64_t>(arguments.n),
+       k = static_cast<uint64_t>(arguments.k), experts = static_cast<uint64_t>(arguments.experts);
+  uint64_t expert_bytes = static_cast<uint64_t>(arguments.expert_stride) * sizeof(bf16);
+  // x [R, K] in (64 depth, 128 rows) boxes; W [E, N, K] in (64 depth, 256 columns, 1) boxes, or W [E, K, N] in
+  // (64 columns, 64 depth, 1) boxes.
+  constexpr CUtensorMapDataType kBf16 = CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
+  TensorMapShape x_shape{kBf16, 2, {k, rows, 0}, {k * sizeof(bf16), 0}, {tma::kDepth, tma::kBlockRows, 0}};
+  TensorMapShape weight_shape{kBf16, 3, {k, n, experts}, {k * sizeof(bf16), expert_bytes},
+                              {tma::kDepth, tma::kBlockColumns, 1}};
+  if (!kTransposeWeights) {
+    weight_shape = {kBf16, 3, {n, k, experts}, {n * sizeof(bf16), expert_bytes}, {tma::kAtomColumns, tma::kDepth, 1}};
+  }
+  // y [R, N] in (128 bytes, 64 rows) boxes.
+  uint64_t y_element = arguments.bf16_output ? sizeof(bf16) : sizeof(float);
+  TensorMapShape y_shape{arguments.bf16_output ? kBf16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 2, {n, rows, 0},
+                         {n * y_element, 0}, {static_cast<uint32_t>(128 / y_element), tma::kConsumerRows, 0}};
+  CUtensorMap x_map, weight_map, y_map;
+  cudaError_t status = encode_tensor_map(&x_map, arguments.x, x_shape);
+  if (status != cudaSuccess) return status;
+  status = encode_tensor_map(&weight_map, arguments.weights, weight_shape);
+  if (status != cudaSuccess) return status;
+  status = encode_tensor_map(&y_map, arguments.y, y_shape);
+  if (status != cudaSuccess) return status;
+  int device = 0, multiprocessors = 0;
+  status = cudaGetDevice(&device);
+  if (status != cudaSuccess) return status;
+  status = cudaDeviceGetAttribute(&multiprocessors, cudaDevAttrMultiProcessorCount, device);
+  if (status != cudaSuccess) return status;
+  int64_t tiles =
+      row_tile_slots(arguments.rows, arguments.experts, tma::kBlockRows) * (arguments.n / tma::kBlockColumns);
+  auto grid = static_cast<unsigned int>(std::min<int64_t>(tiles, multiprocessors));
+  auto kernel = grouped_gemm_tma_kernel<kTransposeWeights>;
+  status = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, tma::kSharedBytes);
+  if (status != cudaSuccess) return status;
+  kernel<<<grid, tma::kThreads, tma::kSharedBytes, stream>>>(x_map, weight_map, y_map, arguments);
+  return cudaGetLastError();
+}
+
 template <typename Loop>
 cudaError_t launch_grouped_weight_grad(const GroupedWeightGradArguments& arguments, cudaStream_t stream) {
   dim3 grid(blocks(arguments.k, kTensorCoreTile), blocks(arguments.n, kTensorCoreTile),
@@ -269,6 +365,10 @@ cudaError_t grouped_gemm(const GroupedGemmArguments& arguments, cudaStream_t str
     bool wgmma = false;
     cudaError_t status = wgmma_applies(&wgmma);
     if (status != cudaSuccess) return status;
+    if (wgmma && tma_loop_fits(arguments)) {
+      return arguments.transpose_weights ? launch_grouped_gemm_tma<true>(arguments, stream)
+                                         : launch_grouped_gemm_tma<false>(arguments, stream);
+    }
     return wgmma ? launch_grouped_gemm<WgmmaLoop>(arguments, stream)
                  : launch_grouped_gemm<MmaSyncLoop>(arguments, stream);
   }

@@ -33,6 +33,29 @@ __device__ inline bool find_expert_row_tile(const int32_t* offsets, int64_t expe
   return false;
 }
 
+// find_expert_row_tile for slots that never decrease between calls (a persistent block's tiles): the search
+// resumes at the expert of the last slot found, so a block reads each expert's offsets about once in all.
+struct ExpertRowTileCursor {
+  int64_t expert = 0;
+  int64_t first_slot = 0;  // slots of the experts before `expert`
+
+  __device__ bool find(const int32_t* offsets, int64_t experts, int64_t slot, int64_t tile_rows, ExpertRowTile* tile) {
+    for (; expert < experts; ++expert) {
+      int64_t begin = offsets[expert];
+      int64_t end = offsets[expert + 1];
+      int64_t tiles = (end - begin + tile_rows - 1) / tile_rows;
+      if (slot < first_slot + tiles) {
+        tile->expert = expert;
+        tile->row_begin = begin + (slot - first_slot) * tile_rows;
+        tile->row_end = min(end, tile->row_begin + tile_rows);
+        return true;
+      }
+      first_slot += tiles;
+    }
+    return false;
+  }
+};
+
 // Row-tile slots a grid needs for `rows` rows over `experts` experts.
 inline int64_t row_tile_slots(int64_t rows, int64_t experts, int64_t tile_rows) {
   return (rows + tile_rows - 1) / tile_rows + experts;

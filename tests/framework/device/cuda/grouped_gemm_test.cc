@@ -119,6 +119,16 @@ const Problem kAwkward{{0, 1, 129, 200, 0, 64, 300}, 5, 200, 136, 24};
 // K, N and the expert spacing not multiples of 8: bf16 takes the SIMT path too.
 const Problem kUnaligned{{3, 0, 70, 131}, 2, 36, 44, 5};
 
+// N a multiple of 256 and K of 64: on an sm_90a build and a 9.x device, the TMA loop (grouped_gemm_tma.cuh).
+// Experts of 0, 1, 63, 64, 129, 200 and 300 rows: tiles that end past their expert's rows (the next expert's rows
+// are read but not written), 64-row halves written by the copy engine and halves written pair by pair; R not a
+// multiple of 128 with rows past offsets[E]; experts spaced by more than one matrix.
+const Problem kTmaAwkward{{0, 1, 129, 200, 0, 64, 300, 63}, 5, 512, 192, 24};
+// 25 row tiles x 8 N tiles: more tiles than an H200's 132 multiprocessors, so persistent blocks take several and
+// the stage ring (2 stages a tile) wraps across tiles.
+const Problem kTmaManyTiles{{0, 130, 7, 256, 64, 65, 1, 191, 128, 0, 300, 12, 127, 129, 200, 45, 0, 99, 255, 18},
+                            3, 2048, 128, 8};
+
 TEST(CudaGroupedGemm, ForwardMatchesCpu) {
   HAI_REQUIRE_CUDA_DEVICE();
   uint64_t seed = 10;
@@ -129,6 +139,21 @@ TEST(CudaGroupedGemm, ForwardMatchesCpu) {
           check_forward(problem, dtype, {.transpose_weights = transpose_weights, .beta = beta}, seed += 3);
         }
       }
+    }
+  }
+}
+
+// The TMA loop's shapes with fp32 y (beta 0: written by the copy engine, 1: added by it, 0.5: read and written by
+// the consumers) and bf16 y, both weight layouts.
+TEST(CudaGroupedGemm, TmaLoopMatchesCpu) {
+  HAI_REQUIRE_CUDA_DEVICE();
+  uint64_t seed = 300;
+  for (const Problem& problem : {kTmaAwkward, kTmaManyTiles}) {
+    for (bool transpose_weights : {true, false}) {
+      for (float beta : {0.0f, 1.0f, 0.5f}) {
+        check_forward(problem, DType::bf16, {.transpose_weights = transpose_weights, .beta = beta}, seed += 3);
+      }
+      check_forward(problem, DType::bf16, {.transpose_weights = transpose_weights}, seed += 3, DType::bf16);
     }
   }
 }
@@ -169,6 +194,7 @@ OwnedTensor bf16_random(const Shape& shape, uint64_t seed) {
 
 // Prints the bf16 throughput at the benchmark model's shapes: 8192 tokens x 4 experts each over 32 experts of
 // uneven load (768..1280 rows), next to one cuBLASLt GEMM of the same total size (asserts nothing about speed).
+// HAI_GROUPED_GEMM_TMA=0 in the environment times the cp.async wgmma loop instead of the TMA loop.
 TEST(CudaGroupedGemm, ModelShapeThroughput) {
   HAI_REQUIRE_CUDA_DEVICE();
   constexpr int64_t kExperts = 32, kRows = 8192 * 4;
@@ -192,16 +218,19 @@ TEST(CudaGroupedGemm, ModelShapeThroughput) {
     double forward_ms = bench::time_ms([&] { grouped_gemm(y, x, experts, offsets); }, timing);
     double dgrad_ms =
         bench::time_ms([&] { grouped_gemm(d_x, d_y, experts, offsets, {.transpose_weights = false}); }, timing);
+    double dgrad_add_ms = bench::time_ms(
+        [&] { grouped_gemm(d_x, d_y, experts, offsets, {.transpose_weights = false, .beta = 1.0f}); }, timing);
     double wgrad_ms = bench::time_ms([&] { grouped_gemm_weight_grad(expert_gradients, d_y, x, offsets); }, timing);
     double dense_ms = bench::time_ms([&] { gemm(y, x, dense_weight, {.transpose_b = true}); }, timing);
     ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
     double flops = 2.0 * kRows * n * k;
     auto tflops = [&](double ms) { return bench::tflops(flops, ms); };
     std::printf("[ timing ] grouped gemm bf16 R %lld E %lld K %lld -> N %lld: forward %.3f ms = %.1f TFLOP/s, "
-                "dgrad %.3f ms = %.1f, wgrad %.3f ms = %.1f; one cuBLASLt gemm of the same size %.3f ms = %.1f\n",
+                "dgrad %.3f ms = %.1f (beta 1: %.3f ms = %.1f), wgrad %.3f ms = %.1f; one cuBLASLt gemm of the same "
+                "size %.3f ms = %.1f\n",
                 static_cast<long long>(kRows), static_cast<long long>(kExperts), static_cast<long long>(k),
-                static_cast<long long>(n), forward_ms, tflops(forward_ms), dgrad_ms, tflops(dgrad_ms), wgrad_ms,
-                tflops(wgrad_ms), dense_ms, tflops(dense_ms));
+                static_cast<long long>(n), forward_ms, tflops(forward_ms), dgrad_ms, tflops(dgrad_ms), dgrad_add_ms,
+                tflops(dgrad_add_ms), wgrad_ms, tflops(wgrad_ms), dense_ms, tflops(dense_ms));
   }
 }
 
