@@ -45,9 +45,10 @@ void OutputHead::forward(Context& ctx, const Tensor& h, const Tensor& targets, c
   int64_t chunk_tokens = std::min(chunk_tokens_, tokens);
   OwnedTensor logits(Shape{chunk_tokens, head_.out_features()}, DType::f32, device);  // [C, V]
   OwnedTensor losses(Shape{chunk_tokens}, DType::f32, device);                        // [C]
-  // NOTE: in bf16 the loss gradient is written in bf16 for the head's two GEMMs (no fp32 copy, no two casts).
+  // NOTE: in bf16 the loss gradient is written in bf16 for the head's two GEMMs (no fp32 copy, no two casts);
+  // otherwise it overwrites the logits (fp16: the GEMMs round it themselves).
   OwnedTensor d_logits;  // [C, V]
-  if (loss_grad && head_.output_grad_dtype() != DType::f32) {
+  if (loss_grad && head_.output_grad_dtype() == DType::bf16) {
     d_logits = OwnedTensor(logits.tensor().shape(), head_.output_grad_dtype(), device);
   }
   Tensor gradient_buffer = d_logits.tensor().raw() != nullptr ? d_logits.tensor() : logits.tensor();
