@@ -8,6 +8,7 @@ cublasLtMatmulAlgo_t choose_algorithm(BlasLtContext& context, const GemmProblem&
   if (std::optional<cublasLtMatmulAlgo_t> cached = context.find_algorithm(problem)) return *cached;
   MatmulPreference preference(context.workspace_bytes(), problem.alignment_a, problem.alignment_b,
                               problem.alignment_c);
+  if (problem.output_type == CUDA_R_16BF) preference.reduce_in_compute_type();
   cublasLtMatmulHeuristicResult_t result{};
   int found = 0;
   HAI_CUBLAS_CHECK(cublasLtMatmulAlgoGetHeuristic(context.handle(), descriptor.get(), a_layout.get(),

@@ -60,6 +60,12 @@ class MatmulPreference {
     set_alignment(CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, alignment_c);
   }
   ~MatmulPreference() { cublasLtMatmulPreferenceDestroy(preference_); }
+  // Split-K partial sums reduced in the compute type (an fp32 workspace), or no split: never added up in place in
+  // a 16-bit D (the INPLACE and OUTPUT_TYPE schemes round every partial sum to it).
+  void reduce_in_compute_type() {
+    uint32_t mask = CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE;
+    set(CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK, &mask, sizeof(mask));
+  }
   MatmulPreference(const MatmulPreference&) = delete;
   MatmulPreference& operator=(const MatmulPreference&) = delete;
   cublasLtMatmulPreference_t get() const { return preference_; }

@@ -53,9 +53,11 @@ void gemm(const Tensor& c, const Tensor& a, const Tensor& b, const GemmOptions& 
   if (c.dtype() == DType::bf16 && !(options.transpose_b && !options.transpose_a && c.size(1) % 8 == 0 &&
                                     operand_alignment(c.raw()) >= 16)) {
     // NOTE: cuBLASLt's bf16 D gave wrong values on an H200 (CUDA 12, CudaGemm.Bf16OutputMatchesCpu: C [1000, 520]
-    // and [1000, 515] with B not transposed, ~11% of the elements); only the layout measured right (a linear
-    // layer's forward, rows of whole 16-byte pieces) writes bf16 directly, any other C is computed in fp32 and
-    // rounded.
+    // and [1000, 515] with B not transposed, ~11% of the elements, errors up to 0.2 on sums of partial sums of
+    // ~10: the size of bf16 roundings of split-K partial sums reduced in place in D); only the layout measured
+    // right (a linear layer's forward, rows of whole 16-byte pieces) writes bf16 directly, any other C is
+    // computed in fp32 and rounded. The heuristic is now also kept from in-place 16-bit reductions
+    // (blaslt_algorithm.cc), not yet measured: with it the other layouts may be right too.
     Scratch wide(c.numel() * static_cast<int64_t>(sizeof(float)), cuda_stream);
     Tensor wide_c(wide.data(), c.shape(), DType::f32, c.device());  // [M, N]
     cuda::gemm(wide_c, a, b, options, stream);
