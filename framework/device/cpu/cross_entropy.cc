@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "framework/device/cpu/float_elements.h"
 #include "framework/device/cpu/parallel.h"
 
 namespace hai::cpu {
@@ -28,9 +29,6 @@ float token_loss(const float* row, const RowSoftmax& softmax, int32_t target) {
   return static_cast<float>(log_sum - row[target]);
 }
 
-void store(float& out, float value) { out = value; }
-void store(bf16& out, float value) { out.bits = float_to_bf16(value); }
-
 // d_logits rows (and, unless losses is null, the losses) from one softmax per row.
 template <typename Gradient>
 void loss_and_grad_rows(float* losses, Gradient* d_scores, const Tensor& logits, const Tensor& targets, float scale,
@@ -43,7 +41,7 @@ void loss_and_grad_rows(float* losses, Gradient* d_scores, const Tensor& logits,
       Gradient* d_row = d_scores + t * classes;  // may alias the logits row when fp32
       if (target[t] == ignore_index) {
         if (losses) losses[t] = 0.0f;
-        for (int64_t v = 0; v < classes; ++v) store(d_row[v], 0.0f);
+        for (int64_t v = 0; v < classes; ++v) store(d_row + v, 0.0f);
         continue;
       }
       const float* row = scores + t * classes;
@@ -52,7 +50,7 @@ void loss_and_grad_rows(float* losses, Gradient* d_scores, const Tensor& logits,
       for (int64_t v = 0; v < classes; ++v) {
         double probability = std::exp(static_cast<double>(row[v]) - softmax.maximum) / softmax.sum_of_exponentials;
         double onehot = v == target[t] ? 1.0 : 0.0;
-        store(d_row[v], static_cast<float>((probability - onehot) * scale));
+        store(d_row + v, static_cast<float>((probability - onehot) * scale));
       }
     }
   });

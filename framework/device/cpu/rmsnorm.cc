@@ -2,14 +2,12 @@
 
 #include <cmath>
 
+#include "framework/device/cpu/float_elements.h"
 #include "framework/device/cpu/parallel.h"
 
 namespace hai::cpu {
 
 namespace {
-
-void store(float& out, float value) { out = value; }
-void store(bf16& out, float value) { out.bits = float_to_bf16(value); }
 
 template <typename Out>
 void normalize_rows(Out* output, float* inverse_rms, const Tensor& x, const Tensor& weight, float eps) {
@@ -24,7 +22,7 @@ void normalize_rows(Out* output, float* inverse_rms, const Tensor& x, const Tens
       double mean_square = width > 0 ? sum_of_squares / static_cast<double>(width) : 0.0;
       float r = static_cast<float>(1.0 / std::sqrt(mean_square + eps));
       inverse_rms[n] = r;
-      for (int64_t d = 0; d < width; ++d) store(output[n * width + d], row[d] * r * w[d]);
+      for (int64_t d = 0; d < width; ++d) store(output + n * width + d, row[d] * r * w[d]);
     }
   });
 }

@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "framework/device/cpu/float_elements.h"
 #include "framework/device/cpu/parallel.h"
 
 namespace hai::cpu {
@@ -9,12 +10,6 @@ namespace {
 
 // An exp and a few multiply-adds per element.
 constexpr int64_t kWorkPerElement = 16;
-
-// Element types: float, or bf16 (read widened, written rounded to nearest even).
-float widened(float x) { return x; }
-float widened(bf16 x) { return bf16_to_float(x.bits); }
-void store(float* out, float value) { *out = value; }
-void store(bf16* out, float value) { out->bits = float_to_bf16(value); }
 
 template <typename Input, typename Output>
 void swiglu_forward_of(Output* out, const Input* gate, const Input* up, int64_t n) {

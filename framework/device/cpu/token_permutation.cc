@@ -2,11 +2,10 @@
 
 #include <algorithm>
 
+#include "framework/device/cpu/float_elements.h"
+
 namespace hai::cpu {
 namespace {
-
-float widened(float x) { return x; }
-float widened(bf16 x) { return bf16_to_float(x.bits); }
 
 // unpermute_tokens on y_sorted stored as Rows (float or bf16).
 template <typename Rows>
@@ -25,9 +24,6 @@ void unpermute_of(const Tensor& out, const Rows* y, const Tensor& topk_weights, 
     }
   }
 }
-
-void store(float* out, float value) { *out = value; }
-void store(bf16* out, float value) { out->bits = float_to_bf16(value); }
 
 // unpermute_tokens_backward on y_sorted stored as Rows and d_y_sorted as Gradient (each float or bf16).
 template <typename Gradient, typename Rows>

@@ -62,9 +62,6 @@ __global__ void cross_entropy_forward_kernel(float* losses, const float* logits,
   losses[blockIdx.x] = is_class(target, classes) ? logf(softmax.sum) + softmax.maximum - row[target] : NAN;
 }
 
-__device__ inline void store(float* out, float value) { *out = value; }
-__device__ inline void store(__nv_bfloat16* out, float value) { *out = __float2bfloat16_rn(value); }
-
 // The gradient rows, and the losses too unless losses is null (the forward kernel's expression, so the same bits).
 template <typename Gradient>
 __global__ void cross_entropy_backward_kernel(float* losses, Gradient* d_logits, const float* logits,

@@ -2,11 +2,16 @@
 // Device-side helpers shared by the kernels: grid sizing for grid-stride loops and block-wide reductions.
 // Included only by .cu files (no hai headers: fmt's compile-time format checks do not build under nvcc).
 
+#include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
 #include <cstdint>
 
 namespace hai::cuda::kernels {
+
+// An fp32 value written to an fp32 or a bf16 element (rounded to nearest even once).
+__device__ inline void store(float* out, float value) { *out = value; }
+__device__ inline void store(__nv_bfloat16* out, float value) { *out = __float2bfloat16_rn(value); }
 
 inline constexpr int kThreads = 256;  // threads per block of every elementwise and row kernel
 

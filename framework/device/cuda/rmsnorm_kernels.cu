@@ -6,9 +6,6 @@
 namespace hai::cuda::kernels {
 namespace {
 
-__device__ inline void store(float* out, float value) { *out = value; }
-__device__ inline void store(__nv_bfloat16* out, float value) { *out = __float2bfloat16_rn(value); }
-
 template <typename Out>
 __global__ void rmsnorm_forward_kernel(Out* out, float* rstd, const float* x, const float* weight, float eps,
                                        int64_t width) {

@@ -11,8 +11,6 @@ __device__ float sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
 // Element types: float, or __nv_bfloat16 (read widened, written rounded to nearest even).
 __device__ float widened(float x) { return x; }
 __device__ float widened(__nv_bfloat16 x) { return __bfloat162float(x); }
-__device__ void store(float* out, float value) { *out = value; }
-__device__ void store(__nv_bfloat16* out, float value) { *out = __float2bfloat16_rn(value); }
 
 template <typename Input, typename Output>
 __global__ void swiglu_forward_kernel(Output* out, const Input* gate, const Input* up, int64_t n) {
