@@ -23,6 +23,13 @@ cudaError_t attention_forward_bf16(void* out, bool bf16_out, float* lse, const u
 cudaError_t attention_backward_bf16(float* d_q, float* d_k, float* d_v, const uint16_t* d_out, const uint16_t* q,
                                     const uint16_t* k, const uint16_t* v, const float* lse,
                                     const AttentionGeometry& geometry, cudaStream_t stream);
+// The same two kernels on Hopper's warpgroup tensor cores (attention_backward_wgmma.cu), where wgmma_applies and
+// attention_backward_wgmma_fits the head widths (padded widths 64/64, 128/128 and 192/128); attention_backward_bf16
+// runs them there unless HAI_ATTENTION_WGMMA=0 is in the environment.
+bool attention_backward_wgmma_fits(const AttentionGeometry& geometry);
+cudaError_t attention_backward_bf16_wgmma(float* d_q, float* d_k, float* d_v, const uint16_t* d_out,
+                                          const uint16_t* q, const uint16_t* k, const uint16_t* v, const float* lse,
+                                          const AttentionGeometry& geometry, cudaStream_t stream);
 
 // fp32 on CUDA cores: every operand fp32.
 cudaError_t attention_forward_f32(float* out, float* lse, const float* q, const float* k, const float* v,

@@ -5,6 +5,7 @@
 #include "framework/device/cuda/grouped_gemm_tma.cuh"
 #include "framework/device/cuda/grouped_gemm_wgmma.cuh"
 #include "framework/device/cuda/tensor_map.h"
+#include "framework/device/cuda/wgmma_support.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -241,22 +242,6 @@ cudaError_t launch_tensor_core(Kernel kernel, dim3 grid, int shared_bytes, const
   if (status != cudaSuccess) return status;
   kernel<<<grid, Loop::kThreads, shared_bytes, stream>>>(arguments);
   return cudaGetLastError();
-}
-
-// Whether the current device runs the wgmma loop: built for sm_90a (HAI_CUDA_WGMMA, cmake/Cuda.cmake) and a
-// compute capability 9.x device.
-cudaError_t wgmma_applies(bool* applies) {
-  *applies = false;
-#if defined(HAI_CUDA_WGMMA)
-  int device = 0;
-  cudaError_t status = cudaGetDevice(&device);
-  if (status != cudaSuccess) return status;
-  int major = 0;
-  status = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device);
-  if (status != cudaSuccess) return status;
-  *applies = major == 9;
-#endif
-  return cudaSuccess;
 }
 
 template <typename Loop>

@@ -1,0 +1,443 @@
+// Causal attention backward on Hopper's warpgroup tensor cores (wgmma), the same two deterministic kernels as the
+// mma.sync backward (attention_backward_kernels.cu: no atomics, every gradient row written by one block) with
+// operands read straight from shared memory and the probabilities kept in registers:
+//   key kernel:   a block owns 128 keys of one (b, h), each of its two warpgroups 64, and walks the 64-query tiles
+//                 from the diagonal on: S^T = K Q^T and dP^T = V d_out^T (both operands in shared memory), then
+//                 P^T and dS^T = P^T o (dP^T - D) in registers, which are the A operands of d_v += P^T d_out and
+//                 d_k += dS^T q (d_out and q MN-major, from the same tiles).
+//   query kernel: a block owns 128 queries (64 per warpgroup) and walks the 64-key tiles up to the diagonal:
+//                 S = Q K^T, dP = d_out V^T, dS = P o (dP - D) in registers, d_q += dS k (k MN-major).
+// Both double-buffer the tiles they walk with cp.async (the next tile's copies are in flight while the current
+// one is multiplied). D and lse as in the mma.sync kernels: D[i] = dot(d_out[i], out[i]) in d_q's first column,
+// written by attention_output_dots; the key kernel runs first and the query kernel reads its rows' D before it
+// overwrites them. P and dS are rounded to bf16 for the tensor-core products; everything accumulates in fp32.
+// Compiled for sm_90a only (HAI_WGMMA_AVAILABLE); the launcher runs it where wgmma_applies.
+
+#include <cuda_bf16.h>
+
+#include <cmath>
+
+#include "framework/device/cuda/attention_kernels.h"
+#include "framework/device/cuda/attention_tiles.cuh"
+#include "framework/device/cuda/attention_widths.cuh"
+#include "framework/device/cuda/attention_wgmma.cuh"
+#include "framework/device/cuda/mma_sm80.cuh"
+#include "framework/device/cuda/wgmma_sm90.cuh"
+
+namespace hai::cuda::kernels {
+namespace {
+
+using attention_tiles::HeadRows;
+using attention_wgmma::AccumulatorPlace;
+using attention_wgmma::bf16;
+using attention_wgmma::Tile;
+
+constexpr int kThreads = 256;  // two warpgroups
+constexpr int kOwnedRows = 2 * attention_wgmma::kWarpgroupRows;  // keys of a key block, queries of a query block
+constexpr int kStepRows = 64;  // queries per step of the key kernel, keys per step of the query kernel
+constexpr float kLog2E = 1.4426950408889634f;
+
+// The operands of one (b, h) as rows.
+struct HeadOperands {
+  HeadRows<const bf16> q, k, v, d_out;
+  const float* lse;         // [S] of this (b, h)
+  const float* output_dot;  // D[s] at output_dot[s * output_dot_pitch]
+  int64_t output_dot_pitch;
+};
+
+__device__ inline HeadOperands head_operands(const float* d_q, const bf16* d_out, const bf16* q, const bf16* k,
+                                             const bf16* v, const float* lse, const AttentionGeometry& geometry) {
+  int64_t batch_index = blockIdx.y / geometry.heads, head = blockIdx.y % geometry.heads;
+  int64_t sequence = geometry.sequence, heads = geometry.heads;
+  HeadRows<const float> d_q_rows = attention_tiles::head_rows(d_q, batch_index, head, sequence, heads, geometry.qk_dim);
+  return {attention_tiles::head_rows(q, batch_index, head, sequence, heads, geometry.qk_dim),
+          attention_tiles::head_rows(k, batch_index, head, sequence, heads, geometry.qk_dim),
+          attention_tiles::head_rows(v, batch_index, head, sequence, heads, geometry.v_dim),
+          attention_tiles::head_rows(d_out, batch_index, head, sequence, heads, geometry.v_dim),
+          lse + (batch_index * heads + head) * sequence,
+          d_q_rows.base,
+          d_q_rows.pitch};
+}
+
+template <typename Element>
+__device__ inline HeadRows<Element> output_rows(Element* tensor, const AttentionGeometry& geometry, int dim) {
+  return attention_tiles::head_rows(tensor, blockIdx.y / geometry.heads, blockIdx.y % geometry.heads,
+                                    geometry.sequence, geometry.heads, dim);
+}
+
+// Which elements of a 64 x 64 score tile count, by their key and query indices inside the tile: the key not after
+// the query, the query inside the sequence. (32-bit tile indices keep the masking out of the registers' way.)
+class CausalTile {
+ public:
+  __device__ CausalTile(int64_t first_key, int64_t first_query, int64_t sequence)
+      : key_minus_query_(static_cast<int>(clamp(first_key - first_query, -2 * kStepRows, 2 * kStepRows))),
+        queries_(static_cast<int>(clamp(sequence - first_query, 0, kStepRows))) {}
+  __device__ bool counts(int key, int query) const { return key_minus_query_ + key - query <= 0 && query < queries_; }
+
+ private:
+  __device__ static int64_t clamp(int64_t value, int64_t low, int64_t high) {
+    return value < low ? low : (value > high ? high : value);
+  }
+  int key_minus_query_;  // of the tile's first key and query, clamped: beyond +-2 tiles every element is alike
+  int queries_;          // queries of the tile inside the sequence
+};
+
+// exp(score * scale - lse) in log2 units where the element counts, else 0.
+__device__ inline float probability(float score, float scale_log2, float lse_log2, bool counts) {
+  return counts ? exp2f(score * scale_log2 - lse_log2) : 0.0f;
+}
+
+// Shared memory of the key kernel: K and V of the block's keys, then two stages of the query tiles it walks (q and
+// d_out), then per stage the queries' lse (log2 units) and D.
+template <int qk_width, int v_width>
+struct KeyKernelLayout {
+  using KTile = Tile<kOwnedRows, qk_width>;
+  using VTile = Tile<kOwnedRows, v_width>;
+  using QTile = Tile<kStepRows, qk_width>;
+  using DOutTile = Tile<kStepRows, v_width>;
+  static constexpr int kStageBytes = QTile::kBytes + DOutTile::kBytes;
+  static constexpr int kTileBytes = KTile::kBytes + VTile::kBytes + 2 * kStageBytes;
+  static constexpr int kSharedBytes = kTileBytes + 2 * 2 * kStepRows * static_cast<int>(sizeof(float)) + 1024;
+
+  unsigned char* base;  // 1024-byte aligned
+  __device__ unsigned char* k() const { return base; }
+  __device__ unsigned char* v() const { return base + KTile::kBytes; }
+  __device__ unsigned char* q(int stage) const { return v() + VTile::kBytes + stage * kStageBytes; }
+  __device__ unsigned char* d_out(int stage) const { return q(stage) + QTile::kBytes; }
+  __device__ float* lse_log2(int stage) const {
+    return reinterpret_cast<float*>(base + kTileBytes) + stage * 2 * kStepRows;
+  }
+  __device__ float* output_dot(int stage) const { return lse_log2(stage) + kStepRows; }
+};
+
+// This thread's value of the query tile from first_query on, for the stage's row stats: threads 0..63 the lse (log2
+// units) of query first_query + t, threads 64..127 its D; 0 past the sequence end and for the other threads.
+__device__ inline float query_row_stat(const HeadOperands& operands, int64_t first_query, int64_t sequence) {
+  int t = static_cast<int>(threadIdx.x);
+  int64_t query = first_query + t % kStepRows;
+  if (t >= 2 * kStepRows || query >= sequence) return 0.0f;
+  return t < kStepRows ? operands.lse[query] * kLog2E : operands.output_dot[query * operands.output_dot_pitch];
+}
+
+#if defined(HAI_WGMMA_AVAILABLE)
+// One query tile of the key kernel for this warpgroup's 64 keys (from first_key): d_v += P^T d_out,
+// d_k += dS^T q.
+template <int qk_width, int v_width>
+__device__ inline void key_kernel_step(float (&d_k)[qk_width / 2], float (&d_v)[v_width / 2],
+                                       const KeyKernelLayout<qk_width, v_width>& layout, int stage, int warpgroup,
+                                       int64_t first_key, int64_t first_query, int64_t sequence, float scale_log2) {
+  float scores[32], d_p[32];  // S^T, then P^T; dP^T, then dS^T: [64 keys, 64 queries]
+  attention_wgmma::zero(scores);
+  attention_wgmma::zero(d_p);
+  int key_row0 = attention_wgmma::kWarpgroupRows * warpgroup;
+  sm90::warpgroup_fence();
+#pragma unroll
+  for (int slice = 0; slice < qk_width / 16; ++slice) {
+    sm90::mma_m64n64k16_bf16<0, 0>(scores, attention_wgmma::k_major<kOwnedRows>(layout.k(), key_row0, slice),
+                                   attention_wgmma::k_major<kStepRows>(layout.q(stage), 0, slice));
+  }
+  sm90::warpgroup_commit();
+#pragma unroll
+  for (int slice = 0; slice < v_width / 16; ++slice) {
+    sm90::mma_m64n64k16_bf16<0, 0>(d_p, attention_wgmma::k_major<kOwnedRows>(layout.v(), key_row0, slice),
+                                   attention_wgmma::k_major<kStepRows>(layout.d_out(stage), 0, slice));
+  }
+  sm90::warpgroup_commit();
+
+  // P^T while dP^T is in flight.
+  sm90::warpgroup_wait<1>();
+  attention_wgmma::fence_registers(scores);
+  const float* lse_log2 = layout.lse_log2(stage);
+  const float* output_dot = layout.output_dot(stage);
+  AccumulatorPlace place;
+  const CausalTile tile(first_key, first_query, sequence);
+#pragma unroll
+  for (int j = 0; j < 8; ++j) {
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      int column = place.column(j, e);
+      scores[4 * j + e] =
+          probability(scores[4 * j + e], scale_log2, lse_log2[column], tile.counts(place.row(e), column));
+    }
+  }
+  sm90::warpgroup_wait<0>();
+  attention_wgmma::fence_registers(d_p);
+#pragma unroll
+  for (int j = 0; j < 8; ++j) {
+#pragma unroll
+    for (int e = 0; e < 4; ++e) d_p[4 * j + e] = scores[4 * j + e] * (d_p[4 * j + e] - output_dot[place.column(j, e)]);
+  }
+  uint32_t transposed_p[4][4], transposed_d_s[4][4];  // bf16 A fragments, 16 queries each
+  attention_wgmma::as_register_a(transposed_p, scores);
+  attention_wgmma::as_register_a(transposed_d_s, d_p);
+
+  sm90::warpgroup_fence();
+#pragma unroll
+  for (int slice = 0; slice < kStepRows / 16; ++slice) {
+    attention_wgmma::multiply_register_a<v_width>(d_v, transposed_p[slice],
+                                                  attention_wgmma::mn_major<kStepRows>(layout.d_out(stage), slice));
+    attention_wgmma::multiply_register_a<qk_width>(d_k, transposed_d_s[slice],
+                                                   attention_wgmma::mn_major<kStepRows>(layout.q(stage), slice));
+  }
+  sm90::warpgroup_commit();
+  sm90::warpgroup_wait<0>();
+}
+#endif
+
+template <int qk_width, int v_width>
+__global__ void __launch_bounds__(kThreads, 1)
+    attention_key_gradients_wgmma_kernel(float* d_k, float* d_v, const float* d_q, const bf16* d_out, const bf16* q,
+                                         const bf16* k, const bf16* v, const float* lse, AttentionGeometry geometry) {
+#if defined(HAI_WGMMA_AVAILABLE)
+  using Layout = KeyKernelLayout<qk_width, v_width>;
+  extern __shared__ __align__(16) unsigned char shared[];
+  const Layout layout{attention_wgmma::align_1024(shared)};
+  const int64_t sequence = geometry.sequence;
+  const HeadOperands operands = head_operands(d_q, d_out, q, k, v, lse, geometry);
+  const int warpgroup = static_cast<int>(threadIdx.x) / 128;
+  const int64_t first_key = int64_t{blockIdx.x} * kOwnedRows;
+  const int64_t warpgroup_first_key = first_key + attention_wgmma::kWarpgroupRows * warpgroup;
+  const float scale_log2 = geometry.softmax_scale * kLog2E;
+  auto load_query_tile = [&](int stage, int64_t first_query) {
+    attention_wgmma::load_tile_async<kStepRows, qk_width, kThreads>(layout.q(stage), operands.q, first_query);
+    attention_wgmma::load_tile_async<kStepRows, v_width, kThreads>(layout.d_out(stage), operands.d_out, first_query);
+    sm80::commit_async_copies();
+  };
+
+  // Prologue: K, V and the first query tile in one group of copies.
+  attention_wgmma::load_tile_async<kOwnedRows, qk_width, kThreads>(layout.k(), operands.k, first_key);
+  attention_wgmma::load_tile_async<kOwnedRows, v_width, kThreads>(layout.v(), operands.v, first_key);
+  load_query_tile(0, first_key);
+  if (threadIdx.x < 2 * kStepRows) layout.lse_log2(0)[threadIdx.x] = query_row_stat(operands, first_key, sequence);
+
+  float d_k_values[qk_width / 2], d_v_values[v_width / 2];  // [64 keys, qk_width], [64 keys, v_width]
+  attention_wgmma::zero(d_k_values);
+  attention_wgmma::zero(d_v_values);
+  int stage = 0;
+  for (int64_t first_query = first_key; first_query < sequence; first_query += kStepRows, stage ^= 1) {
+    const int64_t next_query = first_query + kStepRows;
+    const bool has_next = next_query < sequence;
+    float next_stat = 0.0f;
+    if (has_next) {
+      load_query_tile(stage ^ 1, next_query);
+      next_stat = query_row_stat(operands, next_query, sequence);
+      sm80::wait_async_copies<1>();
+    } else {
+      sm80::wait_async_copies<0>();
+    }
+    sm90::fence_shared_for_async_proxy();
+    __syncthreads();
+    // A warpgroup whose keys all come after the tile's queries has nothing to add.
+    if (first_query + kStepRows > warpgroup_first_key && warpgroup_first_key < sequence) {
+      key_kernel_step(d_k_values, d_v_values, layout, stage, warpgroup, warpgroup_first_key, first_query, sequence,
+                      scale_log2);
+    }
+    // NOTE: the other stage's row stats were last read before the previous iteration's closing barrier.
+    if (has_next && threadIdx.x < 2 * kStepRows) layout.lse_log2(stage ^ 1)[threadIdx.x] = next_stat;
+    __syncthreads();  // both warpgroups are done with this stage before the next iteration refills it
+  }
+  attention_wgmma::fence_registers(d_k_values);
+  attention_wgmma::fence_registers(d_v_values);
+  attention_wgmma::store_rows<qk_width>(output_rows(d_k, geometry, geometry.qk_dim), warpgroup_first_key, d_k_values,
+                                        geometry.softmax_scale);
+  attention_wgmma::store_rows<v_width>(output_rows(d_v, geometry, geometry.v_dim), warpgroup_first_key, d_v_values,
+                                       1.0f);
+#else
+  __trap();  // NOTE: launched only where nvcc built sm_90a code (wgmma_applies)
+#endif
+}
+
+// Shared memory of the query kernel: Q and d_out of the block's queries, then two stages of the key tiles it walks
+// (k and v).
+template <int qk_width, int v_width>
+struct QueryKernelLayout {
+  using QTile = Tile<kOwnedRows, qk_width>;
+  using DOutTile = Tile<kOwnedRows, v_width>;
+  using KTile = Tile<kStepRows, qk_width>;
+  using VTile = Tile<kStepRows, v_width>;
+  static constexpr int kStageBytes = KTile::kBytes + VTile::kBytes;
+  static constexpr int kSharedBytes = QTile::kBytes + DOutTile::kBytes + 2 * kStageBytes + 1024;
+
+  unsigned char* base;  // 1024-byte aligned
+  __device__ unsigned char* q() const { return base; }
+  __device__ unsigned char* d_out() const { return base + QTile::kBytes; }
+  __device__ unsigned char* k(int stage) const { return d_out() + DOutTile::kBytes + stage * kStageBytes; }
+  __device__ unsigned char* v(int stage) const { return k(stage) + KTile::kBytes; }
+};
+
+#if defined(HAI_WGMMA_AVAILABLE)
+// The lse (log2 units) and D of this thread's two query rows (rows e = 0 and e = 2 of AccumulatorPlace).
+struct QueryRowStats {
+  float lse_log2[2], output_dot[2];
+};
+
+// One key tile of the query kernel for this warpgroup's 64 queries (from first_query): d_q += dS k.
+template <int qk_width, int v_width>
+__device__ inline void query_kernel_step(float (&d_q)[qk_width / 2], const QueryKernelLayout<qk_width, v_width>& layout,
+                                         int stage, int warpgroup, const QueryRowStats& stats, int64_t first_query,
+                                         int64_t first_key, int64_t sequence, float scale_log2) {
+  float scores[32], d_p[32];  // S, then P; dP, then dS: [64 queries, 64 keys]
+  attention_wgmma::zero(scores);
+  attention_wgmma::zero(d_p);
+  int query_row0 = attention_wgmma::kWarpgroupRows * warpgroup;
+  sm90::warpgroup_fence();
+#pragma unroll
+  for (int slice = 0; slice < qk_width / 16; ++slice) {
+    sm90::mma_m64n64k16_bf16<0, 0>(scores, attention_wgmma::k_major<kOwnedRows>(layout.q(), query_row0, slice),
+                                   attention_wgmma::k_major<kStepRows>(layout.k(stage), 0, slice));
+  }
+  sm90::warpgroup_commit();
+#pragma unroll
+  for (int slice = 0; slice < v_width / 16; ++slice) {
+    sm90::mma_m64n64k16_bf16<0, 0>(d_p, attention_wgmma::k_major<kOwnedRows>(layout.d_out(), query_row0, slice),
+                                   attention_wgmma::k_major<kStepRows>(layout.v(stage), 0, slice));
+  }
+  sm90::warpgroup_commit();
+
+  // P while dP is in flight.
+  sm90::warpgroup_wait<1>();
+  attention_wgmma::fence_registers(scores);
+  AccumulatorPlace place;
+  const CausalTile tile(first_key, first_query, sequence);
+#pragma unroll
+  for (int j = 0; j < 8; ++j) {
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      scores[4 * j + e] = probability(scores[4 * j + e], scale_log2, stats.lse_log2[e / 2],
+                                      tile.counts(place.column(j, e), place.row(e)));
+    }
+  }
+  sm90::warpgroup_wait<0>();
+  attention_wgmma::fence_registers(d_p);
+#pragma unroll
+  for (int j = 0; j < 8; ++j) {
+#pragma unroll
+    for (int e = 0; e < 4; ++e) d_p[4 * j + e] = scores[4 * j + e] * (d_p[4 * j + e] - stats.output_dot[e / 2]);
+  }
+  uint32_t d_s[4][4];  // bf16 A fragments, 16 keys each
+  attention_wgmma::as_register_a(d_s, d_p);
+
+  sm90::warpgroup_fence();
+#pragma unroll
+  for (int slice = 0; slice < kStepRows / 16; ++slice) {
+    attention_wgmma::multiply_register_a<qk_width>(d_q, d_s[slice],
+                                                   attention_wgmma::mn_major<kStepRows>(layout.k(stage), slice));
+  }
+  sm90::warpgroup_commit();
+  sm90::warpgroup_wait<0>();
+}
+#endif
+
+template <int qk_width, int v_width>
+__global__ void __launch_bounds__(kThreads, 1)
+    attention_query_gradients_wgmma_kernel(float* d_q, const bf16* d_out, const bf16* q, const bf16* k, const bf16* v,
+                                           const float* lse, AttentionGeometry geometry) {
+#if defined(HAI_WGMMA_AVAILABLE)
+  using Layout = QueryKernelLayout<qk_width, v_width>;
+  extern __shared__ __align__(16) unsigned char shared[];
+  const Layout layout{attention_wgmma::align_1024(shared)};
+  const int64_t sequence = geometry.sequence;
+  const HeadOperands operands = head_operands(d_q, d_out, q, k, v, lse, geometry);
+  const int warpgroup = static_cast<int>(threadIdx.x) / 128;
+  const int64_t first_query = int64_t{gridDim.x - 1 - blockIdx.x} * kOwnedRows;  // diagonal-heavy blocks first
+  const int64_t warpgroup_first_query = first_query + attention_wgmma::kWarpgroupRows * warpgroup;
+  const float scale_log2 = geometry.softmax_scale * kLog2E;
+  auto load_key_tile = [&](int stage, int64_t first_key) {
+    attention_wgmma::load_tile_async<kStepRows, qk_width, kThreads>(layout.k(stage), operands.k, first_key);
+    attention_wgmma::load_tile_async<kStepRows, v_width, kThreads>(layout.v(stage), operands.v, first_key);
+    sm80::commit_async_copies();
+  };
+
+  QueryRowStats stats;
+  AccumulatorPlace place;
+  for (int half = 0; half < 2; ++half) {
+    int64_t query = warpgroup_first_query + place.row(2 * half);
+    bool valid = query < sequence;
+    stats.lse_log2[half] = valid ? operands.lse[query] * kLog2E : 0.0f;
+    stats.output_dot[half] = valid ? operands.output_dot[query * operands.output_dot_pitch] : 0.0f;
+  }
+  // Prologue: Q, d_out and the first key tile in one group of copies.
+  attention_wgmma::load_tile_async<kOwnedRows, qk_width, kThreads>(layout.q(), operands.q, first_query);
+  attention_wgmma::load_tile_async<kOwnedRows, v_width, kThreads>(layout.d_out(), operands.d_out, first_query);
+  load_key_tile(0, 0);
+
+  float d_q_values[qk_width / 2];  // [64 queries, qk_width]
+  attention_wgmma::zero(d_q_values);
+  const int64_t end_key = first_query + kOwnedRows < sequence ? first_query + kOwnedRows : sequence;
+  int stage = 0;
+  for (int64_t first_key = 0; first_key < end_key; first_key += kStepRows, stage ^= 1) {
+    const bool has_next = first_key + kStepRows < end_key;
+    if (has_next) {
+      load_key_tile(stage ^ 1, first_key + kStepRows);
+      sm80::wait_async_copies<1>();
+    } else {
+      sm80::wait_async_copies<0>();
+    }
+    sm90::fence_shared_for_async_proxy();
+    __syncthreads();
+    // A warpgroup whose queries all come before the tile's keys has nothing to add.
+    if (first_key < warpgroup_first_query + attention_wgmma::kWarpgroupRows && warpgroup_first_query < sequence) {
+      query_kernel_step(d_q_values, layout, stage, warpgroup, stats, warpgroup_first_query, first_key, sequence,
+                        scale_log2);
+    }
+    __syncthreads();  // both warpgroups are done with this stage before the next iteration refills it
+  }
+  attention_wgmma::fence_registers(d_q_values);
+  attention_wgmma::store_rows<qk_width>(output_rows(d_q, geometry, geometry.qk_dim), warpgroup_first_query,
+                                        d_q_values, geometry.softmax_scale);
+#else
+  __trap();  // NOTE: launched only where nvcc built sm_90a code (wgmma_applies)
+#endif
+}
+
+template <typename Kernel, typename... Arguments>
+cudaError_t launch(Kernel kernel, dim3 grid, int shared_bytes, cudaStream_t stream, Arguments... arguments) {
+  cudaError_t status = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, shared_bytes);
+  if (status != cudaSuccess) return status;
+  kernel<<<grid, kThreads, shared_bytes, stream>>>(arguments...);
+  return cudaGetLastError();
+}
+
+// The padded widths the kernels are built for: the accumulators of wider heads do not fit the registers.
+constexpr bool built_for(int qk_width, int v_width) {
+  return (qk_width == 64 && v_width == 64) || (qk_width == 128 && v_width == 128) ||
+         (qk_width == 192 && v_width == 128);
+}
+
+}  // namespace
+
+bool attention_backward_wgmma_fits(const AttentionGeometry& geometry) {
+  return attention_widths::with_padded_widths(geometry.qk_dim, geometry.v_dim, [](auto qk_width, auto v_width) {
+    return built_for(decltype(qk_width)::value, decltype(v_width)::value);
+  });
+}
+
+cudaError_t attention_backward_bf16_wgmma(float* d_q, float* d_k, float* d_v, const uint16_t* d_out,
+                                          const uint16_t* q, const uint16_t* k, const uint16_t* v, const float* lse,
+                                          const AttentionGeometry& geometry, cudaStream_t stream) {
+  auto q_bf16 = reinterpret_cast<const bf16*>(q);
+  auto k_bf16 = reinterpret_cast<const bf16*>(k);
+  auto v_bf16 = reinterpret_cast<const bf16*>(v);
+  auto d_out_bf16 = reinterpret_cast<const bf16*>(d_out);
+  unsigned int blocks = static_cast<unsigned int>((geometry.sequence + kOwnedRows - 1) / kOwnedRows);
+  dim3 grid(blocks, static_cast<unsigned int>(geometry.batch * geometry.heads));
+  auto launch_widths = [&](auto qk_width, auto v_width) {
+    constexpr int qk = decltype(qk_width)::value, vw = decltype(v_width)::value;
+    cudaError_t status = launch(attention_key_gradients_wgmma_kernel<qk, vw>, grid, KeyKernelLayout<qk, vw>::kSharedBytes,
+                                stream, d_k, d_v, static_cast<const float*>(d_q), d_out_bf16, q_bf16, k_bf16, v_bf16,
+                                lse, geometry);
+    if (status != cudaSuccess) return status;
+    return launch(attention_query_gradients_wgmma_kernel<qk, vw>, grid, QueryKernelLayout<qk, vw>::kSharedBytes,
+                  stream, d_q, d_out_bf16, q_bf16, k_bf16, v_bf16, lse, geometry);
+  };
+  return attention_widths::with_padded_widths(geometry.qk_dim, geometry.v_dim, [&](auto qk_width, auto v_width) {
+    constexpr int qk = decltype(qk_width)::value, vw = decltype(v_width)::value;
+    if constexpr (built_for(qk, vw)) {
+      return launch_widths(qk_width, v_width);
+    } else {
+      return cudaErrorNotSupported;
+    }
+  });
+}
+
+}  // namespace hai::cuda::kernels

@@ -1,0 +1,152 @@
+#pragma once
+// Building blocks of the sm_90a (wgmma) attention kernels: tiles of [B, S, H, d] rows of one (b, h) in shared memory
+// in wgmma's 128-byte-swizzled layout (wgmma_sm90.cuh), their matrix descriptors, and the accumulators of m64nN
+// products seen as (row, column) pairs or as register A fragments of the next product.
+//
+// A tile of `rows` rows and `width` columns (a multiple of 64) is width / 64 chunks of rows x 128 bytes, chunk c at
+// c * rows * 128 bytes; row r of a chunk is its 64 elements, swizzled. The same tile serves as
+//   - a K-major operand, the reduction along the columns (K in Q K^T): 8-row groups 1024 bytes apart;
+//   - an MN-major operand, the reduction along the rows (Q in dK += dS^T Q): each chunk is an atom of 64 outputs,
+//     atoms rows * 128 bytes apart.
+
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "framework/device/cuda/attention_tiles.cuh"
+#include "framework/device/cuda/mma_sm80.cuh"
+#include "framework/device/cuda/wgmma_sm90.cuh"
+
+namespace hai::cuda::kernels::attention_wgmma {
+
+using bf16 = __nv_bfloat16;
+using attention_tiles::HeadRows;
+
+inline constexpr int kWarpgroupRows = 64;  // rows of an m64nN product
+
+template <int rows, int width>
+struct Tile {
+  static_assert(rows % 8 == 0 && width % 64 == 0, "tiles are whole swizzle atoms");
+  static constexpr int kChunkBytes = rows * 128;
+  static constexpr int kBytes = width / 64 * kChunkBytes;
+};
+
+// The first 1024-byte aligned address at or after `shared` (swizzled tiles must start there).
+__device__ inline unsigned char* align_1024(unsigned char* shared) {
+  uint32_t misalignment = sm80::shared_address(shared) % 1024;
+  return shared + (misalignment == 0 ? 0 : 1024 - misalignment);
+}
+
+// Starts copying rows first .. first + rows - 1 of `source` into `tile` with the block's `threads` threads
+// (cp.async; commit and wait separately). Rows past the sequence end and columns past source.dim are zero.
+template <int rows, int width, int threads>
+__device__ inline void load_tile_async(unsigned char* tile, const HeadRows<const bf16>& source, int64_t first) {
+  constexpr int pieces_per_row = width / 8;  // 16-byte pieces
+  static_assert(rows * pieces_per_row % threads == 0, "every thread copies the same number of pieces");
+#pragma unroll 1
+  for (int i = 0; i < rows * pieces_per_row / threads; ++i) {
+    int piece = static_cast<int>(threadIdx.x) + i * threads;
+    int row = piece / pieces_per_row, column = (piece % pieces_per_row) * 8;
+    bool valid = first + row < source.valid && column < source.dim;
+    const bf16* from = valid ? source.base + (first + row) * source.pitch + column : source.base;
+    uint32_t offset = (column / 64) * Tile<rows, width>::kChunkBytes + row * 128 + (column % 64) * 2;
+    sm80::copy_16_bytes_async(tile + sm90::swizzled_offset(offset), from, valid);
+  }
+}
+
+// A descriptor of the operand `bytes` further on (16-byte granular): the start address is the low field, which
+// cannot overflow inside shared memory.
+__device__ inline uint64_t advanced(uint64_t descriptor, uint32_t bytes) { return descriptor + (bytes >> 4); }
+
+// The K-major descriptor of columns [16 slice, 16 slice + 16) of the 64 rows from row0 (an A operand), or of all
+// rows (a B operand: row0 0).
+template <int rows>
+__device__ inline uint64_t k_major(const unsigned char* tile, int row0, int slice) {
+  uint64_t tile_start = sm90::matrix_descriptor(sm80::shared_address(tile), 0, 1024);
+  return advanced(tile_start, (slice / 4) * Tile<rows, 64>::kChunkBytes + row0 * 128 + (slice % 4) * 32);
+}
+
+// The MN-major descriptor of rows [16 slice, 16 slice + 16) as the reduction and every column as an output.
+template <int rows>
+__device__ inline uint64_t mn_major(const unsigned char* tile, int slice) {
+  uint64_t tile_start = sm90::matrix_descriptor(sm80::shared_address(tile), Tile<rows, 64>::kChunkBytes, 1024);
+  return advanced(tile_start, slice * 16 * 128);
+}
+
+// Where this thread's accumulators of an m64nN product lie: accumulator 4j + e is row row(e), column column(j, e)
+// of the warpgroup's 64 x N (wgmma_sm90.cuh).
+struct AccumulatorPlace {
+  int row_low, column_low;  // of e = 0; e = 1 is the next column, e = 2, 3 the same 8 rows further down
+  __device__ AccumulatorPlace()
+      : row_low(static_cast<int>(threadIdx.x) / 32 % 4 * 16 + static_cast<int>(threadIdx.x) % 32 / 4),
+        column_low(static_cast<int>(threadIdx.x) % 4 * 2) {}
+  __device__ int row(int e) const { return row_low + 8 * (e / 2); }
+  __device__ int column(int j, int e) const { return column_low + 8 * j + e % 2; }
+};
+
+template <int count>
+__device__ inline void zero(float (&values)[count]) {
+#pragma unroll
+  for (int i = 0; i < count; ++i) values[i] = 0.0f;
+}
+
+// Keeps the compiler from reading accumulators before the wgmma wait that completes them.
+template <int count>
+__device__ inline void fence_registers(float (&values)[count]) {
+#if defined(HAI_WGMMA_AVAILABLE)
+#pragma unroll
+  for (int i = 0; i < count; ++i) sm90::fence_register(values[i]);
+#endif
+}
+
+__device__ inline uint32_t pack_bf16(float low, float high) {
+  __nv_bfloat162 packed = __floats2bfloat162_rn(low, high);
+  return *reinterpret_cast<uint32_t*>(&packed);
+}
+
+// The register A fragments of an m64n64 accumulator rounded to bf16: fragment t holds columns [16 t, 16 t + 16),
+// which are accumulators 8t .. 8t + 7 (an accumulator's layout is the next product's A layout).
+__device__ inline void as_register_a(uint32_t (&fragments)[4][4], const float (&values)[32]) {
+#pragma unroll
+  for (int t = 0; t < 4; ++t) {
+#pragma unroll
+    for (int r = 0; r < 4; ++r) fragments[t][r] = pack_bf16(values[8 * t + 2 * r], values[8 * t + 2 * r + 1]);
+  }
+}
+
+#if defined(HAI_WGMMA_AVAILABLE)
+// d += A (64 x 16 from registers) @ B (16 x n, MN-major descriptor b).
+template <int n>
+__device__ inline void multiply_register_a(float (&d)[n / 2], const uint32_t (&a)[4], uint64_t b) {
+  if constexpr (n == 64) {
+    sm90::mma_m64n64k16_bf16_register_a<1>(d, a, b);
+  } else if constexpr (n == 128) {
+    sm90::mma_m64n128k16_bf16_register_a<1>(d, a, b);
+  } else {
+    static_assert(n == 192, "register-A products of 64, 128 or 192 columns");
+    sm90::mma_m64n192k16_bf16_register_a<1>(d, a, b);
+  }
+}
+#endif
+
+// Writes this thread's accumulators of a 64 x width product (rows from row0 of `target`) times `factor`, skipping
+// columns past target.dim and rows past the sequence end.
+template <int width>
+__device__ inline void store_rows(const HeadRows<float>& target, int64_t row0, const float (&values)[width / 2],
+                                  float factor) {
+  AccumulatorPlace place;
+#pragma unroll
+  for (int j = 0; j < width / 8; ++j) {
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+      int64_t row = row0 + place.row(2 * half);
+      int column = place.column(j, 0);
+      if (row >= target.valid || column >= target.dim) continue;
+      attention_tiles::store_pair(target.base + row * target.pitch + column, values[4 * j + 2 * half] * factor,
+                                  values[4 * j + 2 * half + 1] * factor);
+    }
+  }
+}
+
+}  // namespace hai::cuda::kernels::attention_wgmma
