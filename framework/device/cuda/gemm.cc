@@ -3,10 +3,8 @@
 #include "framework/device/cuda/blaslt_algorithm.h"
 #include "framework/device/cuda/blaslt_context.h"
 #include "framework/device/cuda/blaslt_descriptors.h"
-#include "framework/device/cuda/cast.h"
 #include "framework/device/cuda/elementwise_kernels.h"
 #include "framework/device/cuda/launch.h"
-#include "framework/device/cuda/scratch.h"
 
 namespace hai::cuda {
 namespace {
@@ -50,19 +48,6 @@ void gemm(const Tensor& c, const Tensor& a, const Tensor& b, const GemmOptions& 
   HAI_CHECK(a.dtype() == b.dtype(), "gemm on CUDA needs A and B of one dtype, got {} and {}", a.str(), b.str());
   cudaStream_t cuda_stream = prepare_launch(c.device(), stream);
   if (c.numel() == 0) return;
-  if (c.dtype() == DType::bf16 && !(options.transpose_b && !options.transpose_a && c.size(1) % 8 == 0 &&
-                                    operand_alignment(c.raw()) >= 16)) {
-    // NOTE: cuBLASLt's bf16 D gave wrong values on an H200 (CUDA 12, CudaGemm.Bf16OutputMatchesCpu: C [1000, 520]
-    // and [1000, 515] with B not transposed, ~11% of the elements, errors up to 0.2 on sums of partial sums of
-    // ~10: the size of bf16 roundings of split-K partial sums reduced in place in D); only the layout measured
-    // right (a linear layer's forward, rows of whole 16-byte pieces) writes bf16 directly, any other C is
-    // computed in fp32 and rounded. The heuristic is now also kept from in-place 16-bit reductions
-    // (blaslt_algorithm.cc), not yet measured: with it the other layouts may be right too.
-    Scratch wide(c.numel() * static_cast<int64_t>(sizeof(float)), cuda_stream);
-    Tensor wide_c(wide.data(), c.shape(), DType::f32, c.device());  // [M, N]
-    cuda::gemm(wide_c, a, b, options, stream);
-    return cast_tensor(c, wide_c, stream);
-  }
   GemmProblem problem = column_major_problem(c, a, b, options);
   if (problem.k == 0) return scale_only(c, options.beta, cuda_stream);
 
