@@ -14,14 +14,11 @@
 #include <cuda_bf16.h>
 
 #include <cmath>
-#include <cstdlib>
-#include <cstring>
 
 #include "framework/device/cuda/attention_kernels.h"
 #include "framework/device/cuda/attention_mma.cuh"
 #include "framework/device/cuda/attention_tiles.cuh"
 #include "framework/device/cuda/attention_widths.cuh"
-#include "framework/device/cuda/wgmma_support.h"
 
 namespace hai::cuda::kernels {
 namespace {
@@ -289,29 +286,13 @@ cudaError_t allow_shared_bytes(Kernel kernel, int bytes) {
   return cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes);
 }
 
-// HAI_ATTENTION_WGMMA=0 in the environment (read once) runs these kernels where the wgmma ones would: for A/B
-// timings on a GPU.
-bool wgmma_kernels_enabled() {
-  static const bool enabled = [] {
-    const char* value = std::getenv("HAI_ATTENTION_WGMMA");
-    return value == nullptr || std::strcmp(value, "0") != 0;
-  }();
-  return enabled;
-}
-
-cudaError_t wgmma_kernels_apply(const AttentionGeometry& geometry, bool* apply) {
-  *apply = false;
-  if (!wgmma_kernels_enabled() || !attention_backward_wgmma_fits(geometry)) return cudaSuccess;
-  return wgmma_applies(apply);
-}
-
 }  // namespace
 
 cudaError_t attention_backward_bf16(float* d_q, float* d_k, float* d_v, const uint16_t* d_out, const uint16_t* q,
                                     const uint16_t* k, const uint16_t* v, const float* lse,
                                     const AttentionGeometry& geometry, cudaStream_t stream) {
   bool wgmma = false;
-  cudaError_t wgmma_status = wgmma_kernels_apply(geometry, &wgmma);
+  cudaError_t wgmma_status = attention_wgmma_applies(geometry, &wgmma);
   if (wgmma_status != cudaSuccess) return wgmma_status;
   if (wgmma) return attention_backward_bf16_wgmma(d_q, d_k, d_v, d_out, q, k, v, lse, geometry, stream);
   auto q_bf16 = reinterpret_cast<const __nv_bfloat16*>(q);

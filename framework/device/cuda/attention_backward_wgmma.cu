@@ -16,6 +16,8 @@
 #include <cuda_bf16.h>
 
 #include <cmath>
+#include <cstdlib>
+#include <cstring>
 
 #include "framework/device/cuda/attention_kernels.h"
 #include "framework/device/cuda/attention_tiles.cuh"
@@ -23,18 +25,20 @@
 #include "framework/device/cuda/attention_wgmma.cuh"
 #include "framework/device/cuda/mma_sm80.cuh"
 #include "framework/device/cuda/wgmma_sm90.cuh"
+#include "framework/device/cuda/wgmma_support.h"
 
 namespace hai::cuda::kernels {
 namespace {
 
 using attention_tiles::HeadRows;
 using attention_wgmma::AccumulatorPlace;
+using attention_wgmma::CausalTile;
 using attention_wgmma::bf16;
 using attention_wgmma::Tile;
 
 constexpr int kThreads = 256;  // two warpgroups
 constexpr int kOwnedRows = 2 * attention_wgmma::kWarpgroupRows;  // keys of a key block, queries of a query block
-constexpr int kStepRows = 64;  // queries per step of the key kernel, keys per step of the query kernel
+constexpr int kStepRows = attention_wgmma::kStepRows;  // queries per step of the key kernel, keys of the query kernel
 constexpr float kLog2E = 1.4426950408889634f;
 
 // The operands of one (b, h) as rows.
@@ -64,23 +68,6 @@ __device__ inline HeadRows<Element> output_rows(Element* tensor, const Attention
   return attention_tiles::head_rows(tensor, blockIdx.y / geometry.heads, blockIdx.y % geometry.heads,
                                     geometry.sequence, geometry.heads, dim);
 }
-
-// Which elements of a 64 x 64 score tile count, by their key and query indices inside the tile: the key not after
-// the query, the query inside the sequence. (32-bit tile indices keep the masking out of the registers' way.)
-class CausalTile {
- public:
-  __device__ CausalTile(int64_t first_key, int64_t first_query, int64_t sequence)
-      : key_minus_query_(static_cast<int>(clamp(first_key - first_query, -2 * kStepRows, 2 * kStepRows))),
-        queries_(static_cast<int>(clamp(sequence - first_query, 0, kStepRows))) {}
-  __device__ bool counts(int key, int query) const { return key_minus_query_ + key - query <= 0 && query < queries_; }
-
- private:
-  __device__ static int64_t clamp(int64_t value, int64_t low, int64_t high) {
-    return value < low ? low : (value > high ? high : value);
-  }
-  int key_minus_query_;  // of the tile's first key and query, clamped: beyond +-2 tiles every element is alike
-  int queries_;          // queries of the tile inside the sequence
-};
 
 // exp(score * scale - lse) in log2 units where the element counts, else 0.
 __device__ inline float probability(float score, float scale_log2, float lse_log2, bool counts) {
@@ -239,9 +226,9 @@ __global__ void __launch_bounds__(kThreads, 1)
   attention_wgmma::fence_registers(d_k_values);
   attention_wgmma::fence_registers(d_v_values);
   attention_wgmma::store_rows<qk_width>(output_rows(d_k, geometry, geometry.qk_dim), warpgroup_first_key, d_k_values,
-                                        geometry.softmax_scale);
+                                        geometry.softmax_scale, geometry.softmax_scale);
   attention_wgmma::store_rows<v_width>(output_rows(d_v, geometry, geometry.v_dim), warpgroup_first_key, d_v_values,
-                                       1.0f);
+                                       1.0f, 1.0f);
 #else
   __trap();  // NOTE: launched only where nvcc built sm_90a code (wgmma_applies)
 #endif
@@ -384,10 +371,20 @@ __global__ void __launch_bounds__(kThreads, 1)
   }
   attention_wgmma::fence_registers(d_q_values);
   attention_wgmma::store_rows<qk_width>(output_rows(d_q, geometry, geometry.qk_dim), warpgroup_first_query,
-                                        d_q_values, geometry.softmax_scale);
+                                        d_q_values, geometry.softmax_scale, geometry.softmax_scale);
 #else
   __trap();  // NOTE: launched only where nvcc built sm_90a code (wgmma_applies)
 #endif
+}
+
+// HAI_ATTENTION_WGMMA=0 in the environment (read once) runs the mma.sync kernels where these would run: for A/B
+// timings on a GPU.
+bool wgmma_kernels_enabled() {
+  static const bool enabled = [] {
+    const char* value = std::getenv("HAI_ATTENTION_WGMMA");
+    return value == nullptr || std::strcmp(value, "0") != 0;
+  }();
+  return enabled;
 }
 
 template <typename Kernel, typename... Arguments>
@@ -398,18 +395,15 @@ cudaError_t launch(Kernel kernel, dim3 grid, int shared_bytes, cudaStream_t stre
   return cudaGetLastError();
 }
 
-// The padded widths the kernels are built for: the accumulators of wider heads do not fit the registers.
-constexpr bool built_for(int qk_width, int v_width) {
-  return (qk_width == 64 && v_width == 64) || (qk_width == 128 && v_width == 128) ||
-         (qk_width == 192 && v_width == 128);
-}
-
 }  // namespace
 
-bool attention_backward_wgmma_fits(const AttentionGeometry& geometry) {
-  return attention_widths::with_padded_widths(geometry.qk_dim, geometry.v_dim, [](auto qk_width, auto v_width) {
-    return built_for(decltype(qk_width)::value, decltype(v_width)::value);
+cudaError_t attention_wgmma_applies(const AttentionGeometry& geometry, bool* applies) {
+  *applies = false;
+  bool widths_fit = attention_widths::with_padded_widths(geometry.qk_dim, geometry.v_dim, [](auto qk_width, auto v_width) {
+    return attention_wgmma::built_for(decltype(qk_width)::value, decltype(v_width)::value);
   });
+  if (!widths_fit || !wgmma_kernels_enabled()) return cudaSuccess;
+  return wgmma_applies(applies);
 }
 
 cudaError_t attention_backward_bf16_wgmma(float* d_q, float* d_k, float* d_v, const uint16_t* d_out,
@@ -432,7 +426,7 @@ cudaError_t attention_backward_bf16_wgmma(float* d_q, float* d_k, float* d_v, co
   };
   return attention_widths::with_padded_widths(geometry.qk_dim, geometry.v_dim, [&](auto qk_width, auto v_width) {
     constexpr int qk = decltype(qk_width)::value, vw = decltype(v_width)::value;
-    if constexpr (built_for(qk, vw)) {
+    if constexpr (attention_wgmma::built_for(qk, vw)) {
       return launch_widths(qk_width, v_width);
     } else {
       return cudaErrorNotSupported;

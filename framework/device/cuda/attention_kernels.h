@@ -23,10 +23,14 @@ cudaError_t attention_forward_bf16(void* out, bool bf16_out, float* lse, const u
 cudaError_t attention_backward_bf16(float* d_q, float* d_k, float* d_v, const uint16_t* d_out, const uint16_t* q,
                                     const uint16_t* k, const uint16_t* v, const float* lse,
                                     const AttentionGeometry& geometry, cudaStream_t stream);
-// The same two kernels on Hopper's warpgroup tensor cores (attention_backward_wgmma.cu), where wgmma_applies and
-// attention_backward_wgmma_fits the head widths (padded widths 64/64, 128/128 and 192/128); attention_backward_bf16
-// runs them there unless HAI_ATTENTION_WGMMA=0 is in the environment.
-bool attention_backward_wgmma_fits(const AttentionGeometry& geometry);
+
+// Whether the bf16 kernels run on Hopper's warpgroup tensor cores (attention_forward_wgmma.cu,
+// attention_backward_wgmma.cu): the device does (wgmma_support.h), the padded head widths are 64/64, 128/128 or
+// 192/128, and HAI_ATTENTION_WGMMA=0 is not in the environment (read once; for A/B timings).
+// attention_forward_bf16 and attention_backward_bf16 run the wgmma kernels where they apply.
+cudaError_t attention_wgmma_applies(const AttentionGeometry& geometry, bool* applies);
+cudaError_t attention_forward_bf16_wgmma(void* out, bool bf16_out, float* lse, const uint16_t* q, const uint16_t* k,
+                                         const uint16_t* v, const AttentionGeometry& geometry, cudaStream_t stream);
 cudaError_t attention_backward_bf16_wgmma(float* d_q, float* d_k, float* d_v, const uint16_t* d_out,
                                           const uint16_t* q, const uint16_t* k, const uint16_t* v, const float* lse,
                                           const AttentionGeometry& geometry, cudaStream_t stream);

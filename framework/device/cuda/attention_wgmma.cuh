@@ -24,6 +24,14 @@ using bf16 = __nv_bfloat16;
 using attention_tiles::HeadRows;
 
 inline constexpr int kWarpgroupRows = 64;  // rows of an m64nN product
+// The padded head widths (attention_widths.cuh) the wgmma kernels are built for: wider heads' accumulators do not
+// fit the registers.
+constexpr bool built_for(int qk_width, int v_width) {
+  return (qk_width == 64 && v_width == 64) || (qk_width == 128 && v_width == 128) ||
+         (qk_width == 192 && v_width == 128);
+}
+
+inline constexpr int kStepRows = 64;       // keys or queries of the tiles a kernel walks: the N of its score products
 
 template <int rows, int width>
 struct Tile {
@@ -130,11 +138,33 @@ __device__ inline void multiply_register_a(float (&d)[n / 2], const uint32_t (&a
 }
 #endif
 
-// Writes this thread's accumulators of a 64 x width product (rows from row0 of `target`) times `factor`, skipping
-// columns past target.dim and rows past the sequence end.
-template <int width>
-__device__ inline void store_rows(const HeadRows<float>& target, int64_t row0, const float (&values)[width / 2],
-                                  float factor) {
+// Which elements of a 64 x 64 score tile count, by their key and query indices inside the tile: the key not after
+// the query, the query inside the sequence. (32-bit tile indices keep the masking out of the registers' way.)
+class CausalTile {
+ public:
+  __device__ CausalTile(int64_t first_key, int64_t first_query, int64_t sequence)
+      : key_minus_query_(static_cast<int>(clamp(first_key - first_query, -2 * kStepRows, 2 * kStepRows))),
+        queries_(static_cast<int>(clamp(sequence - first_query, 0, kStepRows))) {}
+  // Every query of the tile counts, inside the sequence or not (rows whose results are never stored).
+  __device__ CausalTile(int64_t first_key, int64_t first_query)
+      : key_minus_query_(static_cast<int>(clamp(first_key - first_query, -2 * kStepRows, 2 * kStepRows))),
+        queries_(kStepRows) {}
+  __device__ bool counts(int key, int query) const { return key_minus_query_ + key - query <= 0 && query < queries_; }
+
+ private:
+  __device__ static int64_t clamp(int64_t value, int64_t low, int64_t high) {
+    return value < low ? low : (value > high ? high : value);
+  }
+  int key_minus_query_;  // of the tile's first key and query, clamped: beyond +-2 tiles every element is alike
+  int queries_;          // queries of the tile inside the sequence
+};
+
+// Writes this thread's accumulators of a 64 x width product (rows from row0 of `target`), its upper row (e = 0, 1)
+// times factor_low and its lower one times factor_high, to fp32 rows (or bf16 ones: rounded once), skipping columns
+// past target.dim and rows past the sequence end.
+template <int width, typename Element>
+__device__ inline void store_rows(const HeadRows<Element>& target, int64_t row0, const float (&values)[width / 2],
+                                  float factor_low, float factor_high) {
   AccumulatorPlace place;
 #pragma unroll
   for (int j = 0; j < width / 8; ++j) {
@@ -142,6 +172,7 @@ __device__ inline void store_rows(const HeadRows<float>& target, int64_t row0, c
     for (int half = 0; half < 2; ++half) {
       int64_t row = row0 + place.row(2 * half);
       int column = place.column(j, 0);
+      float factor = half == 0 ? factor_low : factor_high;
       if (row >= target.valid || column >= target.dim) continue;
       attention_tiles::store_pair(target.base + row * target.pitch + column, values[4 * j + 2 * half] * factor,
                                   values[4 * j + 2 * half + 1] * factor);

@@ -1,0 +1,234 @@
+// Causal attention forward on Hopper's warpgroup tensor cores (wgmma), flash-attention style as the mma.sync
+// forward (attention_forward_kernels.cu): a block owns 128 query rows of one (b, h), each of its two warpgroups 64,
+// and walks the 64-key tiles up to the diagonal (k and v double-buffered with cp.async): S = Q K^T with both
+// operands in shared memory, the online softmax in fp32 registers, P rounded to bf16 as the register A operand of
+// out += P V (v MN-major). Writes out (fp32, or bf16 rounded once) and the log-sum-exp once.
+
+#include <cuda_bf16.h>
+
+#include <cmath>
+
+#include "framework/device/cuda/attention_kernels.h"
+#include "framework/device/cuda/attention_tiles.cuh"
+#include "framework/device/cuda/attention_widths.cuh"
+#include "framework/device/cuda/attention_wgmma.cuh"
+#include "framework/device/cuda/mma_sm80.cuh"
+#include "framework/device/cuda/wgmma_sm90.cuh"
+
+namespace hai::cuda::kernels {
+namespace {
+
+using attention_tiles::HeadRows;
+using attention_wgmma::AccumulatorPlace;
+using attention_wgmma::bf16;
+using attention_wgmma::CausalTile;
+using attention_wgmma::Tile;
+
+constexpr int kThreads = 256;  // two warpgroups
+constexpr int kQueries = 2 * attention_wgmma::kWarpgroupRows;  // per block
+constexpr int kKeys = attention_wgmma::kStepRows;              // per step
+constexpr float kLog2E = 1.4426950408889634f;
+constexpr float kLn2 = 0.6931471805599453f;
+
+// Shared memory: Q of the block's queries, then two stages of the key tiles (k and v).
+template <int qk_width, int v_width>
+struct ForwardLayout {
+  using QTile = Tile<kQueries, qk_width>;
+  using KTile = Tile<kKeys, qk_width>;
+  using VTile = Tile<kKeys, v_width>;
+  static constexpr int kStageBytes = KTile::kBytes + VTile::kBytes;
+  static constexpr int kSharedBytes = QTile::kBytes + 2 * kStageBytes + 1024;
+
+  unsigned char* base;  // 1024-byte aligned
+  __device__ unsigned char* q() const { return base; }
+  __device__ unsigned char* k(int stage) const { return base + QTile::kBytes + stage * kStageBytes; }
+  __device__ unsigned char* v(int stage) const { return k(stage) + KTile::kBytes; }
+};
+
+__device__ inline float quad_max(float value) {
+  value = fmaxf(value, __shfl_xor_sync(0xffffffffu, value, 1));
+  return fmaxf(value, __shfl_xor_sync(0xffffffffu, value, 2));
+}
+__device__ inline float quad_sum(float value) {
+  value += __shfl_xor_sync(0xffffffffu, value, 1);
+  return value + __shfl_xor_sync(0xffffffffu, value, 2);
+}
+
+// The running softmax of this thread's two rows (AccumulatorPlace rows e = 0 and e = 2).
+struct RowSoftmax {
+  float max[2] = {-INFINITY, -INFINITY};  // in log2 units (scores times softmax_scale * log2 e)
+  float sum[2] = {0.0f, 0.0f};            // this thread's part of the row sums
+};
+
+// Turns one key tile's scores into probabilities relative to the updated running maxima (keys after the query
+// masked) and rescales the output accumulators by exp2(old max - new max).
+template <int v_width>
+__device__ inline void online_softmax_step(float (&scores)[32], float (&out)[v_width / 2], RowSoftmax& softmax,
+                                           const CausalTile& tile, float scale_log2) {
+  AccumulatorPlace place;
+#pragma unroll
+  for (int half = 0; half < 2; ++half) {
+    float tile_max = -INFINITY;
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {
+#pragma unroll
+      for (int i = 0; i < 2; ++i) {
+        float& score = scores[4 * j + 2 * half + i];
+        score = tile.counts(place.column(j, i), place.row(2 * half)) ? score * scale_log2 : -INFINITY;
+        tile_max = fmaxf(tile_max, score);
+      }
+    }
+    // NOTE: key tile 0 comes first and key 0 <= every query, so the running max is finite from then on (a later
+    // tile entirely after a row's query leaves it unchanged and adds exp2(-inf) = 0).
+    float new_max = fmaxf(softmax.max[half], quad_max(tile_max));
+    float rescale = exp2f(softmax.max[half] - new_max);
+    softmax.max[half] = new_max;
+    float sum = 0.0f;
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {
+#pragma unroll
+      for (int i = 0; i < 2; ++i) {
+        float& score = scores[4 * j + 2 * half + i];
+        score = exp2f(score - new_max);
+        sum += score;
+      }
+    }
+    softmax.sum[half] = softmax.sum[half] * rescale + sum;
+#pragma unroll
+    for (int j = 0; j < v_width / 8; ++j) {
+      out[4 * j + 2 * half] *= rescale;
+      out[4 * j + 2 * half + 1] *= rescale;
+    }
+  }
+}
+
+#if defined(HAI_WGMMA_AVAILABLE)
+// One key tile for this warpgroup's 64 queries (from first_query): scores, online softmax, out += P V.
+template <int qk_width, int v_width>
+__device__ inline void forward_step(float (&out)[v_width / 2], RowSoftmax& softmax,
+                                    const ForwardLayout<qk_width, v_width>& layout, int stage, int warpgroup,
+                                    int64_t first_query, int64_t first_key, float scale_log2) {
+  float scores[32];  // [64 queries, 64 keys]
+  attention_wgmma::zero(scores);
+  sm90::warpgroup_fence();
+#pragma unroll
+  for (int slice = 0; slice < qk_width / 16; ++slice) {
+    sm90::mma_m64n64k16_bf16<0, 0>(
+        scores, attention_wgmma::k_major<kQueries>(layout.q(), attention_wgmma::kWarpgroupRows * warpgroup, slice),
+        attention_wgmma::k_major<kKeys>(layout.k(stage), 0, slice));
+  }
+  sm90::warpgroup_commit();
+  sm90::warpgroup_wait<0>();
+  attention_wgmma::fence_registers(scores);
+  // NOTE: rows past the sequence end (zero q) count like the others, so that their softmax stays finite; they are
+  // never stored.
+  online_softmax_step<v_width>(scores, out, softmax, CausalTile(first_key, first_query), scale_log2);
+  uint32_t p[4][4];  // bf16 A fragments, 16 keys each
+  attention_wgmma::as_register_a(p, scores);
+  sm90::warpgroup_fence();
+#pragma unroll
+  for (int slice = 0; slice < kKeys / 16; ++slice) {
+    attention_wgmma::multiply_register_a<v_width>(out, p[slice], attention_wgmma::mn_major<kKeys>(layout.v(stage), slice));
+  }
+  sm90::warpgroup_commit();
+  sm90::warpgroup_wait<0>();
+}
+#endif
+
+template <int qk_width, int v_width>
+__global__ void __launch_bounds__(kThreads, 1)
+    attention_forward_wgmma_kernel(void* out, bool bf16_out, float* lse, const bf16* q, const bf16* k, const bf16* v,
+                                   AttentionGeometry geometry) {
+#if defined(HAI_WGMMA_AVAILABLE)
+  using Layout = ForwardLayout<qk_width, v_width>;
+  extern __shared__ __align__(16) unsigned char shared[];
+  const Layout layout{attention_wgmma::align_1024(shared)};
+  const int64_t batch_index = blockIdx.y / geometry.heads, head = blockIdx.y % geometry.heads;
+  const int64_t sequence = geometry.sequence, heads = geometry.heads;
+  const HeadRows<const bf16> q_rows = attention_tiles::head_rows(q, batch_index, head, sequence, heads, geometry.qk_dim);
+  const HeadRows<const bf16> k_rows = attention_tiles::head_rows(k, batch_index, head, sequence, heads, geometry.qk_dim);
+  const HeadRows<const bf16> v_rows = attention_tiles::head_rows(v, batch_index, head, sequence, heads, geometry.v_dim);
+  const int warpgroup = static_cast<int>(threadIdx.x) / 128;
+  const int64_t first_query = int64_t{gridDim.x - 1 - blockIdx.x} * kQueries;  // diagonal-heavy blocks first
+  const int64_t warpgroup_first_query = first_query + attention_wgmma::kWarpgroupRows * warpgroup;
+  const float scale_log2 = geometry.softmax_scale * kLog2E;
+  auto load_key_tile = [&](int stage, int64_t first_key) {
+    attention_wgmma::load_tile_async<kKeys, qk_width, kThreads>(layout.k(stage), k_rows, first_key);
+    attention_wgmma::load_tile_async<kKeys, v_width, kThreads>(layout.v(stage), v_rows, first_key);
+    sm80::commit_async_copies();
+  };
+
+  // Prologue: Q and the first key tile in one group of copies.
+  attention_wgmma::load_tile_async<kQueries, qk_width, kThreads>(layout.q(), q_rows, first_query);
+  load_key_tile(0, 0);
+
+  float out_values[v_width / 2];  // [64 queries, v_width]
+  attention_wgmma::zero(out_values);
+  RowSoftmax softmax;
+  const int64_t end_key = first_query + kQueries < sequence ? first_query + kQueries : sequence;
+  int stage = 0;
+  for (int64_t first_key = 0; first_key < end_key; first_key += kKeys, stage ^= 1) {
+    const bool has_next = first_key + kKeys < end_key;
+    if (has_next) {
+      load_key_tile(stage ^ 1, first_key + kKeys);
+      sm80::wait_async_copies<1>();
+    } else {
+      sm80::wait_async_copies<0>();
+    }
+    sm90::fence_shared_for_async_proxy();
+    __syncthreads();
+    // A warpgroup whose queries all come before the tile's keys has nothing to add.
+    if (first_key < warpgroup_first_query + attention_wgmma::kWarpgroupRows) {
+      forward_step(out_values, softmax, layout, stage, warpgroup, warpgroup_first_query, first_key, scale_log2);
+    }
+    __syncthreads();  // both warpgroups are done with this stage before the next iteration refills it
+  }
+
+  attention_wgmma::fence_registers(out_values);
+  float row_sum[2] = {quad_sum(softmax.sum[0]), quad_sum(softmax.sum[1])};
+  if (bf16_out) {
+    HeadRows<bf16> rows = attention_tiles::head_rows(static_cast<bf16*>(out), batch_index, head, sequence, heads,
+                                                     geometry.v_dim);
+    attention_wgmma::store_rows<v_width>(rows, warpgroup_first_query, out_values, 1.0f / row_sum[0],
+                                         1.0f / row_sum[1]);
+  } else {
+    HeadRows<float> rows = attention_tiles::head_rows(static_cast<float*>(out), batch_index, head, sequence, heads,
+                                                      geometry.v_dim);
+    attention_wgmma::store_rows<v_width>(rows, warpgroup_first_query, out_values, 1.0f / row_sum[0],
+                                         1.0f / row_sum[1]);
+  }
+  AccumulatorPlace place;
+  float* head_lse = lse + (batch_index * heads + head) * sequence;
+  for (int half = 0; half < 2 && threadIdx.x % 4 == 0; ++half) {
+    int64_t query = warpgroup_first_query + place.row(2 * half);
+    if (query < sequence) head_lse[query] = (softmax.max[half] + log2f(row_sum[half])) * kLn2;
+  }
+#else
+  __trap();  // NOTE: launched only where nvcc built sm_90a code (attention_wgmma_applies)
+#endif
+}
+
+}  // namespace
+
+cudaError_t attention_forward_bf16_wgmma(void* out, bool bf16_out, float* lse, const uint16_t* q, const uint16_t* k,
+                                         const uint16_t* v, const AttentionGeometry& geometry, cudaStream_t stream) {
+  return attention_widths::with_padded_widths(geometry.qk_dim, geometry.v_dim, [&](auto qk_width, auto v_width) {
+    constexpr int qk = decltype(qk_width)::value, vw = decltype(v_width)::value;
+    if constexpr (attention_wgmma::built_for(qk, vw)) {
+      auto kernel = attention_forward_wgmma_kernel<qk, vw>;
+      constexpr int shared_bytes = ForwardLayout<qk, vw>::kSharedBytes;
+      cudaError_t status = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, shared_bytes);
+      if (status != cudaSuccess) return status;
+      dim3 grid(static_cast<unsigned int>((geometry.sequence + kQueries - 1) / kQueries),
+                static_cast<unsigned int>(geometry.batch * geometry.heads));
+      kernel<<<grid, kThreads, shared_bytes, stream>>>(out, bf16_out, lse, reinterpret_cast<const bf16*>(q),
+                                                       reinterpret_cast<const bf16*>(k),
+                                                       reinterpret_cast<const bf16*>(v), geometry);
+      return cudaGetLastError();
+    } else {
+      return cudaErrorNotSupported;
+    }
+  });
+}
+
+}  // namespace hai::cuda::kernels
