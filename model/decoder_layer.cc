@@ -71,7 +71,7 @@ void DecoderLayer::backward_input(Context& ctx, const Tensor& d_x, const Tensor&
   }
   OwnedTensor d_residual = like(d_out);
   rmsnorm_backward(d_residual, post_attention_norm_.grad, d_mlp_input, ctx.residual, post_attention_norm_.value,
-                   ctx.mlp_rstd);
+                   ctx.mlp_rstd, {.weight_grad_beta = post_attention_norm_.take_grad_beta()});
   ctx.residual = OwnedTensor();
   add_scaled(d_residual, d_out);
 
@@ -79,7 +79,8 @@ void DecoderLayer::backward_input(Context& ctx, const Tensor& d_x, const Tensor&
   mark_phase(profiler_, "backward_input.attention");
   OwnedTensor d_attention_input = like(d_out);
   attention_.backward_input(ctx.attention, d_attention_input, d_residual);
-  rmsnorm_backward(d_x, input_norm_.grad, d_attention_input, ctx.input, input_norm_.value, ctx.attention_rstd);
+  rmsnorm_backward(d_x, input_norm_.grad, d_attention_input, ctx.input, input_norm_.value, ctx.attention_rstd,
+                   {.weight_grad_beta = input_norm_.take_grad_beta()});
   ctx.input = OwnedTensor();
   add_scaled(d_x, d_residual);
 }

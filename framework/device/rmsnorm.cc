@@ -46,14 +46,17 @@ void rmsnorm_forward(const Tensor& out, const Tensor& rstd, const Tensor& x, con
 }
 
 void rmsnorm_backward(const Tensor& d_x, const Tensor& d_weight, const Tensor& d_out, const Tensor& x,
-                      const Tensor& weight, const Tensor& rstd, [[maybe_unused]] Stream stream) {
+                      const Tensor& weight, const Tensor& rstd, const RmsnormBackwardOptions& options,
+                      [[maybe_unused]] Stream stream) {
   check_operands({&d_x, &d_out, &x}, x, weight, rstd);
   check_shape(d_weight, weight.shape(), "rmsnorm d_weight");
   check_dtype(d_weight, DType::f32, "rmsnorm d_weight");
   check_same_device(d_weight, x, "rmsnorm");
-  if (x.device().is_cpu()) return cpu::rmsnorm_backward(d_x, d_weight, d_out, x, weight, rstd);
+  HAI_CHECK(options.weight_grad_beta == 0.0f || options.weight_grad_beta == 1.0f,
+            "rmsnorm weight_grad_beta must be 0 or 1, got {}", options.weight_grad_beta);
+  if (x.device().is_cpu()) return cpu::rmsnorm_backward(d_x, d_weight, d_out, x, weight, rstd, options);
 #ifdef HAI_WITH_CUDA
-  return cuda::rmsnorm_backward(d_x, d_weight, d_out, x, weight, rstd, stream);
+  return cuda::rmsnorm_backward(d_x, d_weight, d_out, x, weight, rstd, options, stream);
 #else
   throw_no_backend("rmsnorm_backward", x.device());
 #endif

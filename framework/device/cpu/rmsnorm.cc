@@ -1,5 +1,6 @@
 #include "framework/device/cpu/rmsnorm.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "framework/device/cpu/float_elements.h"
@@ -35,7 +36,7 @@ void rmsnorm_forward(const Tensor& out, const Tensor& rstd, const Tensor& x, con
 }
 
 void rmsnorm_backward(const Tensor& d_x, const Tensor& d_weight, const Tensor& d_out, const Tensor& x,
-                      const Tensor& weight, const Tensor& rstd) {
+                      const Tensor& weight, const Tensor& rstd, const RmsnormBackwardOptions& options) {
   const float* input = x.data<float>();           // [N, D]
   const float* w = weight.data<float>();          // [D]
   const float* d_output = d_out.data<float>();    // [N, D]
@@ -43,6 +44,8 @@ void rmsnorm_backward(const Tensor& d_x, const Tensor& d_weight, const Tensor& d
   float* d_input = d_x.data<float>();             // [N, D]
   float* d_w = d_weight.data<float>();            // [D]
   int64_t width = x.size(1);
+  // NOTE: the row sums are added into d_weight row by row; beta 0 starts them from zero, as zero_fill would.
+  if (options.weight_grad_beta == 0.0f) std::fill(d_w, d_w + width, 0.0f);
   for (int64_t n = 0; n < x.size(0); ++n) {
     const float* row = input + n * width;
     const float* d_row = d_output + n * width;

@@ -15,7 +15,8 @@ void rmsnorm_forward(const Tensor& out, const Tensor& rstd, const Tensor& x, con
 }
 
 void rmsnorm_backward(const Tensor& d_x, const Tensor& d_weight, const Tensor& d_out, const Tensor& x,
-                      const Tensor& weight, const Tensor& rstd, Stream stream) {
+                      const Tensor& weight, const Tensor& rstd, const RmsnormBackwardOptions& options,
+                      Stream stream) {
   cudaStream_t cuda_stream = prepare_launch(x.device(), stream);
   int64_t rows = x.size(0), width = x.size(1);
   Scratch partial(kernels::rmsnorm_weight_grad_chunks(rows) * width * static_cast<int64_t>(sizeof(float)),
@@ -23,7 +24,7 @@ void rmsnorm_backward(const Tensor& d_x, const Tensor& d_weight, const Tensor& d
   check_launch(kernels::rmsnorm_backward(d_x.data<float>(), d_weight.data<float>(),
                                          static_cast<float*>(partial.data()), d_out.data<float>(),
                                          x.data<float>(), weight.data<float>(), rstd.data<float>(), rows, width,
-                                         cuda_stream),
+                                         options.weight_grad_beta, cuda_stream),
                "rmsnorm_backward");
 }
 

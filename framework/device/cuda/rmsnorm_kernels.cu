@@ -66,12 +66,12 @@ __global__ void rmsnorm_weight_grad_partial_kernel(float* partial, const float* 
 }
 
 __global__ void rmsnorm_weight_grad_sum_kernel(float* d_weight, const float* partial, int64_t chunks,
-                                               int64_t width) {
+                                               int64_t width, float beta) {
   int64_t d = grid_index();
   if (d >= width) return;
   float total = 0.0f;
   for (int64_t chunk = 0; chunk < chunks; ++chunk) total += partial[chunk * width + d];
-  d_weight[d] += total;
+  d_weight[d] = beta == 0.0f ? total : d_weight[d] + total;
 }
 
 }  // namespace
@@ -93,8 +93,13 @@ int64_t rmsnorm_weight_grad_chunks(int64_t rows) { return (rows + kWeightGradChu
 
 cudaError_t rmsnorm_backward(float* d_x, float* d_weight, float* partial, const float* d_out, const float* x,
                              const float* weight, const float* rstd, int64_t rows, int64_t width,
-                             cudaStream_t stream) {
-  if (rows == 0 || width == 0) return cudaSuccess;
+                             float weight_grad_beta, cudaStream_t stream) {
+  if (width == 0) return cudaSuccess;
+  if (rows == 0) {
+    // NOTE: no rows: d_weight is the empty sum (+ d_weight), so beta 0 still writes its zeros.
+    if (weight_grad_beta != 0.0f) return cudaSuccess;
+    return cudaMemsetAsync(d_weight, 0, width * sizeof(float), stream);
+  }
   rmsnorm_input_grad_kernel<<<static_cast<unsigned int>(rows), kThreads, 0, stream>>>(d_x, d_out, x, weight, rstd,
                                                                                        width);
   cudaError_t status = cudaGetLastError();
@@ -105,7 +110,8 @@ cudaError_t rmsnorm_backward(float* d_x, float* d_weight, float* partial, const 
                                                                                      width);
   status = cudaGetLastError();
   if (status != cudaSuccess) return status;
-  rmsnorm_weight_grad_sum_kernel<<<grid_for(width), kThreads, 0, stream>>>(d_weight, partial, chunks, width);
+  rmsnorm_weight_grad_sum_kernel<<<grid_for(width), kThreads, 0, stream>>>(d_weight, partial, chunks, width,
+                                                                            weight_grad_beta);
   return cudaGetLastError();
 }
 

@@ -16,11 +16,11 @@ cudaError_t rmsnorm_forward(void* out, bool bf16_out, float* rstd, const float* 
 inline constexpr int64_t kWeightGradChunkRows = 256;
 int64_t rmsnorm_weight_grad_chunks(int64_t rows);
 
-// d_x [rows, width] (overwritten), d_weight [width] (accumulated) <- d_out, x [rows, width], weight, rstd, with
-// partial [rmsnorm_weight_grad_chunks(rows), width] as scratch. d_weight sums over rows in a fixed order
-// (deterministic).
+// d_x [rows, width] (overwritten), d_weight [width] (the sum over rows + weight_grad_beta * d_weight, beta 0 or
+// 1; 0: not read) <- d_out, x [rows, width], weight, rstd, with partial [rmsnorm_weight_grad_chunks(rows), width]
+// as scratch. d_weight sums over rows in a fixed order (deterministic).
 cudaError_t rmsnorm_backward(float* d_x, float* d_weight, float* partial, const float* d_out, const float* x,
                              const float* weight, const float* rstd, int64_t rows, int64_t width,
-                             cudaStream_t stream);
+                             float weight_grad_beta, cudaStream_t stream);
 
 }  // namespace hai::cuda::kernels

@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "framework/device/rmsnorm.h"
@@ -79,6 +80,25 @@ TEST(RmsNorm, Bf16OutputIsTheFp32OutputRoundedOnce) {
     ASSERT_EQ(narrow.data<bf16>()[i].bits, float_to_bf16(wide.data<float>()[i])) << "element " << i;
   }
   for (int64_t n = 0; n < 5; ++n) EXPECT_EQ(rstd_again.data<float>()[n], rstd.data<float>()[n]);
+}
+
+// beta 0 writes d_weight without reading it (NaN before): bitwise the backward adding into zeros.
+TEST(RmsNorm, BackwardWithBetaZeroWritesTheWeightGradient) {
+  Shape shape{300, 70};  // many rows: d_weight adds their shares one by one
+  OwnedTensor x = testing::random_tensor(shape, 50), weight = testing::random_tensor(Shape{70}, 51);
+  OwnedTensor d_out = testing::random_tensor(shape, 52);
+  OwnedTensor out(shape, DType::f32), rstd(Shape{300}, DType::f32);
+  rmsnorm_forward(out, rstd, x, weight, 1e-6f);
+  OwnedTensor expected_d_x(shape, DType::f32), expected_d_weight(Shape{70}, DType::f32);
+  std::fill_n(expected_d_weight.data<float>(), 70, 0.0f);
+  rmsnorm_backward(expected_d_x, expected_d_weight, d_out, x, weight, rstd);
+
+  OwnedTensor d_x(shape, DType::f32), d_weight(Shape{70}, DType::f32);
+  std::fill_n(d_weight.data<float>(), 70, std::nanf(""));
+  rmsnorm_backward(d_x, d_weight, d_out, x, weight, rstd, {.weight_grad_beta = 0.0f});
+  EXPECT_TRUE(testing::same_bytes(d_x, expected_d_x));
+  EXPECT_TRUE(testing::same_bytes(d_weight, expected_d_weight));
+  EXPECT_THROW(rmsnorm_backward(d_x, d_weight, d_out, x, weight, rstd, {.weight_grad_beta = 0.5f}), Error);
 }
 
 TEST(RmsNorm, RejectsMismatchedWeight) {

@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <string>
 #include <utility>
 
@@ -46,6 +48,23 @@ void check_rmsnorm(int64_t rows, int64_t width, uint64_t seed) {
   backward.input(std::move(rstd));
   backward.run([](const std::vector<Tensor>& t) { rmsnorm_backward(t[0], t[1], t[2], t[3], t[4], t[5]); },
                "rmsnorm_backward_" + std::to_string(rows) + "x" + std::to_string(width));
+
+  OwnedTensor written_x = testing::random_tensor(shape, seed, 2.0f);
+  OwnedTensor written_weight = testing::random_tensor(Shape{width}, seed + 1);
+  OwnedTensor written_rstd(Shape{rows}, DType::f32);
+  rmsnorm_forward(out, written_rstd, written_x, written_weight, kEps);
+  OwnedTensor unread_weight_grad(Shape{width}, DType::f32);
+  std::fill_n(unread_weight_grad.data<float>(), width, std::nanf(""));
+  ParityCase written;  // beta 0: d_weight written, NaN before
+  written.output(OwnedTensor(shape, DType::f32), kBackward);  // d_x
+  written.output(std::move(unread_weight_grad), kBackward);   // d_weight
+  written.input(testing::random_tensor(shape, seed + 3));     // d_out
+  written.input(std::move(written_x));
+  written.input(std::move(written_weight));
+  written.input(std::move(written_rstd));
+  written.run([](const std::vector<Tensor>& t) {
+    rmsnorm_backward(t[0], t[1], t[2], t[3], t[4], t[5], {.weight_grad_beta = 0.0f});
+  }, "rmsnorm_backward_beta0_" + std::to_string(rows) + "x" + std::to_string(width));
 
   ParityCase narrow;  // a bf16 output: one rounding of the fp32 value on either side
   narrow.output(OwnedTensor(shape, DType::bf16), {.atol = 1e-5, .rtol = 8e-3});
