@@ -44,13 +44,13 @@ void DecoderLayer::forward(Context& ctx, const Tensor& out, const Tensor& x, con
     rmsnorm_forward(attention_input, ctx.attention_rstd, x, input_norm_.value, norm_eps_);
     attention_.forward(ctx.attention, ctx.residual, std::move(attention_input), positions, seq_len);
   }
-  add_scaled(ctx.residual, x);
 
   mark_phase(profiler_, moe_ ? "forward.moe_routing" : "forward.dense_mlp");
   ctx.mlp_rstd = OwnedTensor(Shape{tokens}, DType::f32, x.device());
   // [T, H] post_attention_layernorm(h); fp32 for the MoE gate
   OwnedTensor mlp_input(x.shape(), moe_ ? DType::f32 : dense_->input_dtype(), x.device());
-  rmsnorm_forward(mlp_input, ctx.mlp_rstd, ctx.residual, post_attention_norm_.value, norm_eps_);
+  // h = attention output + x, in place in ctx.residual, and its norm in one pass
+  add_rmsnorm_forward(ctx.residual, mlp_input, ctx.mlp_rstd, ctx.residual, x, post_attention_norm_.value, norm_eps_);
   if (moe_) {
     moe_->forward(ctx.moe, out, std::move(mlp_input), seq_len);
   } else {
@@ -69,19 +69,19 @@ void DecoderLayer::backward_input(Context& ctx, const Tensor& d_x, const Tensor&
   } else {
     dense_->backward_input(ctx.dense, d_mlp_input, d_out);
   }
-  OwnedTensor d_residual = like(d_out);
+  OwnedTensor d_residual = like(d_out);  // [T, H] d_h
   rmsnorm_backward(d_residual, post_attention_norm_.grad, d_mlp_input, ctx.residual, post_attention_norm_.value,
-                   ctx.mlp_rstd);
+                   ctx.mlp_rstd,
+                   {.weight_grad_beta = post_attention_norm_.take_grad_beta(), .residual_grad = d_out});
   ctx.residual = OwnedTensor();
-  add_scaled(d_residual, d_out);
 
   // Attention branch: d_x = d_h + norm_backward(attention_backward(d_h)).
   mark_phase(profiler_, "backward_input.attention");
   OwnedTensor d_attention_input = like(d_out);
   attention_.backward_input(ctx.attention, d_attention_input, d_residual);
-  rmsnorm_backward(d_x, input_norm_.grad, d_attention_input, ctx.input, input_norm_.value, ctx.attention_rstd);
+  rmsnorm_backward(d_x, input_norm_.grad, d_attention_input, ctx.input, input_norm_.value, ctx.attention_rstd,
+                   {.weight_grad_beta = input_norm_.take_grad_beta(), .residual_grad = d_residual});
   ctx.input = OwnedTensor();
-  add_scaled(d_x, d_residual);
 }
 
 void DecoderLayer::backward_weight(Context& ctx) const {

@@ -184,7 +184,7 @@ void DeepseekV3Model::backward(Pass& pass, float grad_scale, const GradientsFina
   }
   // NOTE: the embedding's gradient is complete after the MTP modules' (their embeddings') and the input's.
   mark_phase(profiler_, "backward_weight.embedding");
-  embedding_backward(store_["model.embed_tokens.weight"].grad, d_hidden, pass.inputs);
+  embedding_backward(store_["model.embed_tokens.weight"].grad_to_add_to(), d_hidden, pass.inputs);
   finished(kEmbeddingBucket);
 }
 

@@ -109,7 +109,7 @@ void Linear::backward_input(const Tensor& d_x, const Tensor& d_y, bool accumulat
 void Linear::backward_weight(const Tensor& d_y, const Tensor& saved_input) const {
   if (uses_fp8()) return backward_weight_fp8(d_y, saved_input);
   with_compute_dtype(d_y, [&](const Tensor& d_y_compute) {
-    gemm(weight_->grad, d_y_compute, saved_input, {.transpose_a = true, .beta = 1.0f});
+    gemm(weight_->grad, d_y_compute, saved_input, {.transpose_a = true, .beta = weight_->take_grad_beta()});
   });
 }
 
@@ -126,7 +126,8 @@ void Linear::backward_weight_fp8(const Tensor& d_y, const Tensor& saved_input) c
   Fp8Operand d_y_columns{OwnedTensor(Shape{out, tokens}, DType::e4m3, d_y.device()),         // d_y^T [out, T]
                          OwnedTensor(Shape{out, tiles(tokens)}, DType::f32, d_y.device())};  // [out, T / 128]
   quantize_128x1_transposed(d_y_columns.values, d_y_columns.scales, d_y, weight_->fp8.pow2_activation_scales);
-  fp8_gemm(weight_->grad, d_y_columns.matrix(), saved_matrix(saved_input, in_features(), tokens), 1.0f);
+  fp8_gemm(weight_->grad, d_y_columns.matrix(), saved_matrix(saved_input, in_features(), tokens),
+           weight_->take_grad_beta());
 }
 
 }  // namespace hai

@@ -53,7 +53,8 @@ class Linear {
   void forward(const Tensor& y, const PreparedInput& input) const;
   // d_x: [T, in] <- d_y: [T, out]. Overwrites d_x, or adds to it when accumulate is set.
   void backward_input(const Tensor& d_x, const Tensor& d_y, bool accumulate = false) const;
-  // grad(W): [out, in] += d_y^T @ x, with saved_input from forward.
+  // grad(W): [out, in] += d_y^T @ x (the step's first contribution overwrites it: Parameter::grad_beta), with
+  // saved_input from forward.
   void backward_weight(const Tensor& d_y, const Tensor& saved_input) const;
   // The dtype in which a layer keeps d_y from backward_input for backward_weight: the compute dtype (fp32 with
   // FP8, whose GEMMs quantise d_y themselves). backward_input and backward_weight take d_y in it without a copy.

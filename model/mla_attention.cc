@@ -58,12 +58,8 @@ MlaAttention::MlaAttention(const ModelConfig& model, const ParameterStore& store
   kv_b_proj_ = Linear(store[prefix + "kv_b_proj.weight"]);
   o_proj_ = Linear(store[prefix + "o_proj.weight"]);
   attention_dtype_ = o_proj_.compute_dtype() == DType::bf16 ? DType::bf16 : DType::f32;
-  const Parameter& q_norm = store[prefix + "q_a_layernorm.weight"];
-  const Parameter& kv_norm = store[prefix + "kv_a_layernorm.weight"];
-  q_a_norm_weight_ = q_norm.value;
-  q_a_norm_grad_ = q_norm.grad;
-  kv_a_norm_weight_ = kv_norm.value;
-  kv_a_norm_grad_ = kv_norm.grad;
+  q_a_norm_ = &store[prefix + "q_a_layernorm.weight"];
+  kv_a_norm_ = &store[prefix + "kv_a_layernorm.weight"];
 }
 
 void MlaAttention::forward(Context& ctx, const Tensor& out, const Tensor& x, const Tensor& positions,
@@ -102,7 +98,7 @@ void MlaAttention::forward_query(Context& ctx, const Linear::PreparedInput& inpu
   q_a_proj_.forward(ctx.q_latent, input);
   OwnedTensor q_latent_normed(Shape{tokens, q_lora_rank}, q_b_proj_.input_dtype(), device);  // [T, q_lora]
   ctx.q_latent_rstd = f32_tensor(Shape{tokens}, device);
-  rmsnorm_forward(q_latent_normed, ctx.q_latent_rstd, ctx.q_latent, q_a_norm_weight_, norm_eps_);
+  rmsnorm_forward(q_latent_normed, ctx.q_latent_rstd, ctx.q_latent, q_a_norm_->value, norm_eps_);
   OwnedTensor q = f32_tensor(Shape{tokens, heads_, nope_dim_ + rope_dim_}, device);  // [T, H, d_qk]
   q_b_proj_.forward(flatten_heads(q), std::move(q_latent_normed), ctx.q_latent_normed);
   ctx.q = rotated(std::move(q), nope_dim_, attention_dtype_, ctx.positions, /*backward=*/false);
@@ -117,7 +113,7 @@ void MlaAttention::forward_key_value(Context& ctx, const Linear::PreparedInput& 
   copy_columns(ctx.kv_latent, ckv, {.width = kv_lora_rank_});
   OwnedTensor kv_latent_normed(Shape{tokens, kv_lora_rank_}, kv_b_proj_.input_dtype(), device);  // [T, kv_lora]
   ctx.kv_latent_rstd = f32_tensor(Shape{tokens}, device);
-  rmsnorm_forward(kv_latent_normed, ctx.kv_latent_rstd, ctx.kv_latent, kv_a_norm_weight_, norm_eps_);
+  rmsnorm_forward(kv_latent_normed, ctx.kv_latent_rstd, ctx.kv_latent, kv_a_norm_->value, norm_eps_);
   // NOTE: k_nope and v are plain copies of kv's columns, so kv_b_proj may round its output to the attention dtype
   // itself (the same bits as rounding the copies); FP8 GEMMs write fp32 only.
   DType kv_dtype = kv_b_proj_.uses_fp8() ? DType::f32 : attention_dtype_;
@@ -175,8 +171,8 @@ void MlaAttention::backward_query(Context& ctx, const Tensor& d_x, OwnedTensor d
   OwnedTensor d_q_latent_normed = f32_tensor(Shape{tokens, q_lora_rank}, d_x.device());  // [T, q_lora]
   q_b_proj_.backward_input(d_q_latent_normed, flatten_heads(ctx.d_q));
   OwnedTensor d_q_latent = f32_tensor(Shape{tokens, q_lora_rank}, d_x.device());  // [T, q_lora]
-  rmsnorm_backward(d_q_latent, q_a_norm_grad_, d_q_latent_normed, ctx.q_latent, q_a_norm_weight_,
-                   ctx.q_latent_rstd);
+  rmsnorm_backward(d_q_latent, q_a_norm_->grad, d_q_latent_normed, ctx.q_latent, q_a_norm_->value,
+                   ctx.q_latent_rstd, {.weight_grad_beta = q_a_norm_->take_grad_beta()});
   ctx.q_latent = OwnedTensor();
   ctx.q_latent_rstd = OwnedTensor();
   ctx.d_q_latent = in_dtype(std::move(d_q_latent), q_a_proj_.output_grad_dtype());
@@ -195,8 +191,8 @@ void MlaAttention::backward_key_value(Context& ctx, const Tensor& d_x, const Ten
   OwnedTensor d_kv_latent_normed = f32_tensor(Shape{tokens, kv_lora_rank_}, d_x.device());  // [T, kv_lora]
   kv_b_proj_.backward_input(d_kv_latent_normed, flatten_heads(ctx.d_kv));
   OwnedTensor d_kv_latent = f32_tensor(Shape{tokens, kv_lora_rank_}, d_x.device());  // [T, kv_lora]
-  rmsnorm_backward(d_kv_latent, kv_a_norm_grad_, d_kv_latent_normed, ctx.kv_latent, kv_a_norm_weight_,
-                   ctx.kv_latent_rstd);
+  rmsnorm_backward(d_kv_latent, kv_a_norm_->grad, d_kv_latent_normed, ctx.kv_latent, kv_a_norm_->value,
+                   ctx.kv_latent_rstd, {.weight_grad_beta = kv_a_norm_->take_grad_beta()});
   ctx.kv_latent = OwnedTensor();
   ctx.kv_latent_rstd = OwnedTensor();
   OwnedTensor d_ckv = f32_tensor(Shape{tokens, kv_lora_rank_ + rope_dim_}, d_x.device());  // [T, kv_lora + d_rope]

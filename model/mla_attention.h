@@ -103,10 +103,8 @@ class MlaAttention {
   Linear kv_a_proj_;
   Linear kv_b_proj_;
   Linear o_proj_;
-  Tensor q_a_norm_weight_;   // [q_lora]
-  Tensor q_a_norm_grad_;     // [q_lora]
-  Tensor kv_a_norm_weight_;  // [kv_lora]
-  Tensor kv_a_norm_grad_;    // [kv_lora]
+  const Parameter* q_a_norm_ = nullptr;   // [q_lora]
+  const Parameter* kv_a_norm_ = nullptr;  // [kv_lora]
 };
 
 }  // namespace hai

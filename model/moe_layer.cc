@@ -221,7 +221,7 @@ void MoeLayer::route_backward(Context& ctx, const Tensor& d_x, const Tensor& d_t
 
 void MoeLayer::backward_weight(Context& ctx) const {
   mark_phase(profiler_, "backward_weight.moe_routing");
-  gemm(gate_->grad, ctx.d_logits, ctx.input, {.transpose_a = true, .beta = 1.0f});
+  gemm(gate_->grad, ctx.d_logits, ctx.input, {.transpose_a = true, .beta = gate_->take_grad_beta()});
   mark_phase(profiler_, "backward_weight.moe_experts");
   if (exchange_) {
     experts_.backward_weight(ctx.experts);

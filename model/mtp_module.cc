@@ -67,17 +67,18 @@ void MtpModule::backward_input(Context& ctx, const Tensor& d_previous, const Ten
 
   OwnedTensor d_normed(d_previous.shape(), DType::f32, device);
   copy_columns(d_normed, d_concatenated, {.dst_offset = 0, .src_offset = hidden, .width = hidden});
-  rmsnorm_backward(d_previous, hidden_norm_.grad, d_normed, ctx.previous, hidden_norm_.value, ctx.previous_rstd);
+  rmsnorm_backward(d_previous, hidden_norm_.grad, d_normed, ctx.previous, hidden_norm_.value, ctx.previous_rstd,
+                   {.weight_grad_beta = hidden_norm_.take_grad_beta()});
   copy_columns(d_normed, d_concatenated, {.dst_offset = 0, .src_offset = 0, .width = hidden});
   ctx.d_embedded = OwnedTensor(d_previous.shape(), DType::f32, device);
   rmsnorm_backward(ctx.d_embedded, embedding_norm_.grad, d_normed, ctx.embedded, embedding_norm_.value,
-                   ctx.embedded_rstd);
+                   ctx.embedded_rstd, {.weight_grad_beta = embedding_norm_.take_grad_beta()});
 }
 
 void MtpModule::backward_weight(Context& ctx) const {
   block_.backward_weight(ctx.block);
   projection_.backward_weight(ctx.d_projected, ctx.projection_input);
-  embedding_backward(embedding_.grad, ctx.d_embedded, ctx.ids);
+  embedding_backward(embedding_.grad_to_add_to(), ctx.d_embedded, ctx.ids);
   ctx = Context{};
 }
 

@@ -83,7 +83,8 @@ void OutputHead::backward_input(Context& ctx, const Tensor& d_h, const Tensor& d
             "output head: backward_input of {} needs a training forward (with a loss gradient) of as many tokens",
             d_h.str());
   if (d_normed_extra.defined() && d_normed_extra.numel() > 0) add_scaled(ctx.d_normed, d_normed_extra);
-  rmsnorm_backward(d_h, norm_.grad, ctx.d_normed, ctx.input, norm_.value, ctx.rstd);
+  rmsnorm_backward(d_h, norm_.grad, ctx.d_normed, ctx.input, norm_.value, ctx.rstd,
+                   {.weight_grad_beta = norm_.take_grad_beta()});
   ctx = Context{};
 }
 

@@ -148,7 +148,7 @@ void PipelineStage::backward_weight(Context& ctx, const MicroBatchInputs& batch)
   // The order of DeepseekV3Model's backward: MTP modules, layers, embedding (the heads' W ran in forward).
   for (size_t depth = 0; depth < mtp_.size(); ++depth) mtp_[depth]->backward_weight(ctx.mtp[depth]);
   for (size_t index = 0; index < blocks_.size(); ++index) blocks_[index]->backward_weight(ctx.layers[index]);
-  if (layers_.first) embedding_backward(embedding_.grad, ctx.d_embedded, batch.inputs);
+  if (layers_.first) embedding_backward(embedding_.grad_to_add_to(), ctx.d_embedded, batch.inputs);
   ctx = Context{};
 }
 

@@ -33,6 +33,18 @@ ExpertWeights equally_spaced(const std::vector<const Parameter*>& parameters, Te
   return weights;
 }
 
+// The beta of the grouped weight-gradient GEMM into a projection's E gradients (Parameter::take_grad_beta): one call
+// writes them all, so they agree.
+float take_grad_beta(const std::vector<const Parameter*>& projection) {
+  float beta = projection.front()->take_grad_beta();
+  for (size_t e = 1; e < projection.size(); ++e) {
+    float expert_beta = projection[e]->take_grad_beta();
+    HAI_CHECK(expert_beta == beta, "{}: written apart from the other experts' gradients this step",
+              projection[e]->spec.name);
+  }
+  return beta;
+}
+
 std::vector<const Parameter*> projection_of_experts(const ParameterStore& store, const std::string& prefix,
                                                     int64_t experts, int64_t first_expert, const char* projection) {
   HAI_CHECK(experts > 0, "routed experts under {}: {} experts", prefix, experts);
@@ -46,16 +58,16 @@ std::vector<const Parameter*> projection_of_experts(const ParameterStore& store,
 }  // namespace
 
 RoutedExperts::RoutedExperts(const ParameterStore& store, const std::string& prefix, int64_t experts,
-                             int64_t first_expert) {
-  std::vector<const Parameter*> gate = projection_of_experts(store, prefix, experts, first_expert, "gate_proj");
-  std::vector<const Parameter*> up = projection_of_experts(store, prefix, experts, first_expert, "up_proj");
-  std::vector<const Parameter*> down = projection_of_experts(store, prefix, experts, first_expert, "down_proj");
-  gate_ = equally_spaced(gate, &Parameter::compute);
-  up_ = equally_spaced(up, &Parameter::compute);
-  down_ = equally_spaced(down, &Parameter::compute);
-  gate_grad_ = equally_spaced(gate, &Parameter::grad);
-  up_grad_ = equally_spaced(up, &Parameter::grad);
-  down_grad_ = equally_spaced(down, &Parameter::grad);
+                             int64_t first_expert)
+    : gate_parameters_(projection_of_experts(store, prefix, experts, first_expert, "gate_proj")),
+      up_parameters_(projection_of_experts(store, prefix, experts, first_expert, "up_proj")),
+      down_parameters_(projection_of_experts(store, prefix, experts, first_expert, "down_proj")) {
+  gate_ = equally_spaced(gate_parameters_, &Parameter::compute);
+  up_ = equally_spaced(up_parameters_, &Parameter::compute);
+  down_ = equally_spaced(down_parameters_, &Parameter::compute);
+  gate_grad_ = equally_spaced(gate_parameters_, &Parameter::grad);
+  up_grad_ = equally_spaced(up_parameters_, &Parameter::grad);
+  down_grad_ = equally_spaced(down_parameters_, &Parameter::grad);
   HAI_CHECK(up_.first.shape() == gate_.first.shape() &&
                 down_.first.shape() == (Shape{hidden_size(), ffn_size()}),
             "{}: up_proj must match gate_proj [{}, {}] and down_proj be [{}, {}]", prefix, ffn_size(),
@@ -112,9 +124,9 @@ void RoutedExperts::backward_weight(Context& ctx, const Tensor* x_sorted) const 
   // NOTE: the same rounding of the same rows as forward, so the recomputed input is forward's bit for bit.
   OwnedTensor rounded;
   Tensor input = x_sorted ? input_in_compute_dtype(*x_sorted, rounded) : ctx.input.tensor();  // [R, H]
-  grouped_gemm_weight_grad(down_grad_, ctx.d_out, ctx.activation, ctx.expert_offsets);
-  grouped_gemm_weight_grad(gate_grad_, ctx.d_gate, input, ctx.expert_offsets);
-  grouped_gemm_weight_grad(up_grad_, ctx.d_up, input, ctx.expert_offsets);
+  grouped_gemm_weight_grad(down_grad_, ctx.d_out, ctx.activation, ctx.expert_offsets, take_grad_beta(down_parameters_));
+  grouped_gemm_weight_grad(gate_grad_, ctx.d_gate, input, ctx.expert_offsets, take_grad_beta(gate_parameters_));
+  grouped_gemm_weight_grad(up_grad_, ctx.d_up, input, ctx.expert_offsets, take_grad_beta(up_parameters_));
   ctx = Context{};
 }
 

@@ -12,6 +12,7 @@
 // the gradients of gate and up in bf16: no fp32 intermediate of [R, F]. Layer contract: docs/design/model-layers.md.
 
 #include <string>
+#include <vector>
 
 #include "framework/device/grouped_gemm.h"
 #include "framework/params/parameter_store.h"
@@ -53,7 +54,8 @@ class RoutedExperts {
   // d_x_sorted: [R, H] fp32 (overwritten) <- d_out: [R, H] fp32 or in the compute dtype, kept for backward_weight
   // (rounded to the compute dtype unless it has it).
   void backward_input(Context& ctx, const Tensor& d_x_sorted, OwnedTensor d_out) const;
-  // Accumulates the three projections' gradients of every expert that received rows, then releases ctx.
+  // Adds the three projections' gradients of every expert (Parameter::grad_beta: the step's first call writes
+  // them, zeros for an expert that received no rows), then releases ctx.
   // x_sorted: forward's x_sorted again, exactly when forward did not keep it (else null).
   void backward_weight(Context& ctx, const Tensor* x_sorted = nullptr) const;
 
@@ -62,6 +64,7 @@ class RoutedExperts {
   // kept in `storage`.
   Tensor input_in_compute_dtype(const Tensor& x_sorted, OwnedTensor& storage) const;
 
+  std::vector<const Parameter*> gate_parameters_, up_parameters_, down_parameters_;  // E each
   ExpertWeights gate_, up_, down_;                 // the compute copies: E x [F, H], E x [F, H], E x [H, F]
   ExpertWeights gate_grad_, up_grad_, down_grad_;  // the fp32 gradients, same shapes
 };

@@ -73,6 +73,7 @@ Tensor Zero1Partition::shard_grads() const {
 }
 
 void Zero1Partition::start_reduction() {
+  store_.zero_unwritten_grads(layout_begin_, layout_begin_ + shard_.total);
   if (sharded() && padded()) {
     // NOTE: the padding [total, chunk * size) of staging_ stays zero: only gradients and owned values land there.
     copy_tensor(staging_.tensor().slice(0, shard_.total), layout_grads());

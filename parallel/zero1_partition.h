@@ -3,9 +3,11 @@
 // (ParameterStore::grads()) whose gradients reduce over one group, sharded over that group (flat_shard.h, with
 // offsets relative to the range). The dense parameters form one partition over the DP group, the expert
 // parameters another over the expert-DP group. Each rank keeps the AdamW moments of its shard only.
-//   start_reduction():  the range, padded to a multiple of the group size, is reduce-scattered (sum). A range
-//                       that needs no padding is reduced in place in the store's gradient buffer (no copy, no
-//                       buffer the size of the range: at 1.7B parameters and dp 2 that is 10 GB less);
+//   start_reduction():  the range's gradients that nothing wrote this step are zero-filled
+//                       (ParameterStore::zero_unwritten_grads), then the range, padded to a multiple of the group
+//                       size, is reduce-scattered (sum). A range that needs no padding is reduced in place in the
+//                       store's gradient buffer (no copy, no buffer the size of the range: at 1.7B parameters and
+//                       dp 2 that is 10 GB less);
 //   finish_reduction(): waits for it (the group may be a side-stream communicator, communicator.h): the shard holds
 //                       the sum of the mean_over ranks' gradients;
 //   step():             AdamW on the owned elements (a chunk boundary may split a parameter), one fused launch over

@@ -28,7 +28,7 @@ std::vector<int> held_stages(const PipelineShape& shape, int rank) {
 
 }  // namespace
 
-TrainingPipeline::TrainingPipeline(const Config& config, const ParameterStore& store, Communicator& pipeline,
+TrainingPipeline::TrainingPipeline(const Config& config, ParameterStore& store, Communicator& pipeline,
                                    ExpertExchange* experts)
     : store_(store),
       pipeline_(pipeline),
@@ -48,7 +48,9 @@ std::vector<CountedTokens> TrainingPipeline::train_step(const std::vector<Tensor
   model_.start_step(tokens, grad_scale, loss_sums, expert_load);
   engine_.run(schedule_.ranks[static_cast<size_t>(pipeline_.rank())], model_);
   mark_phase(profiler_, "step.pipeline_all_reduce");
-  // NOTE: each rank holds only its stages' parts (zero elsewhere), so the sums are the whole model's.
+  // NOTE: each rank holds only its stages' parts (zero elsewhere: the other stages' gradients, unwritten here, are
+  // zero-filled first), so the sums are the whole model's.
+  store_.zero_unwritten_grads();
   pipeline_.all_reduce(loss_sums, ReduceOp::sum);
   pipeline_.all_reduce(store_.grads(), ReduceOp::sum);
   pipeline_.all_reduce(expert_load, ReduceOp::sum);

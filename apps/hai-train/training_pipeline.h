@@ -27,14 +27,14 @@ class TrainingPipeline {
  public:
   // pipeline: the pipeline group (topology.h), parallel.pp ranks ranked by pipeline rank; it and the store must
   // outlive this. experts: as DeepseekV3Model (null at ep = 1).
-  TrainingPipeline(const Config& config, const ParameterStore& store, Communicator& pipeline,
-                   ExpertExchange* experts);
+  TrainingPipeline(const Config& config, ParameterStore& store, Communicator& pipeline, ExpertExchange* experts);
 
   // Forward and backward of a step's micro-batches, tokens: one [B, S + 1] i32 host tensor per micro-batch (the
-  // same on every pipeline rank). The store's gradients and expert_load ([moe blocks, E] i32, rows as
-  // DeepseekV3Model::expert_load) must be zero; afterwards, on every pipeline rank, they hold the gradients of
-  // grad_scale x each micro-batch's objective and the step's routed counts, and loss_sums ([micro-batches,
-  // loss_slots(D)] fp32) each micro-batch's loss sums. Returns each micro-batch's counted targets.
+  // same on every pipeline rank). The store's gradients must be started (ParameterStore::zero_grads) and
+  // expert_load ([moe blocks, E] i32, rows as DeepseekV3Model::expert_load) be zero; afterwards, on every pipeline
+  // rank, they hold the gradients of grad_scale x each micro-batch's objective and the step's routed counts, and
+  // loss_sums ([micro-batches, loss_slots(D)] fp32) each micro-batch's loss sums. Returns each micro-batch's
+  // counted targets.
   std::vector<CountedTokens> train_step(const std::vector<Tensor>& tokens, float grad_scale, const Tensor& loss_sums,
                                         const Tensor& expert_load);
 
@@ -51,7 +51,7 @@ class TrainingPipeline {
   nlohmann::ordered_json bubble_report(const nlohmann::ordered_json& profile) const;
 
  private:
-  const ParameterStore& store_;
+  ParameterStore& store_;
   Communicator& pipeline_;
   Schedule schedule_;
   PipelineModel model_;  // this rank's stages

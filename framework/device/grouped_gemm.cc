@@ -65,7 +65,8 @@ void grouped_gemm(const Tensor& y, const Tensor& x, const ExpertWeights& weights
 }
 
 void grouped_gemm_weight_grad(const ExpertWeights& gradients, const Tensor& d_y, const Tensor& x,
-                              const Tensor& expert_offsets, [[maybe_unused]] Stream stream) {
+                              const Tensor& expert_offsets, float beta, [[maybe_unused]] Stream stream) {
+  HAI_CHECK(beta == 0.0f || beta == 1.0f, "grouped gemm weight grad: beta must be 0 or 1, got {}", beta);
   check_rows_input(d_y, "d_y");
   check_rows_input(x, "x");
   HAI_CHECK(d_y.size(0) == x.size(0), "grouped gemm weight grad: d_y {} and x {} differ in rows", d_y.str(),
@@ -74,9 +75,9 @@ void grouped_gemm_weight_grad(const ExpertWeights& gradients, const Tensor& d_y,
   check_same_device(d_y, x, "grouped gemm weight grad");
   check_expert_weights(gradients, Shape{d_y.size(1), x.size(1)}, DType::f32, x.device(), "gradients");
   check_offsets(expert_offsets, gradients.experts, x);
-  if (x.device().is_cpu()) return cpu::grouped_gemm_weight_grad(gradients, d_y, x, expert_offsets);
+  if (x.device().is_cpu()) return cpu::grouped_gemm_weight_grad(gradients, d_y, x, expert_offsets, beta);
 #ifdef HAI_WITH_CUDA
-  return cuda::grouped_gemm_weight_grad(gradients, d_y, x, expert_offsets, stream);
+  return cuda::grouped_gemm_weight_grad(gradients, d_y, x, expert_offsets, beta, stream);
 #else
   throw_no_backend("grouped_gemm_weight_grad", x.device());
 #endif

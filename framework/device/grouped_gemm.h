@@ -46,9 +46,10 @@ struct GroupedGemmOptions {
 void grouped_gemm(const Tensor& y, const Tensor& x, const ExpertWeights& weights, const Tensor& expert_offsets,
                   const GroupedGemmOptions& options = {}, Stream stream = {});
 
-// Weight gradients: grad W_e: [N, K] fp32 += d_y[rows of e]^T @ x[rows of e] for every expert e
-// (experts with no rows are left untouched). d_y: [R, N], x: [R, K] (same dtype), gradients: E x [N, K] fp32.
+// Weight gradients: grad W_e: [N, K] fp32 = d_y[rows of e]^T @ x[rows of e] + beta * grad W_e for every expert e.
+// beta is 1 (add) or 0 (write: the gradients are not read, and an expert with no rows gets zeros). d_y: [R, N],
+// x: [R, K] (same dtype), gradients: E x [N, K] fp32.
 void grouped_gemm_weight_grad(const ExpertWeights& gradients, const Tensor& d_y, const Tensor& x,
-                              const Tensor& expert_offsets, Stream stream = {});
+                              const Tensor& expert_offsets, float beta = 1.0f, Stream stream = {});
 
 }  // namespace hai

@@ -27,16 +27,20 @@ void check_operands(std::initializer_list<const Tensor*> rows, const Tensor& x, 
   }
 }
 
-}  // namespace
-
-void rmsnorm_forward(const Tensor& out, const Tensor& rstd, const Tensor& x, const Tensor& weight, float eps,
-                     [[maybe_unused]] Stream stream) {
-  check_operands({&x}, x, weight, rstd);
+void check_forward_output(const Tensor& out, const Tensor& x, float eps) {
   check_shape(out, x.shape(), "rmsnorm output");
   HAI_CHECK(out.dtype() == DType::f32 || out.dtype() == DType::bf16, "rmsnorm output must be fp32 or bf16, got {}",
             out.str());
   check_same_device(out, x, "rmsnorm");
   HAI_CHECK(eps >= 0.0f, "rmsnorm eps must not be negative, got {}", eps);
+}
+
+}  // namespace
+
+void rmsnorm_forward(const Tensor& out, const Tensor& rstd, const Tensor& x, const Tensor& weight, float eps,
+                     [[maybe_unused]] Stream stream) {
+  check_operands({&x}, x, weight, rstd);
+  check_forward_output(out, x, eps);
   if (x.device().is_cpu()) return cpu::rmsnorm_forward(out, rstd, x, weight, eps);
 #ifdef HAI_WITH_CUDA
   return cuda::rmsnorm_forward(out, rstd, x, weight, eps, stream);
@@ -45,15 +49,31 @@ void rmsnorm_forward(const Tensor& out, const Tensor& rstd, const Tensor& x, con
 #endif
 }
 
+void add_rmsnorm_forward(const Tensor& sum, const Tensor& out, const Tensor& rstd, const Tensor& a, const Tensor& b,
+                         const Tensor& weight, float eps, [[maybe_unused]] Stream stream) {
+  check_operands({&sum, &a, &b}, sum, weight, rstd);
+  check_forward_output(out, sum, eps);
+  if (sum.device().is_cpu()) return cpu::add_rmsnorm_forward(sum, out, rstd, a, b, weight, eps);
+#ifdef HAI_WITH_CUDA
+  return cuda::add_rmsnorm_forward(sum, out, rstd, a, b, weight, eps, stream);
+#else
+  throw_no_backend("add_rmsnorm_forward", sum.device());
+#endif
+}
+
 void rmsnorm_backward(const Tensor& d_x, const Tensor& d_weight, const Tensor& d_out, const Tensor& x,
-                      const Tensor& weight, const Tensor& rstd, [[maybe_unused]] Stream stream) {
+                      const Tensor& weight, const Tensor& rstd, const RmsnormBackwardOptions& options,
+                      [[maybe_unused]] Stream stream) {
   check_operands({&d_x, &d_out, &x}, x, weight, rstd);
+  if (options.residual_grad.defined()) check_operands({&options.residual_grad}, x, weight, rstd);
   check_shape(d_weight, weight.shape(), "rmsnorm d_weight");
   check_dtype(d_weight, DType::f32, "rmsnorm d_weight");
   check_same_device(d_weight, x, "rmsnorm");
-  if (x.device().is_cpu()) return cpu::rmsnorm_backward(d_x, d_weight, d_out, x, weight, rstd);
+  HAI_CHECK(options.weight_grad_beta == 0.0f || options.weight_grad_beta == 1.0f,
+            "rmsnorm weight_grad_beta must be 0 or 1, got {}", options.weight_grad_beta);
+  if (x.device().is_cpu()) return cpu::rmsnorm_backward(d_x, d_weight, d_out, x, weight, rstd, options);
 #ifdef HAI_WITH_CUDA
-  return cuda::rmsnorm_backward(d_x, d_weight, d_out, x, weight, rstd, stream);
+  return cuda::rmsnorm_backward(d_x, d_weight, d_out, x, weight, rstd, options, stream);
 #else
   throw_no_backend("rmsnorm_backward", x.device());
 #endif

@@ -40,6 +40,7 @@ void AdamW::step(float lr, int64_t step_number) {
   settings.beta2 = static_cast<float>(config_.betas[1]);
   settings.eps = static_cast<float>(config_.eps);
   settings.step = step_number;
+  store_.zero_unwritten_grads();
   for (const Segment& segment : segments_) {
     settings.weight_decay = segment.weight_decay ? static_cast<float>(config_.weight_decay) : 0.0f;
     int64_t value_end = segment.value_offset + segment.numel;

@@ -2,8 +2,9 @@
 // AdamW over a ParameterStore: the FP32 master values are updated in place from the FP32 gradients, with the two
 // moment buffers (exp_avg, exp_avg_sq) laid out flat like the gradient buffer ([N_trainable], element i belongs to
 // the parameter whose grad_offset covers i) in optimizer.moment_dtype. Weight decay applies only to parameters whose
-// spec asks for it (not norms and biases); non-trainable parameters are never touched. After each step the
-// store's compute copy is refreshed.
+// spec asks for it (not norms and biases); non-trainable parameters are never touched. Each step first zero-fills
+// the gradients nothing wrote (ParameterStore::zero_unwritten_grads); after it the store's compute copy is
+// refreshed.
 
 #include <cstddef>
 #include <cstdint>

@@ -1,5 +1,7 @@
 #include "framework/params/parameter_store.h"
 
+#include <algorithm>
+
 #include "framework/core/rng.h"
 #include "framework/device/cast.h"
 #include "framework/device/cpu/parallel.h"
@@ -66,7 +68,9 @@ ParameterStore::ParameterStore(std::vector<ParameterSpec> specs, Device device, 
                                Fp8WeightOptions fp8)
     : fp8_options_(fp8),
       values_(Shape{total_numel(specs)}, DType::f32, device),
-      grads_(Shape{trainable_numel(specs)}, DType::f32, device) {
+      grads_(zero_tensor(Shape{trainable_numel(specs)}, DType::f32, device)),
+      grad_written_(std::make_unique<bool[]>(specs.size())) {
+  std::fill(grad_written_.get(), grad_written_.get() + specs.size(), true);  // zero gradients, as written
   if (compute_dtype != DType::f32) compute_values_ = OwnedTensor(values_.shape(), compute_dtype, device);
   Tensor compute_buffer = compute_dtype == DType::f32 ? values() : compute_values_.tensor();
   Fp8Sizes fp8_total = fp8_sizes(specs, fp8);
@@ -91,6 +95,7 @@ ParameterStore::ParameterStore(std::vector<ParameterSpec> specs, Device device, 
     if (spec.trainable) {
       parameter.grad_offset = grad_offset;
       parameter.grad = flat_slice(grads(), grad_offset, spec.shape);
+      parameter.grad_written_ = &grad_written_[parameters_.size()];
       grad_offset += numel;
     }
     if (has_fp8_copy(spec, fp8)) {
@@ -136,7 +141,47 @@ void ParameterStore::initialize(uint64_t seed, double init_std) {
   if (!on_host) copy_tensor(values_, host_values);
 }
 
-void ParameterStore::zero_grads() { zero_fill(grads_); }
+float Parameter::take_grad_beta() const {
+  HAI_CHECK(grad_written_ != nullptr, "parameter {} is not trainable: it has no gradient", spec.name);
+  bool first = !*grad_written_;
+  *grad_written_ = true;
+  return first ? 0.0f : 1.0f;
+}
+
+const Tensor& Parameter::grad_to_add_to(Stream stream) const {
+  if (take_grad_beta() == 0.0f) zero_fill(grad, stream);
+  return grad;
+}
+
+void ParameterStore::zero_grads() {
+  std::fill(grad_written_.get(), grad_written_.get() + parameters_.size(), false);
+}
+
+void ParameterStore::zero_unwritten_grads(Stream stream) { zero_unwritten_grads(0, grads_.numel(), stream); }
+
+void ParameterStore::zero_unwritten_grads(int64_t grad_begin, int64_t grad_end, Stream stream) {
+  // NOTE: adjacent unwritten gradients are filled as one run (another pipeline stage's are thousands).
+  int64_t run_begin = -1, run_end = -1;  // the pending run of grads(), none while negative
+  auto fill_run = [&] {
+    if (run_begin >= 0) zero_fill(grads().slice(run_begin, run_end), stream);
+    run_begin = run_end = -1;
+  };
+  for (const Parameter& parameter : parameters_) {
+    if (parameter.grad_written_ == nullptr) continue;  // no gradient: its neighbours' stay adjacent
+    int64_t begin = parameter.grad_offset, end = begin + parameter.grad.numel();
+    if (*parameter.grad_written_ || end <= grad_begin || grad_end <= begin) {
+      fill_run();
+      continue;
+    }
+    *parameter.grad_written_ = true;
+    if (begin != run_end) {
+      fill_run();
+      run_begin = begin;
+    }
+    run_end = end;
+  }
+  fill_run();
+}
 
 void ParameterStore::refresh_compute_copy() {
   refresh_compute_copy(0, numel());

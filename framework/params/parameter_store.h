@@ -7,8 +7,16 @@
 // quantised once per step, not per micro-batch. Each parameter is a view into these buffers. Initialisation is a
 // pure function of (seed, parameter name, element index) through the counter RNG, so any layout of the same model
 // starts from the same values.
+//
+// Gradients are written, not zero-filled then added to: zero_grads() only marks every gradient unwritten, the
+// step's first producer of a parameter's gradient overwrites it (Parameter::take_grad_beta: a GEMM with beta 0)
+// and the later ones (later micro-batches, a second producer such as MTP's shared embedding) add to it. Before
+// anything reads the gradients (a reduction, the norm, the optimizer, a test), zero_unwritten_grads() zero-fills
+// those that no producer wrote (parameters of another pipeline stage, say): only those. A new store's gradients are
+// zero and count as written (a test may fill them by hand).
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -36,13 +44,27 @@ struct Fp8WeightOptions {
 };
 
 struct Parameter {
+  // For a producer of one of the step's contributions to grad: the beta of its GEMM, grad = product + beta * grad.
+  // 0 for the step's first contribution (grad is overwritten: it holds anything until then), 1 for the later ones
+  // (they add). Marks the gradient written. Only for trainable parameters.
+  float take_grad_beta() const;
+  // grad, zero-filled first when nothing wrote it this step (then marked written): for a producer that can only
+  // add to it (a scatter-add). Only for trainable parameters.
+  const Tensor& grad_to_add_to(Stream stream = {}) const;
+
   ParameterSpec spec;
   int64_t offset = 0;       // into the value buffer, in elements
   int64_t grad_offset = -1;  // into the gradient buffer; -1 for non-trainable parameters
   Tensor value;             // spec.shape, fp32
   Tensor compute;           // spec.shape, the compute dtype (aliases value in fp32)
-  Tensor grad;              // spec.shape, fp32; undefined for non-trainable parameters
+  Tensor grad;              // spec.shape, fp32; undefined for non-trainable parameters; see take_grad_beta()
   Fp8Weight fp8;            // defined with FP8 weights enabled and spec.fp8_gemm
+
+ private:
+  friend class ParameterStore;
+  // Whether grad was written since ParameterStore::zero_grads(): the store's flag of this parameter (null for
+  // non-trainable ones), shared by copies of the view.
+  bool* grad_written_ = nullptr;
 };
 
 class ParameterStore {
@@ -52,7 +74,13 @@ class ParameterStore {
 
   // Fills every value from its init rule: normal draws use CounterRng(seed, stream = hash of the name).
   void initialize(uint64_t seed, double init_std);
+  // Starts a step's gradients at zero without a memory pass: marks every gradient unwritten, so that its first
+  // producer overwrites it (Parameter::take_grad_beta).
   void zero_grads();
+  // Zero-fills the gradients that nothing wrote since zero_grads() and marks them written: call before reading
+  // gradients. The range form covers the parameters whose gradients overlap [grad_begin, grad_end) of grads().
+  void zero_unwritten_grads(Stream stream = {});
+  void zero_unwritten_grads(int64_t grad_begin, int64_t grad_end, Stream stream = {});
   // Rounds the master values into the compute copy (a no-op in fp32) and quantises the FP8 copies. Call after
   // every change of the values.
   void refresh_compute_copy();
@@ -79,6 +107,7 @@ class ParameterStore {
   std::unordered_map<std::string, size_t> index_by_name_;
   OwnedTensor values_;
   OwnedTensor grads_;
+  std::unique_ptr<bool[]> grad_written_;  // one flag per parameter (Parameter::grad_written_), a stable address
   OwnedTensor compute_values_;  // empty when the compute dtype is fp32
   // The FP8 copies, empty without FP8 weights: values [N_fp8] e4m3 and scales [S_fp8] fp32, as stored and transposed.
   OwnedTensor fp8_values_, fp8_transposed_values_;

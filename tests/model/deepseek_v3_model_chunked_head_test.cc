@@ -33,6 +33,7 @@ ModelRun run_model(int64_t head_chunk_tokens, const Tensor& tokens) {
   run.store->zero_grads();
   DeepseekV3Model model(config, *run.store);
   run.trained = model.train_micro_batch(tokens, 2.0f);
+  run.store->zero_unwritten_grads();
   run.evaluated = model.evaluate(tokens);
   return run;
 }

@@ -143,6 +143,32 @@ TEST_F(ModelGradient, AnnouncedGradientBucketsAreFinal) {
   }
 }
 
+// The step's gradients are written, not added to a zero-filled buffer (framework/params/parameter_store.h): a step
+// on a gradient buffer full of NaN gives bitwise the gradients of a step on a zero-filled one, with one micro-batch
+// and with two (the second adds to the first), the experts that no token chose included (zeros).
+TEST_F(ModelGradient, StepGradientsDoNotDependOnTheBufferBeforeTheStep) {
+  OwnedTensor second_tokens = testing::random_tokens(2, 6, 11, CounterRng(4, 99));
+  for (int micro_batches : {1, 2}) {
+    SCOPED_TRACE(micro_batches);
+    auto step_gradients = [&](float fill) {
+      std::fill_n(store_->grads().data<float>(), store_->grads().numel(), fill);
+      store_->zero_grads();
+      model_->train_micro_batch(tokens_, 0.5f);
+      if (micro_batches == 2) model_->train_micro_batch(second_tokens, 0.5f);
+      store_->zero_unwritten_grads();
+      OwnedTensor grads(store_->grads().shape(), DType::f32);  // [N_trainable]
+      copy_tensor(grads, store_->grads());
+      return grads;
+    };
+    OwnedTensor from_zeros = step_gradients(0.0f);
+    OwnedTensor from_nan = step_gradients(std::nanf(""));
+    EXPECT_TRUE(testing::same_bytes(from_zeros, from_nan));
+    const Parameter& unused = (*store_)["model.layers.1.mlp.experts.3.up_proj.weight"];
+    for (int64_t i = 0; i < unused.grad.numel(); ++i) ASSERT_EQ(unused.grad.data<float>()[i], 0.0f);
+    for (int64_t i = 0; i < from_nan.numel(); ++i) ASSERT_TRUE(std::isfinite(from_nan.data<float>()[i])) << i;
+  }
+}
+
 // Every forward pass tells each bucket before it reads the bucket's weights: with every value NaN and each
 // bucket's values put back only when told, the losses are bitwise a clean pass's. Order: the embedding's, the
 // decoder layers', the head's, the MTP block's (layer 2).

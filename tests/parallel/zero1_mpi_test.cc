@@ -29,7 +29,7 @@ using Zero1World = testing::World;
 // The mean over ranks of fill_rank_grads(rank, step), into the store's gradients.
 void fill_mean_grads(ParameterStore& store, int ranks, int64_t step) {
   ParameterStore scratch(testing::zero1_specs(), Device::cpu());
-  store.zero_grads();
+  zero_fill(store.grads());
   for (int rank = 0; rank < ranks; ++rank) {
     testing::fill_rank_grads(scratch, rank, step);
     add_scaled(store.grads(), scratch.grads(), 1.0f / static_cast<float>(ranks));

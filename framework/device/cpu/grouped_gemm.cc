@@ -43,14 +43,18 @@ void grouped_gemm(const Tensor& y, const Tensor& x, const ExpertWeights& weights
 }
 
 void grouped_gemm_weight_grad(const ExpertWeights& gradients, const Tensor& d_y, const Tensor& x,
-                              const Tensor& expert_offsets) {
+                              const Tensor& expert_offsets, float beta) {
   check_offsets_values(expert_offsets, x.size(0));
   const int32_t* offsets = expert_offsets.data<int32_t>();  // [E + 1]
   for (int64_t e = 0; e < gradients.experts; ++e) {
-    if (offsets[e] == offsets[e + 1]) continue;
-    // [N, K] += [rows of e, N]^T @ [rows of e, K]
-    cpu::gemm(gradients.expert(e), d_y.slice(offsets[e], offsets[e + 1]), x.slice(offsets[e], offsets[e + 1]),
-              GemmOptions{.transpose_a = true, .beta = 1.0f});
+    Tensor gradient = gradients.expert(e);  // [N, K]
+    if (offsets[e] == offsets[e + 1]) {
+      if (beta == 0.0f) zero_fill(gradient);
+      continue;
+    }
+    // [N, K] = [rows of e, N]^T @ [rows of e, K] + beta * [N, K]
+    cpu::gemm(gradient, d_y.slice(offsets[e], offsets[e + 1]), x.slice(offsets[e], offsets[e + 1]),
+              GemmOptions{.transpose_a = true, .beta = beta});
   }
 }
 

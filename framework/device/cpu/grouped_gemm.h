@@ -9,6 +9,6 @@ namespace hai::cpu {
 void grouped_gemm(const Tensor& y, const Tensor& x, const ExpertWeights& weights, const Tensor& expert_offsets,
                   const GroupedGemmOptions& options);
 void grouped_gemm_weight_grad(const ExpertWeights& gradients, const Tensor& d_y, const Tensor& x,
-                              const Tensor& expert_offsets);
+                              const Tensor& expert_offsets, float beta);
 
 }  // namespace hai::cpu

@@ -1,12 +1,15 @@
 #pragma once
 // CPU reference of framework/device/rmsnorm.h (operands already checked by the dispatcher).
 
+#include "framework/device/rmsnorm.h"
 #include "framework/tensor/tensor.h"
 
 namespace hai::cpu {
 
 void rmsnorm_forward(const Tensor& out, const Tensor& rstd, const Tensor& x, const Tensor& weight, float eps);
+void add_rmsnorm_forward(const Tensor& sum, const Tensor& out, const Tensor& rstd, const Tensor& a, const Tensor& b,
+                         const Tensor& weight, float eps);
 void rmsnorm_backward(const Tensor& d_x, const Tensor& d_weight, const Tensor& d_out, const Tensor& x,
-                      const Tensor& weight, const Tensor& rstd);
+                      const Tensor& weight, const Tensor& rstd, const RmsnormBackwardOptions& options);
 
 }  // namespace hai::cpu

@@ -37,7 +37,7 @@ void grouped_gemm(const Tensor& y, const Tensor& x, const ExpertWeights& weights
 }
 
 void grouped_gemm_weight_grad(const ExpertWeights& gradients, const Tensor& d_y, const Tensor& x,
-                              const Tensor& expert_offsets, Stream stream) {
+                              const Tensor& expert_offsets, float beta, Stream stream) {
   cudaStream_t cuda_stream = prepare_launch(x.device(), stream);
   kernels::GroupedWeightGradArguments arguments{
       .gradients = gradients.first.data<float>(),
@@ -50,6 +50,7 @@ void grouped_gemm_weight_grad(const ExpertWeights& gradients, const Tensor& d_y,
       .n = d_y.size(1),
       .k = x.size(1),
       .input_type = input_type(x.dtype()),
+      .beta = beta,
   };
   check_launch(kernels::grouped_gemm_weight_grad(arguments, cuda_stream), "grouped_gemm_weight_grad");
 }

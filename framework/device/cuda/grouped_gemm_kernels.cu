@@ -128,8 +128,20 @@ __global__ void __launch_bounds__(tma::kThreads, 1)
       });
 }
 
-// Weight gradient on the tensor cores: grad W_e [N, K] += d_y_e^T @ x_e. Grid: (K tiles, N tiles, E); each block
-// reduces over all rows of its expert.
+// The [tile, tile] block of an expert's gradient [N, K] from (row_begin, column_begin) set to zero: what the
+// weight gradient writes with beta 0 for an expert that received no rows. Any block shape.
+__device__ void zero_gradient_tile(float* gradient, int64_t n, int64_t k, int64_t row_begin, int64_t column_begin,
+                                   int tile) {
+  int thread = static_cast<int>(threadIdx.y * blockDim.x + threadIdx.x);
+  int threads = static_cast<int>(blockDim.x * blockDim.y);
+  for (int i = thread; i < tile * tile; i += threads) {
+    int64_t row = row_begin + i / tile, column = column_begin + i % tile;
+    if (row < n && column < k) gradient[row * k + column] = 0.0f;
+  }
+}
+
+// Weight gradient on the tensor cores: grad W_e [N, K] = d_y_e^T @ x_e + beta * grad W_e (beta 0 or 1). Grid:
+// (K tiles, N tiles, E); each block reduces over all rows of its expert.
 template <typename Loop>
 __global__ void __launch_bounds__(Loop::kThreads, Loop::kBlocksPerMultiprocessor)
     grouped_weight_grad_tensor_core_kernel(GroupedWeightGradArguments arguments) {
@@ -137,10 +149,14 @@ __global__ void __launch_bounds__(Loop::kThreads, Loop::kBlocksPerMultiprocessor
   int64_t expert = blockIdx.z;
   int64_t row_begin = arguments.offsets[expert];
   int64_t rows = arguments.offsets[expert + 1] - row_begin;
-  if (rows <= 0) return;
   int64_t n = arguments.n, k = arguments.k;
   int64_t row_tile_begin = static_cast<int64_t>(blockIdx.y) * kTile;  // along N
   int64_t column_begin = static_cast<int64_t>(blockIdx.x) * kTile;    // along K
+  float* gradient = arguments.gradients + expert * arguments.expert_stride;  // [N, K]
+  if (rows <= 0) {
+    if (arguments.beta == 0.0f) zero_gradient_tile(gradient, n, k, row_tile_begin, column_begin, kTile);
+    return;
+  }
   const bf16* d_y = static_cast<const bf16*>(arguments.d_y) + row_begin * n;  // [rows, N]
   const bf16* x = static_cast<const bf16*>(arguments.x) + row_begin * k;      // [rows, K]
   mma::OperandSource a{d_y + row_tile_begin, n, n - row_tile_begin, rows};
@@ -148,12 +164,15 @@ __global__ void __launch_bounds__(Loop::kThreads, Loop::kBlocksPerMultiprocessor
   extern __shared__ __align__(16) unsigned char shared_bytes[];
   typename Loop::Accumulators accumulators;
   Loop::template multiply<false, false>(accumulators, a, b, rows, shared_bytes);
-  float* gradient = arguments.gradients + expert * arguments.expert_stride;  // [N, K]
   Loop::for_each_pair(accumulators, [&](int row, int column, float value0, float value1) {
     int64_t global_row = row_tile_begin + row;
     int64_t global_column = column_begin + column;
     if (global_row >= n || global_column >= k) return;
     auto* out = reinterpret_cast<float2*>(gradient + global_row * k + global_column);  // K even: both in range
+    if (arguments.beta == 0.0f) {
+      *out = float2{value0, value1};
+      return;
+    }
     float2 previous = *out;
     *out = float2{previous.x + value0, previous.y + value1};
   });
@@ -190,29 +209,34 @@ __global__ void __launch_bounds__(simt::kThreads) grouped_gemm_simt_kernel(Group
   }
 }
 
-// Weight gradient with fp32 FMAs. Grid: (K tiles, N tiles, E).
+// Weight gradient with fp32 FMAs (beta 0 or 1, as the tensor-core kernel). Grid: (K tiles, N tiles, E).
 template <typename Element>
 __global__ void __launch_bounds__(simt::kThreads)
     grouped_weight_grad_simt_kernel(GroupedWeightGradArguments arguments) {
   int64_t expert = blockIdx.z;
   int64_t row_begin = arguments.offsets[expert];
   int64_t rows = arguments.offsets[expert + 1] - row_begin;
-  if (rows <= 0) return;
   int64_t n = arguments.n, k = arguments.k;
   int64_t row_tile_begin = static_cast<int64_t>(blockIdx.y) * simt::kTile;  // along N
   int64_t column_begin = static_cast<int64_t>(blockIdx.x) * simt::kTile;    // along K
+  float* gradient = arguments.gradients + expert * arguments.expert_stride;  // [N, K]
+  if (rows <= 0) {
+    if (arguments.beta == 0.0f) zero_gradient_tile(gradient, n, k, row_tile_begin, column_begin, simt::kTile);
+    return;
+  }
   const Element* d_y = static_cast<const Element*>(arguments.d_y) + row_begin * n;
   const Element* x = static_cast<const Element*>(arguments.x) + row_begin * k;
   simt::OperandSource<Element> a{d_y + row_tile_begin, 1, n, n - row_tile_begin, rows};
   simt::OperandSource<Element> b{x + column_begin, 1, k, k - column_begin, rows};
   float accumulators[4][4];
   simt::multiply_tiles(accumulators, a, b, rows);
-  float* gradient = arguments.gradients + expert * arguments.expert_stride;  // [N, K]
   for (int i = 0; i < 4; ++i) {
     int64_t row = row_tile_begin + simt::thread_row() + i;
     for (int j = 0; j < 4; ++j) {
       int64_t column = column_begin + simt::thread_column() + j;
-      if (row < n && column < k) gradient[row * k + column] += accumulators[i][j];
+      if (row >= n || column >= k) continue;
+      float* out = gradient + row * k + column;
+      *out = arguments.beta == 0.0f ? accumulators[i][j] : *out + accumulators[i][j];
     }
   }
 }
@@ -367,7 +391,9 @@ cudaError_t grouped_gemm(const GroupedGemmArguments& arguments, cudaStream_t str
 }
 
 cudaError_t grouped_gemm_weight_grad(const GroupedWeightGradArguments& arguments, cudaStream_t stream) {
-  if (arguments.rows == 0 || arguments.n == 0 || arguments.k == 0 || arguments.experts == 0) return cudaSuccess;
+  if (arguments.n == 0 || arguments.k == 0 || arguments.experts == 0) return cudaSuccess;
+  // NOTE: without rows, beta 0 still writes every expert's zeros (each block of the kernels sees no rows).
+  if (arguments.rows == 0 && arguments.beta != 0.0f) return cudaSuccess;
   auto experts = static_cast<unsigned int>(arguments.experts);
   if (tensor_cores_fit(arguments.input_type, arguments.n, arguments.k, {arguments.d_y, arguments.x},
                        arguments.expert_stride, arguments.gradients)) {

@@ -44,12 +44,13 @@ struct GroupedWeightGradArguments {
   int64_t n;                 // N
   int64_t k;                 // K
   GroupedGemmInput input_type;
+  float beta;                // 1: grad W_e += the product; 0: grad W_e = the product (not read), zeros without rows
 };
 
 // y rows of every expert <- x rows @ op(W_e) (+ beta * y); rows past offsets[E] are not touched.
 cudaError_t grouped_gemm(const GroupedGemmArguments& arguments, cudaStream_t stream);
 
-// grad W_e += d_y[rows of e]^T @ x[rows of e] for every expert with rows.
+// grad W_e = d_y[rows of e]^T @ x[rows of e] + beta * grad W_e for every expert (beta 0 or 1).
 cudaError_t grouped_gemm_weight_grad(const GroupedWeightGradArguments& arguments, cudaStream_t stream);
 
 }  // namespace hai::cuda::kernels

@@ -14,15 +14,34 @@ void rmsnorm_forward(const Tensor& out, const Tensor& rstd, const Tensor& x, con
                "rmsnorm_forward");
 }
 
+void add_rmsnorm_forward(const Tensor& sum, const Tensor& out, const Tensor& rstd, const Tensor& a, const Tensor& b,
+                         const Tensor& weight, float eps, Stream stream) {
+  cudaStream_t cuda_stream = prepare_launch(sum.device(), stream);
+  check_launch(kernels::add_rmsnorm_forward(sum.data<float>(), out.raw(), out.dtype() == DType::bf16,
+                                            rstd.data<float>(), a.data<float>(), b.data<float>(),
+                                            weight.data<float>(), eps, sum.size(0), sum.size(1), cuda_stream),
+               "add_rmsnorm_forward");
+}
+
 void rmsnorm_backward(const Tensor& d_x, const Tensor& d_weight, const Tensor& d_out, const Tensor& x,
-                      const Tensor& weight, const Tensor& rstd, Stream stream) {
+                      const Tensor& weight, const Tensor& rstd, const RmsnormBackwardOptions& options,
+                      Stream stream) {
   cudaStream_t cuda_stream = prepare_launch(x.device(), stream);
   int64_t rows = x.size(0), width = x.size(1);
   Scratch partial(kernels::rmsnorm_weight_grad_chunks(rows) * width * static_cast<int64_t>(sizeof(float)),
                   cuda_stream);  // [chunks, width] fp32
-  check_launch(kernels::rmsnorm_backward(d_x.data<float>(), d_weight.data<float>(),
-                                         static_cast<float*>(partial.data()), d_out.data<float>(),
-                                         x.data<float>(), weight.data<float>(), rstd.data<float>(), rows, width,
+  const float* residual_grad = options.residual_grad.defined() ? options.residual_grad.data<float>() : nullptr;
+  check_launch(kernels::rmsnorm_backward({.d_x = d_x.data<float>(),
+                                          .d_weight = d_weight.data<float>(),
+                                          .partial = static_cast<float*>(partial.data()),
+                                          .residual_grad = residual_grad,
+                                          .d_out = d_out.data<float>(),
+                                          .x = x.data<float>(),
+                                          .weight = weight.data<float>(),
+                                          .rstd = rstd.data<float>(),
+                                          .rows = rows,
+                                          .width = width,
+                                          .weight_grad_beta = options.weight_grad_beta},
                                          cuda_stream),
                "rmsnorm_backward");
 }

@@ -6,13 +6,27 @@
 namespace hai::cuda::kernels {
 namespace {
 
+// out, rstd <- the norm of x's row, one block per row. With an addend, the norm of sum = x + addend, whose row the
+// block writes first (each thread reads back only the elements it wrote, so sum may be x or the addend).
 template <typename Out>
-__global__ void rmsnorm_forward_kernel(Out* out, float* rstd, const float* x, const float* weight, float eps,
-                                       int64_t width) {
+__global__ void rmsnorm_forward_kernel(Out* out, float* rstd, const float* x, const float* addend, float* sum,
+                                       const float* weight, float eps, int64_t width) {
   __shared__ float scratch[32];
   const float* row = x + blockIdx.x * width;  // [width]
   float sum_of_squares = 0.0f;
-  for (int64_t d = threadIdx.x; d < width; d += blockDim.x) sum_of_squares += row[d] * row[d];
+  if (addend) {
+    const float* added = addend + blockIdx.x * width;  // [width]
+    float* sum_row = sum + blockIdx.x * width;         // [width]
+    for (int64_t d = threadIdx.x; d < width; d += blockDim.x) {
+      // NOTE: __fadd_rn: one rounded add, never contracted, as add_scaled's y + 1 * x.
+      float value = __fadd_rn(row[d], added[d]);
+      sum_row[d] = value;
+      sum_of_squares += value * value;
+    }
+    row = sum_row;
+  } else {
+    for (int64_t d = threadIdx.x; d < width; d += blockDim.x) sum_of_squares += row[d] * row[d];
+  }
   sum_of_squares = block_sum(sum_of_squares, scratch);
   float mean_square = width > 0 ? sum_of_squares / static_cast<float>(width) : 0.0f;
   float r = rsqrtf(mean_square + eps);
@@ -21,20 +35,24 @@ __global__ void rmsnorm_forward_kernel(Out* out, float* rstd, const float* x, co
   for (int64_t d = threadIdx.x; d < width; d += blockDim.x) store(out_row + d, row[d] * r * weight[d]);
 }
 
-// d_x = rstd * (weight * d_out - x * rstd^2 * mean(weight * d_out * x)), one block per row.
-__global__ void rmsnorm_input_grad_kernel(float* d_x, const float* d_out, const float* x, const float* weight,
-                                          const float* rstd, int64_t width) {
+// d_x = rstd * (weight * d_out - x * rstd^2 * mean(weight * d_out * x)) (+ residual_grad), one block per row.
+__global__ void rmsnorm_input_grad_kernel(RmsnormBackwardArguments arguments) {
   __shared__ float scratch[32];
-  const float* row = x + blockIdx.x * width;        // [width]
-  const float* d_row = d_out + blockIdx.x * width;  // [width]
+  int64_t width = arguments.width;
+  const float* weight = arguments.weight;
+  const float* row = arguments.x + blockIdx.x * width;        // [width]
+  const float* d_row = arguments.d_out + blockIdx.x * width;  // [width]
   float projection = 0.0f;
   for (int64_t d = threadIdx.x; d < width; d += blockDim.x) projection += weight[d] * d_row[d] * row[d];
   projection = block_sum(projection, scratch);
-  float r = rstd[blockIdx.x];
+  float r = arguments.rstd[blockIdx.x];
   float correction = r * r * projection / static_cast<float>(width);
-  float* d_x_row = d_x + blockIdx.x * width;  // [width]
+  float* d_x_row = arguments.d_x + blockIdx.x * width;  // [width]
+  const float* residual_row = arguments.residual_grad ? arguments.residual_grad + blockIdx.x * width : nullptr;
   for (int64_t d = threadIdx.x; d < width; d += blockDim.x) {
-    d_x_row[d] = r * (weight[d] * d_row[d] - row[d] * correction);
+    float gradient = r * (weight[d] * d_row[d] - row[d] * correction);
+    // NOTE: __fadd_rn: the gradient rounded, then one rounded add, as add_scaled after a separate backward.
+    d_x_row[d] = residual_row ? __fadd_rn(gradient, residual_row[d]) : gradient;
   }
 }
 
@@ -66,46 +84,62 @@ __global__ void rmsnorm_weight_grad_partial_kernel(float* partial, const float* 
 }
 
 __global__ void rmsnorm_weight_grad_sum_kernel(float* d_weight, const float* partial, int64_t chunks,
-                                               int64_t width) {
+                                               int64_t width, float beta) {
   int64_t d = grid_index();
   if (d >= width) return;
   float total = 0.0f;
   for (int64_t chunk = 0; chunk < chunks; ++chunk) total += partial[chunk * width + d];
-  d_weight[d] += total;
+  d_weight[d] = beta == 0.0f ? total : d_weight[d] + total;
+}
+
+// rmsnorm_forward_kernel over the rows, for either output dtype.
+cudaError_t launch_forward(void* out, bool bf16_out, float* rstd, const float* x, const float* addend, float* sum,
+                           const float* weight, float eps, int64_t rows, int64_t width, cudaStream_t stream) {
+  if (rows == 0) return cudaSuccess;
+  auto blocks = static_cast<unsigned int>(rows);
+  if (bf16_out) {
+    rmsnorm_forward_kernel<<<blocks, kThreads, 0, stream>>>(static_cast<__nv_bfloat16*>(out), rstd, x, addend, sum,
+                                                            weight, eps, width);
+  } else {
+    rmsnorm_forward_kernel<<<blocks, kThreads, 0, stream>>>(static_cast<float*>(out), rstd, x, addend, sum, weight,
+                                                            eps, width);
+  }
+  return cudaGetLastError();
 }
 
 }  // namespace
 
 cudaError_t rmsnorm_forward(void* out, bool bf16_out, float* rstd, const float* x, const float* weight, float eps,
                             int64_t rows, int64_t width, cudaStream_t stream) {
-  if (rows == 0) return cudaSuccess;
-  auto blocks = static_cast<unsigned int>(rows);
-  if (bf16_out) {
-    rmsnorm_forward_kernel<<<blocks, kThreads, 0, stream>>>(static_cast<__nv_bfloat16*>(out), rstd, x, weight, eps,
-                                                            width);
-  } else {
-    rmsnorm_forward_kernel<<<blocks, kThreads, 0, stream>>>(static_cast<float*>(out), rstd, x, weight, eps, width);
-  }
-  return cudaGetLastError();
+  return launch_forward(out, bf16_out, rstd, x, nullptr, nullptr, weight, eps, rows, width, stream);
+}
+
+cudaError_t add_rmsnorm_forward(float* sum, void* out, bool bf16_out, float* rstd, const float* a, const float* b,
+                                const float* weight, float eps, int64_t rows, int64_t width, cudaStream_t stream) {
+  return launch_forward(out, bf16_out, rstd, a, b, sum, weight, eps, rows, width, stream);
 }
 
 int64_t rmsnorm_weight_grad_chunks(int64_t rows) { return (rows + kWeightGradChunkRows - 1) / kWeightGradChunkRows; }
 
-cudaError_t rmsnorm_backward(float* d_x, float* d_weight, float* partial, const float* d_out, const float* x,
-                             const float* weight, const float* rstd, int64_t rows, int64_t width,
-                             cudaStream_t stream) {
-  if (rows == 0 || width == 0) return cudaSuccess;
-  rmsnorm_input_grad_kernel<<<static_cast<unsigned int>(rows), kThreads, 0, stream>>>(d_x, d_out, x, weight, rstd,
-                                                                                       width);
+cudaError_t rmsnorm_backward(const RmsnormBackwardArguments& arguments, cudaStream_t stream) {
+  int64_t rows = arguments.rows, width = arguments.width;
+  if (width == 0) return cudaSuccess;
+  if (rows == 0) {
+    // NOTE: no rows: d_weight is the empty sum (+ d_weight), so beta 0 still writes its zeros.
+    if (arguments.weight_grad_beta != 0.0f) return cudaSuccess;
+    return cudaMemsetAsync(arguments.d_weight, 0, width * sizeof(float), stream);
+  }
+  rmsnorm_input_grad_kernel<<<static_cast<unsigned int>(rows), kThreads, 0, stream>>>(arguments);
   cudaError_t status = cudaGetLastError();
   if (status != cudaSuccess) return status;
   int64_t chunks = rmsnorm_weight_grad_chunks(rows);
   dim3 grid(static_cast<unsigned int>((width + kColumns - 1) / kColumns), static_cast<unsigned int>(chunks));
-  rmsnorm_weight_grad_partial_kernel<<<grid, dim3(kColumns, kRowLanes), 0, stream>>>(partial, d_out, x, rstd, rows,
-                                                                                     width);
+  rmsnorm_weight_grad_partial_kernel<<<grid, dim3(kColumns, kRowLanes), 0, stream>>>(
+      arguments.partial, arguments.d_out, arguments.x, arguments.rstd, rows, width);
   status = cudaGetLastError();
   if (status != cudaSuccess) return status;
-  rmsnorm_weight_grad_sum_kernel<<<grid_for(width), kThreads, 0, stream>>>(d_weight, partial, chunks, width);
+  rmsnorm_weight_grad_sum_kernel<<<grid_for(width), kThreads, 0, stream>>>(arguments.d_weight, arguments.partial,
+                                                                            chunks, width, arguments.weight_grad_beta);
   return cudaGetLastError();
 }
 

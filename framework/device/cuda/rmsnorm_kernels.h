@@ -11,16 +11,31 @@ namespace hai::cuda::kernels {
 cudaError_t rmsnorm_forward(void* out, bool bf16_out, float* rstd, const float* x, const float* weight, float eps,
                             int64_t rows, int64_t width, cudaStream_t stream);
 
+// sum [rows, width] = a + b (sum may be a or b), then out and rstd as rmsnorm_forward of sum; one block per row.
+cudaError_t add_rmsnorm_forward(float* sum, void* out, bool bf16_out, float* rstd, const float* a, const float* b,
+                                const float* weight, float eps, int64_t rows, int64_t width, cudaStream_t stream);
+
 // Rows per chunk of the weight gradient's first pass, and the chunks of `rows` rows: the backward's partial buffer
 // holds [chunks, width] fp32.
 inline constexpr int64_t kWeightGradChunkRows = 256;
 int64_t rmsnorm_weight_grad_chunks(int64_t rows);
 
-// d_x [rows, width] (overwritten), d_weight [width] (accumulated) <- d_out, x [rows, width], weight, rstd, with
-// partial [rmsnorm_weight_grad_chunks(rows), width] as scratch. d_weight sums over rows in a fixed order
+struct RmsnormBackwardArguments {
+  float* d_x;                   // [rows, width], overwritten
+  float* d_weight;              // [width]: the sum over rows + weight_grad_beta * d_weight
+  float* partial;               // [rmsnorm_weight_grad_chunks(rows), width] scratch
+  const float* residual_grad;   // [rows, width] added to d_x, or null; may be d_x
+  const float* d_out;           // [rows, width]
+  const float* x;               // [rows, width]
+  const float* weight;          // [width]
+  const float* rstd;            // [rows]
+  int64_t rows;
+  int64_t width;
+  float weight_grad_beta;       // 0 (d_weight is not read) or 1
+};
+
+// d_x, d_weight <- d_out, x, weight, rstd (framework/device/rmsnorm.h). d_weight sums over rows in a fixed order
 // (deterministic).
-cudaError_t rmsnorm_backward(float* d_x, float* d_weight, float* partial, const float* d_out, const float* x,
-                             const float* weight, const float* rstd, int64_t rows, int64_t width,
-                             cudaStream_t stream);
+cudaError_t rmsnorm_backward(const RmsnormBackwardArguments& arguments, cudaStream_t stream);
 
 }  // namespace hai::cuda::kernels

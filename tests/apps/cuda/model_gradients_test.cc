@@ -35,6 +35,7 @@ DeviceRun run_micro_batch(const Config& config, const Tensor& tokens, Device dev
   run.store->zero_grads();
   DeepseekV3Model model(config.model, *run.store);
   run.losses = model.train_micro_batch(tokens, 1.0f);
+  run.store->zero_unwritten_grads();
   return run;
 }
 

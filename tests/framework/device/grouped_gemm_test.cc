@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <algorithm>
 #include <cstring>
 #include <limits>
 #include <string>
@@ -172,6 +173,35 @@ TEST(GroupedGemm, WeightGradEqualsOneGemmPerExpertAndSkipsEmptyExperts) {
     // The whole store: accumulated experts, and untouched empty experts (1 and 4) and data between experts.
     expect_bit_equal(gradients.memory, expected.memory, std::string(dtype_name(dtype)));
   }
+}
+
+// With beta 0 the gradients are written, never read: on a store of NaN, every expert's gradient is bitwise the one
+// added to zeros, and an expert with no rows gets zeros; the data between experts stays untouched.
+TEST(GroupedGemm, WeightGradWithBetaZeroWritesEveryExpert) {
+  const int64_t n = 24, k = 40, experts = 6;
+  OwnedTensor offsets = offsets_of(kOffsets);
+  for (DType dtype : {DType::f32, DType::bf16}) {
+    SCOPED_TRACE(dtype_name(dtype));
+    OwnedTensor d_y = in_dtype(testing::random_tensor(Shape{kRows, n}, 51), dtype);
+    OwnedTensor x = in_dtype(testing::random_tensor(Shape{kRows, k}, 52), dtype);
+    InterleavedStore written = interleaved_store(experts, n, k, DType::f32, 50);
+    InterleavedStore added = interleaved_store(experts, n, k, DType::f32, 50);
+    for (int64_t e = 0; e < experts; ++e) {
+      std::fill_n(written.weights.expert(e).data<float>(), n * k, std::numeric_limits<float>::quiet_NaN());
+      std::fill_n(added.weights.expert(e).data<float>(), n * k, 0.0f);
+    }
+    grouped_gemm_weight_grad(written.weights, d_y, x, offsets, 0.0f);
+    grouped_gemm_weight_grad(added.weights, d_y, x, offsets, 1.0f);
+    expect_bit_equal(written.memory, added.memory, "written vs added to zeros");
+  }
+  InterleavedStore gradients = interleaved_store(experts, n, k, DType::f32, 50);
+  OwnedTensor no_rows = offsets_of(std::vector<int32_t>(static_cast<size_t>(experts) + 1, 0));
+  OwnedTensor d_y = testing::random_tensor(Shape{0, n}, 53), x = testing::random_tensor(Shape{0, k}, 54);
+  grouped_gemm_weight_grad(gradients.weights, d_y, x, no_rows, 0.0f);
+  for (int64_t e = 0; e < experts; ++e) {
+    for (int64_t i = 0; i < n * k; ++i) ASSERT_EQ(gradients.weights.expert(e).data<float>()[i], 0.0f) << e;
+  }
+  EXPECT_THROW(grouped_gemm_weight_grad(gradients.weights, d_y, x, no_rows, 0.5f), Error);
 }
 
 // The weight gradient is the derivative of L = sum(d_y * y) with y = grouped_gemm(x, W): check by finite

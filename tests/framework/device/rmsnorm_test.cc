@@ -1,7 +1,10 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstring>
 
+#include "framework/device/elementwise.h"
 #include "framework/device/rmsnorm.h"
 #include "tests/framework/device/test_util.h"
 
@@ -79,6 +82,83 @@ TEST(RmsNorm, Bf16OutputIsTheFp32OutputRoundedOnce) {
     ASSERT_EQ(narrow.data<bf16>()[i].bits, float_to_bf16(wide.data<float>()[i])) << "element " << i;
   }
   for (int64_t n = 0; n < 5; ++n) EXPECT_EQ(rstd_again.data<float>()[n], rstd.data<float>()[n]);
+}
+
+// beta 0 writes d_weight without reading it (NaN before): bitwise the backward adding into zeros.
+TEST(RmsNorm, BackwardWithBetaZeroWritesTheWeightGradient) {
+  Shape shape{300, 70};  // many rows: d_weight adds their shares one by one
+  OwnedTensor x = testing::random_tensor(shape, 50), weight = testing::random_tensor(Shape{70}, 51);
+  OwnedTensor d_out = testing::random_tensor(shape, 52);
+  OwnedTensor out(shape, DType::f32), rstd(Shape{300}, DType::f32);
+  rmsnorm_forward(out, rstd, x, weight, 1e-6f);
+  OwnedTensor expected_d_x(shape, DType::f32), expected_d_weight(Shape{70}, DType::f32);
+  std::fill_n(expected_d_weight.data<float>(), 70, 0.0f);
+  rmsnorm_backward(expected_d_x, expected_d_weight, d_out, x, weight, rstd);
+
+  OwnedTensor d_x(shape, DType::f32), d_weight(Shape{70}, DType::f32);
+  std::fill_n(d_weight.data<float>(), 70, std::nanf(""));
+  rmsnorm_backward(d_x, d_weight, d_out, x, weight, rstd, {.weight_grad_beta = 0.0f});
+  EXPECT_TRUE(testing::same_bytes(d_x, expected_d_x));
+  EXPECT_TRUE(testing::same_bytes(d_weight, expected_d_weight));
+  EXPECT_THROW(rmsnorm_backward(d_x, d_weight, d_out, x, weight, rstd, {.weight_grad_beta = 0.5f}), Error);
+}
+
+OwnedTensor copy_of(const Tensor& source) {
+  OwnedTensor copy(source.shape(), source.dtype());
+  std::memcpy(copy.tensor().raw(), source.raw(), source.bytes());
+  return copy;
+}
+
+// The fused residual add is bitwise the add (add_scaled) and the norm apart, for either output dtype and with the
+// sum written over either summand.
+TEST(RmsNorm, AddForwardIsTheAddThenTheNorm) {
+  Shape shape{6, 130};
+  OwnedTensor a = testing::random_tensor(shape, 40), b = testing::random_tensor(shape, 41, 3.0f);
+  OwnedTensor weight = testing::random_tensor(Shape{130}, 42);
+  OwnedTensor expected_sum = copy_of(a);
+  add_scaled(expected_sum, b);
+  for (DType dtype : {DType::f32, DType::bf16}) {
+    SCOPED_TRACE(dtype_name(dtype));
+    OwnedTensor expected_out(shape, dtype), expected_rstd(Shape{6}, DType::f32);
+    rmsnorm_forward(expected_out, expected_rstd, expected_sum, weight, 1e-6f);
+    OwnedTensor sum(shape, DType::f32), out(shape, dtype), rstd(Shape{6}, DType::f32);
+    add_rmsnorm_forward(sum, out, rstd, a, b, weight, 1e-6f);
+    EXPECT_TRUE(testing::same_bytes(sum, expected_sum));
+    EXPECT_TRUE(testing::same_bytes(out, expected_out));
+    EXPECT_TRUE(testing::same_bytes(rstd, expected_rstd));
+    OwnedTensor in_a = copy_of(a), in_b = copy_of(b);
+    add_rmsnorm_forward(in_a, out, rstd, in_a, b, weight, 1e-6f);  // in place: a += b
+    add_rmsnorm_forward(in_b, out, rstd, a, in_b, weight, 1e-6f);  // in place: b += a
+    EXPECT_TRUE(testing::same_bytes(in_a, expected_sum));
+    EXPECT_TRUE(testing::same_bytes(in_b, expected_sum));
+    EXPECT_TRUE(testing::same_bytes(out, expected_out));
+  }
+}
+
+// The residual gradient option is bitwise the backward then add_scaled of the residual's gradient, into a
+// separate d_x or into d_x itself; beta 0 writes d_weight without reading it (NaN before).
+TEST(RmsNorm, BackwardAddsTheResidualGradientAndWritesTheWeightGradient) {
+  Shape shape{300, 70};  // many rows: d_weight adds their shares one by one
+  OwnedTensor x = testing::random_tensor(shape, 50), weight = testing::random_tensor(Shape{70}, 51);
+  OwnedTensor d_out = testing::random_tensor(shape, 52), d_residual = testing::random_tensor(shape, 53);
+  OwnedTensor out(shape, DType::f32), rstd(Shape{300}, DType::f32);
+  rmsnorm_forward(out, rstd, x, weight, 1e-6f);
+  OwnedTensor expected_d_x(shape, DType::f32), expected_d_weight = testing::random_tensor(Shape{70}, 54);
+  std::fill_n(expected_d_weight.data<float>(), 70, 0.0f);
+  rmsnorm_backward(expected_d_x, expected_d_weight, d_out, x, weight, rstd);
+  add_scaled(expected_d_x, d_residual);
+
+  OwnedTensor d_x(shape, DType::f32), d_weight(Shape{70}, DType::f32);
+  std::fill_n(d_weight.data<float>(), 70, std::nanf(""));
+  rmsnorm_backward(d_x, d_weight, d_out, x, weight, rstd, {.weight_grad_beta = 0.0f, .residual_grad = d_residual});
+  EXPECT_TRUE(testing::same_bytes(d_x, expected_d_x));
+  EXPECT_TRUE(testing::same_bytes(d_weight, expected_d_weight));
+
+  OwnedTensor accumulated = copy_of(d_residual);  // d_x holds the residual's gradient: it accumulates
+  rmsnorm_backward(accumulated, d_weight, d_out, x, weight, rstd,
+                   {.weight_grad_beta = 0.0f, .residual_grad = accumulated});
+  EXPECT_TRUE(testing::same_bytes(accumulated, expected_d_x));
+  EXPECT_THROW(rmsnorm_backward(d_x, d_weight, d_out, x, weight, rstd, {.weight_grad_beta = 0.5f}), Error);
 }
 
 TEST(RmsNorm, RejectsMismatchedWeight) {

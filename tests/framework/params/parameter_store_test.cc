@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "framework/core/error.h"
+#include "framework/device/elementwise.h"
 #include "framework/params/parameter_store.h"
 
 namespace hai {
@@ -53,11 +55,63 @@ TEST(ParameterStore, InitialisationIsAPureFunctionOfSeedAndName) {
   EXPECT_NE(reseeded["a.weight"].value.data<float>()[0], store["a.weight"].value.data<float>()[0]);
 }
 
-TEST(ParameterStore, ZeroGrads) {
+// Every gradient element equals `value`.
+void expect_grad_filled(const Parameter& parameter, float value) {
+  for (int64_t i = 0; i < parameter.grad.numel(); ++i) {
+    ASSERT_EQ(parameter.grad.data<float>()[i], value) << parameter.spec.name << " element " << i;
+  }
+}
+
+TEST(ParameterStore, NewGradientsAreZeroAndWritten) {
   ParameterStore store(small_specs(), Device::cpu());
-  store["a.weight"].grad.data<float>()[5] = 3.0f;
+  expect_grad_filled(store["a.weight"], 0.0f);
+  EXPECT_EQ(store["a.weight"].take_grad_beta(), 1.0f);  // already written: a producer adds
+}
+
+TEST(ParameterStore, ZeroGradsMarksGradientsUnwrittenWithoutAPass) {
+  ParameterStore store(small_specs(), Device::cpu());
+  fill_tensor(store.grads(), 3.0f);
   store.zero_grads();
-  EXPECT_EQ(store["a.weight"].grad.data<float>()[5], 0.0f);
+  expect_grad_filled(store["a.weight"], 3.0f);          // untouched
+  EXPECT_EQ(store["a.weight"].take_grad_beta(), 0.0f);  // the first producer overwrites
+  EXPECT_EQ(store["a.weight"].take_grad_beta(), 1.0f);  // later ones add
+  EXPECT_EQ(store["a.norm"].take_grad_beta(), 0.0f);    // each parameter for itself
+  EXPECT_THROW(store["a.bias"].take_grad_beta(), Error);  // not trainable
+}
+
+TEST(ParameterStore, GradToAddToZeroesAnUnwrittenGradientOnce) {
+  ParameterStore store(small_specs(), Device::cpu());
+  fill_tensor(store.grads(), 3.0f);
+  store.zero_grads();
+  const Parameter& weight = store["a.weight"];
+  expect_grad_filled(weight, 3.0f);
+  weight.grad_to_add_to().data<float>()[0] += 2.0f;
+  expect_grad_filled(store["a.norm"], 3.0f);  // only the parameter asked for
+  EXPECT_EQ(weight.grad.data<float>()[0], 2.0f);
+  EXPECT_EQ(weight.grad.data<float>()[1], 0.0f);
+  weight.grad_to_add_to().data<float>()[0] += 2.0f;  // written: no second zero fill
+  EXPECT_EQ(weight.grad.data<float>()[0], 4.0f);
+  EXPECT_EQ(weight.take_grad_beta(), 1.0f);
+}
+
+TEST(ParameterStore, ZeroUnwrittenGradsZeroesOnlyTheUnwritten) {
+  ParameterStore store(small_specs(), Device::cpu());
+  fill_tensor(store.grads(), 3.0f);
+  store.zero_grads();
+  store["a.norm"].take_grad_beta();  // a.norm written (as 3s here)
+  store.zero_unwritten_grads(0, 13);  // the gradient layout: a.weight [0, 12), a.norm [12, 16), experts [16, 20)
+  expect_grad_filled(store["a.weight"], 0.0f);
+  expect_grad_filled(store["a.norm"], 3.0f);
+  expect_grad_filled(store["b.experts.0.weight"], 3.0f);  // outside the range
+  EXPECT_EQ(store["a.weight"].take_grad_beta(), 1.0f);  // zeroed counts as written
+  store.zero_unwritten_grads();
+  expect_grad_filled(store["b.experts.0.weight"], 0.0f);
+  expect_grad_filled(store["a.norm"], 3.0f);
+
+  fill_tensor(store.grads(), 3.0f);  // adjacent unwritten gradients (a.bias between them has none): one run
+  store.zero_grads();
+  store.zero_unwritten_grads();
+  for (int64_t i = 0; i < store.grads().numel(); ++i) ASSERT_EQ(store.grads().data<float>()[i], 0.0f) << i;
 }
 
 TEST(ParameterStore, ComputeCopy) {

@@ -97,7 +97,8 @@ void check_forward(const Problem& problem, DType dtype, const GroupedGemmOptions
          std::to_string(static_cast<int>(options.beta)) + "_to_" + std::string(dtype_name(output_dtype)));
 }
 
-void check_weight_grad(const Problem& problem, DType dtype, uint64_t seed) {
+// beta 1 adds to the gradients; beta 0 writes them, NaN before (empty experts get zeros).
+void check_weight_grad(const Problem& problem, DType dtype, uint64_t seed, float beta = 1.0f) {
   Shape gradient_shape{problem.n, problem.k};
   int64_t stride = gradient_shape.numel() + problem.stride_padding;
   int64_t largest_expert = *std::max_element(problem.rows_per_expert.begin(), problem.rows_per_expert.end());
@@ -105,12 +106,18 @@ void check_weight_grad(const Problem& problem, DType dtype, uint64_t seed) {
   parity.input(testing::converted(testing::random_tensor(Shape{problem.rows(), problem.n}, seed), dtype));
   parity.input(testing::converted(testing::random_tensor(Shape{problem.rows(), problem.k}, seed + 1), dtype));
   parity.input(offsets_for(problem.rows_per_expert));
-  // The whole store is compared: the experts accumulate, empty experts and the data between experts stay.
-  parity.output(random_store(problem.experts(), gradient_shape, stride, DType::f32, seed + 2),
-                tolerance_for(largest_expert));
+  OwnedTensor gradients = random_store(problem.experts(), gradient_shape, stride, DType::f32, seed + 2);
+  if (beta == 0.0f) {
+    ExpertWeights views = experts_in(gradients, gradient_shape, stride, problem.experts());
+    for (int64_t e = 0; e < problem.experts(); ++e) {
+      std::fill_n(views.expert(e).data<float>(), gradient_shape.numel(), std::numeric_limits<float>::quiet_NaN());
+    }
+  }
+  // The whole store is compared: the experts' gradients, and the data between experts, which stays.
+  parity.output(std::move(gradients), tolerance_for(largest_expert));
   parity.run([&](const std::vector<Tensor>& t) {
-    grouped_gemm_weight_grad(experts_in(t[3], gradient_shape, stride, problem.experts()), t[0], t[1], t[2]);
-  }, "grouped_gemm_weight_grad_" + problem.name(dtype));
+    grouped_gemm_weight_grad(experts_in(t[3], gradient_shape, stride, problem.experts()), t[0], t[1], t[2], beta);
+  }, "grouped_gemm_weight_grad_" + problem.name(dtype) + "_beta" + std::to_string(static_cast<int>(beta)));
 }
 
 // Experts with 0, 1, 129 and 300 rows, N and K multiples of 8 but not of the 128 (tensor cores) or 64 (SIMT)
@@ -174,8 +181,13 @@ TEST(CudaGroupedGemm, WeightGradMatchesCpu) {
   HAI_REQUIRE_CUDA_DEVICE();
   uint64_t seed = 100;
   for (const Problem& problem : {kAwkward, kUnaligned}) {
-    for (DType dtype : {DType::f32, DType::bf16, DType::f16}) check_weight_grad(problem, dtype, seed += 3);
+    for (DType dtype : {DType::f32, DType::bf16, DType::f16}) {
+      check_weight_grad(problem, dtype, seed += 3);
+      check_weight_grad(problem, dtype, seed += 3, 0.0f);
+    }
   }
+  // No rows at all: beta 0 still writes every expert's zeros.
+  check_weight_grad({{0, 0, 0}, 0, 24, 40, 8}, DType::bf16, seed += 3, 0.0f);
 }
 
 // The benchmark model's expert projections (K 2048 -> N 1024 and back) on 8 uneven experts of ~128 rows.
@@ -186,6 +198,7 @@ TEST(CudaGroupedGemm, ModelWidthsMatchCpu) {
   check_forward(up, DType::bf16, {}, 200);
   check_forward(down, DType::bf16, {.transpose_weights = false}, 210);
   check_weight_grad(up, DType::bf16, 220);
+  check_weight_grad(up, DType::bf16, 230, 0.0f);
 }
 
 OwnedTensor bf16_random(const Shape& shape, uint64_t seed) {

@@ -1,8 +1,11 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <string>
 #include <utility>
 
+#include "framework/device/elementwise.h"
 #include "framework/device/rmsnorm.h"
 #include "tests/framework/device/cuda/parity.h"
 #include "tests/framework/device/test_util.h"
@@ -10,6 +13,7 @@
 namespace hai {
 namespace {
 
+using testing::copy_to;
 using testing::ParityCase;
 using testing::Tolerance;
 
@@ -47,6 +51,23 @@ void check_rmsnorm(int64_t rows, int64_t width, uint64_t seed) {
   backward.run([](const std::vector<Tensor>& t) { rmsnorm_backward(t[0], t[1], t[2], t[3], t[4], t[5]); },
                "rmsnorm_backward_" + std::to_string(rows) + "x" + std::to_string(width));
 
+  OwnedTensor written_x = testing::random_tensor(shape, seed, 2.0f);
+  OwnedTensor written_weight = testing::random_tensor(Shape{width}, seed + 1);
+  OwnedTensor written_rstd(Shape{rows}, DType::f32);
+  rmsnorm_forward(out, written_rstd, written_x, written_weight, kEps);
+  OwnedTensor unread_weight_grad(Shape{width}, DType::f32);
+  std::fill_n(unread_weight_grad.data<float>(), width, std::nanf(""));
+  ParityCase written;  // beta 0: d_weight written, NaN before
+  written.output(OwnedTensor(shape, DType::f32), kBackward);  // d_x
+  written.output(std::move(unread_weight_grad), kBackward);   // d_weight
+  written.input(testing::random_tensor(shape, seed + 3));     // d_out
+  written.input(std::move(written_x));
+  written.input(std::move(written_weight));
+  written.input(std::move(written_rstd));
+  written.run([](const std::vector<Tensor>& t) {
+    rmsnorm_backward(t[0], t[1], t[2], t[3], t[4], t[5], {.weight_grad_beta = 0.0f});
+  }, "rmsnorm_backward_beta0_" + std::to_string(rows) + "x" + std::to_string(width));
+
   ParityCase narrow;  // a bf16 output: one rounding of the fp32 value on either side
   narrow.output(OwnedTensor(shape, DType::bf16), {.atol = 1e-5, .rtol = 8e-3});
   narrow.output(OwnedTensor(Shape{rows}, DType::f32), kForward);  // rstd
@@ -54,6 +75,98 @@ void check_rmsnorm(int64_t rows, int64_t width, uint64_t seed) {
   narrow.input(testing::random_tensor(Shape{width}, seed + 1));
   narrow.run([](const std::vector<Tensor>& t) { rmsnorm_forward(t[0], t[1], t[2], t[3], kEps); },
              "rmsnorm_forward_bf16_" + std::to_string(rows) + "x" + std::to_string(width));
+}
+
+// The fused forms against the CPU op: the residual add in the forward (into a separate sum and in place over a),
+// the residual gradient added in the backward with d_weight written (beta 0, NaN before).
+void check_fused_rmsnorm(int64_t rows, int64_t width, uint64_t seed) {
+  Shape shape{rows, width};
+  std::string size = std::to_string(rows) + "x" + std::to_string(width);
+  for (DType dtype : {DType::f32, DType::bf16}) {
+    ParityCase add;
+    add.output(OwnedTensor(shape, DType::f32), kForward);  // sum
+    add.output(OwnedTensor(shape, dtype), dtype == DType::bf16 ? Tolerance{.atol = 1e-5, .rtol = 8e-3} : kForward);
+    add.output(OwnedTensor(Shape{rows}, DType::f32), kForward);  // rstd
+    add.input(testing::random_tensor(shape, seed, 2.0f));         // a
+    add.input(testing::random_tensor(shape, seed + 1));           // b
+    add.input(testing::random_tensor(Shape{width}, seed + 2));    // weight
+    add.run([](const std::vector<Tensor>& t) { add_rmsnorm_forward(t[0], t[1], t[2], t[3], t[4], t[5], kEps); },
+            "add_rmsnorm_forward_" + std::string(dtype_name(dtype)) + "_" + size);
+  }
+  ParityCase in_place;
+  in_place.output(testing::random_tensor(shape, seed, 2.0f), kForward);  // a, then the sum
+  in_place.output(OwnedTensor(shape, DType::f32), kForward);             // out
+  in_place.output(OwnedTensor(Shape{rows}, DType::f32), kForward);       // rstd
+  in_place.input(testing::random_tensor(shape, seed + 1));               // b
+  in_place.input(testing::random_tensor(Shape{width}, seed + 2));        // weight
+  in_place.run([](const std::vector<Tensor>& t) { add_rmsnorm_forward(t[0], t[1], t[2], t[0], t[3], t[4], kEps); },
+               "add_rmsnorm_forward_in_place_" + size);
+
+  OwnedTensor x = testing::random_tensor(shape, seed, 2.0f);
+  OwnedTensor weight = testing::random_tensor(Shape{width}, seed + 1);
+  OwnedTensor out(shape, DType::f32), rstd(Shape{rows}, DType::f32);
+  rmsnorm_forward(out, rstd, x, weight, kEps);
+  OwnedTensor unread_weight_grad(Shape{width}, DType::f32);
+  std::fill_n(unread_weight_grad.data<float>(), width, std::nanf(""));
+  ParityCase backward;
+  backward.output(OwnedTensor(shape, DType::f32), kBackward);  // d_x
+  backward.output(std::move(unread_weight_grad), kBackward);   // d_weight, written
+  backward.input(testing::random_tensor(shape, seed + 3));     // d_out
+  backward.input(std::move(x));
+  backward.input(std::move(weight));
+  backward.input(std::move(rstd));
+  backward.input(testing::random_tensor(shape, seed + 4));  // the residual's gradient
+  backward.run(
+      [](const std::vector<Tensor>& t) {
+        rmsnorm_backward(t[0], t[1], t[2], t[3], t[4], t[5], {.weight_grad_beta = 0.0f, .residual_grad = t[6]});
+      },
+      "rmsnorm_backward_residual_" + size);
+}
+
+// On the GPU itself the fused forms are bitwise the separate ops they replace (the decoder layer's results must
+// not change): add_scaled then rmsnorm_forward; rmsnorm_backward (adding into zeros) then add_scaled.
+void check_fused_rmsnorm_bitwise(int64_t rows, int64_t width, uint64_t seed) {
+  Device gpu = Device::cuda(0);
+  Shape shape{rows, width};
+  OwnedTensor a = copy_to(testing::random_tensor(shape, seed, 2.0f), gpu);
+  OwnedTensor b = copy_to(testing::random_tensor(shape, seed + 1), gpu);
+  OwnedTensor weight = copy_to(testing::random_tensor(Shape{width}, seed + 2), gpu);
+  OwnedTensor separate_sum = copy_to(host_copy(a), gpu);
+  add_scaled(separate_sum, b);
+  OwnedTensor separate_out(shape, DType::bf16, gpu), separate_rstd(Shape{rows}, DType::f32, gpu);
+  rmsnorm_forward(separate_out, separate_rstd, separate_sum, weight, kEps);
+  OwnedTensor fused_out(shape, DType::bf16, gpu), fused_rstd(Shape{rows}, DType::f32, gpu);
+  add_rmsnorm_forward(a, fused_out, fused_rstd, a, b, weight, kEps);  // in place, as the decoder layer
+  EXPECT_TRUE(testing::same_bytes(host_copy(a), host_copy(separate_sum)));
+  EXPECT_TRUE(testing::same_bytes(host_copy(fused_out), host_copy(separate_out)));
+  EXPECT_TRUE(testing::same_bytes(host_copy(fused_rstd), host_copy(separate_rstd)));
+
+  OwnedTensor d_out = copy_to(testing::random_tensor(shape, seed + 3), gpu);
+  OwnedTensor d_residual = copy_to(testing::random_tensor(shape, seed + 4), gpu);
+  OwnedTensor separate_d_x(shape, DType::f32, gpu);
+  OwnedTensor separate_d_weight(Shape{width}, DType::f32, gpu);
+  zero_fill(separate_d_weight);
+  rmsnorm_backward(separate_d_x, separate_d_weight, d_out, a, weight, fused_rstd);
+  add_scaled(separate_d_x, d_residual);
+  OwnedTensor fused_d_x(shape, DType::f32, gpu), fused_d_weight(Shape{width}, DType::f32, gpu);
+  fill_tensor(fused_d_weight, std::nanf(""));
+  rmsnorm_backward(fused_d_x, fused_d_weight, d_out, a, weight, fused_rstd,
+                   {.weight_grad_beta = 0.0f, .residual_grad = d_residual});
+  EXPECT_TRUE(testing::same_bytes(host_copy(fused_d_x), host_copy(separate_d_x)));
+  EXPECT_TRUE(testing::same_bytes(host_copy(fused_d_weight), host_copy(separate_d_weight)));
+}
+
+TEST(CudaRmsnorm, FusedFormsMatchCpu) {
+  HAI_REQUIRE_CUDA_DEVICE();
+  check_fused_rmsnorm(77, 1000, 41);
+  check_fused_rmsnorm(515, 33, 42);
+  check_fused_rmsnorm(2049, 512, 43);
+}
+
+TEST(CudaRmsnorm, FusedFormsAreBitwiseTheSeparateOps) {
+  HAI_REQUIRE_CUDA_DEVICE();
+  check_fused_rmsnorm_bitwise(77, 1000, 51);
+  check_fused_rmsnorm_bitwise(2049, 7168, 52);
 }
 
 TEST(CudaRmsnorm, ForwardAndBackwardMatchCpu) {
