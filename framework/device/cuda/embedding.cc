@@ -2,6 +2,7 @@
 
 #include "framework/device/cuda/embedding_kernels.h"
 #include "framework/device/cuda/launch.h"
+#include "framework/device/cuda/scratch.h"
 
 namespace hai::cuda {
 
@@ -14,8 +15,13 @@ void embedding_forward(const Tensor& out, const Tensor& table, const Tensor& ids
 
 void embedding_backward(const Tensor& d_table, const Tensor& d_out, const Tensor& ids, Stream stream) {
   cudaStream_t cuda_stream = prepare_launch(d_table.device(), stream);
-  check_launch(kernels::embedding_backward(d_table.data<float>(), d_out.data<float>(), ids.data<int32_t>(),
-                                           ids.size(0), d_table.size(0), d_table.size(1), cuda_stream),
+  int64_t tokens = ids.size(0);
+  if (tokens == 0) return;
+  int64_t workspace_bytes = 0;
+  check_launch(kernels::embedding_backward_workspace_bytes(tokens, &workspace_bytes), "embedding_backward");
+  Scratch workspace(workspace_bytes, cuda_stream);
+  check_launch(kernels::embedding_backward(d_table.data<float>(), d_out.data<float>(), ids.data<int32_t>(), tokens,
+                                           d_table.size(0), d_table.size(1), workspace.data(), cuda_stream),
                "embedding_backward");
 }
 

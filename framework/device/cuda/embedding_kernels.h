@@ -12,9 +12,11 @@ namespace hai::cuda::kernels {
 cudaError_t embedding_forward(float* out, const float* table, const int32_t* ids, int64_t tokens, int64_t vocab,
                               int64_t width, cudaStream_t stream);
 
-// d_table [vocab, width] += scatter of d_out [tokens, width] by ids [tokens]. NOTE: atomic adds, so repeated ids
-// add up in an unspecified order (not bitwise deterministic).
+// d_table [vocab, width] += scatter of d_out [tokens, width] by ids [tokens], deterministic: the tokens are sorted
+// by id (a stable radix sort) and each id's row adds its tokens' rows in their order, as the CPU op does.
+// workspace: embedding_backward_workspace_bytes(tokens) bytes of device memory, 256-byte aligned.
+cudaError_t embedding_backward_workspace_bytes(int64_t tokens, int64_t* bytes);
 cudaError_t embedding_backward(float* d_table, const float* d_out, const int32_t* ids, int64_t tokens, int64_t vocab,
-                               int64_t width, cudaStream_t stream);
+                               int64_t width, void* workspace, cudaStream_t stream);
 
 }  // namespace hai::cuda::kernels
