@@ -16,38 +16,40 @@ __global__ void permute_kernel(Piece* x_sorted, const Piece* x, const int32_t* s
   for (int64_t i = threadIdx.x; i < pieces_per_row; i += blockDim.x) sorted[i] = token[i];
 }
 
+// One block per token: d_x[token] = the sum of its experts' rows of d_x_sorted, in the order of its experts.
 __global__ void permute_backward_kernel(float* d_x, const float* d_x_sorted, const int32_t* positions,
                                         PermutationShape shape) {
-  int64_t total = shape.tokens * shape.width;
-  for (int64_t i = grid_index(); i < total; i += grid_stride()) {
-    int64_t token = i / shape.width;
-    int64_t d = i % shape.width;
+  int64_t token = blockIdx.x;
+  const int32_t* token_positions = positions + token * shape.experts_per_token;  // [K]
+  float* d_token = d_x + token * shape.width;                                   // [D]
+  for (int64_t d = threadIdx.x; d < shape.width; d += blockDim.x) {
     float sum = 0.0f;
     for (int64_t k = 0; k < shape.experts_per_token; ++k) {
-      sum = __fadd_rn(sum, d_x_sorted[positions[token * shape.experts_per_token + k] * shape.width + d]);
+      sum = __fadd_rn(sum, d_x_sorted[token_positions[k] * shape.width + d]);
     }
-    d_x[i] = sum;
+    d_token[d] = sum;
   }
 }
 
 __device__ float widened(float x) { return x; }
 __device__ float widened(uint16_t bf16_bits) { return __bfloat162float(__ushort_as_bfloat16(bf16_bits)); }
 
-// Rows: float, or uint16_t holding bf16 bits (widened exactly).
+// One block per token: out[token] = the weighted sum of its experts' rows, in the order of its experts. Rows:
+// float, or uint16_t holding bf16 bits (widened exactly).
 template <typename Rows>
 __global__ void unpermute_kernel(float* out, const Rows* y_sorted, const float* topk_weights,
                                  const int32_t* positions, PermutationShape shape) {
-  int64_t total = shape.tokens * shape.width;
-  for (int64_t i = grid_index(); i < total; i += grid_stride()) {
-    int64_t token = i / shape.width;
-    int64_t d = i % shape.width;
+  int64_t token = blockIdx.x;
+  const int32_t* token_positions = positions + token * shape.experts_per_token;  // [K]
+  const float* token_weights = topk_weights + token * shape.experts_per_token;  // [K]
+  float* out_token = out + token * shape.width;                                 // [D]
+  for (int64_t d = threadIdx.x; d < shape.width; d += blockDim.x) {
     float sum = 0.0f;
     for (int64_t k = 0; k < shape.experts_per_token; ++k) {
-      int64_t assignment = token * shape.experts_per_token + k;
-      float y = widened(y_sorted[positions[assignment] * shape.width + d]);
-      sum = __fadd_rn(sum, __fmul_rn(topk_weights[assignment], y));
+      float y = widened(y_sorted[token_positions[k] * shape.width + d]);
+      sum = __fadd_rn(sum, __fmul_rn(token_weights[k], y));
     }
-    out[i] = sum;
+    out_token[d] = sum;
   }
 }
 
@@ -56,30 +58,26 @@ __device__ void store(uint16_t* out_bf16_bits, float value) {
   *out_bf16_bits = __bfloat16_as_ushort(__float2bfloat16_rn(value));
 }
 
-template <typename Rows>
-__global__ void scatter_weighted_kernel(Rows* d_y_sorted, const float* d_out, const float* topk_weights,
-                                        const int32_t* positions, PermutationShape shape) {
-  int64_t total = shape.tokens * shape.experts_per_token * shape.width;
-  for (int64_t i = grid_index(); i < total; i += grid_stride()) {
-    int64_t assignment = i / shape.width;
-    int64_t d = i % shape.width;
-    int64_t token = assignment / shape.experts_per_token;
-    store(d_y_sorted + positions[assignment] * shape.width + d,
-          topk_weights[assignment] * d_out[token * shape.width + d]);
-  }
-}
-
-
-// One block per assignment. Rows: float, or uint16_t holding bf16 bits.
-template <typename Rows>
-__global__ void weight_grad_kernel(float* d_topk_weights, const float* d_out, const Rows* y_sorted,
-                                   const int32_t* positions, PermutationShape shape) {
+// One block per assignment (a token's k-th expert), reading the token's d_out row once for both gradients:
+// d_y_sorted[row] = weight * d_out[token] (Gradient: float, or uint16_t for bf16 bits, rounded once) and
+// d_topk_weights[assignment] = dot(d_out[token], y_sorted[row]). Rows: float, or uint16_t holding bf16 bits.
+template <typename Gradient, typename Rows>
+__global__ void unpermute_backward_kernel(Gradient* d_y_sorted, float* d_topk_weights, const float* d_out,
+                                          const Rows* y_sorted, const float* topk_weights, const int32_t* positions,
+                                          PermutationShape shape) {
   __shared__ float scratch[32];
   int64_t assignment = blockIdx.x;
   const float* d_token = d_out + (assignment / shape.experts_per_token) * shape.width;  // [D]
-  const Rows* y_row = y_sorted + positions[assignment] * shape.width;                   // [D]
+  int64_t row = positions[assignment];
+  const Rows* y_row = y_sorted + row * shape.width;   // [D]
+  Gradient* d_y_row = d_y_sorted + row * shape.width;  // [D]
+  float weight = topk_weights[assignment];
   float dot = 0.0f;
-  for (int64_t d = threadIdx.x; d < shape.width; d += blockDim.x) dot += d_token[d] * widened(y_row[d]);
+  for (int64_t d = threadIdx.x; d < shape.width; d += blockDim.x) {
+    float d_value = d_token[d], y = widened(y_row[d]);
+    store(d_y_row + d, weight * d_value);
+    dot += d_value * y;
+  }
   dot = block_sum(dot, scratch);
   if (threadIdx.x == 0) d_topk_weights[assignment] = dot;
 }
@@ -104,9 +102,9 @@ cudaError_t permute_tokens(void* x_sorted, const void* x, int64_t element_bytes,
 
 cudaError_t permute_tokens_backward(float* d_x, const float* d_x_sorted, const int32_t* positions,
                                     const PermutationShape& shape, cudaStream_t stream) {
-  int64_t total = shape.tokens * shape.width;
-  if (total == 0) return cudaSuccess;
-  permute_backward_kernel<<<grid_for(total), kThreads, 0, stream>>>(d_x, d_x_sorted, positions, shape);
+  if (shape.tokens * shape.width == 0) return cudaSuccess;
+  permute_backward_kernel<<<static_cast<unsigned int>(shape.tokens), kThreads, 0, stream>>>(d_x, d_x_sorted,
+                                                                                           positions, shape);
   return cudaGetLastError();
 }
 
@@ -115,9 +113,9 @@ namespace {
 template <typename Rows>
 cudaError_t launch_unpermute_tokens(float* out, const Rows* y_sorted, const float* topk_weights,
                                     const int32_t* positions, const PermutationShape& shape, cudaStream_t stream) {
-  int64_t total = shape.tokens * shape.width;
-  if (total == 0) return cudaSuccess;
-  unpermute_kernel<<<grid_for(total), kThreads, 0, stream>>>(out, y_sorted, topk_weights, positions, shape);
+  if (shape.tokens * shape.width == 0) return cudaSuccess;
+  unpermute_kernel<<<static_cast<unsigned int>(shape.tokens), kThreads, 0, stream>>>(out, y_sorted, topk_weights,
+                                                                                    positions, shape);
   return cudaGetLastError();
 }
 
@@ -141,13 +139,8 @@ cudaError_t launch_unpermute_tokens_backward(Gradient* d_y_sorted, float* d_topk
                                              cudaStream_t stream) {
   int64_t assignments = shape.tokens * shape.experts_per_token;
   if (assignments == 0) return cudaSuccess;
-  if (shape.width > 0) {
-    scatter_weighted_kernel<<<grid_for(assignments * shape.width), kThreads, 0, stream>>>(d_y_sorted, d_out,
-                                                                                          topk_weights, positions,
-                                                                                          shape);
-  }
-  weight_grad_kernel<<<static_cast<unsigned int>(assignments), kThreads, 0, stream>>>(d_topk_weights, d_out,
-                                                                                      y_sorted, positions, shape);
+  unpermute_backward_kernel<<<static_cast<unsigned int>(assignments), kThreads, 0, stream>>>(
+      d_y_sorted, d_topk_weights, d_out, y_sorted, topk_weights, positions, shape);
   return cudaGetLastError();
 }
 
