@@ -24,6 +24,7 @@ namespace hai::cuda::kernels {
 namespace {
 
 using attention_mma::Accumulator;
+using attention_tiles::HeadOperands;
 using attention_tiles::HeadRows;
 using attention_tiles::stride_of;
 
@@ -32,28 +33,6 @@ constexpr int kOwnedRows = 16 * kWarps;  // keys of a key block, queries of a qu
 constexpr int kKeyKernelQueries = 32;    // queries per step of the key kernel
 constexpr int kQueryKernelKeys = 32;     // keys per step of the query kernel
 constexpr float kLog2E = 1.4426950408889634f;
-
-// The operands of one (b, h) as rows.
-struct HeadOperands {
-  HeadRows<const __nv_bfloat16> q, k, v, d_out;
-  const float* lse;        // [S] of this (b, h)
-  const float* output_dot; // D[s] at output_dot[s * output_dot_pitch]
-  int64_t output_dot_pitch;
-};
-
-__device__ inline HeadOperands head_operands(const float* d_q, const __nv_bfloat16* d_out, const __nv_bfloat16* q,
-                                             const __nv_bfloat16* k, const __nv_bfloat16* v, const float* lse,
-                                             const AttentionGeometry& geometry, int64_t batch_index, int64_t head) {
-  int64_t sequence = geometry.sequence, heads = geometry.heads;
-  HeadRows<const float> d_q_rows = attention_tiles::head_rows(d_q, batch_index, head, sequence, heads, geometry.qk_dim);
-  return {attention_tiles::head_rows(q, batch_index, head, sequence, heads, geometry.qk_dim),
-          attention_tiles::head_rows(k, batch_index, head, sequence, heads, geometry.qk_dim),
-          attention_tiles::head_rows(v, batch_index, head, sequence, heads, geometry.v_dim),
-          attention_tiles::head_rows(d_out, batch_index, head, sequence, heads, geometry.v_dim),
-          lse + (batch_index * heads + head) * sequence,
-          d_q_rows.base,
-          d_q_rows.pitch};
-}
 
 // probability = exp(score * scale - lse) in log2 units, 0 where the key comes after the query or the query is past
 // the sequence end.
@@ -83,15 +62,6 @@ constexpr int key_kernel_shared_bytes() {
          2 * 2 * kKeyKernelQueries * static_cast<int>(sizeof(float));
 }
 
-// This thread's value of the query tile from first_query on, for row_stats: threads 0..31 the lse (log2 units) of
-// query first_query + t, threads 32..63 its D; 0 past the sequence end and for the other threads.
-__device__ inline float query_row_stat(const HeadOperands& operands, int64_t first_query, int64_t sequence) {
-  int t = threadIdx.x;
-  int64_t query = first_query + t % kKeyKernelQueries;
-  if (t >= 2 * kKeyKernelQueries || query >= sequence) return 0.0f;
-  return t < kKeyKernelQueries ? operands.lse[query] * kLog2E : operands.output_dot[query * operands.output_dot_pitch];
-}
-
 template <int qk_width, int v_width>
 __global__ void __launch_bounds__(kWarps * 32)
     attention_key_gradients_kernel(float* d_k, float* d_v, const float* d_q, const __nv_bfloat16* d_out,
@@ -108,7 +78,7 @@ __global__ void __launch_bounds__(kWarps * 32)
 
   const int64_t batch_index = blockIdx.y / geometry.heads, head = blockIdx.y % geometry.heads;
   const int64_t sequence = geometry.sequence;
-  HeadOperands operands = head_operands(d_q, d_out, q, k, v, lse, geometry, batch_index, head);
+  HeadOperands operands = attention_tiles::head_operands(d_q, d_out, q, k, v, lse, geometry, batch_index, head);
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int64_t first_key = int64_t{blockIdx.x} * kOwnedRows;
   const int64_t key_low = first_key + 16 * warp + lane / 4;  // this thread's rows: key_low and key_low + 8
@@ -123,7 +93,9 @@ __global__ void __launch_bounds__(kWarps * 32)
   attention_tiles::load_tile_async<kOwnedRows, qk_width>(k_tile, operands.k, first_key);
   attention_tiles::load_tile_async<kOwnedRows, v_width>(v_tile, operands.v, first_key);
   load_query_tile(0, first_key);
-  if (threadIdx.x < 2 * kKeyKernelQueries) stages.lse_log2(0)[threadIdx.x] = query_row_stat(operands, first_key, sequence);
+  if (threadIdx.x < 2 * kKeyKernelQueries) {
+    stages.lse_log2(0)[threadIdx.x] = attention_tiles::query_row_stat<kKeyKernelQueries>(operands, first_key, sequence);
+  }
 
   Accumulator d_k_tiles[1][qk_tiles], d_v_tiles[1][v_tiles];  // [16, qk_width], [16, v_width] of this warp
   attention_mma::zero(d_k_tiles);
@@ -136,7 +108,7 @@ __global__ void __launch_bounds__(kWarps * 32)
     float next_stat = 0.0f;
     if (has_next) {
       load_query_tile(stage ^ 1, next_query);
-      next_stat = query_row_stat(operands, next_query, sequence);
+      next_stat = attention_tiles::query_row_stat<kKeyKernelQueries>(operands, next_query, sequence);
       attention_mma::wait_async_copies<1>();
     } else {
       attention_mma::wait_async_copies<0>();
@@ -214,7 +186,7 @@ __global__ void __launch_bounds__(kWarps * 32)
   const int query_block = gridDim.x - 1 - blockIdx.x;  // diagonal-heavy blocks first
   const int64_t batch_index = blockIdx.y / geometry.heads, head = blockIdx.y % geometry.heads;
   const int64_t sequence = geometry.sequence;
-  HeadOperands operands = head_operands(d_q, d_out, q, k, v, lse, geometry, batch_index, head);
+  HeadOperands operands = attention_tiles::head_operands(d_q, d_out, q, k, v, lse, geometry, batch_index, head);
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int64_t first_query = int64_t{query_block} * kOwnedRows;
   const int64_t query_low = first_query + 16 * warp + lane / 4;  // this thread's rows: query_low and query_low + 8

@@ -30,6 +30,7 @@
 namespace hai::cuda::kernels {
 namespace {
 
+using attention_tiles::HeadOperands;
 using attention_tiles::HeadRows;
 using attention_wgmma::AccumulatorPlace;
 using attention_wgmma::CausalTile;
@@ -40,28 +41,6 @@ constexpr int kThreads = 256;  // two warpgroups
 constexpr int kOwnedRows = 2 * attention_wgmma::kWarpgroupRows;  // keys of a key block, queries of a query block
 constexpr int kStepRows = attention_wgmma::kStepRows;  // queries per step of the key kernel, keys of the query kernel
 constexpr float kLog2E = 1.4426950408889634f;
-
-// The operands of one (b, h) as rows.
-struct HeadOperands {
-  HeadRows<const bf16> q, k, v, d_out;
-  const float* lse;         // [S] of this (b, h)
-  const float* output_dot;  // D[s] at output_dot[s * output_dot_pitch]
-  int64_t output_dot_pitch;
-};
-
-__device__ inline HeadOperands head_operands(const float* d_q, const bf16* d_out, const bf16* q, const bf16* k,
-                                             const bf16* v, const float* lse, const AttentionGeometry& geometry) {
-  int64_t batch_index = blockIdx.y / geometry.heads, head = blockIdx.y % geometry.heads;
-  int64_t sequence = geometry.sequence, heads = geometry.heads;
-  HeadRows<const float> d_q_rows = attention_tiles::head_rows(d_q, batch_index, head, sequence, heads, geometry.qk_dim);
-  return {attention_tiles::head_rows(q, batch_index, head, sequence, heads, geometry.qk_dim),
-          attention_tiles::head_rows(k, batch_index, head, sequence, heads, geometry.qk_dim),
-          attention_tiles::head_rows(v, batch_index, head, sequence, heads, geometry.v_dim),
-          attention_tiles::head_rows(d_out, batch_index, head, sequence, heads, geometry.v_dim),
-          lse + (batch_index * heads + head) * sequence,
-          d_q_rows.base,
-          d_q_rows.pitch};
-}
 
 template <typename Element>
 __device__ inline HeadRows<Element> output_rows(Element* tensor, const AttentionGeometry& geometry, int dim) {
@@ -96,15 +75,6 @@ struct KeyKernelLayout {
   }
   __device__ float* output_dot(int stage) const { return lse_log2(stage) + kStepRows; }
 };
-
-// This thread's value of the query tile from first_query on, for the stage's row stats: threads 0..63 the lse (log2
-// units) of query first_query + t, threads 64..127 its D; 0 past the sequence end and for the other threads.
-__device__ inline float query_row_stat(const HeadOperands& operands, int64_t first_query, int64_t sequence) {
-  int t = static_cast<int>(threadIdx.x);
-  int64_t query = first_query + t % kStepRows;
-  if (t >= 2 * kStepRows || query >= sequence) return 0.0f;
-  return t < kStepRows ? operands.lse[query] * kLog2E : operands.output_dot[query * operands.output_dot_pitch];
-}
 
 #if defined(HAI_WGMMA_AVAILABLE)
 // One query tile of the key kernel for this warpgroup's 64 keys (from first_key): d_v += P^T d_out,
@@ -180,7 +150,8 @@ __global__ void __launch_bounds__(kThreads, 1)
   extern __shared__ __align__(16) unsigned char shared[];
   const Layout layout{attention_wgmma::align_1024(shared)};
   const int64_t sequence = geometry.sequence;
-  const HeadOperands operands = head_operands(d_q, d_out, q, k, v, lse, geometry);
+  const HeadOperands operands = attention_tiles::head_operands(d_q, d_out, q, k, v, lse, geometry,
+                                                                blockIdx.y / geometry.heads, blockIdx.y % geometry.heads);
   const int warpgroup = static_cast<int>(threadIdx.x) / 128;
   const int64_t first_key = int64_t{blockIdx.x} * kOwnedRows;
   const int64_t warpgroup_first_key = first_key + attention_wgmma::kWarpgroupRows * warpgroup;
@@ -195,7 +166,9 @@ __global__ void __launch_bounds__(kThreads, 1)
   attention_wgmma::load_tile_async<kOwnedRows, qk_width, kThreads>(layout.k(), operands.k, first_key);
   attention_wgmma::load_tile_async<kOwnedRows, v_width, kThreads>(layout.v(), operands.v, first_key);
   load_query_tile(0, first_key);
-  if (threadIdx.x < 2 * kStepRows) layout.lse_log2(0)[threadIdx.x] = query_row_stat(operands, first_key, sequence);
+  if (threadIdx.x < 2 * kStepRows) {
+    layout.lse_log2(0)[threadIdx.x] = attention_tiles::query_row_stat<kStepRows>(operands, first_key, sequence);
+  }
 
   float d_k_values[qk_width / 2], d_v_values[v_width / 2];  // [64 keys, qk_width], [64 keys, v_width]
   attention_wgmma::zero(d_k_values);
@@ -207,7 +180,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     float next_stat = 0.0f;
     if (has_next) {
       load_query_tile(stage ^ 1, next_query);
-      next_stat = query_row_stat(operands, next_query, sequence);
+      next_stat = attention_tiles::query_row_stat<kStepRows>(operands, next_query, sequence);
       sm80::wait_async_copies<1>();
     } else {
       sm80::wait_async_copies<0>();
@@ -324,7 +297,8 @@ __global__ void __launch_bounds__(kThreads, 1)
   extern __shared__ __align__(16) unsigned char shared[];
   const Layout layout{attention_wgmma::align_1024(shared)};
   const int64_t sequence = geometry.sequence;
-  const HeadOperands operands = head_operands(d_q, d_out, q, k, v, lse, geometry);
+  const HeadOperands operands = attention_tiles::head_operands(d_q, d_out, q, k, v, lse, geometry,
+                                                                blockIdx.y / geometry.heads, blockIdx.y % geometry.heads);
   const int warpgroup = static_cast<int>(threadIdx.x) / 128;
   const int64_t first_query = int64_t{gridDim.x - 1 - blockIdx.x} * kOwnedRows;  // diagonal-heavy blocks first
   const int64_t warpgroup_first_query = first_query + attention_wgmma::kWarpgroupRows * warpgroup;

@@ -11,6 +11,7 @@
 #include "framework/device/cuda/attention_mma.cuh"
 #include "framework/device/cuda/attention_tiles.cuh"
 #include "framework/device/cuda/attention_widths.cuh"
+#include "framework/device/cuda/kernel_util.cuh"
 
 namespace hai::cuda::kernels {
 namespace {
@@ -38,15 +39,6 @@ struct RowSoftmax {
   float max[2] = {-INFINITY, -INFINITY};  // in log2 units (scores times softmax_scale * log2 e)
   float sum[2] = {0.0f, 0.0f};            // this thread's part of the row sums
 };
-
-__device__ inline float quad_max(float value) {
-  value = fmaxf(value, __shfl_xor_sync(0xffffffffu, value, 1));
-  return fmaxf(value, __shfl_xor_sync(0xffffffffu, value, 2));
-}
-__device__ inline float quad_sum(float value) {
-  value += __shfl_xor_sync(0xffffffffu, value, 1);
-  return value + __shfl_xor_sync(0xffffffffu, value, 2);
-}
 
 // Turns the scores of one key tile for one 16-row tile into probabilities relative to the updated running maximum,
 // masks keys after the query (on tiles that reach the diagonal), and rescales the output accumulators by

@@ -11,6 +11,7 @@
 #include "framework/device/cuda/attention_kernels.h"
 #include "framework/device/cuda/attention_tiles.cuh"
 #include "framework/device/cuda/attention_widths.cuh"
+#include "framework/device/cuda/kernel_util.cuh"
 #include "framework/device/cuda/attention_wgmma.cuh"
 #include "framework/device/cuda/mma_sm80.cuh"
 #include "framework/device/cuda/wgmma_sm90.cuh"
@@ -24,7 +25,7 @@ using attention_wgmma::bf16;
 using attention_wgmma::CausalTile;
 using attention_wgmma::Tile;
 
-constexpr int kThreads = 256;  // two warpgroups
+constexpr int kBlockThreads = 256;  // two warpgroups
 constexpr int kQueries = 2 * attention_wgmma::kWarpgroupRows;  // per block
 constexpr int kKeys = attention_wgmma::kStepRows;              // per step
 constexpr float kLog2E = 1.4426950408889634f;
@@ -44,15 +45,6 @@ struct ForwardLayout {
   __device__ unsigned char* k(int stage) const { return base + QTile::kBytes + stage * kStageBytes; }
   __device__ unsigned char* v(int stage) const { return k(stage) + KTile::kBytes; }
 };
-
-__device__ inline float quad_max(float value) {
-  value = fmaxf(value, __shfl_xor_sync(0xffffffffu, value, 1));
-  return fmaxf(value, __shfl_xor_sync(0xffffffffu, value, 2));
-}
-__device__ inline float quad_sum(float value) {
-  value += __shfl_xor_sync(0xffffffffu, value, 1);
-  return value + __shfl_xor_sync(0xffffffffu, value, 2);
-}
 
 // The running softmax of this thread's two rows (AccumulatorPlace rows e = 0 and e = 2).
 struct RowSoftmax {
@@ -136,7 +128,7 @@ __device__ inline void forward_step(float (&out)[v_width / 2], RowSoftmax& softm
 #endif
 
 template <int qk_width, int v_width>
-__global__ void __launch_bounds__(kThreads, 1)
+__global__ void __launch_bounds__(kBlockThreads, 1)
     attention_forward_wgmma_kernel(void* out, bool bf16_out, float* lse, const bf16* q, const bf16* k, const bf16* v,
                                    AttentionGeometry geometry) {
 #if defined(HAI_WGMMA_AVAILABLE)
@@ -153,13 +145,13 @@ __global__ void __launch_bounds__(kThreads, 1)
   const int64_t warpgroup_first_query = first_query + attention_wgmma::kWarpgroupRows * warpgroup;
   const float scale_log2 = geometry.softmax_scale * kLog2E;
   auto load_key_tile = [&](int stage, int64_t first_key) {
-    attention_wgmma::load_tile_async<kKeys, qk_width, kThreads>(layout.k(stage), k_rows, first_key);
-    attention_wgmma::load_tile_async<kKeys, v_width, kThreads>(layout.v(stage), v_rows, first_key);
+    attention_wgmma::load_tile_async<kKeys, qk_width, kBlockThreads>(layout.k(stage), k_rows, first_key);
+    attention_wgmma::load_tile_async<kKeys, v_width, kBlockThreads>(layout.v(stage), v_rows, first_key);
     sm80::commit_async_copies();
   };
 
   // Prologue: Q and the first key tile in one group of copies.
-  attention_wgmma::load_tile_async<kQueries, qk_width, kThreads>(layout.q(), q_rows, first_query);
+  attention_wgmma::load_tile_async<kQueries, qk_width, kBlockThreads>(layout.q(), q_rows, first_query);
   load_key_tile(0, 0);
 
   float out_values[v_width / 2];  // [64 queries, v_width]
@@ -221,7 +213,7 @@ cudaError_t attention_forward_bf16_wgmma(void* out, bool bf16_out, float* lse, c
       if (status != cudaSuccess) return status;
       dim3 grid(static_cast<unsigned int>((geometry.sequence + kQueries - 1) / kQueries),
                 static_cast<unsigned int>(geometry.batch * geometry.heads));
-      kernel<<<grid, kThreads, shared_bytes, stream>>>(out, bf16_out, lse, reinterpret_cast<const bf16*>(q),
+      kernel<<<grid, kBlockThreads, shared_bytes, stream>>>(out, bf16_out, lse, reinterpret_cast<const bf16*>(q),
                                                        reinterpret_cast<const bf16*>(k),
                                                        reinterpret_cast<const bf16*>(v), geometry);
       return cudaGetLastError();

@@ -26,6 +26,17 @@ inline unsigned int grid_for(int64_t n) {
 __device__ inline int64_t grid_index() { return static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; }
 __device__ inline int64_t grid_stride() { return static_cast<int64_t>(gridDim.x) * blockDim.x; }
 
+// The max / sum over the 4 lanes of a quad (lanes 4i .. 4i + 3: the lanes that share a row of an mma.sync or wgmma
+// accumulator), returned to each of them.
+__device__ inline float quad_max(float value) {
+  value = fmaxf(value, __shfl_xor_sync(0xffffffffu, value, 1));
+  return fmaxf(value, __shfl_xor_sync(0xffffffffu, value, 2));
+}
+__device__ inline float quad_sum(float value) {
+  value += __shfl_xor_sync(0xffffffffu, value, 1);
+  return value + __shfl_xor_sync(0xffffffffu, value, 2);
+}
+
 __device__ inline float warp_sum(float value) {
   for (int offset = 16; offset > 0; offset /= 2) value += __shfl_xor_sync(0xffffffffu, value, offset);
   return value;
