@@ -95,6 +95,7 @@ TEST(CudaAttention, TinyHeadWidthsMatchCpu) {
 TEST(CudaAttention, MlaHeadWidthsMatchCpu) {
   HAI_REQUIRE_CUDA_DEVICE();
   for (int64_t sequence : {1, 77, 300}) check_both_dtypes({1, sequence, 2, 192, 128}, 200 + sequence);
+  check_both_dtypes({2, 130, 3, 192, 128}, 250);  // several sequences and heads: each block finds its (b, h)
 }
 
 // MLA keeps o and gets d_o in bf16: both sides read the same bf16 values.
