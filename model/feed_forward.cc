@@ -17,18 +17,18 @@ FeedForward::FeedForward(const ParameterStore& store, const std::string& prefix)
             "{}down_proj.weight must be [{}, {}]", prefix, hidden_size(), ffn_size());
 }
 
-void FeedForward::forward(Context& ctx, const Tensor& out, const Tensor& x) const {
-  forward(ctx, out, gate_.prepare_input(x), x.size(0), x.device());
+void FeedForward::forward(Context& ctx, const Tensor& out, const Tensor& x, bool accumulate) const {
+  forward(ctx, out, gate_.prepare_input(x), x.size(0), x.device(), accumulate);
 }
 
-void FeedForward::forward(Context& ctx, const Tensor& out, OwnedTensor&& x) const {
+void FeedForward::forward(Context& ctx, const Tensor& out, OwnedTensor&& x, bool accumulate) const {
   int64_t rows = x.tensor().size(0);
   Device device = x.tensor().device();
-  forward(ctx, out, gate_.prepare_input(std::move(x)), rows, device);
+  forward(ctx, out, gate_.prepare_input(std::move(x)), rows, device, accumulate);
 }
 
-void FeedForward::forward(Context& ctx, const Tensor& out, Linear::PreparedInput input, int64_t rows,
-                          Device device) const {
+void FeedForward::forward(Context& ctx, const Tensor& out, Linear::PreparedInput input, int64_t rows, Device device,
+                          bool accumulate) const {
   // NOTE: in bf16 (no FP8) the GEMMs write gate and up, and SwiGLU its activation, in bf16 straight away, as the
   // routed experts do: SwiGLU's forward reads the rounded gate and up that its backward reads.
   DType hidden_dtype = down_.input_dtype();
@@ -39,7 +39,7 @@ void FeedForward::forward(Context& ctx, const Tensor& out, Linear::PreparedInput
   ctx.input = std::move(input.saved);
   OwnedTensor activation(Shape{rows, ffn_size()}, hidden_dtype, device);  // [N, F]
   swiglu_forward(activation, gate, up);
-  down_.forward(out, std::move(activation), ctx.activation);
+  down_.forward(out, std::move(activation), ctx.activation, accumulate);
   DType saved = saved_activation_dtype(gate_.compute_dtype());
   ctx.gate = in_dtype(std::move(gate), saved);
   ctx.up = in_dtype(std::move(up), saved);

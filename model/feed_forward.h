@@ -32,10 +32,10 @@ class FeedForward {
     OwnedTensor d_up;        // [N, F] Linear::output_grad_dtype, saved by backward_input
   };
 
-  // out: [N, H] <- x: [N, H], fp32 or input_dtype(). An x handed over is kept for the weight gradients without a
-  // copy when it has the compute dtype.
-  void forward(Context& ctx, const Tensor& out, const Tensor& x) const;
-  void forward(Context& ctx, const Tensor& out, OwnedTensor&& x) const;
+  // out: [N, H] <- x: [N, H], fp32 or input_dtype(); with accumulate, out (fp32) += the block's output. An x handed
+  // over is kept for the weight gradients without a copy when it has the compute dtype.
+  void forward(Context& ctx, const Tensor& out, const Tensor& x, bool accumulate = false) const;
+  void forward(Context& ctx, const Tensor& out, OwnedTensor&& x, bool accumulate = false) const;
   // The dtype in which the producer of x should write it: Linear::input_dtype of gate_proj.
   DType input_dtype() const { return gate_.input_dtype(); }
   // d_x: [N, H] <- d_out: [N, H]. Overwrites d_x, or adds to it when accumulate is set.
@@ -45,7 +45,8 @@ class FeedForward {
 
  private:
   // out <- x prepared for gate_proj and up_proj.
-  void forward(Context& ctx, const Tensor& out, Linear::PreparedInput input, int64_t rows, Device device) const;
+  void forward(Context& ctx, const Tensor& out, Linear::PreparedInput input, int64_t rows, Device device,
+               bool accumulate) const;
 
   Linear gate_, up_, down_;
 };

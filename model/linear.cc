@@ -77,26 +77,27 @@ Linear::PreparedInput Linear::prepare_input(OwnedTensor&& x) const {
   return prepare_input(x.tensor());
 }
 
-void Linear::forward(const Tensor& y, const Tensor& x, OwnedTensor& saved_input) const {
+void Linear::forward(const Tensor& y, const Tensor& x, OwnedTensor& saved_input, bool accumulate) const {
   PreparedInput input = prepare_input(x);
-  forward(y, input);
+  forward(y, input, accumulate);
   saved_input = std::move(input.saved);
 }
 
-void Linear::forward(const Tensor& y, OwnedTensor&& x, OwnedTensor& saved_input) const {
+void Linear::forward(const Tensor& y, OwnedTensor&& x, OwnedTensor& saved_input, bool accumulate) const {
   PreparedInput input = prepare_input(std::move(x));
-  forward(y, input);
+  forward(y, input, accumulate);
   saved_input = std::move(input.saved);
 }
 
-void Linear::forward(const Tensor& y, const PreparedInput& input) const {
+void Linear::forward(const Tensor& y, const PreparedInput& input, bool accumulate) const {
   HAI_CHECK(uses_fp8() == (input.rows.tensor().raw() != nullptr),
             "linear layer [{}, {}]: its input was prepared for {} GEMMs", out_features(), in_features(),
             uses_fp8() ? "non-FP8" : "FP8");
-  if (!uses_fp8()) return gemm(y, input.saved, weight_->compute, {.transpose_b = true});
+  float beta = accumulate ? 1.0f : 0.0f;
+  if (!uses_fp8()) return gemm(y, input.saved, weight_->compute, {.transpose_b = true, .beta = beta});
   const Fp8Weight& weight = weight_->fp8;
   fp8_gemm(y, {input.rows, input.row_scales, Fp8Scaling::tile_1x128},
-           {weight.values, weight.scales, Fp8Scaling::block_128x128});
+           {weight.values, weight.scales, Fp8Scaling::block_128x128}, beta);
 }
 
 void Linear::backward_input(const Tensor& d_x, const Tensor& d_y, bool accumulate) const {

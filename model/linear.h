@@ -46,11 +46,12 @@ class Linear {
   DType input_dtype() const { return !uses_fp8() && compute_dtype() == DType::bf16 ? DType::bf16 : DType::f32; }
 
   // y: [T, out] <- x: [T, in]. saved_input receives PreparedInput::saved (allocated here), or with an x handed
-  // over, x itself when it has the compute dtype.
-  void forward(const Tensor& y, const Tensor& x, OwnedTensor& saved_input) const;
-  void forward(const Tensor& y, OwnedTensor&& x, OwnedTensor& saved_input) const;
+  // over, x itself when it has the compute dtype. With accumulate, y (fp32) += the product (the GEMM's beta 1: the
+  // same fp32 sum as a separate add).
+  void forward(const Tensor& y, const Tensor& x, OwnedTensor& saved_input, bool accumulate = false) const;
+  void forward(const Tensor& y, OwnedTensor&& x, OwnedTensor& saved_input, bool accumulate = false) const;
   // y: [T, out] <- the prepared x.
-  void forward(const Tensor& y, const PreparedInput& input) const;
+  void forward(const Tensor& y, const PreparedInput& input, bool accumulate = false) const;
   // d_x: [T, in] <- d_y: [T, out]. Overwrites d_x, or adds to it when accumulate is set.
   void backward_input(const Tensor& d_x, const Tensor& d_y, bool accumulate = false) const;
   // grad(W): [out, in] += d_y^T @ x (the step's first contribution overwrites it: Parameter::grad_beta), with

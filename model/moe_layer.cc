@@ -53,15 +53,14 @@ void MoeLayer::forward(Context& ctx, const Tensor& out, OwnedTensor&& x, int64_t
   ctx.expert_output = in_dtype(std::move(ctx.expert_output), saved_activation_dtype(experts_.compute_dtype()));
   combine(ctx, out);
   if (shared_) {
+    // out += the shared expert's output, added by its down projection's GEMM (the same fp32 sum as an add).
     mark_phase(profiler_, "forward.shared_expert");
-    OwnedTensor shared_out(input.shape(), DType::f32, input.device());  // [T, H]
     ctx.shared.emplace();
     if (shared_reads_expert_tokens()) {
-      shared_->forward(*ctx.shared, shared_out, std::move(tokens));
+      shared_->forward(*ctx.shared, out, std::move(tokens), /*accumulate=*/true);
     } else {
-      shared_->forward(*ctx.shared, shared_out, input);
+      shared_->forward(*ctx.shared, out, input, /*accumulate=*/true);
     }
-    add_scaled(out, shared_out);
   }
 }
 
