@@ -18,14 +18,12 @@ namespace {
 
 using bf16 = __nv_bfloat16;
 
-// The tensor-core main loops behind one interface: mma.sync (sm_80 on) and wgmma (sm_90a). They compute a
-// kTile x kColumns block tile from operands described by mma::OperandSource: 128 x 128, or 128 x 256 for the
-// wide wgmma loop of the weight gradient.
+// The tensor-core main loops behind one interface: mma.sync (sm_80 on) and wgmma (sm_90a). Both compute a
+// kTile x kTile block tile from operands described by mma::OperandSource.
 inline constexpr int kTensorCoreTile = mma::kTile;
 static_assert(wgmma::kTile == kTensorCoreTile);
 
 struct MmaSyncLoop {
-  static constexpr int kColumns = kTensorCoreTile;
   static constexpr int kThreads = mma::kThreads;
   static constexpr int kBlocksPerMultiprocessor = 1;
   using Accumulators = mma::Accumulators;
@@ -43,28 +41,22 @@ struct MmaSyncLoop {
   }
 };
 
-template <int kTileColumns, int kBlocksPerSm>
-struct WgmmaLoopOf {
-  static constexpr int kColumns = kTileColumns;
+struct WgmmaLoop {
   static constexpr int kThreads = wgmma::kThreads;
-  static constexpr int kBlocksPerMultiprocessor = kBlocksPerSm;
-  using Accumulators = wgmma::Accumulators<kColumns>;
+  static constexpr int kBlocksPerMultiprocessor = 2;
+  using Accumulators = wgmma::Accumulators;
   template <bool kADepthContiguous, bool kBDepthContiguous>
-  static constexpr int kSharedBytes = wgmma::kSharedBytes<kColumns>;
+  static constexpr int kSharedBytes = wgmma::kSharedBytes;
   template <bool kADepthContiguous, bool kBDepthContiguous>
   __device__ static void multiply(Accumulators& accumulators, const mma::OperandSource& a,
                                   const mma::OperandSource& b, int64_t depth, unsigned char* shared) {
-    wgmma::multiply_tiles<kADepthContiguous, kBDepthContiguous, kColumns>(accumulators, a, b, depth, shared);
+    wgmma::multiply_tiles<kADepthContiguous, kBDepthContiguous>(accumulators, a, b, depth, shared);
   }
   template <typename Store>
   __device__ static void for_each_pair(const Accumulators& accumulators, Store store) {
     wgmma::for_each_accumulator_pair(accumulators, store);
   }
 };
-using WgmmaLoop = WgmmaLoopOf<kTensorCoreTile, 2>;
-// The weight gradient's: 128 x 256 tiles stream a quarter fewer operand bytes per product from L2 than 128 x 128
-// (design/grouped-gemm.md), one block per multiprocessor.
-using WideWgmmaLoop = WgmmaLoopOf<2 * kTensorCoreTile, 1>;
 
 // The epilogue of the forward and input gradient: (row, column) and (row, column + 1) of the block tile whose rows
 // are `tile`'s and whose first column is column_begin, into y [R, N]: fp32 (+ beta * y; beta 0: y is not read), or
@@ -139,11 +131,11 @@ __global__ void __launch_bounds__(tma::kThreads, 1)
 // The [tile, tile] block of an expert's gradient [N, K] from (row_begin, column_begin) set to zero: what the
 // weight gradient writes with beta 0 for an expert that received no rows. Any block shape.
 __device__ void zero_gradient_tile(float* gradient, int64_t n, int64_t k, int64_t row_begin, int64_t column_begin,
-                                   int tile_rows, int tile_columns) {
+                                   int tile) {
   int thread = static_cast<int>(threadIdx.y * blockDim.x + threadIdx.x);
   int threads = static_cast<int>(blockDim.x * blockDim.y);
-  for (int i = thread; i < tile_rows * tile_columns; i += threads) {
-    int64_t row = row_begin + i / tile_columns, column = column_begin + i % tile_columns;
+  for (int i = thread; i < tile * tile; i += threads) {
+    int64_t row = row_begin + i / tile, column = column_begin + i % tile;
     if (row < n && column < k) gradient[row * k + column] = 0.0f;
   }
 }
@@ -159,12 +151,10 @@ __global__ void __launch_bounds__(Loop::kThreads, Loop::kBlocksPerMultiprocessor
   int64_t rows = arguments.offsets[expert + 1] - row_begin;
   int64_t n = arguments.n, k = arguments.k;
   int64_t row_tile_begin = static_cast<int64_t>(blockIdx.y) * kTile;  // along N
-  int64_t column_begin = static_cast<int64_t>(blockIdx.x) * Loop::kColumns;  // along K
-  float* gradient = arguments.gradients + expert * arguments.expert_stride;     // [N, K]
+  int64_t column_begin = static_cast<int64_t>(blockIdx.x) * kTile;    // along K
+  float* gradient = arguments.gradients + expert * arguments.expert_stride;  // [N, K]
   if (rows <= 0) {
-    if (arguments.beta == 0.0f) {
-      zero_gradient_tile(gradient, n, k, row_tile_begin, column_begin, kTile, Loop::kColumns);
-    }
+    if (arguments.beta == 0.0f) zero_gradient_tile(gradient, n, k, row_tile_begin, column_begin, kTile);
     return;
   }
   const bf16* d_y = static_cast<const bf16*>(arguments.d_y) + row_begin * n;  // [rows, N]
@@ -231,9 +221,7 @@ __global__ void __launch_bounds__(simt::kThreads)
   int64_t column_begin = static_cast<int64_t>(blockIdx.x) * simt::kTile;    // along K
   float* gradient = arguments.gradients + expert * arguments.expert_stride;  // [N, K]
   if (rows <= 0) {
-    if (arguments.beta == 0.0f) {
-      zero_gradient_tile(gradient, n, k, row_tile_begin, column_begin, simt::kTile, simt::kTile);
-    }
+    if (arguments.beta == 0.0f) zero_gradient_tile(gradient, n, k, row_tile_begin, column_begin, simt::kTile);
     return;
   }
   const Element* d_y = static_cast<const Element*>(arguments.d_y) + row_begin * n;
@@ -290,16 +278,6 @@ cudaError_t launch_grouped_gemm(const GroupedGemmArguments& arguments, cudaStrea
   }
   return launch_tensor_core<Loop>(grouped_gemm_tensor_core_kernel<Loop, false>, grid,
                                   Loop::template kSharedBytes<true, false>, arguments, stream);
-}
-
-// HAI_GROUPED_WGRAD_WIDE=0 in the environment (read once) runs the weight gradient on 128 x 128 tiles instead of
-// 128 x 256: for A/B timings on a GPU.
-bool wide_weight_grad_enabled() {
-  static const bool enabled = [] {
-    const char* value = std::getenv("HAI_GROUPED_WGRAD_WIDE");
-    return value == nullptr || std::strcmp(value, "0") != 0;
-  }();
-  return enabled;
 }
 
 // HAI_GROUPED_GEMM_TMA=0 in the environment (read once) runs the cp.async wgmma loop where the TMA loop would run:
@@ -364,7 +342,7 @@ cudaError_t launch_grouped_gemm_tma(const GroupedGemmArguments& arguments, cudaS
 
 template <typename Loop>
 cudaError_t launch_grouped_weight_grad(const GroupedWeightGradArguments& arguments, cudaStream_t stream) {
-  dim3 grid(blocks(arguments.k, Loop::kColumns), blocks(arguments.n, kTensorCoreTile),
+  dim3 grid(blocks(arguments.k, kTensorCoreTile), blocks(arguments.n, kTensorCoreTile),
             static_cast<unsigned int>(arguments.experts));
   return launch_tensor_core<Loop>(grouped_weight_grad_tensor_core_kernel<Loop>, grid,
                                   Loop::template kSharedBytes<false, false>, arguments, stream);
@@ -422,9 +400,8 @@ cudaError_t grouped_gemm_weight_grad(const GroupedWeightGradArguments& arguments
     bool wgmma = false;
     cudaError_t status = wgmma_applies(&wgmma);
     if (status != cudaSuccess) return status;
-    if (!wgmma) return launch_grouped_weight_grad<MmaSyncLoop>(arguments, stream);
-    return wide_weight_grad_enabled() ? launch_grouped_weight_grad<WideWgmmaLoop>(arguments, stream)
-                                      : launch_grouped_weight_grad<WgmmaLoop>(arguments, stream);
+    return wgmma ? launch_grouped_weight_grad<WgmmaLoop>(arguments, stream)
+                 : launch_grouped_weight_grad<MmaSyncLoop>(arguments, stream);
   }
   dim3 grid(blocks(arguments.k, simt::kTile), blocks(arguments.n, simt::kTile), experts);
   SimtKernels<GroupedWeightGradArguments> simt_kernels{grouped_weight_grad_simt_kernel<float>,
