@@ -11,7 +11,7 @@
 // one is multiplied). D and lse as in the mma.sync kernels: D[i] = dot(d_out[i], out[i]) in d_q's first column,
 // written by attention_output_dots; the key kernel runs first and the query kernel reads its rows' D before it
 // overwrites them. P and dS are rounded to bf16 for the tensor-core products; everything accumulates in fp32.
-// Compiled for sm_90a only (HAI_WGMMA_AVAILABLE); the launcher runs it where wgmma_applies.
+// Compiled for sm_90a only (HAI_WGMMA_AVAILABLE); attention_backward_bf16 runs it where attention_wgmma_applies.
 
 #include <cuda_bf16.h>
 
