@@ -4,9 +4,7 @@
 #include "framework/device/cpu/gemm.h"
 
 namespace hai::cpu {
-namespace {
 
-// Throws unless offsets[0] == 0, the offsets never decrease and offsets[E] <= rows.
 void check_offsets_values(const Tensor& expert_offsets, int64_t rows) {
   const int32_t* offsets = expert_offsets.data<int32_t>();  // [E + 1]
   int64_t experts = expert_offsets.numel() - 1;
@@ -18,8 +16,6 @@ void check_offsets_values(const Tensor& expert_offsets, int64_t rows) {
   HAI_CHECK(offsets[experts] <= rows, "grouped gemm expert_offsets[{}] = {} exceeds the {} rows", experts,
             offsets[experts], rows);
 }
-
-}  // namespace
 
 void grouped_gemm(const Tensor& y, const Tensor& x, const ExpertWeights& weights, const Tensor& expert_offsets,
                   const GroupedGemmOptions& options) {

@@ -6,6 +6,9 @@
 
 namespace hai::cpu {
 
+// Throws unless offsets[0] == 0, the offsets never decrease and offsets[E] <= rows (grouped_gemm_fp8's too).
+void check_offsets_values(const Tensor& expert_offsets, int64_t rows);
+
 void grouped_gemm(const Tensor& y, const Tensor& x, const ExpertWeights& weights, const Tensor& expert_offsets,
                   const GroupedGemmOptions& options);
 void grouped_gemm_weight_grad(const ExpertWeights& gradients, const Tensor& d_y, const Tensor& x,

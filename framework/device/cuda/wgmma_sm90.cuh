@@ -1,9 +1,9 @@
 #pragma once
 // Warpgroup-level tensor-core instructions of sm_90a (Hopper) for the kernels that use them: the shared-memory
 // matrix descriptor, wgmma.mma_async m64n64k16, m64n128k16 and m64n256k16 with both operands in shared memory and
-// m64n{64,128,192}k16 with A in registers (bf16 in, fp32 accumulate), and its fences. They
-// exist only where nvcc compiles for sm_90a (__CUDA_ARCH_FEAT_SM90_ALL); callers guard their use with
-// HAI_WGMMA_AVAILABLE.
+// m64n{64,128,192}k16 with A in registers (bf16 in, fp32 accumulate), m64n128k32 with both e4m3 operands in
+// shared memory (fp32 accumulate), and their fences. They exist only where nvcc compiles for sm_90a
+// (__CUDA_ARCH_FEAT_SM90_ALL); callers guard their use with HAI_WGMMA_AVAILABLE.
 //
 // Shared-memory operand layout (128-byte swizzle, 16-bit elements): a 1024-byte aligned tile whose 16-byte chunks
 // sit at chunk ^ ((byte offset / 128) % 8) inside each 128-byte row (swizzled_offset).
@@ -223,6 +223,35 @@ __device__ inline void mma_m64n192k16_bf16_register_a(float (&d)[96], const uint
         "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]),
         "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "n"(kTransposeB), "r"(1));
+}
+
+// d[64] = A (64 x 32 e4m3, descriptor a) @ B (32 x 128 e4m3, descriptor b) (+ d when accumulate): fp32 results of
+// e4m3 inputs. FP8 wgmma takes K-major operands only (no transpose flags); in the 128-byte-swizzled K-major layout
+// above a row holds 128 e4m3 elements and a k32 slice starts 32 bytes further along, as a bf16 k16 slice does.
+// Without accumulate, d's earlier values are not read (a fresh product per 128-deep stage for FP8 promotion).
+__device__ inline void mma_m64n128k32_e4m3(float (&d)[64], uint64_t a, uint64_t b, bool accumulate) {
+  asm volatile(
+      "{\n"
+      ".reg .pred accumulate;\n"
+      "setp.ne.b32 accumulate, %66, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3 "
+      "{"
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+      "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+      "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
+      "}, "
+      "%64, %65, accumulate, 1, 1;\n"
+      "}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+        "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+        "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+        "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+        "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+        "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+      : "l"(a), "l"(b), "r"(static_cast<int>(accumulate)));
 }
 
 #endif  // HAI_WGMMA_AVAILABLE

@@ -1,0 +1,295 @@
+// The FP8 grouped GEMM on the GPU against the CPU reference (framework/device/grouped_gemm_fp8.h).
+//
+// The exact SIMT kernel does the CPU's operations in the CPU's order: bit for bit.
+//
+// The wgmma kernel sums each 128-deep block of exact e4m3 products on the tensor cores, then adds block sum *
+// x scale * W scale to its fp32 accumulator; the CPU adds the dequantised products one by one in fp32. The tensor
+// core's accumulation inside a wgmma is not IEEE fp32: it aligns the products to the largest exponent and keeps
+// about 14 bits (the DeepSeek-V3 report, 3.3.2, which is why promotion every 128 products exists), so a 128-deep
+// block sum may be off by a few 2^-14 of the block's largest |term|. Summed over the K / 128 blocks, that stays
+// below 1e-3 of sum_k |x'[k] W'[k]| (the fp32 rounding of either side adds far less: about K * 2^-24 of it), so
+// the bound per element is
+//   |gpu - cpu| <= 1e-3 * sum_k |x'[k] W'[k]|  (+ 2^-22 |cpu| for the beta 1 add, + 2^-7 |cpu| for a bf16 y)
+// The sums of |terms| are the op's own result on |x| and |W| (the sign bits cleared; scales are positive). The
+// tests print how much of the bound was used.
+
+#include "framework/device/grouped_gemm_fp8.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <limits>
+#include <numeric>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "apps/hai-bench/gpu_timer.h"
+#include "framework/device/cuda/grouped_gemm_fp8.h"
+#include "tests/framework/device/cuda/parity.h"
+#include "tests/framework/device/fp8_expert_inputs.h"
+
+namespace hai {
+namespace {
+
+using cuda::GroupedGemmFp8Kernel;
+using testing::Fp8ExpertLayout;
+using testing::Fp8ExpertStores;
+using testing::Fp8Rows;
+
+struct Problem {
+  std::vector<int32_t> rows_per_expert;
+  int64_t unassigned_rows;  // rows past offsets[E]
+  int64_t n;
+  int64_t k;
+  int64_t value_padding;    // e4m3 elements between experts' matrices (a multiple of 16 keeps the wgmma kernel)
+
+  int64_t experts() const { return static_cast<int64_t>(rows_per_expert.size()); }
+  int64_t rows() const {
+    return std::accumulate(rows_per_expert.begin(), rows_per_expert.end(), int64_t{0}) + unassigned_rows;
+  }
+  Fp8ExpertLayout layout() const { return {experts(), n, k, value_padding, 3}; }
+  std::string name() const {
+    return "E" + std::to_string(experts()) + "_R" + std::to_string(rows()) + "_N" + std::to_string(n) + "_K" +
+           std::to_string(k);
+  }
+};
+
+// Experts of 0, 1, 63, 64, 129, 200 and 300 rows (tiles that end inside an expert, tiles past the routed rows),
+// N and K not multiples of 128, rows past offsets[E]. K a multiple of 16 and N even: the wgmma kernel takes it.
+const Problem kAwkward{{0, 1, 129, 200, 0, 64, 300, 63}, 5, 200, 304, 32};
+// K not a multiple of 16, N odd, experts at an odd stride: only the exact kernel takes it.
+const Problem kUnaligned{{3, 0, 70, 131, 1}, 2, 37, 300, 5};
+// The benchmark model's widths on a few uneven experts.
+const Problem kModelWidths{{100, 190, 0, 128, 257, 64}, 3, 1024, 2048, 0};
+
+// 32 experts of uneven load (768..1280 rows, multiples of 16, none of 128) over 8192 tokens x 4 experts.
+std::vector<int32_t> model_rows_per_expert() {
+  std::vector<int32_t> rows;
+  for (int32_t e = 0; e < 32; ++e) rows.push_back(e % 2 == 0 ? 768 + 16 * e : 1280 - 16 * (e - 1));
+  return rows;
+}
+
+// The operands of a problem on one device.
+struct Operands {
+  OwnedTensor x_values;  // [R, K] e4m3
+  OwnedTensor x_scales;  // [R, ceil(K / 128)]
+  Fp8ExpertStores stores;
+  OwnedTensor offsets;   // [E + 1]
+  Fp8ExpertLayout layout;
+
+  Fp8Matrix x() const { return testing::rows_matrix(x_values, x_scales); }
+  Fp8ExpertWeights weights() const { return layout.weights(stores.values, stores.scales); }
+};
+
+Operands host_operands(const Problem& problem, uint64_t seed) {
+  Fp8Rows x = testing::quantized_rows(testing::spread_matrix(problem.rows(), problem.k, seed));
+  return {std::move(x.values), std::move(x.scales), testing::quantized_experts(problem.layout(), seed + 100),
+          testing::offsets_for(problem.rows_per_expert), problem.layout()};
+}
+
+Operands copied_to(const Operands& operands, Device device) {
+  return {testing::copy_to(operands.x_values, device), testing::copy_to(operands.x_scales, device),
+          {testing::copy_to(operands.stores.values, device), testing::copy_to(operands.stores.scales, device)},
+          testing::copy_to(operands.offsets, device), operands.layout};
+}
+
+// The same operands with every e4m3 sign bit cleared: the op then gives sum_k |x'[k] W'[k]|.
+void clear_sign_bits(const Tensor& values) {
+  auto* bytes = static_cast<uint8_t*>(values.raw());
+  for (int64_t i = 0; i < values.numel(); ++i) bytes[i] &= 0x7f;
+}
+
+Operands magnitudes_of(const Operands& operands) {
+  Operands magnitudes = copied_to(operands, Device::cpu());
+  clear_sign_bits(magnitudes.x_values);
+  clear_sign_bits(magnitudes.stores.values);
+  return magnitudes;
+}
+
+// y before the op: NaN with beta 0 (y must not be read), spread values with beta 1; rows past offsets[E] must keep
+// them either way.
+OwnedTensor initial_y(const Problem& problem, float beta, DType dtype, uint64_t seed) {
+  OwnedTensor y = testing::spread_matrix(problem.rows(), problem.n, seed);
+  if (beta == 0.0f) std::fill_n(y.data<float>(), y.numel(), std::numeric_limits<float>::quiet_NaN());
+  return testing::converted(y, dtype);
+}
+
+// The op on the GPU copies with `kernel`, the result back on the host.
+OwnedTensor gpu_result(const Operands& host, const Tensor& y_initial, float beta, GroupedGemmFp8Kernel kernel) {
+  Device gpu = Device::cuda(0);
+  Operands device = copied_to(host, gpu);
+  OwnedTensor y = testing::copy_to(y_initial, gpu);
+  cuda::grouped_gemm_fp8(y, device.x(), device.weights(), device.offsets, beta, {}, kernel);
+  EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  return testing::copy_to(y, Device::cpu());
+}
+
+OwnedTensor cpu_result(const Operands& host, const Tensor& y_initial, float beta) {
+  OwnedTensor y = testing::copy_to(y_initial, Device::cpu());
+  grouped_gemm_fp8(y, host.x(), host.weights(), host.offsets, beta);
+  return y;
+}
+
+void expect_same_bits(const Tensor& gpu, const Tensor& cpu, const std::string& what) {
+  ASSERT_EQ(gpu.bytes(), cpu.bytes()) << what;
+  int64_t element_bytes = static_cast<int64_t>(dtype_size(cpu.dtype())), mismatches = 0, first = -1;
+  for (int64_t i = 0; i < cpu.numel(); ++i) {
+    if (std::memcmp(static_cast<const char*>(gpu.raw()) + i * element_bytes,
+                    static_cast<const char*>(cpu.raw()) + i * element_bytes, element_bytes) == 0) {
+      continue;
+    }
+    if (first < 0) first = i;
+    ++mismatches;
+  }
+  std::printf("[ parity ] %s: %lld elements, %lld differ in any bit\n", what.c_str(),
+              static_cast<long long>(cpu.numel()), static_cast<long long>(mismatches));
+  EXPECT_EQ(mismatches, 0) << what << ": first at " << first << ": gpu " << testing::element(gpu, first) << ", cpu "
+                           << testing::element(cpu, first);
+}
+
+void check_exact_kernel(const Problem& problem, float beta, DType y_dtype, uint64_t seed) {
+  Operands host = host_operands(problem, seed);
+  OwnedTensor y_initial = initial_y(problem, beta, y_dtype, seed + 1);
+  std::string what = "grouped_gemm_fp8_exact_" + problem.name() + "_beta" + std::to_string(static_cast<int>(beta)) +
+                     "_to_" + std::string(dtype_name(y_dtype));
+  expect_same_bits(gpu_result(host, y_initial, beta, GroupedGemmFp8Kernel::exact), cpu_result(host, y_initial, beta),
+                   what);
+}
+
+TEST(CudaGroupedGemmFp8, ExactKernelMatchesCpuBitForBit) {
+  HAI_REQUIRE_CUDA_DEVICE();
+  uint64_t seed = 10;
+  for (const Problem& problem : {kAwkward, kUnaligned}) {
+    check_exact_kernel(problem, 0.0f, DType::f32, seed += 3);
+    check_exact_kernel(problem, 1.0f, DType::f32, seed += 3);
+    check_exact_kernel(problem, 0.0f, DType::bf16, seed += 3);
+  }
+  check_exact_kernel(kModelWidths, 0.0f, DType::f32, seed += 3);
+  check_exact_kernel({{0, 0}, 3, 16, 32, 0}, 0.0f, DType::f32, seed += 3);  // no routed rows: y untouched
+}
+
+// The public op on shapes the wgmma kernel refuses runs the exact kernel: bit for bit.
+TEST(CudaGroupedGemmFp8, OpOnUnalignedShapesMatchesCpuBitForBit) {
+  HAI_REQUIRE_CUDA_DEVICE();
+  Operands host = host_operands(kUnaligned, 40);
+  Operands device = copied_to(host, Device::cuda(0));
+  OwnedTensor y_initial = initial_y(kUnaligned, 1.0f, DType::f32, 41);
+  OwnedTensor y = testing::copy_to(y_initial, Device::cuda(0));
+  grouped_gemm_fp8(y, device.x(), device.weights(), device.offsets, 1.0f);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  expect_same_bits(testing::copy_to(y, Device::cpu()), cpu_result(host, y_initial, 1.0f), "grouped_gemm_fp8_op");
+}
+
+// Expects |gpu - cpu| <= 1e-3 * magnitude + slack * |cpu| elementwise (the header comment), NaN equal to NaN
+// (rows past offsets[E] with beta 0), and prints the largest fraction of the bound used.
+void expect_within_promotion_bound(const Tensor& gpu, const Tensor& cpu, const Tensor& magnitude, double slack,
+                                   const std::string& what) {
+  ASSERT_EQ(gpu.shape(), cpu.shape()) << what;
+  int64_t failures = 0, worst = -1;
+  double worst_fraction = 0.0;
+  for (int64_t i = 0; i < cpu.numel(); ++i) {
+    double a = testing::element(gpu, i), e = testing::element(cpu, i);
+    if (a == e || (std::isnan(a) && std::isnan(e))) continue;
+    double bound = 1e-3 * magnitude.data<float>()[i] + slack * std::fabs(e);
+    double fraction = std::isnan(a) || std::isnan(e) ? INFINITY : std::fabs(a - e) / bound;
+    failures += !(fraction <= 1.0);
+    if (worst < 0 || fraction > worst_fraction) {
+      worst = i;
+      worst_fraction = fraction;
+    }
+  }
+  std::printf("[ parity ] %s: %lld elements, at most %.3g of the bound 1e-3 * sum |terms| used\n", what.c_str(),
+              static_cast<long long>(cpu.numel()), worst_fraction);
+  EXPECT_EQ(failures, 0) << what << ": " << failures << " elements out of bound; worst at " << worst << ": gpu "
+                         << testing::element(gpu, worst) << ", cpu " << testing::element(cpu, worst);
+}
+
+// The sums of |terms| per element by the exact kernel (the CPU's bits, ExactKernelMatchesCpuBitForBit): the same
+// numbers as the CPU op on |x| and |W|, without a second CPU GEMM at the model's shapes. Rows outside the experts:
+// 0, which the beta 0 NaN rows never need.
+OwnedTensor term_magnitudes(const Operands& host, const Problem& problem) {
+  OwnedTensor zeros = zero_tensor(Shape{problem.rows(), problem.n}, DType::f32);
+  return gpu_result(magnitudes_of(host), zeros, 0.0f, GroupedGemmFp8Kernel::exact);
+}
+
+void check_wgmma_kernel(const Problem& problem, float beta, DType y_dtype, uint64_t seed) {
+  Operands host = host_operands(problem, seed);
+  OwnedTensor y_initial = initial_y(problem, beta, y_dtype, seed + 1);
+  double slack = (beta == 0.0f ? 0.0 : std::ldexp(1.0, -22)) + (y_dtype == DType::bf16 ? std::ldexp(1.0, -7) : 0.0);
+  std::string what = "grouped_gemm_fp8_wgmma_" + problem.name() + "_beta" + std::to_string(static_cast<int>(beta)) +
+                     "_to_" + std::string(dtype_name(y_dtype));
+  expect_within_promotion_bound(gpu_result(host, y_initial, beta, GroupedGemmFp8Kernel::wgmma),
+                                cpu_result(host, y_initial, beta), term_magnitudes(host, problem), slack, what);
+}
+
+// Skips unless the wgmma kernel runs here (an sm_90a build on a 9.x device).
+#define HAI_REQUIRE_FP8_WGMMA()                                                                              \
+  do {                                                                                                       \
+    HAI_REQUIRE_CUDA_DEVICE();                                                                               \
+    Operands probe = copied_to(host_operands({{16}, 0, 16, 32, 0}, 1), Device::cuda(0));                    \
+    OwnedTensor probe_y(Shape{16, 16}, DType::f32, Device::cuda(0));                                         \
+    if (!cuda::grouped_gemm_fp8_wgmma_fits(probe_y, probe.x(), probe.weights())) {                           \
+      GTEST_SKIP() << "the FP8 wgmma kernel needs an sm_90a build on a 9.x device";                         \
+    }                                                                                                        \
+  } while (0)
+
+TEST(CudaGroupedGemmFp8, WgmmaKernelMatchesCpuWithinPromotionBound) {
+  HAI_REQUIRE_FP8_WGMMA();
+  uint64_t seed = 100;
+  for (const Problem& problem : {kAwkward, kModelWidths}) {
+    check_wgmma_kernel(problem, 0.0f, DType::f32, seed += 3);
+    check_wgmma_kernel(problem, 1.0f, DType::f32, seed += 3);
+    check_wgmma_kernel(problem, 0.0f, DType::bf16, seed += 3);
+  }
+}
+
+// The benchmark model's routed experts: R 32768 over 32 uneven experts, K 2048 -> N 1024 (gate, up) and
+// K 1024 -> N 2048 (down, and the input gradient of gate and up).
+TEST(CudaGroupedGemmFp8, WgmmaKernelAtModelShapesMatchesCpu) {
+  HAI_REQUIRE_FP8_WGMMA();
+  for (auto [k, n] : {std::pair<int64_t, int64_t>{2048, 1024}, {1024, 2048}}) {
+    check_wgmma_kernel({model_rows_per_expert(), 0, n, k, 0}, 0.0f, DType::f32, 200 + static_cast<uint64_t>(k));
+  }
+}
+
+// Prints the FP8 kernels' throughput at the benchmark model's shapes next to the bf16 grouped GEMM's (asserts
+// nothing about speed).
+TEST(CudaGroupedGemmFp8, ModelShapeThroughput) {
+  HAI_REQUIRE_CUDA_DEVICE();
+  std::vector<int32_t> rows_per_expert = model_rows_per_expert();
+  int64_t rows = std::accumulate(rows_per_expert.begin(), rows_per_expert.end(), int64_t{0});
+  ASSERT_EQ(rows, 32768);
+  Device gpu = Device::cuda(0);
+  for (auto [k, n] : {std::pair<int64_t, int64_t>{2048, 1024}, {1024, 2048}}) {
+    Problem problem{rows_per_expert, 0, n, k, 0};
+    Operands device = copied_to(host_operands(problem, 300), gpu);
+    OwnedTensor y(Shape{rows, n}, DType::f32, gpu);
+    OwnedTensor x_bf16 = testing::copy_to(testing::converted(testing::spread_matrix(rows, k, 1), DType::bf16), gpu);
+    OwnedTensor w_bf16 = zero_tensor(Shape{problem.experts() * n * k}, DType::bf16, gpu);
+    ExpertWeights bf16_experts{Tensor(w_bf16.tensor().raw(), Shape{n, k}, DType::bf16, gpu), n * k,
+                               problem.experts()};
+    auto run = [&](GroupedGemmFp8Kernel kernel) {
+      cuda::grouped_gemm_fp8(y, device.x(), device.weights(), device.offsets, 0.0f, {}, kernel);
+    };
+    double fp8_ms = bench::time_ms([&] { run(GroupedGemmFp8Kernel::automatic); }, {.warmup = 3, .iterations = 20});
+    double exact_ms = bench::time_ms([&] { run(GroupedGemmFp8Kernel::exact); }, {.warmup = 1, .iterations = 3});
+    double bf16_ms = bench::time_ms([&] { grouped_gemm(y, x_bf16, bf16_experts, device.offsets); },
+                                    {.warmup = 3, .iterations = 20});
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    bool wgmma = cuda::grouped_gemm_fp8_wgmma_fits(y, device.x(), device.weights());
+    double flops = 2.0 * static_cast<double>(rows) * static_cast<double>(n) * static_cast<double>(k);
+    std::printf("[ timing ] grouped gemm fp8 R %lld E %lld K %lld -> N %lld: %s %.3f ms = %.1f TFLOP/s, exact "
+                "kernel %.3f ms = %.1f; bf16 grouped gemm %.3f ms = %.1f\n",
+                static_cast<long long>(rows), static_cast<long long>(problem.experts()), static_cast<long long>(k),
+                static_cast<long long>(n), wgmma ? "wgmma" : "exact (no wgmma here)", fp8_ms,
+                bench::tflops(flops, fp8_ms), exact_ms, bench::tflops(flops, exact_ms), bf16_ms,
+                bench::tflops(flops, bf16_ms));
+  }
+}
+
+}  // namespace
+}  // namespace hai
