@@ -34,9 +34,15 @@ DecoderLayer::DecoderLayer(const ModelConfig& model, const ParameterStore& store
 
 void DecoderLayer::forward(Context& ctx, const Tensor& out, const Tensor& x, const Tensor& positions,
                            int64_t seq_len) const {
-  int64_t tokens = x.size(0);
+  forward(ctx, out, copy_of(x), positions, seq_len);
+}
+
+void DecoderLayer::forward(Context& ctx, const Tensor& out, OwnedTensor&& input, const Tensor& positions,
+                           int64_t seq_len) const {
   mark_phase(profiler_, "forward.attention");
-  ctx.input = copy_of(x);
+  ctx.input = std::move(input);
+  const Tensor& x = ctx.input.tensor();  // [T, H]
+  int64_t tokens = x.size(0);
   ctx.attention_rstd = OwnedTensor(Shape{tokens}, DType::f32, x.device());
   ctx.residual = like(x);
   {

@@ -32,8 +32,10 @@ class DecoderLayer {
     MoeLayer::Context moe;
   };
 
-  // out: [T, H] <- x: [T, H]; positions: [T] i32 (kept alive by the caller until backward_input).
+  // out: [T, H] <- x: [T, H] fp32; positions: [T] i32 (kept alive by the caller until backward_input). The backward
+  // needs x: a copy is kept, or x itself when it is handed over.
   void forward(Context& ctx, const Tensor& out, const Tensor& x, const Tensor& positions, int64_t seq_len) const;
+  void forward(Context& ctx, const Tensor& out, OwnedTensor&& x, const Tensor& positions, int64_t seq_len) const;
   // d_x: [T, H] (overwritten) <- d_out: [T, H]. balance_loss_grad: the objective's derivative with respect to
   // this layer's balance loss (ignored by dense layers). Norm weight gradients are accumulated here.
   void backward_input(Context& ctx, const Tensor& d_x, const Tensor& d_out, float balance_loss_grad) const;

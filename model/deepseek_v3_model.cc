@@ -107,7 +107,7 @@ DeepseekV3Model::Pass DeepseekV3Model::forward(const Tensor& tokens, const Tenso
   for (size_t layer = 0; layer < layers_.size(); ++layer) {
     OwnedTensor output(hidden_shape, DType::f32, device());  // [T, H]
     need(layer_bucket(static_cast<int64_t>(layer)));
-    layers_[layer]->forward(pass.layers[layer], output, hidden, pass.positions, pass.seq_len);
+    layers_[layer]->forward(pass.layers[layer], output, std::move(hidden), pass.positions, pass.seq_len);
     hidden = std::move(output);
     if (const MoeLayer* moe = layers_[layer]->moe()) {
       if (count_load) moe->accumulate_load(pass.layers[layer].moe, expert_load_row(moe_row));
