@@ -18,14 +18,21 @@ struct OutputTile {
   int64_t column_begin;
 };
 
+// The index in y of the tile's (row, column), or false outside the tile's rows or past N.
+__device__ inline bool output_index(const OutputTile& tile, int row, int column, int64_t* index) {
+  int64_t global_row = tile.rows.row_begin + row;
+  int64_t global_column = tile.column_begin + column;
+  if (global_row >= tile.rows.row_end || global_column >= tile.arguments->n) return false;
+  *index = global_row * tile.arguments->n + global_column;
+  return true;
+}
+
 // y[row, column] <- sum (+ y with beta 1) in fp32, or bf16(sum): the CPU's store (framework/device/cpu/gemm.cc,
 // alpha 1), one rounding per operation. Elements outside the tile's rows or past N are left alone.
 __device__ inline void store(const OutputTile& tile, int row, int column, float sum) {
   const GroupedGemmFp8Arguments& arguments = *tile.arguments;
-  int64_t global_row = tile.rows.row_begin + row;
-  int64_t global_column = tile.column_begin + column;
-  if (global_row >= tile.rows.row_end || global_column >= arguments.n) return;
-  int64_t index = global_row * arguments.n + global_column;
+  int64_t index;
+  if (!output_index(tile, row, column, &index)) return;
   if (arguments.bf16_output) {
     static_cast<__nv_bfloat16*>(arguments.y)[index] = __float2bfloat16_rn(sum);
     return;
@@ -37,10 +44,8 @@ __device__ inline void store(const OutputTile& tile, int row, int column, float 
 // store() of (row, column) and (row, column + 1) at once; N even, y 8-byte aligned.
 __device__ inline void store_pair(const OutputTile& tile, int row, int column, float sum0, float sum1) {
   const GroupedGemmFp8Arguments& arguments = *tile.arguments;
-  int64_t global_row = tile.rows.row_begin + row;
-  int64_t global_column = tile.column_begin + column;
-  if (global_row >= tile.rows.row_end || global_column >= arguments.n) return;
-  int64_t index = global_row * arguments.n + global_column;
+  int64_t index;
+  if (!output_index(tile, row, column, &index)) return;
   if (arguments.bf16_output) {
     *reinterpret_cast<__nv_bfloat162*>(static_cast<__nv_bfloat16*>(arguments.y) + index) =
         __floats2bfloat162_rn(sum0, sum1);
