@@ -6,6 +6,8 @@
 
 #include <cmath>
 #include <numeric>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "framework/core/rng.h"
@@ -99,6 +101,46 @@ inline Fp8ExpertStores quantized_experts(const Fp8ExpertLayout& layout, uint64_t
     quantize_128x128(weights.values.expert(e), weights.scales.expert(e), matrix);
   }
   return stores;
+}
+
+// One grouped GEMM problem: experts' row counts, rows past offsets[E], N, K, and the e4m3 elements between
+// experts' matrices (a multiple of 16 keeps the wgmma kernel).
+struct Fp8GroupedProblem {
+  std::vector<int32_t> rows_per_expert;
+  int64_t unassigned_rows;  // rows past offsets[E]
+  int64_t n;
+  int64_t k;
+  int64_t value_padding;
+
+  int64_t experts() const { return static_cast<int64_t>(rows_per_expert.size()); }
+  int64_t routed_rows() const {
+    return std::accumulate(rows_per_expert.begin(), rows_per_expert.end(), int64_t{0});
+  }
+  int64_t rows() const { return routed_rows() + unassigned_rows; }
+  Fp8ExpertLayout layout() const { return {experts(), n, k, value_padding, 3}; }
+  std::string name() const {
+    return "E" + std::to_string(experts()) + "_R" + std::to_string(rows()) + "_N" + std::to_string(n) + "_K" +
+           std::to_string(k);
+  }
+};
+
+// The operands of a problem on one device.
+struct Fp8GroupedOperands {
+  OwnedTensor x_values;  // [R, K] e4m3
+  OwnedTensor x_scales;  // [R, ceil(K / 128)]
+  Fp8ExpertStores stores;
+  OwnedTensor offsets;   // [E + 1]
+  Fp8ExpertLayout layout;
+
+  Fp8Matrix x() const { return rows_matrix(x_values, x_scales); }
+  Fp8ExpertWeights weights() const { return layout.weights(stores.values, stores.scales); }
+};
+
+// A problem's operands on the CPU: spread x quantised in 1x128 tiles, the experts in 128x128 blocks.
+inline Fp8GroupedOperands fp8_grouped_operands(const Fp8GroupedProblem& problem, uint64_t seed) {
+  Fp8Rows x = quantized_rows(spread_matrix(problem.rows(), problem.k, seed));
+  return {std::move(x.values), std::move(x.scales), quantized_experts(problem.layout(), seed + 100),
+          offsets_for(problem.rows_per_expert), problem.layout()};
 }
 
 }  // namespace hai::testing

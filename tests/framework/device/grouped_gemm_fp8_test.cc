@@ -20,44 +20,14 @@
 namespace hai {
 namespace {
 
-using testing::Fp8ExpertLayout;
-using testing::Fp8ExpertStores;
-using testing::Fp8Rows;
 
-struct Problem {
-  std::vector<int32_t> rows_per_expert;
-  int64_t unassigned_rows;  // rows past offsets[E]
-  int64_t n;
-  int64_t k;
-
-  int64_t experts() const { return static_cast<int64_t>(rows_per_expert.size()); }
-  int64_t routed_rows() const {
-    return std::accumulate(rows_per_expert.begin(), rows_per_expert.end(), int64_t{0});
-  }
-  int64_t rows() const { return routed_rows() + unassigned_rows; }
-  Fp8ExpertLayout layout() const { return {experts(), n, k, 24, 3}; }
-};
+using Problem = testing::Fp8GroupedProblem;
+using Operands = testing::Fp8GroupedOperands;
 
 // Empty experts, an expert of 1 row, experts over one and two 128-row tiles, N and K not multiples of 128 (K not
 // even of 16), rows past offsets[E].
-const Problem kAwkward{{0, 1, 129, 200, 0, 64, 3}, 5, 200, 300};
+const Problem kAwkward{{0, 1, 129, 200, 0, 64, 3}, 5, 200, 300, 24};
 
-// The operands of one problem on the CPU.
-struct Operands {
-  Fp8Rows x;              // [R, K] e4m3, scales [R, ceil(K / 128)]
-  Fp8ExpertStores stores;
-  OwnedTensor offsets;    // [E + 1]
-  Fp8ExpertLayout layout;
-
-  Fp8Matrix x_matrix() const { return testing::rows_matrix(x.values, x.scales); }
-  Fp8ExpertWeights weights() const { return layout.weights(stores.values, stores.scales); }
-};
-
-Operands operands_for(const Problem& problem, uint64_t seed) {
-  return {testing::quantized_rows(testing::spread_matrix(problem.rows(), problem.k, seed)),
-          testing::quantized_experts(problem.layout(), seed + 100), testing::offsets_for(problem.rows_per_expert),
-          problem.layout()};
-}
 
 OwnedTensor filled(const Shape& shape, float value) {
   OwnedTensor tensor(shape, DType::f32);
@@ -83,14 +53,14 @@ float dequantized(const Tensor& values, const Tensor& scales, int64_t row, int64
 void expect_dequantised_product(const Tensor& y, const Operands& operands, const Tensor& y_before, float beta) {
   const int32_t* offsets = operands.offsets.data<int32_t>();
   Fp8ExpertWeights weights = operands.weights();
-  int64_t n = y.size(1), k = operands.x.values.tensor().size(1), failures = 0;
+  int64_t n = y.size(1), k = operands.x_values.tensor().size(1), failures = 0;
   for (int64_t e = 0; e < operands.layout.experts; ++e) {
     Tensor w_values = weights.values.expert(e), w_scales = weights.scales.expert(e);
     for (int64_t r = offsets[e]; r < offsets[e + 1]; ++r) {
       for (int64_t j = 0; j < n; ++j) {
         double sum = 0, magnitude = 0;
         for (int64_t p = 0; p < k; ++p) {
-          double term = static_cast<double>(dequantized(operands.x.values, operands.x.scales, r, p, r)) *
+          double term = static_cast<double>(dequantized(operands.x_values, operands.x_scales, r, p, r)) *
                         dequantized(w_values, w_scales, j, p, j / kFp8TileSize);
           sum += term;
           magnitude += std::fabs(term);
@@ -108,33 +78,33 @@ void expect_dequantised_product(const Tensor& y, const Operands& operands, const
 }
 
 TEST(GroupedGemmFp8Cpu, IsTheDequantisedProductPerExpert) {
-  Operands operands = operands_for(kAwkward, 1);
+  Operands operands = testing::fp8_grouped_operands(kAwkward, 1);
   OwnedTensor y = filled(Shape{kAwkward.rows(), kAwkward.n}, std::numeric_limits<float>::quiet_NaN());
   OwnedTensor y_before = copy_of(y);
-  grouped_gemm_fp8(y, operands.x_matrix(), operands.weights(), operands.offsets);  // beta 0: y is not read
+  grouped_gemm_fp8(y, operands.x(), operands.weights(), operands.offsets);  // beta 0: y is not read
   expect_dequantised_product(y, operands, y_before, 0.0f);
 }
 
 TEST(GroupedGemmFp8Cpu, BetaOneAddsTheProduct) {
-  Operands operands = operands_for(kAwkward, 2);
+  Operands operands = testing::fp8_grouped_operands(kAwkward, 2);
   OwnedTensor y = testing::spread_matrix(kAwkward.rows(), kAwkward.n, 3);
   OwnedTensor y_before = copy_of(y);
-  grouped_gemm_fp8(y, operands.x_matrix(), operands.weights(), operands.offsets, /*beta=*/1.0f);
+  grouped_gemm_fp8(y, operands.x(), operands.weights(), operands.offsets, /*beta=*/1.0f);
   expect_dequantised_product(y, operands, y_before, 1.0f);
 }
 
 // Every expert's rows are fp8_gemm's result for those rows and that expert's weights, bit for bit.
 void expect_dense_fp8_gemm_per_expert(const Problem& problem, float beta, uint64_t seed) {
-  Operands operands = operands_for(problem, seed);
+  Operands operands = testing::fp8_grouped_operands(problem, seed);
   OwnedTensor y = testing::spread_matrix(problem.rows(), problem.n, seed + 7);
   OwnedTensor expected = copy_of(y);
-  grouped_gemm_fp8(y, operands.x_matrix(), operands.weights(), operands.offsets, beta);
+  grouped_gemm_fp8(y, operands.x(), operands.weights(), operands.offsets, beta);
   const int32_t* offsets = operands.offsets.data<int32_t>();
   Fp8ExpertWeights weights = operands.weights();
   for (int64_t e = 0; e < problem.experts(); ++e) {
     if (offsets[e] == offsets[e + 1]) continue;
-    Fp8Matrix x_rows{operands.x.values.tensor().slice(offsets[e], offsets[e + 1]),
-                     operands.x.scales.tensor().slice(offsets[e], offsets[e + 1]), Fp8Scaling::tile_1x128};
+    Fp8Matrix x_rows{operands.x_values.tensor().slice(offsets[e], offsets[e + 1]),
+                     operands.x_scales.tensor().slice(offsets[e], offsets[e + 1]), Fp8Scaling::tile_1x128};
     Fp8Matrix w{weights.values.expert(e), weights.scales.expert(e), Fp8Scaling::block_128x128};
     fp8_gemm(expected.tensor().slice(offsets[e], offsets[e + 1]), x_rows, w, beta);
   }
@@ -148,18 +118,18 @@ TEST(GroupedGemmFp8Cpu, EachExpertIsTheDenseFp8GemmBitForBit) {
 }
 
 TEST(GroupedGemmFp8Cpu, OneExpertIsTheDenseFp8GemmBitForBit) {
-  expect_dense_fp8_gemm_per_expert({{257}, 0, 130, 256}, 0.0f, 30);
-  expect_dense_fp8_gemm_per_expert({{1}, 2, 7, 5}, 1.0f, 40);
+  expect_dense_fp8_gemm_per_expert({{257}, 0, 130, 256, 24}, 0.0f, 30);
+  expect_dense_fp8_gemm_per_expert({{1}, 2, 7, 5, 24}, 1.0f, 40);
 }
 
 TEST(GroupedGemmFp8Cpu, Bf16OutputIsTheFp32ResultRoundedOnce) {
-  Operands operands = operands_for(kAwkward, 50);
+  Operands operands = testing::fp8_grouped_operands(kAwkward, 50);
   Shape y_shape{kAwkward.rows(), kAwkward.n};
   OwnedTensor y32 = filled(y_shape, 0.0f);
   OwnedTensor y16(y_shape, DType::bf16);
   for (int64_t i = 0; i < y16.numel(); ++i) y16.data<bf16>()[i].bits = 0x7fc0;  // NaN: unrouted rows keep it
-  grouped_gemm_fp8(y32, operands.x_matrix(), operands.weights(), operands.offsets);
-  grouped_gemm_fp8(y16, operands.x_matrix(), operands.weights(), operands.offsets);
+  grouped_gemm_fp8(y32, operands.x(), operands.weights(), operands.offsets);
+  grouped_gemm_fp8(y16, operands.x(), operands.weights(), operands.offsets);
   int64_t routed_elements = kAwkward.routed_rows() * kAwkward.n, mismatches = 0;
   for (int64_t i = 0; i < y16.numel(); ++i) {
     uint16_t expected = i < routed_elements ? float_to_bf16(y32.data<float>()[i]) : uint16_t{0x7fc0};
@@ -169,19 +139,19 @@ TEST(GroupedGemmFp8Cpu, Bf16OutputIsTheFp32ResultRoundedOnce) {
 }
 
 TEST(GroupedGemmFp8Cpu, NoRoutedRowsLeavesYAlone) {
-  Problem problem{{0, 0, 0}, 4, 16, 32};
-  Operands operands = operands_for(problem, 60);
+  Problem problem{{0, 0, 0}, 4, 16, 32, 24};
+  Operands operands = testing::fp8_grouped_operands(problem, 60);
   OwnedTensor y = testing::spread_matrix(problem.rows(), problem.n, 61);
   OwnedTensor y_before = copy_of(y);
-  grouped_gemm_fp8(y, operands.x_matrix(), operands.weights(), operands.offsets);
+  grouped_gemm_fp8(y, operands.x(), operands.weights(), operands.offsets);
   EXPECT_EQ(std::memcmp(y.tensor().raw(), y_before.tensor().raw(), y.tensor().bytes()), 0);
 }
 
 TEST(GroupedGemmFp8Cpu, RefusesBadArguments) {
-  Problem problem{{2, 3}, 1, 16, 32};
-  Operands operands = operands_for(problem, 70);
+  Problem problem{{2, 3}, 1, 16, 32, 24};
+  Operands operands = testing::fp8_grouped_operands(problem, 70);
   OwnedTensor y = filled(Shape{problem.rows(), problem.n}, 0.0f);
-  Fp8Matrix x = operands.x_matrix();
+  Fp8Matrix x = operands.x();
   Fp8ExpertWeights weights = operands.weights();
   EXPECT_THROW(grouped_gemm_fp8(y, x, weights, operands.offsets, 0.5f), Error);  // beta 0 or 1
   OwnedTensor y16(Shape{problem.rows(), problem.n}, DType::bf16);

@@ -36,27 +36,9 @@ namespace hai {
 namespace {
 
 using cuda::GroupedGemmFp8Kernel;
-using testing::Fp8ExpertLayout;
-using testing::Fp8ExpertStores;
-using testing::Fp8Rows;
 
-struct Problem {
-  std::vector<int32_t> rows_per_expert;
-  int64_t unassigned_rows;  // rows past offsets[E]
-  int64_t n;
-  int64_t k;
-  int64_t value_padding;    // e4m3 elements between experts' matrices (a multiple of 16 keeps the wgmma kernel)
-
-  int64_t experts() const { return static_cast<int64_t>(rows_per_expert.size()); }
-  int64_t rows() const {
-    return std::accumulate(rows_per_expert.begin(), rows_per_expert.end(), int64_t{0}) + unassigned_rows;
-  }
-  Fp8ExpertLayout layout() const { return {experts(), n, k, value_padding, 3}; }
-  std::string name() const {
-    return "E" + std::to_string(experts()) + "_R" + std::to_string(rows()) + "_N" + std::to_string(n) + "_K" +
-           std::to_string(k);
-  }
-};
+using Problem = testing::Fp8GroupedProblem;
+using Operands = testing::Fp8GroupedOperands;
 
 // Experts of 0, 1, 63, 64, 129, 200 and 300 rows (tiles that end inside an expert, tiles past the routed rows),
 // N and K not multiples of 128, rows past offsets[E]. K a multiple of 16 and N even: the wgmma kernel takes it.
@@ -71,24 +53,6 @@ std::vector<int32_t> model_rows_per_expert() {
   std::vector<int32_t> rows;
   for (int32_t e = 0; e < 32; ++e) rows.push_back(e % 2 == 0 ? 768 + 16 * e : 1280 - 16 * (e - 1));
   return rows;
-}
-
-// The operands of a problem on one device.
-struct Operands {
-  OwnedTensor x_values;  // [R, K] e4m3
-  OwnedTensor x_scales;  // [R, ceil(K / 128)]
-  Fp8ExpertStores stores;
-  OwnedTensor offsets;   // [E + 1]
-  Fp8ExpertLayout layout;
-
-  Fp8Matrix x() const { return testing::rows_matrix(x_values, x_scales); }
-  Fp8ExpertWeights weights() const { return layout.weights(stores.values, stores.scales); }
-};
-
-Operands host_operands(const Problem& problem, uint64_t seed) {
-  Fp8Rows x = testing::quantized_rows(testing::spread_matrix(problem.rows(), problem.k, seed));
-  return {std::move(x.values), std::move(x.scales), testing::quantized_experts(problem.layout(), seed + 100),
-          testing::offsets_for(problem.rows_per_expert), problem.layout()};
 }
 
 Operands copied_to(const Operands& operands, Device device) {
@@ -152,7 +116,7 @@ void expect_same_bits(const Tensor& gpu, const Tensor& cpu, const std::string& w
 }
 
 void check_exact_kernel(const Problem& problem, float beta, DType y_dtype, uint64_t seed) {
-  Operands host = host_operands(problem, seed);
+  Operands host = testing::fp8_grouped_operands(problem, seed);
   OwnedTensor y_initial = initial_y(problem, beta, y_dtype, seed + 1);
   std::string what = "grouped_gemm_fp8_exact_" + problem.name() + "_beta" + std::to_string(static_cast<int>(beta)) +
                      "_to_" + std::string(dtype_name(y_dtype));
@@ -175,7 +139,7 @@ TEST(CudaGroupedGemmFp8, ExactKernelMatchesCpuBitForBit) {
 // The public op on shapes the wgmma kernel refuses runs the exact kernel: bit for bit.
 TEST(CudaGroupedGemmFp8, OpOnUnalignedShapesMatchesCpuBitForBit) {
   HAI_REQUIRE_CUDA_DEVICE();
-  Operands host = host_operands(kUnaligned, 40);
+  Operands host = testing::fp8_grouped_operands(kUnaligned, 40);
   Operands device = copied_to(host, Device::cuda(0));
   OwnedTensor y_initial = initial_y(kUnaligned, 1.0f, DType::f32, 41);
   OwnedTensor y = testing::copy_to(y_initial, Device::cuda(0));
@@ -217,7 +181,7 @@ OwnedTensor term_magnitudes(const Operands& host, const Problem& problem) {
 }
 
 void check_wgmma_kernel(const Problem& problem, float beta, DType y_dtype, uint64_t seed) {
-  Operands host = host_operands(problem, seed);
+  Operands host = testing::fp8_grouped_operands(problem, seed);
   OwnedTensor y_initial = initial_y(problem, beta, y_dtype, seed + 1);
   double slack = (beta == 0.0f ? 0.0 : std::ldexp(1.0, -22)) + (y_dtype == DType::bf16 ? std::ldexp(1.0, -7) : 0.0);
   std::string what = "grouped_gemm_fp8_wgmma_" + problem.name() + "_beta" + std::to_string(static_cast<int>(beta)) +
@@ -230,7 +194,7 @@ void check_wgmma_kernel(const Problem& problem, float beta, DType y_dtype, uint6
 #define HAI_REQUIRE_FP8_WGMMA()                                                                              \
   do {                                                                                                       \
     HAI_REQUIRE_CUDA_DEVICE();                                                                               \
-    Operands probe = copied_to(host_operands({{16}, 0, 16, 32, 0}, 1), Device::cuda(0));                    \
+    Operands probe = copied_to(testing::fp8_grouped_operands({{16}, 0, 16, 32, 0}, 1), Device::cuda(0));                    \
     OwnedTensor probe_y(Shape{16, 16}, DType::f32, Device::cuda(0));                                         \
     if (!cuda::grouped_gemm_fp8_wgmma_fits(probe_y, probe.x(), probe.weights())) {                           \
       GTEST_SKIP() << "the FP8 wgmma kernel needs an sm_90a build on a 9.x device";                         \
@@ -266,7 +230,7 @@ TEST(CudaGroupedGemmFp8, ModelShapeThroughput) {
   Device gpu = Device::cuda(0);
   for (auto [k, n] : {std::pair<int64_t, int64_t>{2048, 1024}, {1024, 2048}}) {
     Problem problem{rows_per_expert, 0, n, k, 0};
-    Operands device = copied_to(host_operands(problem, 300), gpu);
+    Operands device = copied_to(testing::fp8_grouped_operands(problem, 300), gpu);
     OwnedTensor y(Shape{rows, n}, DType::f32, gpu);
     OwnedTensor x_bf16 = testing::copy_to(testing::converted(testing::spread_matrix(rows, k, 1), DType::bf16), gpu);
     OwnedTensor w_bf16 = zero_tensor(Shape{problem.experts() * n * k}, DType::bf16, gpu);
