@@ -2,7 +2,8 @@
 #include "framework/device/cuda/grouped_gemm_mma.cuh"
 #include "framework/device/cuda/grouped_gemm_schedule.cuh"
 #include "framework/device/cuda/grouped_gemm_simt.cuh"
-#include "framework/device/cuda/grouped_gemm_tma.cuh"
+#include "framework/device/cuda/grouped_gemm_tma_rows.cuh"
+#include "framework/device/cuda/grouped_gemm_tma_weight_grad.cuh"
 #include "framework/device/cuda/grouped_gemm_wgmma.cuh"
 #include "framework/device/cuda/tensor_map.h"
 #include "framework/device/cuda/wgmma_support.h"
@@ -107,25 +108,48 @@ __global__ void __launch_bounds__(Loop::kThreads, Loop::kBlocksPerMultiprocessor
   });
 }
 
-// Forward and input gradient by the warp-specialised TMA loop (grouped_gemm_tma.cuh): a persistent grid of one
+// Forward and input gradient by the warp-specialised TMA loop (grouped_gemm_tma_rows.cuh): a persistent grid of one
 // block per multiprocessor. x_map: x [R, K]; weight_map: W [E, N, K] with kTransposeWeights, else W [E, K, N];
 // y_map: y [R, N].
 template <bool kTransposeWeights>
 __global__ void __launch_bounds__(tma::kThreads, 1)
     grouped_gemm_tma_kernel(const __grid_constant__ CUtensorMap x_map, const __grid_constant__ CUtensorMap weight_map,
                             const __grid_constant__ CUtensorMap y_map, GroupedGemmArguments arguments) {
+#if defined(HAI_WGMMA_AVAILABLE)
   // bf16 y is written without being read, whatever beta (store_output_pair).
   tma::CopyOut copy_out = arguments.bf16_output || arguments.beta == 0.0f ? tma::CopyOut::store
                           : arguments.beta == 1.0f                         ? tma::CopyOut::add
                                                                            : tma::CopyOut::none;
   tma::Schedule schedule{arguments.offsets,        arguments.experts, arguments.n / tma::kBlockColumns,
                          arguments.k / tma::kDepth, copy_out,          arguments.bf16_output};
+  auto store = [&](const tma::Tile& tile, int row, int column, float value0, float value1) {
+    store_output_pair(arguments, tile.rows, tile.column_begin, row, column, value0, value1);
+  };
+  tma::RowTileProblem<kTransposeWeights, decltype(store)> problem{x_map, weight_map, y_map, schedule, store};
   extern __shared__ __align__(16) unsigned char shared_bytes[];
-  tma::multiply_tiles<kTransposeWeights>(
-      x_map, weight_map, y_map, schedule, shared_bytes,
-      [&](const tma::Tile& tile, int row, int column, float value0, float value1) {
-        store_output_pair(arguments, tile.rows, tile.column_begin, row, column, value0, value1);
-      });
+  tma::multiply_tiles(problem, shared_bytes);
+#else
+  __trap();  // NOTE: launched only where nvcc built sm_90a code
+#endif
+}
+
+// Weight gradient by the TMA loop (grouped_gemm_tma_weight_grad.cuh), a persistent grid of one block per
+// multiprocessor. d_y_map: d_y [R, N]; x_map: x [R, K]; gradient_map: the gradients as [E * N, K].
+__global__ void __launch_bounds__(tma::kThreads, 1)
+    grouped_weight_grad_tma_kernel(const __grid_constant__ CUtensorMap d_y_map,
+                                   const __grid_constant__ CUtensorMap x_map,
+                                   const __grid_constant__ CUtensorMap gradient_map,
+                                   GroupedWeightGradArguments arguments) {
+#if defined(HAI_WGMMA_AVAILABLE)
+  tma::WeightGradSchedule schedule{arguments.offsets,          arguments.experts,
+                                   arguments.n,                arguments.n / tma::kBlockRows,
+                                   arguments.k / tma::kBlockColumns, arguments.beta != 0.0f};
+  tma::WeightGradProblem problem{d_y_map, x_map, gradient_map, schedule};
+  extern __shared__ __align__(16) unsigned char shared_bytes[];
+  tma::multiply_tiles(problem, shared_bytes);
+#else
+  __trap();  // NOTE: launched only where nvcc built sm_90a code
+#endif
 }
 
 // The [tile, tile] block of an expert's gradient [N, K] from (row_begin, column_begin) set to zero: what the
@@ -280,6 +304,22 @@ cudaError_t launch_grouped_gemm(const GroupedGemmArguments& arguments, cudaStrea
                                   Loop::template kSharedBytes<true, false>, arguments, stream);
 }
 
+// Launches a TMA-loop kernel as a persistent grid: one block per multiprocessor, at most one per tile.
+template <typename... Parameters, typename... Arguments>
+cudaError_t launch_persistent_tma(void (*kernel)(Parameters...), int64_t tiles, cudaStream_t stream,
+                                  const Arguments&... arguments) {
+  int device = 0, multiprocessors = 0;
+  cudaError_t status = cudaGetDevice(&device);
+  if (status != cudaSuccess) return status;
+  status = cudaDeviceGetAttribute(&multiprocessors, cudaDevAttrMultiProcessorCount, device);
+  if (status != cudaSuccess) return status;
+  status = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, tma::kSharedBytes);
+  if (status != cudaSuccess) return status;
+  auto grid = static_cast<unsigned int>(std::min<int64_t>(tiles, multiprocessors));
+  kernel<<<grid, tma::kThreads, tma::kSharedBytes, stream>>>(arguments...);
+  return cudaGetLastError();
+}
+
 // HAI_GROUPED_GEMM_TMA=0 in the environment (read once) runs the cp.async wgmma loop where the TMA loop would run:
 // for A/B timings on a GPU.
 bool tma_loop_enabled() {
@@ -325,19 +365,42 @@ cudaError_t launch_grouped_gemm_tma(const GroupedGemmArguments& arguments, cudaS
   if (status != cudaSuccess) return status;
   status = encode_tensor_map(&y_map, arguments.y, y_shape);
   if (status != cudaSuccess) return status;
-  int device = 0, multiprocessors = 0;
-  status = cudaGetDevice(&device);
-  if (status != cudaSuccess) return status;
-  status = cudaDeviceGetAttribute(&multiprocessors, cudaDevAttrMultiProcessorCount, device);
-  if (status != cudaSuccess) return status;
   int64_t tiles =
       row_tile_slots(arguments.rows, arguments.experts, tma::kBlockRows) * (arguments.n / tma::kBlockColumns);
-  auto grid = static_cast<unsigned int>(std::min<int64_t>(tiles, multiprocessors));
-  auto kernel = grouped_gemm_tma_kernel<kTransposeWeights>;
-  status = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, tma::kSharedBytes);
+  return launch_persistent_tma(grouped_gemm_tma_kernel<kTransposeWeights>, tiles, stream, x_map, weight_map, y_map,
+                               arguments);
+}
+
+// Whether the TMA loop runs a weight gradient that the wgmma loop would: whole 128-row (N) and 256-column (K)
+// tiles, some rows (a tensor map has no empty extent), the experts' gradients back to back (viewed as one [E * N, K]
+// matrix), coordinates that fit the copies' 32-bit ones, gradients 16-byte aligned.
+bool tma_weight_grad_fits(const GroupedWeightGradArguments& arguments) {
+  return arguments.n % tma::kBlockRows == 0 && arguments.k % tma::kBlockColumns == 0 &&
+         arguments.expert_stride == arguments.n * arguments.k && arguments.rows > 0 &&
+         arguments.rows <= INT32_MAX && arguments.experts * arguments.n <= INT32_MAX &&
+         aligned(arguments.gradients, 16) && tma_loop_enabled();
+}
+
+cudaError_t launch_grouped_weight_grad_tma(const GroupedWeightGradArguments& arguments, cudaStream_t stream) {
+  auto rows = static_cast<uint64_t>(arguments.rows), n = static_cast<uint64_t>(arguments.n),
+       k = static_cast<uint64_t>(arguments.k), experts = static_cast<uint64_t>(arguments.experts);
+  // d_y [R, N] and x [R, K] in (64 columns, 64 rows) boxes: MN-major atoms; the gradients [E * N, K] fp32 in
+  // (32 columns = 128 bytes, 64 rows) boxes.
+  constexpr CUtensorMapDataType kBf16 = CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
+  TensorMapShape d_y_shape{kBf16, 2, {n, rows, 0}, {n * sizeof(bf16), 0}, {tma::kAtomColumns, tma::kDepth, 0}};
+  TensorMapShape x_shape{kBf16, 2, {k, rows, 0}, {k * sizeof(bf16), 0}, {tma::kAtomColumns, tma::kDepth, 0}};
+  TensorMapShape gradient_shape{CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 2, {k, experts * n, 0}, {k * sizeof(float), 0},
+                                {128 / sizeof(float), tma::kConsumerRows, 0}};
+  CUtensorMap d_y_map, x_map, gradient_map;
+  cudaError_t status = encode_tensor_map(&d_y_map, arguments.d_y, d_y_shape);
   if (status != cudaSuccess) return status;
-  kernel<<<grid, tma::kThreads, tma::kSharedBytes, stream>>>(x_map, weight_map, y_map, arguments);
-  return cudaGetLastError();
+  status = encode_tensor_map(&x_map, arguments.x, x_shape);
+  if (status != cudaSuccess) return status;
+  status = encode_tensor_map(&gradient_map, arguments.gradients, gradient_shape);
+  if (status != cudaSuccess) return status;
+  int64_t tiles = arguments.experts * (arguments.n / tma::kBlockRows) * (arguments.k / tma::kBlockColumns);
+  return launch_persistent_tma(grouped_weight_grad_tma_kernel, tiles, stream, d_y_map, x_map, gradient_map,
+                               arguments);
 }
 
 template <typename Loop>
@@ -400,6 +463,7 @@ cudaError_t grouped_gemm_weight_grad(const GroupedWeightGradArguments& arguments
     bool wgmma = false;
     cudaError_t status = wgmma_applies(&wgmma);
     if (status != cudaSuccess) return status;
+    if (wgmma && tma_weight_grad_fits(arguments)) return launch_grouped_weight_grad_tma(arguments, stream);
     return wgmma ? launch_grouped_weight_grad<WgmmaLoop>(arguments, stream)
                  : launch_grouped_weight_grad<MmaSyncLoop>(arguments, stream);
   }

@@ -136,6 +136,16 @@ const Problem kTmaAwkward{{0, 1, 129, 200, 0, 64, 300, 63}, 5, 512, 192, 24};
 const Problem kTmaManyTiles{{0, 130, 7, 256, 64, 65, 1, 191, 128, 0, 300, 12, 127, 129, 200, 45, 0, 99, 255, 18},
                             3, 2048, 128, 8};
 
+// N a multiple of 128, K of 256 and the experts' gradients back to back: on an sm_90a build and a 9.x device, the
+// weight gradient's TMA loop (grouped_gemm_tma_weight_grad.cuh). Experts of 0, 1, 63, 64, 65, 127, 129, 200 and 300
+// rows: last steps that copy the next expert's rows (zeroed before the products) or rows past offsets[E], and
+// experts without rows (zeros written with beta 0). 10 x 2 x 2 tiles.
+const Problem kTmaWeightGrad{{0, 1, 63, 64, 65, 129, 200, 0, 300, 127}, 5, 256, 512, 0};
+// 17 x 3 x 3 = 153 tiles: more than an H200's 132 multiprocessors, so persistent blocks take several and the stage
+// ring wraps across tiles and experts.
+const Problem kTmaWeightGradManyTiles{{130, 7, 256, 64, 65, 1, 191, 128, 0, 300, 12, 127, 129, 200, 45, 0, 99},
+                                      0, 384, 768, 0};
+
 TEST(CudaGroupedGemm, ForwardMatchesCpu) {
   HAI_REQUIRE_CUDA_DEVICE();
   uint64_t seed = 10;
@@ -188,6 +198,18 @@ TEST(CudaGroupedGemm, WeightGradMatchesCpu) {
   }
   // No rows at all: beta 0 still writes every expert's zeros.
   check_weight_grad({{0, 0, 0}, 0, 24, 40, 8}, DType::bf16, seed += 3, 0.0f);
+}
+
+// The TMA loop's weight-gradient shapes (beta 1: the copy engine adds; beta 0: it writes over NaN).
+TEST(CudaGroupedGemm, TmaWeightGradMatchesCpu) {
+  HAI_REQUIRE_CUDA_DEVICE();
+  uint64_t seed = 400;
+  for (const Problem& problem : {kTmaWeightGrad, kTmaWeightGradManyTiles}) {
+    check_weight_grad(problem, DType::bf16, seed += 3);
+    check_weight_grad(problem, DType::bf16, seed += 3, 0.0f);
+  }
+  // No rows at all (the TMA loop does not apply; the wgmma loop writes the zeros).
+  check_weight_grad({{0, 0}, 0, 128, 256, 0}, DType::bf16, seed += 3, 0.0f);
 }
 
 // The benchmark model's expert projections (K 2048 -> N 1024 and back) on 8 uneven experts of ~128 rows.
