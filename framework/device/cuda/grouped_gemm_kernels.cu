@@ -134,15 +134,14 @@ __global__ void __launch_bounds__(tma::kThreads, 1)
 }
 
 // Weight gradient by the TMA loop (grouped_gemm_tma_weight_grad.cuh), a persistent grid of one block per
-// multiprocessor. d_y_map: d_y [R, N]; x_map: x [R, K]; gradient_map: the gradients as [E * N, K].
+// multiprocessor. d_y_map: d_y [R, N]; x_map: x [R, K]; gradient_map: the gradients [E, N, K].
 __global__ void __launch_bounds__(tma::kThreads, 1)
     grouped_weight_grad_tma_kernel(const __grid_constant__ CUtensorMap d_y_map,
                                    const __grid_constant__ CUtensorMap x_map,
                                    const __grid_constant__ CUtensorMap gradient_map,
                                    GroupedWeightGradArguments arguments) {
 #if defined(HAI_WGMMA_AVAILABLE)
-  tma::WeightGradSchedule schedule{arguments.offsets,          arguments.experts,
-                                   arguments.n,                arguments.n / tma::kBlockRows,
+  tma::WeightGradSchedule schedule{arguments.offsets, arguments.experts, arguments.n / tma::kBlockRows,
                                    arguments.k / tma::kBlockColumns, arguments.beta != 0.0f};
   tma::WeightGradProblem problem{d_y_map, x_map, gradient_map, schedule};
   extern __shared__ __align__(16) unsigned char shared_bytes[];
@@ -372,25 +371,25 @@ cudaError_t launch_grouped_gemm_tma(const GroupedGemmArguments& arguments, cudaS
 }
 
 // Whether the TMA loop runs a weight gradient that the wgmma loop would: whole 128-row (N) and 256-column (K)
-// tiles, some rows (a tensor map has no empty extent), the experts' gradients back to back (viewed as one [E * N, K]
-// matrix), coordinates that fit the copies' 32-bit ones, gradients 16-byte aligned.
+// tiles, some rows (a tensor map has no empty extent), experts' gradients that do not overlap, at a stride of whole
+// 16 bytes from a 16-byte aligned first one, row coordinates that fit the copies' 32-bit ones.
 bool tma_weight_grad_fits(const GroupedWeightGradArguments& arguments) {
-  return arguments.n % tma::kBlockRows == 0 && arguments.k % tma::kBlockColumns == 0 &&
-         arguments.expert_stride == arguments.n * arguments.k && arguments.rows > 0 &&
-         arguments.rows <= INT32_MAX && arguments.experts * arguments.n <= INT32_MAX &&
-         aligned(arguments.gradients, 16) && tma_loop_enabled();
+  return arguments.n % tma::kBlockRows == 0 && arguments.k % tma::kBlockColumns == 0 && arguments.rows > 0 &&
+         arguments.rows <= INT32_MAX && arguments.expert_stride >= arguments.n * arguments.k &&
+         arguments.expert_stride % 4 == 0 && aligned(arguments.gradients, 16) && tma_loop_enabled();
 }
 
 cudaError_t launch_grouped_weight_grad_tma(const GroupedWeightGradArguments& arguments, cudaStream_t stream) {
   auto rows = static_cast<uint64_t>(arguments.rows), n = static_cast<uint64_t>(arguments.n),
        k = static_cast<uint64_t>(arguments.k), experts = static_cast<uint64_t>(arguments.experts);
-  // d_y [R, N] and x [R, K] in (64 columns, 64 rows) boxes: MN-major atoms; the gradients [E * N, K] fp32 in
-  // (32 columns = 128 bytes, 64 rows) boxes.
+  // d_y [R, N] and x [R, K] in (64 columns, 64 rows) boxes: MN-major atoms; the gradients [E, N, K] fp32 in
+  // (32 columns = 128 bytes, 64 rows, 1) boxes.
   constexpr CUtensorMapDataType kBf16 = CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
   TensorMapShape d_y_shape{kBf16, 2, {n, rows, 0}, {n * sizeof(bf16), 0}, {tma::kAtomColumns, tma::kDepth, 0}};
   TensorMapShape x_shape{kBf16, 2, {k, rows, 0}, {k * sizeof(bf16), 0}, {tma::kAtomColumns, tma::kDepth, 0}};
-  TensorMapShape gradient_shape{CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 2, {k, experts * n, 0}, {k * sizeof(float), 0},
-                                {128 / sizeof(float), tma::kConsumerRows, 0}};
+  uint64_t expert_bytes = static_cast<uint64_t>(arguments.expert_stride) * sizeof(float);
+  TensorMapShape gradient_shape{CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 3, {k, n, experts}, {k * sizeof(float), expert_bytes},
+                                {128 / sizeof(float), tma::kConsumerRows, 1}};
   CUtensorMap d_y_map, x_map, gradient_map;
   cudaError_t status = encode_tensor_map(&d_y_map, arguments.d_y, d_y_shape);
   if (status != cudaSuccess) return status;

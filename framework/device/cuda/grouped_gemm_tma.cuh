@@ -109,14 +109,23 @@ __device__ inline void store_pair(unsigned char* destination, float value0, floa
   *reinterpret_cast<__nv_bfloat162*>(destination) = __floats2bfloat162_rn(value0, value1);
 }
 
-// Writes the calling consumer warpgroup's accumulators (64 x 256) to the 2-d tensor of `map` at rows [row, row +
-// 64), columns [column, column + 256) as Element (float, or bf16 rounded to nearest even): chunk by chunk of
-// 128-byte rows, staged in `buffers` (kOutputBuffers of kOutputChunkBytes, used in turn; a tile's chunks are a
-// multiple of them) and written by the copy engine. map: boxes of (128 bytes, 64 rows). add: add them to the fp32
-// tensor instead. barrier: the warpgroup's named barrier.
+// Where copy_out writes: rows [row, row + 64) and columns [column, column + 256) of a 2-d map's tensor, or of
+// matrix `matrix` of a 3-d map's [matrices, rows, columns] (matrix -1: the map is 2-d). The map's boxes are
+// (128 bytes, 64 rows) or (128 bytes, 64 rows, 1).
+struct OutputBox {
+  const CUtensorMap& map;
+  int32_t row;
+  int32_t column;
+  int32_t matrix = -1;
+};
+
+// Writes the calling consumer warpgroup's accumulators (64 x 256) to `box` as Element (float, or bf16 rounded to
+// nearest even): chunk by chunk of 128-byte rows, staged in `buffers` (kOutputBuffers of kOutputChunkBytes, used in
+// turn; a tile's chunks are a multiple of them) and written by the copy engine. add: add them to the fp32 tensor
+// instead. barrier: the warpgroup's named barrier.
 template <typename Element>
-__device__ inline void copy_out(const float (&accumulators)[128], const CUtensorMap& map, int32_t row,
-                                int32_t column, bool add, unsigned char* buffers, int barrier) {
+__device__ inline void copy_out(const float (&accumulators)[128], const OutputBox& box, bool add,
+                                unsigned char* buffers, int barrier) {
   constexpr int kChunkColumns = 128 / static_cast<int>(sizeof(Element));
   constexpr int kGroups = kChunkColumns / 8;  // n8 column groups of the accumulator layout per chunk
   static_assert(kBlockColumns / kChunkColumns % kOutputBuffers == 0);
@@ -139,10 +148,17 @@ __device__ inline void copy_out(const float (&accumulators)[128], const CUtensor
     sm90::fence_shared_for_async_proxy();
     sm90::sync_named(barrier, 128);
     if (thread == 0) {
-      if (add) {
-        sm90::add_box_to_global_2d(&map, column + chunk * kChunkColumns, row, buffer);
+      int32_t column = box.column + chunk * kChunkColumns;
+      if (box.matrix < 0) {
+        if (add) {
+          sm90::add_box_to_global_2d(&box.map, column, box.row, buffer);
+        } else {
+          sm90::copy_box_to_global_2d(&box.map, column, box.row, buffer);
+        }
+      } else if (add) {
+        sm90::add_box_to_global_3d(&box.map, column, box.row, box.matrix, buffer);
       } else {
-        sm90::copy_box_to_global_2d(&map, column + chunk * kChunkColumns, row, buffer);
+        sm90::copy_box_to_global_3d(&box.map, column, box.row, box.matrix, buffer);
       }
       sm90::commit_bulk_group();
     }

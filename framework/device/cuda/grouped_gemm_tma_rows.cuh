@@ -115,13 +115,12 @@ struct RowTileProblem {
                             unsigned char* output_buffers) const {
     int64_t first_row = tile.rows.row_begin + consumer * kConsumerRows;
     if (schedule.copy_out != CopyOut::none && first_row + kConsumerRows <= tile.rows.row_end) {
-      auto row = static_cast<int32_t>(first_row);
-      auto column = static_cast<int32_t>(tile.column_begin);
+      OutputBox box{y_map, static_cast<int32_t>(first_row), static_cast<int32_t>(tile.column_begin)};
       bool add = schedule.copy_out == CopyOut::add;
       if (schedule.bf16_output) {
-        copy_out<bf16>(accumulators, y_map, row, column, add, output_buffers, 1 + consumer);
+        copy_out<bf16>(accumulators, box, add, output_buffers, 1 + consumer);
       } else {
-        copy_out<float>(accumulators, y_map, row, column, add, output_buffers, 1 + consumer);
+        copy_out<float>(accumulators, box, add, output_buffers, 1 + consumer);
       }
       return;
     }

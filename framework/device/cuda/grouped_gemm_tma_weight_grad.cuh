@@ -9,8 +9,8 @@
 // The last step of an expert whose rows are not a multiple of 64 also copies rows of the next expert (or past R,
 // which read as 0): the consumers zero those rows of both operands in shared memory before the products. An
 // expert without rows has tiles of no steps, whose zeros are written (beta 0) or added (beta 1).
-// Writing out: every consumer's 64 x 256 results through the copy engine into the gradients viewed as one
-// [E * N, K] fp32 matrix (the experts' gradients back to back), stored (beta 0) or added (beta 1).
+// Writing out: every consumer's 64 x 256 results through the copy engine into the gradients, a 3-d map of
+// [E, N, K] fp32 with the experts' stride, stored (beta 0) or added (beta 1).
 
 #include <cuda.h>
 #include <cuda_runtime.h>
@@ -24,7 +24,6 @@ namespace hai::cuda::kernels::tma {
 struct WeightGradSchedule {
   const int32_t* offsets;  // [E + 1]
   int64_t experts;         // E
-  int64_t n;               // N
   int64_t row_tiles;       // N / kBlockRows
   int64_t column_tiles;    // K / kBlockColumns
   bool add;                // beta 1: add to the gradients (else overwrite them)
@@ -60,8 +59,8 @@ struct WeightGradWalk {
 
 #if defined(HAI_WGMMA_AVAILABLE)
 
-// d_y_map: d_y [R, N] and x_map: x [R, K] in boxes of (64 columns, 64 rows); gradient_map: the gradients as
-// [E * N, K] fp32 in boxes of (32 columns, 64 rows).
+// d_y_map: d_y [R, N] and x_map: x [R, K] in boxes of (64 columns, 64 rows); gradient_map: the gradients
+// [E, N, K] fp32 in boxes of (32 columns, 64 rows, 1).
 struct WeightGradProblem {
   using Tile = WeightGradTile;
   static constexpr int kTransposeA = 1;
@@ -121,8 +120,9 @@ struct WeightGradProblem {
 
   __device__ void write_out(const Tile& tile, const float (&accumulators)[128], int consumer,
                             unsigned char* output_buffers) const {
-    auto row = static_cast<int32_t>(tile.expert * schedule.n + tile.n_begin + consumer * kConsumerRows);
-    copy_out<float>(accumulators, gradient_map, row, tile.k_begin, schedule.add, output_buffers, 1 + consumer);
+    OutputBox box{gradient_map, tile.n_begin + consumer * kConsumerRows, tile.k_begin,
+                  static_cast<int32_t>(tile.expert)};
+    copy_out<float>(accumulators, box, schedule.add, output_buffers, 1 + consumer);
   }
 };
 

@@ -100,6 +100,22 @@ __device__ inline void add_box_to_global_2d(const CUtensorMap* map, int32_t c0, 
                "r"(c0), "r"(c1), "r"(sm80::shared_address(source))
                : "memory");
 }
+// The same for the box at (c0 innermost, c1, c2) of a 3-d map.
+__device__ inline void copy_box_to_global_3d(const CUtensorMap* map, int32_t c0, int32_t c1, int32_t c2,
+                                             const void* source) {
+  asm volatile("cp.async.bulk.tensor.3d.global.shared::cta.bulk_group [%0, {%1, %2, %3}], [%4];\n" ::"l"(
+                   reinterpret_cast<uint64_t>(map)),
+               "r"(c0), "r"(c1), "r"(c2), "r"(sm80::shared_address(source))
+               : "memory");
+}
+__device__ inline void add_box_to_global_3d(const CUtensorMap* map, int32_t c0, int32_t c1, int32_t c2,
+                                            const void* source) {
+  asm volatile(
+      "cp.reduce.async.bulk.tensor.3d.global.shared::cta.add.tile.bulk_group [%0, {%1, %2, %3}], [%4];\n" ::"l"(
+          reinterpret_cast<uint64_t>(map)),
+      "r"(c0), "r"(c1), "r"(c2), "r"(sm80::shared_address(source))
+      : "memory");
+}
 __device__ inline void commit_bulk_group() { asm volatile("cp.async.bulk.commit_group;\n" ::: "memory"); }
 // Waits until at most `pending` of this thread's bulk groups still read their shared memory.
 template <int pending>

@@ -136,13 +136,13 @@ const Problem kTmaAwkward{{0, 1, 129, 200, 0, 64, 300, 63}, 5, 512, 192, 24};
 const Problem kTmaManyTiles{{0, 130, 7, 256, 64, 65, 1, 191, 128, 0, 300, 12, 127, 129, 200, 45, 0, 99, 255, 18},
                             3, 2048, 128, 8};
 
-// N a multiple of 128, K of 256 and the experts' gradients back to back: on an sm_90a build and a 9.x device, the
+// N a multiple of 128, K of 256, the experts' gradients 16-byte spaced: on an sm_90a build and a 9.x device, the
 // weight gradient's TMA loop (grouped_gemm_tma_weight_grad.cuh). Experts of 0, 1, 63, 64, 65, 127, 129, 200 and 300
 // rows: last steps that copy the next expert's rows (zeroed before the products) or rows past offsets[E], and
-// experts without rows (zeros written with beta 0). 10 x 2 x 2 tiles.
-const Problem kTmaWeightGrad{{0, 1, 63, 64, 65, 129, 200, 0, 300, 127}, 5, 256, 512, 0};
+// experts without rows (zeros written with beta 0). 10 x 2 x 2 tiles; gradients spaced by more than one matrix.
+const Problem kTmaWeightGrad{{0, 1, 63, 64, 65, 129, 200, 0, 300, 127}, 5, 256, 512, 24};
 // 17 x 3 x 3 = 153 tiles: more than an H200's 132 multiprocessors, so persistent blocks take several and the stage
-// ring wraps across tiles and experts.
+// ring wraps across tiles and experts. Gradients back to back.
 const Problem kTmaWeightGradManyTiles{{130, 7, 256, 64, 65, 1, 191, 128, 0, 300, 12, 127, 129, 200, 45, 0, 99},
                                       0, 384, 768, 0};
 
@@ -212,15 +212,19 @@ TEST(CudaGroupedGemm, TmaWeightGradMatchesCpu) {
   check_weight_grad({{0, 0}, 0, 128, 256, 0}, DType::bf16, seed += 3, 0.0f);
 }
 
-// The benchmark model's expert projections (K 2048 -> N 1024 and back) on 8 uneven experts of ~128 rows.
+// The benchmark model's expert projections (K 2048 -> N 1024 and back) on 8 uneven experts of ~128 rows. The
+// weight gradients lie as the ParameterStore lays them out: each expert's gate, up and down in turn, so one
+// projection's experts are three matrices apart.
 TEST(CudaGroupedGemm, ModelWidthsMatchCpu) {
   HAI_REQUIRE_CUDA_DEVICE();
   Problem up{{100, 190, 0, 128, 257, 64, 120, 140}, 0, 1024, 2048, 0};
   Problem down{{100, 190, 0, 128, 257, 64, 120, 140}, 0, 2048, 1024, 0};
   check_forward(up, DType::bf16, {}, 200);
   check_forward(down, DType::bf16, {.transpose_weights = false}, 210);
-  check_weight_grad(up, DType::bf16, 220);
-  check_weight_grad(up, DType::bf16, 230, 0.0f);
+  Problem up_interleaved = up;
+  up_interleaved.stride_padding = 2 * up.n * up.k;
+  check_weight_grad(up_interleaved, DType::bf16, 220);
+  check_weight_grad(up_interleaved, DType::bf16, 230, 0.0f);
 }
 
 OwnedTensor bf16_random(const Shape& shape, uint64_t seed) {
