@@ -6,8 +6,9 @@
 //
 // bf16 operands with N and K multiples of 8 and 16-byte aligned matrices run on the tensor cores with fp32
 // accumulation (wgmma on a 9.x device when built for sm_90a, mma.sync m16n8k16 otherwise; on wgmma, the forward and
-// input gradient with N % 256 == 0 and K % 64 == 0 take the warp-specialised TMA loop); anything else (fp16
-// included) runs a SIMT kernel with fp32 FMAs. docs/design/grouped-gemm.md.
+// input gradient with N % 256 == 0 and K % 64 == 0, and the weight gradient with N % 128 == 0 and K % 256 == 0,
+// take the warp-specialised TMA loop); anything else (fp16 included) runs a SIMT kernel with fp32 FMAs.
+// docs/design/grouped-gemm.md.
 
 #include <cuda_runtime_api.h>
 
