@@ -120,8 +120,12 @@ __global__ void __launch_bounds__(tma::kThreads, 1)
   tma::CopyOut copy_out = arguments.bf16_output || arguments.beta == 0.0f ? tma::CopyOut::store
                           : arguments.beta == 1.0f                         ? tma::CopyOut::add
                                                                            : tma::CopyOut::none;
-  tma::Schedule schedule{arguments.offsets,        arguments.experts, arguments.n / tma::kBlockColumns,
-                         arguments.k / tma::kDepth, copy_out,          arguments.bf16_output};
+  tma::Schedule schedule{arguments.offsets,
+                         arguments.experts,
+                         arguments.n / tma::Bf16Math::kBlockColumns,
+                         arguments.k / tma::Bf16Math::kDepth,
+                         copy_out,
+                         arguments.bf16_output};
   auto store = [&](const tma::Tile& tile, int row, int column, float value0, float value1) {
     store_output_pair(arguments, tile.rows, tile.column_begin, row, column, value0, value1);
   };
@@ -142,7 +146,7 @@ __global__ void __launch_bounds__(tma::kThreads, 1)
                                    GroupedWeightGradArguments arguments) {
 #if defined(HAI_WGMMA_AVAILABLE)
   tma::WeightGradSchedule schedule{arguments.offsets, arguments.experts, arguments.n / tma::kBlockRows,
-                                   arguments.k / tma::kBlockColumns, arguments.beta != 0.0f};
+                                   arguments.k / tma::Bf16Math::kBlockColumns, arguments.beta != 0.0f};
   tma::WeightGradProblem problem{d_y_map, x_map, gradient_map, schedule};
   extern __shared__ __align__(16) unsigned char shared_bytes[];
   tma::multiply_tiles(problem, shared_bytes);
@@ -303,19 +307,21 @@ cudaError_t launch_grouped_gemm(const GroupedGemmArguments& arguments, cudaStrea
                                   Loop::template kSharedBytes<true, false>, arguments, stream);
 }
 
-// Launches a TMA-loop kernel as a persistent grid: one block per multiprocessor, at most one per tile.
+// Launches a TMA-loop kernel of bf16 stages as a persistent grid: one block per multiprocessor, at most one per
+// tile.
 template <typename... Parameters, typename... Arguments>
 cudaError_t launch_persistent_tma(void (*kernel)(Parameters...), int64_t tiles, cudaStream_t stream,
                                   const Arguments&... arguments) {
+  constexpr int kSharedBytes = tma::shared_bytes<tma::Bf16Math>();
   int device = 0, multiprocessors = 0;
   cudaError_t status = cudaGetDevice(&device);
   if (status != cudaSuccess) return status;
   status = cudaDeviceGetAttribute(&multiprocessors, cudaDevAttrMultiProcessorCount, device);
   if (status != cudaSuccess) return status;
-  status = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, tma::kSharedBytes);
+  status = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSharedBytes);
   if (status != cudaSuccess) return status;
   auto grid = static_cast<unsigned int>(std::min<int64_t>(tiles, multiprocessors));
-  kernel<<<grid, tma::kThreads, tma::kSharedBytes, stream>>>(arguments...);
+  kernel<<<grid, tma::kThreads, kSharedBytes, stream>>>(arguments...);
   return cudaGetLastError();
 }
 
@@ -334,7 +340,8 @@ bool tma_loop_enabled() {
 // aligned. (The wgmma conditions already give bf16, 16-byte aligned x and W, and row and expert strides of
 // 16-byte multiples.)
 bool tma_loop_fits(const GroupedGemmArguments& arguments) {
-  return arguments.n % tma::kBlockColumns == 0 && arguments.k > 0 && arguments.k % tma::kDepth == 0 &&
+  return arguments.n % tma::Bf16Math::kBlockColumns == 0 && arguments.k > 0 &&
+         arguments.k % tma::Bf16Math::kDepth == 0 &&
          arguments.rows <= INT32_MAX && arguments.expert_stride >= arguments.n * arguments.k &&
          aligned(arguments.y, 16) && tma_loop_enabled();
 }
@@ -347,11 +354,11 @@ cudaError_t launch_grouped_gemm_tma(const GroupedGemmArguments& arguments, cudaS
   // x [R, K] in (64 depth, 128 rows) boxes; W [E, N, K] in (64 depth, 256 columns, 1) boxes, or W [E, K, N] in
   // (64 columns, 64 depth, 1) boxes.
   constexpr CUtensorMapDataType kBf16 = CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
-  TensorMapShape x_shape{kBf16, 2, {k, rows, 0}, {k * sizeof(bf16), 0}, {tma::kDepth, tma::kBlockRows, 0}};
-  TensorMapShape weight_shape{kBf16, 3, {k, n, experts}, {k * sizeof(bf16), expert_bytes},
-                              {tma::kDepth, tma::kBlockColumns, 1}};
+  constexpr uint32_t kDepth = tma::Bf16Math::kDepth, kColumns = tma::Bf16Math::kBlockColumns;
+  TensorMapShape x_shape{kBf16, 2, {k, rows, 0}, {k * sizeof(bf16), 0}, {kDepth, tma::kBlockRows, 0}};
+  TensorMapShape weight_shape{kBf16, 3, {k, n, experts}, {k * sizeof(bf16), expert_bytes}, {kDepth, kColumns, 1}};
   if (!kTransposeWeights) {
-    weight_shape = {kBf16, 3, {n, k, experts}, {n * sizeof(bf16), expert_bytes}, {tma::kAtomColumns, tma::kDepth, 1}};
+    weight_shape = {kBf16, 3, {n, k, experts}, {n * sizeof(bf16), expert_bytes}, {tma::kAtomColumns, kDepth, 1}};
   }
   // y [R, N] in (128 bytes, 64 rows) boxes.
   uint64_t y_element = arguments.bf16_output ? sizeof(bf16) : sizeof(float);
@@ -365,7 +372,7 @@ cudaError_t launch_grouped_gemm_tma(const GroupedGemmArguments& arguments, cudaS
   status = encode_tensor_map(&y_map, arguments.y, y_shape);
   if (status != cudaSuccess) return status;
   int64_t tiles =
-      row_tile_slots(arguments.rows, arguments.experts, tma::kBlockRows) * (arguments.n / tma::kBlockColumns);
+      row_tile_slots(arguments.rows, arguments.experts, tma::kBlockRows) * (arguments.n / kColumns);
   return launch_persistent_tma(grouped_gemm_tma_kernel<kTransposeWeights>, tiles, stream, x_map, weight_map, y_map,
                                arguments);
 }
@@ -374,7 +381,7 @@ cudaError_t launch_grouped_gemm_tma(const GroupedGemmArguments& arguments, cudaS
 // tiles, some rows (a tensor map has no empty extent), experts' gradients that do not overlap, at a stride of whole
 // 16 bytes from a 16-byte aligned first one, row coordinates that fit the copies' 32-bit ones.
 bool tma_weight_grad_fits(const GroupedWeightGradArguments& arguments) {
-  return arguments.n % tma::kBlockRows == 0 && arguments.k % tma::kBlockColumns == 0 && arguments.rows > 0 &&
+  return arguments.n % tma::kBlockRows == 0 && arguments.k % tma::Bf16Math::kBlockColumns == 0 && arguments.rows > 0 &&
          arguments.rows <= INT32_MAX && arguments.expert_stride >= arguments.n * arguments.k &&
          arguments.expert_stride % 4 == 0 && aligned(arguments.gradients, 16) && tma_loop_enabled();
 }
@@ -385,8 +392,9 @@ cudaError_t launch_grouped_weight_grad_tma(const GroupedWeightGradArguments& arg
   // d_y [R, N] and x [R, K] in (64 columns, 64 rows) boxes: MN-major atoms; the gradients [E, N, K] fp32 in
   // (32 columns = 128 bytes, 64 rows, 1) boxes.
   constexpr CUtensorMapDataType kBf16 = CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
-  TensorMapShape d_y_shape{kBf16, 2, {n, rows, 0}, {n * sizeof(bf16), 0}, {tma::kAtomColumns, tma::kDepth, 0}};
-  TensorMapShape x_shape{kBf16, 2, {k, rows, 0}, {k * sizeof(bf16), 0}, {tma::kAtomColumns, tma::kDepth, 0}};
+  constexpr uint32_t kDepth = tma::Bf16Math::kDepth;
+  TensorMapShape d_y_shape{kBf16, 2, {n, rows, 0}, {n * sizeof(bf16), 0}, {tma::kAtomColumns, kDepth, 0}};
+  TensorMapShape x_shape{kBf16, 2, {k, rows, 0}, {k * sizeof(bf16), 0}, {tma::kAtomColumns, kDepth, 0}};
   uint64_t expert_bytes = static_cast<uint64_t>(arguments.expert_stride) * sizeof(float);
   TensorMapShape gradient_shape{CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 3, {k, n, experts}, {k * sizeof(float), expert_bytes},
                                 {128 / sizeof(float), tma::kConsumerRows, 1}};
@@ -397,7 +405,8 @@ cudaError_t launch_grouped_weight_grad_tma(const GroupedWeightGradArguments& arg
   if (status != cudaSuccess) return status;
   status = encode_tensor_map(&gradient_map, arguments.gradients, gradient_shape);
   if (status != cudaSuccess) return status;
-  int64_t tiles = arguments.experts * (arguments.n / tma::kBlockRows) * (arguments.k / tma::kBlockColumns);
+  int64_t tiles =
+      arguments.experts * (arguments.n / tma::kBlockRows) * (arguments.k / tma::Bf16Math::kBlockColumns);
   return launch_persistent_tma(grouped_weight_grad_tma_kernel, tiles, stream, d_y_map, x_map, gradient_map,
                                arguments);
 }

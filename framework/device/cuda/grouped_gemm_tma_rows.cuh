@@ -32,8 +32,8 @@ enum class CopyOut { none, store, add };
 struct Schedule {
   const int32_t* offsets;  // [E + 1]
   int64_t experts;         // E
-  int64_t column_tiles;    // N / kBlockColumns
-  int64_t depth_steps;     // K / kDepth
+  int64_t column_tiles;    // N / the tile's columns
+  int64_t depth_steps;     // K / the stage's depth
   CopyOut copy_out;        // how whole 64-row halves of a tile go out
   bool bf16_output;        // y is bf16 (else fp32)
 };
@@ -43,8 +43,9 @@ struct Tile {
   int64_t column_begin;
 };
 
-// Walks tiles blockIdx.x, blockIdx.x + gridDim.x, ...: tile t is column tile t % column_tiles of row-tile slot
-// t / column_tiles. Idle slots are the last ones, so the walk ends at the first.
+// Walks tiles blockIdx.x, blockIdx.x + gridDim.x, ...: tile t is column tile t % column_tiles (of kColumns) of
+// row-tile slot t / column_tiles. Idle slots are the last ones, so the walk ends at the first.
+template <int kColumns>
 struct TileWalk {
   const Schedule& schedule;
   int64_t index = blockIdx.x;
@@ -53,7 +54,7 @@ struct TileWalk {
   __device__ bool next(Tile* tile) {
     int64_t slot = index / schedule.column_tiles;
     if (!cursor.find(schedule.offsets, schedule.experts, slot, kBlockRows, &tile->rows)) return false;
-    tile->column_begin = index % schedule.column_tiles * kBlockColumns;
+    tile->column_begin = index % schedule.column_tiles * kColumns;
     index += gridDim.x;
     return true;
   }
@@ -67,6 +68,7 @@ struct TileWalk {
 // (row, column + 1) of the tile.
 template <bool kWeightsKMajor, typename Store>
 struct RowTileProblem {
+  using Math = Bf16Math;
   using Tile = tma::Tile;
   static constexpr int kTransposeA = 0;
   static constexpr int kTransposeB = kWeightsKMajor ? 0 : 1;
@@ -77,7 +79,7 @@ struct RowTileProblem {
   Schedule schedule;
   Store store;
 
-  __device__ TileWalk walk() const { return TileWalk{schedule}; }
+  __device__ TileWalk<Math::kBlockColumns> walk() const { return {schedule}; }
   __device__ void prefetch() const {
     sm90::prefetch_tensor_map(&x_map);
     sm90::prefetch_tensor_map(&weight_map);
@@ -89,14 +91,14 @@ struct RowTileProblem {
     auto row = static_cast<int32_t>(tile.rows.row_begin);
     auto column = static_cast<int32_t>(tile.column_begin);
     auto expert = static_cast<int32_t>(tile.rows.expert);
-    auto depth = static_cast<int32_t>(step * kDepth);
-    sm90::barrier_arrive_expect_bytes(full, kStageBytes);
+    auto depth = static_cast<int32_t>(step * Math::kDepth);
+    sm90::barrier_arrive_expect_bytes(full, Math::kStageBytes);
     sm90::copy_box_2d(a, &x_map, depth, row, full);
     if constexpr (kWeightsKMajor) {
       sm90::copy_box_3d(b, &weight_map, depth, column, expert, full);
     } else {
 #pragma unroll
-      for (int atom = 0; atom < kBlockColumns / kAtomColumns; ++atom) {
+      for (int atom = 0; atom < Math::kBlockColumns / kAtomColumns; ++atom) {
         sm90::copy_box_3d(b + atom * kAtomBytes, &weight_map, column + atom * kAtomColumns, depth, expert, full);
       }
     }
@@ -111,7 +113,7 @@ struct RowTileProblem {
     return mn_major_descriptor(b, 0, slice);
   }
 
-  __device__ void write_out(const Tile& tile, const float (&accumulators)[128], int consumer,
+  __device__ void write_out(const Tile& tile, const Math::Accumulators& accumulators, int consumer,
                             unsigned char* output_buffers) const {
     int64_t first_row = tile.rows.row_begin + consumer * kConsumerRows;
     if (schedule.copy_out != CopyOut::none && first_row + kConsumerRows <= tile.rows.row_end) {
@@ -124,16 +126,8 @@ struct RowTileProblem {
       }
       return;
     }
-    int lane = static_cast<int>(threadIdx.x) % 32;
-    int warp = static_cast<int>(threadIdx.x) / 32 % 4;
-    int row = consumer * kConsumerRows + warp * 16 + lane / 4;
-    int column = (lane % 4) * 2;
-#pragma unroll
-    for (int j = 0; j < 32; ++j) {
-      const float* c = accumulators + 4 * j;
-      store(tile, row, column + j * 8, c[0], c[1]);
-      store(tile, row + 8, column + j * 8, c[2], c[3]);
-    }
+    for_each_pair(accumulators, consumer,
+                  [&](int row, int column, float value0, float value1) { store(tile, row, column, value0, value1); });
   }
 };
 

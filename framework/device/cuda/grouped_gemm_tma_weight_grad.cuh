@@ -25,7 +25,7 @@ struct WeightGradSchedule {
   const int32_t* offsets;  // [E + 1]
   int64_t experts;         // E
   int64_t row_tiles;       // N / kBlockRows
-  int64_t column_tiles;    // K / kBlockColumns
+  int64_t column_tiles;    // K / Bf16Math::kBlockColumns
   bool add;                // beta 1: add to the gradients (else overwrite them)
 };
 
@@ -51,7 +51,7 @@ struct WeightGradWalk {
     tile->row_begin = schedule.offsets[expert];
     tile->rows = schedule.offsets[expert + 1] - tile->row_begin;
     tile->n_begin = static_cast<int32_t>(within / schedule.column_tiles * kBlockRows);
-    tile->k_begin = static_cast<int32_t>(within % schedule.column_tiles * kBlockColumns);
+    tile->k_begin = static_cast<int32_t>(within % schedule.column_tiles * Bf16Math::kBlockColumns);
     index += gridDim.x;
     return true;
   }
@@ -62,6 +62,7 @@ struct WeightGradWalk {
 // d_y_map: d_y [R, N] and x_map: x [R, K] in boxes of (64 columns, 64 rows); gradient_map: the gradients
 // [E, N, K] fp32 in boxes of (32 columns, 64 rows, 1).
 struct WeightGradProblem {
+  using Math = Bf16Math;
   using Tile = WeightGradTile;
   static constexpr int kTransposeA = 1;
   static constexpr int kTransposeB = 1;
@@ -76,18 +77,18 @@ struct WeightGradProblem {
     sm90::prefetch_tensor_map(&d_y_map);
     sm90::prefetch_tensor_map(&x_map);
   }
-  __device__ int64_t depth_steps(const Tile& tile) const { return (tile.rows + kDepth - 1) / kDepth; }
+  __device__ int64_t depth_steps(const Tile& tile) const { return (tile.rows + Math::kDepth - 1) / Math::kDepth; }
 
   __device__ void load_stage(const Tile& tile, int64_t step, unsigned char* a, unsigned char* b,
                              uint64_t* full) const {
-    auto row = static_cast<int32_t>(tile.row_begin + step * kDepth);
-    sm90::barrier_arrive_expect_bytes(full, kStageBytes);
+    auto row = static_cast<int32_t>(tile.row_begin + step * Math::kDepth);
+    sm90::barrier_arrive_expect_bytes(full, Math::kStageBytes);
 #pragma unroll
     for (int atom = 0; atom < kBlockRows / kAtomColumns; ++atom) {
       sm90::copy_box_2d(a + atom * kAtomBytes, &d_y_map, tile.n_begin + atom * kAtomColumns, row, full);
     }
 #pragma unroll
-    for (int atom = 0; atom < kBlockColumns / kAtomColumns; ++atom) {
+    for (int atom = 0; atom < Math::kBlockColumns / kAtomColumns; ++atom) {
       sm90::copy_box_2d(b + atom * kAtomBytes, &x_map, tile.k_begin + atom * kAtomColumns, row, full);
     }
   }
@@ -96,10 +97,11 @@ struct WeightGradProblem {
   // them in its A atom and in B atoms 2c and 2c + 1, then waits for the other consumer (it reads those B atoms too).
   __device__ void prepare_stage(const Tile& tile, int64_t step, unsigned char* a, unsigned char* b,
                                 int consumer) const {
+    constexpr int kDepth = Math::kDepth;
     int64_t valid = tile.rows - step * kDepth;
     if (valid >= kDepth) return;
     constexpr int kChunksPerRow = kRowBytes / 16;
-    constexpr int kAtomsPerConsumer = 1 + kBlockColumns / kAtomColumns / kConsumers;
+    constexpr int kAtomsPerConsumer = 1 + Math::kBlockColumns / kAtomColumns / kConsumers;
     int stale_chunks = (kDepth - static_cast<int>(valid)) * kChunksPerRow;  // per atom
     for (int i = static_cast<int>(threadIdx.x) % 128; i < kAtomsPerConsumer * stale_chunks; i += 128) {
       int atom = i / stale_chunks;
@@ -118,7 +120,7 @@ struct WeightGradProblem {
   }
   __device__ uint64_t b_descriptor(const unsigned char* b, int slice) const { return mn_major_descriptor(b, 0, slice); }
 
-  __device__ void write_out(const Tile& tile, const float (&accumulators)[128], int consumer,
+  __device__ void write_out(const Tile& tile, const Math::Accumulators& accumulators, int consumer,
                             unsigned char* output_buffers) const {
     OutputBox box{gradient_map, tile.n_begin + consumer * kConsumerRows, tile.k_begin,
                   static_cast<int32_t>(tile.expert)};
