@@ -51,17 +51,28 @@ bool grouped_gemm_fp8_wgmma_fits(const Tensor& y, const Fp8Matrix& x, const Fp8E
   return wgmma_runs_here() && wgmma_shapes_fit(arguments_for(y, x, weights, nullptr, 0.0f));
 }
 
+bool grouped_gemm_fp8_tma_fits(const Tensor& y, const Fp8Matrix& x, const Fp8ExpertWeights& weights) {
+  HAI_CUDA_CHECK(cudaSetDevice(x.values.device().index));
+  return wgmma_runs_here() && kernels::grouped_gemm_fp8_tma_fits(arguments_for(y, x, weights, nullptr, 0.0f));
+}
+
 void grouped_gemm_fp8(const Tensor& y, const Fp8Matrix& x, const Fp8ExpertWeights& weights,
                       const Tensor& expert_offsets, float beta, Stream stream, GroupedGemmFp8Kernel kernel) {
   cudaStream_t cuda_stream = prepare_launch(x.values.device(), stream);
   kernels::GroupedGemmFp8Arguments arguments = arguments_for(y, x, weights, expert_offsets.data<int32_t>(), beta);
   if (arguments.rows == 0 || arguments.n == 0 || arguments.experts == 0) return;
-  bool wgmma = kernel != GroupedGemmFp8Kernel::exact && wgmma_runs_here() && wgmma_shapes_fit(arguments);
+  bool tensor_cores = kernel != GroupedGemmFp8Kernel::exact && wgmma_runs_here();
+  bool tma = tensor_cores && kernel != GroupedGemmFp8Kernel::wgmma && kernels::grouped_gemm_fp8_tma_fits(arguments);
+  bool wgmma = tensor_cores && !tma && kernel != GroupedGemmFp8Kernel::tma && wgmma_shapes_fit(arguments);
+  HAI_CHECK(tma || kernel != GroupedGemmFp8Kernel::tma,
+            "grouped_gemm_fp8: the TMA kernel cannot run here (needs an sm_90a build on a 9.x device, N and K "
+            "multiples of 128, 16-byte aligned operands), got N {} K {}", arguments.n, arguments.k);
   HAI_CHECK(wgmma || kernel != GroupedGemmFp8Kernel::wgmma,
             "grouped_gemm_fp8: the wgmma kernel cannot run here (needs an sm_90a build on a 9.x device, K > 0 a "
             "multiple of 16, N even, aligned operands), got N {} K {}", arguments.n, arguments.k);
-  cudaError_t status = wgmma ? kernels::launch_grouped_gemm_fp8_wgmma(arguments, cuda_stream)
-                             : kernels::launch_grouped_gemm_fp8_exact(arguments, cuda_stream);
+  cudaError_t status = tma     ? kernels::launch_grouped_gemm_fp8_tma(arguments, cuda_stream)
+                       : wgmma ? kernels::launch_grouped_gemm_fp8_wgmma(arguments, cuda_stream)
+                               : kernels::launch_grouped_gemm_fp8_exact(arguments, cuda_stream);
   check_launch(status, "grouped_gemm_fp8");
 }
 

@@ -31,6 +31,8 @@ struct GroupedGemmFp8Arguments {
 };
 
 // y rows of every expert <- dequant(x rows) @ dequant(W_e)^T (+ y); rows past offsets[E] are not touched.
+bool grouped_gemm_fp8_tma_fits(const GroupedGemmFp8Arguments& arguments);
+cudaError_t launch_grouped_gemm_fp8_tma(const GroupedGemmFp8Arguments& arguments, cudaStream_t stream);
 cudaError_t launch_grouped_gemm_fp8_wgmma(const GroupedGemmFp8Arguments& arguments, cudaStream_t stream);
 cudaError_t launch_grouped_gemm_fp8_exact(const GroupedGemmFp8Arguments& arguments, cudaStream_t stream);
 

@@ -31,6 +31,7 @@
 #include "framework/device/cuda/grouped_gemm_fp8.h"
 #include "tests/framework/device/cuda/parity.h"
 #include "tests/framework/device/fp8_expert_inputs.h"
+#include "tests/framework/device/test_util.h"
 
 namespace hai {
 namespace {
@@ -47,6 +48,13 @@ const Problem kAwkward{{0, 1, 129, 200, 0, 64, 300, 63}, 5, 200, 304, 32};
 const Problem kUnaligned{{3, 0, 70, 131, 1}, 2, 37, 300, 5};
 // The benchmark model's widths on a few uneven experts.
 const Problem kModelWidths{{100, 190, 0, 128, 257, 64}, 3, 1024, 2048, 0};
+// N and K multiples of 128: the TMA kernel takes it. Tiles that end inside an expert or past the routed rows,
+// 64-row halves written by the copy engine and halves written pair by pair, experts at a padded stride.
+const Problem kTmaAwkward{{0, 1, 129, 200, 0, 64, 300, 63}, 5, 256, 384, 32};
+// 20 experts x 2 N tiles of 128 rows: more tiles than an H200's 132 multiprocessors, so persistent blocks take
+// several and the 6-stage ring wraps across tiles (3 stages a tile).
+const Problem kTmaManyTiles{{0, 130, 7, 256, 64, 65, 1, 191, 128, 0, 300, 12, 127, 129, 200, 45, 0, 99, 255, 18},
+                            3, 256, 384, 0};
 
 // 32 experts of uneven load (768..1280 rows, multiples of 16, none of 128) over 8192 tokens x 4 experts.
 std::vector<int32_t> model_rows_per_expert() {
@@ -201,6 +209,27 @@ void check_wgmma_kernel(const Problem& problem, float beta, DType y_dtype, uint6
     }                                                                                                        \
   } while (0)
 
+// The TMA kernel does the wgmma kernel's products and promotions in the same order: the same bits (the wgmma
+// kernel's bound against the CPU is checked below).
+void check_tma_kernel(const Problem& problem, float beta, DType y_dtype, uint64_t seed) {
+  Operands host = testing::fp8_grouped_operands(problem, seed);
+  OwnedTensor y_initial = initial_y(problem, beta, y_dtype, seed + 1);
+  std::string what = "grouped_gemm_fp8_tma_vs_wgmma_" + problem.name() + "_beta" +
+                     std::to_string(static_cast<int>(beta)) + "_to_" + std::string(dtype_name(y_dtype));
+  expect_same_bits(gpu_result(host, y_initial, beta, GroupedGemmFp8Kernel::tma),
+                   gpu_result(host, y_initial, beta, GroupedGemmFp8Kernel::wgmma), what);
+}
+
+TEST(CudaGroupedGemmFp8, TmaKernelMatchesWgmmaKernelBitForBit) {
+  HAI_REQUIRE_FP8_WGMMA();
+  uint64_t seed = 500;
+  for (const Problem& problem : {kTmaAwkward, kTmaManyTiles, kModelWidths}) {
+    check_tma_kernel(problem, 0.0f, DType::f32, seed += 3);
+    check_tma_kernel(problem, 1.0f, DType::f32, seed += 3);
+    check_tma_kernel(problem, 0.0f, DType::bf16, seed += 3);
+  }
+}
+
 TEST(CudaGroupedGemmFp8, WgmmaKernelMatchesCpuWithinPromotionBound) {
   HAI_REQUIRE_FP8_WGMMA();
   uint64_t seed = 100;
@@ -233,25 +262,30 @@ TEST(CudaGroupedGemmFp8, ModelShapeThroughput) {
     Operands device = copied_to(testing::fp8_grouped_operands(problem, 300), gpu);
     OwnedTensor y(Shape{rows, n}, DType::f32, gpu);
     OwnedTensor x_bf16 = testing::copy_to(testing::converted(testing::spread_matrix(rows, k, 1), DType::bf16), gpu);
-    OwnedTensor w_bf16 = zero_tensor(Shape{problem.experts() * n * k}, DType::bf16, gpu);
+    // NOTE: random weights, not zeros: the tensor cores draw less power on zeros and run faster.
+    OwnedTensor w_bf16 = testing::copy_to(
+        testing::converted(testing::random_tensor(Shape{problem.experts() * n * k}, 2), DType::bf16), gpu);
     ExpertWeights bf16_experts{Tensor(w_bf16.tensor().raw(), Shape{n, k}, DType::bf16, gpu), n * k,
                                problem.experts()};
     auto run = [&](GroupedGemmFp8Kernel kernel) {
       cuda::grouped_gemm_fp8(y, device.x(), device.weights(), device.offsets, 0.0f, {}, kernel);
     };
     double fp8_ms = bench::time_ms([&] { run(GroupedGemmFp8Kernel::automatic); }, {.warmup = 3, .iterations = 20});
+    bool tma = cuda::grouped_gemm_fp8_tma_fits(y, device.x(), device.weights());
+    double wgmma_ms = !tma ? fp8_ms
+                           : bench::time_ms([&] { run(GroupedGemmFp8Kernel::wgmma); }, {.warmup = 3, .iterations = 20});
     double exact_ms = bench::time_ms([&] { run(GroupedGemmFp8Kernel::exact); }, {.warmup = 1, .iterations = 3});
     double bf16_ms = bench::time_ms([&] { grouped_gemm(y, x_bf16, bf16_experts, device.offsets); },
                                     {.warmup = 3, .iterations = 20});
     ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
     bool wgmma = cuda::grouped_gemm_fp8_wgmma_fits(y, device.x(), device.weights());
     double flops = 2.0 * static_cast<double>(rows) * static_cast<double>(n) * static_cast<double>(k);
-    std::printf("[ timing ] grouped gemm fp8 R %lld E %lld K %lld -> N %lld: %s %.3f ms = %.1f TFLOP/s, exact "
-                "kernel %.3f ms = %.1f; bf16 grouped gemm %.3f ms = %.1f\n",
+    std::printf("[ timing ] grouped gemm fp8 R %lld E %lld K %lld -> N %lld: %s %.3f ms = %.1f TFLOP/s, wgmma "
+                "kernel %.3f ms = %.1f, exact kernel %.3f ms = %.1f; bf16 grouped gemm %.3f ms = %.1f\n",
                 static_cast<long long>(rows), static_cast<long long>(problem.experts()), static_cast<long long>(k),
-                static_cast<long long>(n), wgmma ? "wgmma" : "exact (no wgmma here)", fp8_ms,
-                bench::tflops(flops, fp8_ms), exact_ms, bench::tflops(flops, exact_ms), bf16_ms,
-                bench::tflops(flops, bf16_ms));
+                static_cast<long long>(n), tma ? "tma" : wgmma ? "wgmma" : "exact (no wgmma here)", fp8_ms,
+                bench::tflops(flops, fp8_ms), wgmma_ms, bench::tflops(flops, wgmma_ms), exact_ms,
+                bench::tflops(flops, exact_ms), bf16_ms, bench::tflops(flops, bf16_ms));
   }
 }
 

@@ -1,0 +1,146 @@
+#pragma once
+// The FP8 grouped GEMM's forward and input gradient on the TMA loop (grouped_gemm_tma.cuh): for each expert,
+// y[rows of e] = dequant(x rows) @ dequant(W_e)^T with x e4m3 [R, K] in 1x128 scale tiles and W_e e4m3 [N, K] in
+// 128x128 scale blocks (framework/device/grouped_gemm_fp8.h). Tiles: the row-tile slots of grouped_gemm_schedule.cuh
+// (128 rows of one expert) times N tiles of 128 columns, N tiles fastest.
+// Stage operands, both K-major (all that FP8 wgmma takes), 128 deep = one scale block:
+//   A: x rows [row_begin, row_begin + 128) x depth [d, d + 128): 128 rows of 128 bytes, one box;
+//   B: W_e rows [column_begin, column_begin + 128) x the same depth: 128 rows of 128 bytes, one box.
+// Fp8Math multiplies a stage into a fresh stage sum (m64n128k32, four per stage), waits for it, and promotes it:
+//   total = fma(stage sum, x scale(row, block) * W scale(column block, block), total)
+// as the cp.async FP8 kernel does (grouped_gemm_fp8_wgmma.cuh), with the same instructions in the same order, so
+// the two give the same bits. x's tensor map spans all R rows: a tile ending past its expert reads the next expert's
+// rows, whose results are dropped (their scales read as 0); rows past R read as 0.
+// Writing out as the bf16 forward: whole 64-row halves of the expert through the copy engine (stored; added to fp32
+// y with beta 1), the rest pair by pair (grouped_gemm_fp8_output.cuh).
+
+#include <cuda.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "framework/device/cuda/grouped_gemm_fp8_kernels.h"
+#include "framework/device/cuda/grouped_gemm_fp8_output.cuh"
+#include "framework/device/cuda/grouped_gemm_schedule.cuh"
+#include "framework/device/cuda/grouped_gemm_tma_rows.cuh"
+
+namespace hai::cuda::kernels::tma {
+
+// e4m3 stages: 128 deep (one scale block), 128 x 128 tiles, m64n128k32 into a stage sum promoted to the totals.
+struct Fp8Math {
+  static constexpr int kDepth = 128;
+  static constexpr int kBlockColumns = 128;
+  static constexpr int kStages = 6;
+  static constexpr int kStageBytes = kABytes + kBlockColumns * kRowBytes;
+  static constexpr bool kProductsInFlight = false;
+  struct Accumulators {
+    float totals[64];      // this thread's part of 64 x 128 in the m64nN layout (wgmma_sm90.cuh)
+    float stage_sums[64];  // the current stage's products, the same layout
+  };
+
+#if defined(HAI_WGMMA_AVAILABLE)
+  __device__ static void clear(Accumulators& accumulators) {
+#pragma unroll
+    for (int i = 0; i < 64; ++i) accumulators.totals[i] = 0.0f;
+  }
+  // The stage's products, waited for, promoted with the problem's scales of the thread's rows.
+  template <typename Problem>
+  __device__ static void multiply_stage(Accumulators& accumulators, const Problem& problem,
+                                        const typename Problem::Tile& tile, int64_t step, const unsigned char* a,
+                                        const unsigned char* b, int consumer) {
+    float top_scale, bottom_scale;  // loaded while the products run
+    problem.stage_scales(tile, step, consumer, &top_scale, &bottom_scale);
+    sm90::warpgroup_fence();
+#pragma unroll
+    for (int slice = 0; slice < kDepth / 32; ++slice) {
+      sm90::mma_m64n128k32_e4m3(accumulators.stage_sums, k_major_descriptor(a, consumer * kConsumerRows, slice),
+                                k_major_descriptor(b, 0, slice), slice != 0);
+    }
+    sm90::warpgroup_commit();
+    sm90::warpgroup_wait<0>();
+#pragma unroll
+    for (int i = 0; i < 64; ++i) sm90::fence_register(accumulators.stage_sums[i]);
+#pragma unroll
+    for (int j = 0; j < 16; ++j) {
+      float* total = accumulators.totals + 4 * j;
+      const float* sums = accumulators.stage_sums + 4 * j;
+      total[0] = fmaf(sums[0], top_scale, total[0]);
+      total[1] = fmaf(sums[1], top_scale, total[1]);
+      total[2] = fmaf(sums[2], bottom_scale, total[2]);
+      total[3] = fmaf(sums[3], bottom_scale, total[3]);
+    }
+  }
+  __device__ static void finish(Accumulators&) {}
+#endif  // HAI_WGMMA_AVAILABLE
+};
+
+#if defined(HAI_WGMMA_AVAILABLE)
+
+// x_map: x [R, K] e4m3 in boxes of (128, 128 rows); weight_map: W [E, N, K] e4m3 in boxes of (128, 128, 1); y_map:
+// y [R, N] in boxes of (128 bytes, 64 rows), used unless schedule.copy_out is none.
+struct Fp8RowTileProblem {
+  using Math = Fp8Math;
+  using Tile = tma::Tile;
+  static constexpr int kTransposeA = 0;
+  static constexpr int kTransposeB = 0;
+
+  const CUtensorMap& x_map;
+  const CUtensorMap& weight_map;
+  const CUtensorMap& y_map;
+  Schedule schedule;
+  const GroupedGemmFp8Arguments& arguments;  // the scales, and y for the pairwise stores
+
+  __device__ TileWalk<Math::kBlockColumns> walk() const { return {schedule}; }
+  __device__ void prefetch() const {
+    sm90::prefetch_tensor_map(&x_map);
+    sm90::prefetch_tensor_map(&weight_map);
+  }
+  __device__ int64_t depth_steps(const Tile&) const { return schedule.depth_steps; }
+
+  __device__ void load_stage(const Tile& tile, int64_t step, unsigned char* a, unsigned char* b,
+                             uint64_t* full) const {
+    auto depth = static_cast<int32_t>(step * Math::kDepth);
+    sm90::barrier_arrive_expect_bytes(full, Math::kStageBytes);
+    sm90::copy_box_2d(a, &x_map, depth, static_cast<int32_t>(tile.rows.row_begin), full);
+    sm90::copy_box_3d(b, &weight_map, depth, static_cast<int32_t>(tile.column_begin),
+                      static_cast<int32_t>(tile.rows.expert), full);
+  }
+  __device__ void prepare_stage(const Tile&, int64_t, unsigned char*, unsigned char*, int) const {}
+
+  // The promotion scales of this thread's rows (row r of its warp's 16 and r + 8) for scale block `step`: x's 1x128
+  // scale times W's 128x128 scale of the tile's column block; 0 for rows past the expert's.
+  __device__ void stage_scales(const Tile& tile, int64_t step, int consumer, float* top, float* bottom) const {
+    int64_t k_blocks = schedule.depth_steps;
+    int lane = static_cast<int>(threadIdx.x) % 32;
+    int warp = static_cast<int>(threadIdx.x) / 32 % 4;
+    int64_t top_row = tile.rows.row_begin + consumer * kConsumerRows + warp * 16 + lane / 4;
+    const float* weight_scales = arguments.weight_scales + tile.rows.expert * arguments.scale_stride;
+    float column_scale = weight_scales[tile.column_begin / Math::kBlockColumns * k_blocks + step];
+    *top = top_row < tile.rows.row_end ? arguments.x_scales[top_row * k_blocks + step] * column_scale : 0.0f;
+    *bottom =
+        top_row + 8 < tile.rows.row_end ? arguments.x_scales[(top_row + 8) * k_blocks + step] * column_scale : 0.0f;
+  }
+
+  __device__ void write_out(const Tile& tile, const Math::Accumulators& accumulators, int consumer,
+                            unsigned char* output_buffers) const {
+    int64_t first_row = tile.rows.row_begin + consumer * kConsumerRows;
+    if (schedule.copy_out != CopyOut::none && first_row + kConsumerRows <= tile.rows.row_end) {
+      OutputBox box{y_map, static_cast<int32_t>(first_row), static_cast<int32_t>(tile.column_begin)};
+      bool add = schedule.copy_out == CopyOut::add;
+      if (schedule.bf16_output) {
+        copy_out<bf16>(accumulators.totals, box, add, output_buffers, 1 + consumer);
+      } else {
+        copy_out<float>(accumulators.totals, box, add, output_buffers, 1 + consumer);
+      }
+      return;
+    }
+    fp8_output::OutputTile output{&arguments, tile.rows, tile.column_begin};
+    for_each_pair(accumulators.totals, consumer, [&](int row, int column, float sum0, float sum1) {
+      fp8_output::store_pair(output, row, column, sum0, sum1);
+    });
+  }
+};
+
+#endif  // HAI_WGMMA_AVAILABLE
+
+}  // namespace hai::cuda::kernels::tma
