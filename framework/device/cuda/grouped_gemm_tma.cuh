@@ -11,10 +11,11 @@
 //     producer fills the ring with the next tile's stages. copy_out (below) is the usual write-out: 64 x 128-byte
 //     chunks that the copy engine writes or adds to global memory while the warpgroup goes on.
 // How a stage is multiplied is the problem's Math:
-//   Bf16Math: 64-deep bf16 stages, 128 x 256 tiles, m64n256k16; one stage's products stay in flight while the next
-//     stage's are issued; 4 stages of 48 KB.
+//   Bf16Math: 64-deep bf16 stages, 128 x 256 tiles, m64n256k16 into the accumulators; 4 stages of 48 KB.
 //   Fp8Math (grouped_gemm_tma_fp8.cuh): 128-deep e4m3 stages (one scale block), 128 x 128 tiles, m64n128k32 into a
-//     stage sum that is then scaled into the fp32 totals (DeepSeek-V3's promotion); stages of 32 KB.
+//     stage sum that is waited for and scaled into the fp32 totals (DeepSeek-V3's promotion); 6 stages of 32 KB.
+// A stage is freed once the next stage's products are issued and its own are complete; Math::stage_done(step) runs
+// just before.
 // Shared memory per stage, 128-byte swizzled as wgmma_sm90.cuh describes (the copy engine writes that swizzle): A,
 // the tile's 128 rows x one 128-byte row each (16 KB), then B, its columns x 128 bytes, each K-major or MN-major as
 // the problem says. After the stages: two 8 KB output chunk buffers per consumer, then the barriers
@@ -86,7 +87,6 @@ struct Bf16Math {
   static constexpr int kBlockColumns = 256;
   static constexpr int kStages = 4;
   static constexpr int kStageBytes = kABytes + kBlockColumns * kRowBytes;
-  static constexpr bool kProductsInFlight = true;
   using Accumulators = float[128];  // this thread's part of 64 x 256 in the m64nN layout (wgmma_sm90.cuh)
 
 #if defined(HAI_WGMMA_AVAILABLE)
@@ -107,6 +107,8 @@ struct Bf16Math {
     }
     sm90::warpgroup_commit();
   }
+  // After stage `step`'s products completed (nothing to do: they went into the accumulators).
+  __device__ static void stage_done(Accumulators&, int64_t) {}
   // After the tile's last products completed.
   __device__ static void finish(Accumulators& accumulators) {
 #pragma unroll
@@ -248,11 +250,10 @@ __device__ inline void consume(const Problem& problem, unsigned char* stages, ui
       unsigned char* a = stages + stage * Math::kStageBytes;
       problem.prepare_stage(tile, step, a, a + kABytes, consumer);
       Math::multiply_stage(accumulators, problem, tile, step, a, a + kABytes, consumer);
-      if constexpr (Math::kProductsInFlight) {
-        sm90::warpgroup_wait<1>();  // the previous stage's products are done: its stage may be refilled
-        if (step > 0 && lane == 0) sm90::barrier_arrive(&empty[previous]);
-      } else if (lane == 0) {
-        sm90::barrier_arrive(&empty[stage]);  // multiply_stage waited for its products
+      sm90::warpgroup_wait<1>();  // the previous stage's products are done: its stage may be refilled
+      if (step > 0) {
+        Math::stage_done(accumulators, step - 1);
+        if (lane == 0) sm90::barrier_arrive(&empty[previous]);
       }
       previous = stage;
       if (++stage == Math::kStages) {
@@ -260,9 +261,10 @@ __device__ inline void consume(const Problem& problem, unsigned char* stages, ui
         phase ^= 1;
       }
     }
-    if constexpr (Math::kProductsInFlight) {
-      sm90::warpgroup_wait<0>();
-      if (steps > 0 && lane == 0) sm90::barrier_arrive(&empty[previous]);
+    sm90::warpgroup_wait<0>();
+    if (steps > 0) {
+      Math::stage_done(accumulators, steps - 1);
+      if (lane == 0) sm90::barrier_arrive(&empty[previous]);
     }
     Math::finish(accumulators);
     problem.write_out(tile, accumulators, consumer, output_buffers);

@@ -8,8 +8,8 @@
 //   B: W_e rows [column_begin, column_begin + 128) x the same depth: 128 rows of 128 bytes, one box.
 // Fp8Math multiplies a stage into a fresh stage sum (m64n128k32, four per stage), waits for it, and promotes it:
 //   total = fma(stage sum, x scale(row, block) * W scale(column block, block), total)
-// as the cp.async FP8 kernel does (grouped_gemm_fp8_wgmma.cuh), with the same instructions in the same order, so
-// the two give the same bits. x's tensor map spans all R rows: a tile ending past its expert reads the next expert's
+// as the cp.async FP8 kernel does (grouped_gemm_fp8_wgmma.cuh), the same products and promotions in the same order,
+// so the two give the same bits. x's tensor map spans all R rows: a tile ending past its expert reads the next expert's
 // rows, whose results are dropped (their scales read as 0); rows past R read as 0.
 // Writing out as the bf16 forward: whole 64-row halves of the expert through the copy engine (stored; added to fp32
 // y with beta 1), the rest pair by pair (grouped_gemm_fp8_output.cuh).
@@ -27,12 +27,14 @@
 namespace hai::cuda::kernels::tma {
 
 // e4m3 stages: 128 deep (one scale block), 128 x 128 tiles, m64n128k32 into a stage sum promoted to the totals.
+// NOTE: the stage's products are waited for inside multiply_stage. Two stage sums used in turn (one stage's products
+// running while the previous is promoted) need about 210 registers a consumer: ptxas then spilled (136 bytes) and
+// serialised the wgmmas under this kernel's 168-register entry cap.
 struct Fp8Math {
   static constexpr int kDepth = 128;
   static constexpr int kBlockColumns = 128;
   static constexpr int kStages = 6;
   static constexpr int kStageBytes = kABytes + kBlockColumns * kRowBytes;
-  static constexpr bool kProductsInFlight = false;
   struct Accumulators {
     float totals[64];      // this thread's part of 64 x 128 in the m64nN layout (wgmma_sm90.cuh)
     float stage_sums[64];  // the current stage's products, the same layout
@@ -70,6 +72,7 @@ struct Fp8Math {
       total[3] = fmaf(sums[3], bottom_scale, total[3]);
     }
   }
+  __device__ static void stage_done(Accumulators&, int64_t) {}
   __device__ static void finish(Accumulators&) {}
 #endif  // HAI_WGMMA_AVAILABLE
 };
