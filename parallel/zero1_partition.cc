@@ -146,7 +146,9 @@ void Zero1Partition::finish_gather_values() {
   } else {
     group_.join_side_stream();
     Tensor staging = gather_staging(gathering_);
-    for (const ShardSegment& segment : all_segments_) copy_tensor(in_range(gathering_, segment), staged(staging, segment));
+    for (const ShardSegment& segment : all_segments_) {
+      copy_tensor(in_range(gathering_, segment), staged(staging, segment));
+    }
   }
   gathering_ = Tensor();
 }

@@ -60,7 +60,8 @@ ParameterStore make_store(bool fp8) {
 OwnedTensor expert_offsets() {
   OwnedTensor offsets(Shape{kExperts + 1}, DType::i32);
   offsets.data<int32_t>()[0] = 0;
-  for (int64_t e = 0; e < kExperts; ++e) offsets.data<int32_t>()[e + 1] = offsets.data<int32_t>()[e] + kRowsPerExpert[e];
+  int32_t* offset = offsets.data<int32_t>();
+  for (int64_t e = 0; e < kExperts; ++e) offset[e + 1] = offset[e] + kRowsPerExpert[e];
   return offsets;
 }
 
@@ -92,8 +93,8 @@ void per_expert_fp8(const Tensor& y, const Fp8Rows& rows, const ParameterStore& 
   for (int64_t e = 0; e < kExperts; ++e) {
     int64_t end = begin + kRowsPerExpert[e];
     if (end > begin) {
-      fp8_gemm(y.slice(begin, end), row_slice(rows, begin, end), weight_blocks(weight(store, e, projection), transposed),
-               beta);
+      Fp8Matrix weights = weight_blocks(weight(store, e, projection), transposed);
+      fp8_gemm(y.slice(begin, end), row_slice(rows, begin, end), weights, beta);
     }
     begin = end;
   }
