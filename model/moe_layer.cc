@@ -49,11 +49,14 @@ void MoeLayer::forward(Context& ctx, const Tensor& out, OwnedTensor&& x, int64_t
   mark_phase(profiler_, "forward.moe_experts");
   ctx.plan = std::make_unique<OwnedRoutingPlan>(input.size(0), experts_per_token_, routed_experts_, input.device());
   build_routing_plan(*ctx.plan, ctx.topk_indices);
-  // NOTE: under FP8 the experts read the fp32 rows quantised (compute_experts); expert_tokens is then only the
-  // weight gradient's recomputed input.
+  // NOTE: under FP8 the experts read the rows quantised as the dispatch quantises them; expert_tokens is then only
+  // the weight gradient's recomputed input.
   OwnedTensor tokens = fp8_dispatch_ ? OwnedTensor() : expert_tokens(input);  // [T, H], or empty: x itself
-  OwnedTensor x_sorted = sorted_rows(ctx, input, tokens);                    // [T * K, H]
-  compute_experts(ctx, x_sorted);
+  if (fp8_dispatch_ && !exchange_) {
+    compute_local_experts_fp8(ctx, input);
+  } else {
+    compute_experts(ctx, sorted_rows(ctx, input, tokens));  // [T * K, H]
+  }
   // NOTE: rounded before the combine reads them (after the exchange, which moves fp32 rows), as the experts write
   // them without one: the same bits with and without expert parallelism.
   ctx.expert_output = in_dtype(std::move(ctx.expert_output), saved_activation_dtype(experts_.compute_dtype()));
@@ -121,15 +124,9 @@ void MoeLayer::compute_experts(Context& ctx, const Tensor& x_sorted) const {
   // keeps them in (bf16 in bf16 training), and the combine reads those.
   DType output_dtype = exchange_ ? DType::f32 : saved_activation_dtype(experts_.compute_dtype());
   ctx.expert_output = OwnedTensor(x_sorted.shape(), output_dtype, x_sorted.device());  // [T * K, H]
-  const Tensor& expert_offsets = ctx.plan->plan().expert_offsets;
-  if (!exchange_ && fp8_dispatch_) {
-    // NOTE: quantisation is per row, so the permuted fp32 rows quantise to the dispatch's e4m3 rows and scales.
-    Fp8Rows rows = quantize_rows(x_sorted, fp8_pow2_scales_);  // [T * K, H]
-    experts_.forward_fp8(ctx.experts, ctx.expert_output, rows.matrix(), expert_offsets, /*kept_input=*/{});
-    return;
-  }
   if (!exchange_) {
-    experts_.forward(ctx.experts, ctx.expert_output, x_sorted, expert_offsets, /*keep_input=*/false);
+    experts_.forward(ctx.experts, ctx.expert_output, x_sorted, ctx.plan->plan().expert_offsets,
+                     /*keep_input=*/false);
     return;
   }
   mark_phase(profiler_, "forward.expert_exchange");
@@ -152,6 +149,19 @@ void MoeLayer::compute_experts(Context& ctx, const Tensor& x_sorted) const {
   mark_phase(profiler_, "forward.expert_exchange");
   exchange_->combine(ctx.route, ctx.expert_output, output_local);
   mark_phase(profiler_, "forward.moe_experts");
+}
+
+void MoeLayer::compute_local_experts_fp8(Context& ctx, const Tensor& x) const {
+  const int64_t rows = x.size(0) * experts_per_token_;
+  DType output_dtype = saved_activation_dtype(experts_.compute_dtype());
+  ctx.expert_output = OwnedTensor(Shape{rows, x.size(1)}, output_dtype, x.device());  // [T * K, H]
+  // NOTE: quantisation is per row and the permutation a copy, so these are the bits of quantising the sorted rows.
+  Fp8Rows tokens = quantize_rows(x, fp8_pow2_scales_);  // [T, H]
+  Fp8Rows sorted(rows, x.size(1), x.device());          // [T * K, H]
+  permute_tokens(sorted.values, tokens.values, *ctx.plan);
+  permute_tokens(sorted.scales, tokens.scales, *ctx.plan);
+  experts_.forward_fp8(ctx.experts, ctx.expert_output, sorted.matrix(), ctx.plan->plan().expert_offsets,
+                       /*kept_input=*/{});
 }
 
 void MoeLayer::route_to_owners(Context& ctx) const {
