@@ -14,11 +14,11 @@
 // FP8 (precision.mode fp8: the weights have FP8 copies and no compute copy, parameter_store.h): the forward and the
 // input gradient are FP8 grouped GEMMs (framework/device/grouped_gemm_fp8.h, docs/design/fp8-experts.md) with the
 // DeepSeek-V3 recipe's tiles: gate_proj and up_proj read x as the dispatch quantised it (e4m3, 1x128 scales) and
-// write bf16; down_proj reads SwiGLU's fp32 activation quantised 1x128; the input gradient quantises d_out (its
-// bf16 rounding) and the fp32 gradients of gate and up 1x128 and reads the transposed weight copies (W_e^T, 128x128
-// blocks), accumulating d_x in fp32. The weight gradient stays the bf16 grouped GEMM on the bf16 tensors kept
-// (x, the activation, d_out, d_gate, d_up): FP8 weight gradients need expert segments padded to 128 rows (not
-// built).
+// write bf16; down_proj reads SwiGLU's fp32 activation quantised 1x128; the input gradient quantises d_out, d_gate
+// and d_up 1x128 as the weight gradient keeps them (bf16, widened exactly) and reads the transposed weight copies
+// (W_e^T, 128x128 blocks), accumulating d_x in fp32. The weight gradient stays the bf16 grouped GEMM on the bf16
+// tensors kept (x, the activation, d_out, d_gate, d_up): FP8 weight gradients need expert segments padded to 128
+// rows (not built).
 
 #include <optional>
 #include <string>
