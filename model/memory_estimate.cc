@@ -10,7 +10,8 @@ namespace hai {
 namespace {
 
 // The bytes of a compute-copy element and of a saved activation. NOTE: fp8 keeps a bf16 compute copy of every
-// parameter (ParameterStore) beside the FP8 weight copies, and most saved activations in bf16.
+// parameter but the fp8_only ones (the routed experts, ParameterStore) beside the FP8 weight copies, and most saved
+// activations in bf16.
 int64_t compute_bytes(PrecisionMode mode) {
   switch (mode) {
     case PrecisionMode::fp32: return 4;
@@ -25,6 +26,7 @@ struct ParameterSplit {
   int64_t dense = 0;   // on the rank: the dense parameters, embedding and head included
   int64_t expert = 0;  // on the rank: its ep-th of the routed experts
   int64_t fp8_copy_bytes = 0;  // the FP8 copies of the fp8_gemm weights under precision.mode fp8
+  int64_t without_compute_copy = 0;  // on the rank: the fp8_only weights under precision.mode fp8
 };
 
 // One FP8 copy of a [out, in] weight: e4m3 values and a scale per 128x128 block; kept as stored and transposed.
@@ -39,15 +41,17 @@ ParameterSplit rank_parameters(const Config& config) {
   const ParallelConfig& p = config.parallel;
   ParameterSplit split;
   bool fp8 = config.precision.mode == PrecisionMode::fp8;
-  int64_t dense_fp8 = 0, expert_fp8 = 0;
+  int64_t dense_fp8 = 0, expert_fp8 = 0, dense_fp8_only = 0, expert_fp8_only = 0;
   for (const ParameterSpec& spec : deepseek_v3_parameters(config.model)) {
     bool expert = spec.group == ParameterGroup::expert;
     (expert ? split.expert : split.dense) += spec.shape.numel();
     if (fp8 && spec.fp8_gemm) (expert ? expert_fp8 : dense_fp8) += fp8_copies_bytes(spec.shape);
+    if (fp8 && spec.fp8_gemm && spec.fp8_only) (expert ? expert_fp8_only : dense_fp8_only) += spec.shape.numel();
   }
   split.dense /= p.tp;
   split.expert /= p.ep;
   split.fp8_copy_bytes = dense_fp8 / p.tp + expert_fp8 / p.ep;
+  split.without_compute_copy = dense_fp8_only / p.tp + expert_fp8_only / p.ep;
   return split;
 }
 
@@ -101,7 +105,9 @@ RankMemory estimate_rank_memory(const Config& config) {
   int64_t expert_dp = std::max<int64_t>(1, dp * p.tp / p.ep);
   RankMemory memory;
   // NOTE: ZeRO-1 shards the moments; the fp32 master values stay whole on every rank (parallel/zero1.h).
-  memory.params = (split.dense + split.expert) * ((master == 0 ? 4 : element) + master) + split.fp8_copy_bytes;
+  int64_t rank_parameters = split.dense + split.expert;
+  int64_t compute_copy_bytes = master == 0 ? 0 : (rank_parameters - split.without_compute_copy) * element;
+  memory.params = rank_parameters * (master == 0 ? 4 : master) + compute_copy_bytes + split.fp8_copy_bytes;
   memory.grads = (split.dense + split.expert) * 4;
   memory.optimizer = (split.dense / dp + split.expert / expert_dp) * 2 * moment;
 

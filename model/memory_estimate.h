@@ -5,8 +5,9 @@
 // does not divide parameters, gradients or optimizer state), its ZeRO-1 shard of the optimizer state, and the
 // activations of the pipeline stage that saves the most (parallel.stage_layers, or the cost model's split).
 //   params:      the fp32 master values, whole on every rank (ZeRO-1 shards only the moments, parallel/zero1.h),
-//                and the compute copy GEMMs read (the master itself in fp32 mode; bf16 under fp8, plus the FP8
-//                copies of the fp8_gemm weights, as stored and transposed with their block scales)
+//                and the compute copy GEMMs read (the master itself in fp32 mode; bf16 under fp8 but for the
+//                fp8_only weights, the routed experts, plus the FP8 copies of the fp8_gemm weights, as stored and
+//                transposed with their block scales)
 //   grads:       fp32 gradients of the rank's parameters
 //   optimizer:   ZeRO-1 shard of the two AdamW moments
 //   activations: what forward keeps for backward, for the micro-batches a schedule keeps alive (1 without a

@@ -6,6 +6,8 @@
 #include "framework/device/balance_loss.h"
 #include "framework/device/elementwise.h"
 #include "framework/device/expert_load.h"
+#include "framework/device/fp8_quantize.h"
+#include "framework/device/fp8_rows.h"
 #include "framework/device/gemm.h"
 #include "model/in_dtype.h"
 #include "model/linear.h"
@@ -26,6 +28,8 @@ MoeLayer::MoeLayer(const ModelConfig& config, const ParameterStore& store, int64
       fp8_pow2_scales_(store.fp8_options().pow2_activation_scales),
       experts_(store, layer_prefix(layer) + "mlp.experts.", experts ? experts->local_experts() : routed_experts_,
                experts ? experts->first_local_expert() : 0) {
+  HAI_CHECK(experts_.uses_fp8() == fp8_dispatch_, "MoE layer {}: the routed experts {} FP8 weights in {} training",
+            layer, experts_.uses_fp8() ? "have" : "lack", fp8_dispatch_ ? "fp8" : "non-fp8");
   HAI_CHECK(!experts || experts->routed_experts() == routed_experts_,
             "MoE layer {}: the expert exchange splits {} experts, the model has {}", layer,
             experts ? experts->routed_experts() : 0, routed_experts_);
@@ -45,9 +49,14 @@ void MoeLayer::forward(Context& ctx, const Tensor& out, OwnedTensor&& x, int64_t
   mark_phase(profiler_, "forward.moe_experts");
   ctx.plan = std::make_unique<OwnedRoutingPlan>(input.size(0), experts_per_token_, routed_experts_, input.device());
   build_routing_plan(*ctx.plan, ctx.topk_indices);
-  OwnedTensor tokens = expert_tokens(input);                  // [T, H], or empty: x itself
-  OwnedTensor x_sorted = sorted_rows(ctx, input, tokens);  // [T * K, H]
-  compute_experts(ctx, x_sorted);
+  // NOTE: under FP8 the experts read the rows quantised as the dispatch quantises them; expert_tokens is then only
+  // the weight gradient's recomputed input.
+  OwnedTensor tokens = fp8_dispatch_ ? OwnedTensor() : expert_tokens(input);  // [T, H], or empty: x itself
+  if (fp8_dispatch_ && !exchange_) {
+    compute_local_experts_fp8(ctx, input);
+  } else {
+    compute_experts(ctx, sorted_rows(ctx, input, tokens));  // [T * K, H]
+  }
   // NOTE: rounded before the combine reads them (after the exchange, which moves fp32 rows), as the experts write
   // them without one: the same bits with and without expert parallelism.
   ctx.expert_output = in_dtype(std::move(ctx.expert_output), saved_activation_dtype(experts_.compute_dtype()));
@@ -126,15 +135,33 @@ void MoeLayer::compute_experts(Context& ctx, const Tensor& x_sorted) const {
   OwnedTensor x_local(local_rows, DType::f32, x_sorted.device());       // [R, H] by local expert
   OwnedTensor output_local(local_rows, DType::f32, x_sorted.device());  // [R, H]
   if (fp8_dispatch_) {
-    exchange_->dispatch_fp8(ctx.route, x_local, x_sorted, fp8_pow2_scales_);
+    Fp8Rows rows = exchange_->dispatch_fp8(ctx.route, x_sorted, fp8_pow2_scales_);  // [R, H]
+    // The weight gradient's input: the rows as they arrived, dequantised and rounded to the compute dtype.
+    dequantize_1x128(x_local, rows.values, rows.scales);
+    mark_phase(profiler_, "forward.moe_experts");
+    experts_.forward_fp8(ctx.experts, output_local, rows.matrix(), ctx.local_offsets,
+                         to_compute_dtype(x_local, experts_.compute_dtype()));
   } else {
     exchange_->dispatch(ctx.route, x_local, x_sorted);
+    mark_phase(profiler_, "forward.moe_experts");
+    experts_.forward(ctx.experts, output_local, x_local, ctx.local_offsets);
   }
-  mark_phase(profiler_, "forward.moe_experts");
-  experts_.forward(ctx.experts, output_local, x_local, ctx.local_offsets);
   mark_phase(profiler_, "forward.expert_exchange");
   exchange_->combine(ctx.route, ctx.expert_output, output_local);
   mark_phase(profiler_, "forward.moe_experts");
+}
+
+void MoeLayer::compute_local_experts_fp8(Context& ctx, const Tensor& x) const {
+  const int64_t rows = x.size(0) * experts_per_token_;
+  DType output_dtype = saved_activation_dtype(experts_.compute_dtype());
+  ctx.expert_output = OwnedTensor(Shape{rows, x.size(1)}, output_dtype, x.device());  // [T * K, H]
+  // NOTE: quantisation is per row and the permutation a copy, so these are the bits of quantising the sorted rows.
+  Fp8Rows tokens = quantize_rows(x, fp8_pow2_scales_);  // [T, H]
+  Fp8Rows sorted(rows, x.size(1), x.device());          // [T * K, H]
+  permute_tokens(sorted.values, tokens.values, *ctx.plan);
+  permute_tokens(sorted.scales, tokens.scales, *ctx.plan);
+  experts_.forward_fp8(ctx.experts, ctx.expert_output, sorted.matrix(), ctx.plan->plan().expert_offsets,
+                       /*kept_input=*/{});
 }
 
 void MoeLayer::route_to_owners(Context& ctx) const {

@@ -8,10 +8,12 @@
 // (parallel/expert_exchange.h) sends the sorted rows to the ranks owning their experts before the expert compute
 // and brings the outputs back after it (and the same for their gradients); the layer then holds only its rank's
 // experts. In precision.mode fp8 (the experts' weights have FP8 copies) the rows are dispatched in FP8
-// (ExpertExchange::dispatch_fp8, 1x128 tiles); without expert parallelism they get the same quantise-dequantise
-// (round_trip_fp8_rows, on the T token rows before they are permuted), so the results do not depend on ep. The
-// combine sums in fp32; in bf16 training the expert outputs and their gradients are rows of bf16 (the experts'
-// compute dtype), rounded once, with or without an exchange.
+// (ExpertExchange::dispatch_fp8, 1x128 tiles) and the experts' FP8 GEMMs read the e4m3 rows and scales that arrive;
+// without expert parallelism the T token rows are quantised the same way and their e4m3 rows and scales permuted
+// (per row and a copy: the same bits), so the results do not depend on ep. The experts' bf16 weight gradient reads
+// the rows dequantised (round_trip_fp8_rows on the T token rows before they are permuted, without expert
+// parallelism) and rounded to bf16. The combine sums in fp32; in bf16 training the expert outputs and their
+// gradients are rows of bf16 (the experts' compute dtype), rounded once, with or without an exchange.
 // Nothing here reads device memory on the host (but the exchange, which reads the per-expert row counts): the
 // balance loss stays a device tensor that the caller sums where it wants (accumulate_balance_loss).
 //
@@ -84,10 +86,10 @@ class MoeLayer {
 
  private:
   void route(Context& ctx, const Tensor& x, int64_t seq_len) const;
-  // x's T rows as the local experts read them before the permutation: the FP8 dispatch's round trip and the
-  // rounding to their compute dtype (rows prepared per token give the same bits as on their T * K copies, and the
-  // copy then moves half the bytes); empty when they read x itself (expert parallelism: the exchange moves fp32
-  // rows and quantises them itself; fp32 training).
+  // x's T rows as the local experts' non-FP8 GEMMs read them before the permutation: the FP8 dispatch's round trip
+  // (under FP8 only the weight gradient reads them) and the rounding to their compute dtype (rows prepared per token
+  // give the same bits as on their T * K copies, and the copy then moves half the bytes); empty when they read x
+  // itself (expert parallelism: the exchange moves fp32 rows and quantises them itself; fp32 training).
   OwnedTensor expert_tokens(const Tensor& x) const;
   // Whether the shared expert reads expert_tokens as they are (same dtype, no FP8 round trip): then it keeps them
   // as its saved input, and backward_weight permutes them again instead of rounding x a second time.
@@ -99,6 +101,9 @@ class MoeLayer {
   // Writes the routed outputs [T * K, H] in sorted order to ctx.expert_output (bf16 in bf16 training without an
   // exchange, else fp32).
   void compute_experts(Context& ctx, const Tensor& x_sorted) const;
+  // The same without an exchange under FP8, from x [T, H] fp32: its T rows quantised 1x128 as the FP8 dispatch
+  // quantises them, their e4m3 values and scales permuted, read by the experts' FP8 GEMMs (outputs bf16).
+  void compute_local_experts_fp8(Context& ctx, const Tensor& x) const;
   // Expert parallelism: exchanges the row counts into ctx.route and ctx.local_offsets.
   void route_to_owners(Context& ctx) const;
   void combine(const Context& ctx, const Tensor& out) const;

@@ -40,12 +40,18 @@ void add_ffn(std::vector<ParameterSpec>& specs, const std::string& prefix, int64
   add_fp8_linear(specs, prefix + "down_proj.weight", {hidden, ffn});
 }
 
-// A routed expert's weights. NOTE: not fp8_gemm: the grouped expert GEMMs compute in bf16 (docs/fp8.md), so FP8
-// copies of them would be quantised every step, and held, for nothing.
+// A routed expert's weight: an FP8 copy under precision.mode fp8 and then no compute copy (fp8_only: the grouped FP8
+// GEMMs of the forward and input gradient read the FP8 copies, the bf16 weight gradient reads no weight).
+void add_routed_expert_weight(std::vector<ParameterSpec>& specs, std::string name, Shape shape) {
+  add(specs, std::move(name), shape, ParameterGroup::expert);
+  specs.back().fp8_gemm = true;
+  specs.back().fp8_only = true;
+}
+
 void add_routed_expert(std::vector<ParameterSpec>& specs, const std::string& prefix, int64_t hidden, int64_t ffn) {
-  add(specs, prefix + "gate_proj.weight", {ffn, hidden}, ParameterGroup::expert);
-  add(specs, prefix + "up_proj.weight", {ffn, hidden}, ParameterGroup::expert);
-  add(specs, prefix + "down_proj.weight", {hidden, ffn}, ParameterGroup::expert);
+  add_routed_expert_weight(specs, prefix + "gate_proj.weight", {ffn, hidden});
+  add_routed_expert_weight(specs, prefix + "up_proj.weight", {ffn, hidden});
+  add_routed_expert_weight(specs, prefix + "down_proj.weight", {hidden, ffn});
 }
 
 void add_moe(std::vector<ParameterSpec>& specs, const ModelConfig& m, const std::string& prefix) {

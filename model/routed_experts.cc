@@ -5,6 +5,7 @@
 #include <utility>
 #include <vector>
 
+#include "framework/device/fp8_rows.h"
 #include "framework/device/swiglu.h"
 #include "model/in_dtype.h"
 #include "model/linear.h"
@@ -12,25 +13,46 @@
 namespace hai {
 namespace {
 
-// The E tensors `member` (compute copy or gradient) of `parameters` as one ExpertWeights, checked to be equally
-// spaced in memory.
-ExpertWeights equally_spaced(const std::vector<const Parameter*>& parameters, Tensor Parameter::*member) {
-  const Tensor& first = parameters.front()->*member;
+// The E tensors member(parameter) (compute copy, gradient, an FP8 copy or its scales) of `parameters` as one
+// ExpertWeights, checked to be equally spaced in memory.
+template <typename Member>
+ExpertWeights equally_spaced(const std::vector<const Parameter*>& parameters, Member member) {
+  const Tensor& first = member(*parameters.front());
   ExpertWeights weights{
       .first = first, .expert_stride = first.numel(), .experts = static_cast<int64_t>(parameters.size())};
   auto element_distance = [&](const Tensor& tensor) {
     return (static_cast<const char*>(tensor.raw()) - static_cast<const char*>(first.raw())) /
            static_cast<int64_t>(dtype_size(first.dtype()));
   };
-  if (parameters.size() > 1) weights.expert_stride = element_distance(parameters[1]->*member);
+  if (parameters.size() > 1) weights.expert_stride = element_distance(member(*parameters[1]));
   for (size_t e = 0; e < parameters.size(); ++e) {
-    const Tensor& tensor = parameters[e]->*member;
-    HAI_CHECK(tensor.shape() == first.shape() && tensor.dtype() == first.dtype() &&
+    const Tensor& tensor = member(*parameters[e]);
+    HAI_CHECK(tensor.raw() != nullptr && tensor.shape() == first.shape() && tensor.dtype() == first.dtype() &&
                   element_distance(tensor) == static_cast<int64_t>(e) * weights.expert_stride,
               "{}: the routed experts' weights are not equally spaced in the parameter store",
               parameters[e]->spec.name);
   }
   return weights;
+}
+
+ExpertWeights compute_copies(const std::vector<const Parameter*>& parameters) {
+  return equally_spaced(parameters, [](const Parameter& parameter) -> const Tensor& { return parameter.compute; });
+}
+
+ExpertWeights gradients(const std::vector<const Parameter*>& parameters) {
+  return equally_spaced(parameters, [](const Parameter& parameter) -> const Tensor& { return parameter.grad; });
+}
+
+// The FP8 copies of `parameters` as stored (forward) or transposed (input gradient).
+Fp8ExpertWeights fp8_copies(const std::vector<const Parameter*>& parameters, bool transposed) {
+  return {
+      .values = equally_spaced(parameters,
+                               [&](const Parameter& parameter) -> const Tensor& {
+                                 return transposed ? parameter.fp8.transposed_values : parameter.fp8.values;
+                               }),
+      .scales = equally_spaced(parameters, [&](const Parameter& parameter) -> const Tensor& {
+        return transposed ? parameter.fp8.transposed_scales : parameter.fp8.scales;
+      })};
 }
 
 // The beta of the grouped weight-gradient GEMM into a projection's E gradients (Parameter::take_grad_beta): one call
@@ -61,17 +83,28 @@ RoutedExperts::RoutedExperts(const ParameterStore& store, const std::string& pre
                              int64_t first_expert)
     : gate_parameters_(projection_of_experts(store, prefix, experts, first_expert, "gate_proj")),
       up_parameters_(projection_of_experts(store, prefix, experts, first_expert, "up_proj")),
-      down_parameters_(projection_of_experts(store, prefix, experts, first_expert, "down_proj")) {
-  gate_ = equally_spaced(gate_parameters_, &Parameter::compute);
-  up_ = equally_spaced(up_parameters_, &Parameter::compute);
-  down_ = equally_spaced(down_parameters_, &Parameter::compute);
-  gate_grad_ = equally_spaced(gate_parameters_, &Parameter::grad);
-  up_grad_ = equally_spaced(up_parameters_, &Parameter::grad);
-  down_grad_ = equally_spaced(down_parameters_, &Parameter::grad);
-  HAI_CHECK(up_.first.shape() == gate_.first.shape() &&
-                down_.first.shape() == (Shape{hidden_size(), ffn_size()}),
+      down_parameters_(projection_of_experts(store, prefix, experts, first_expert, "down_proj")),
+      compute_dtype_(store.compute_dtype()) {
+  HAI_CHECK(up_parameters_.front()->spec.shape == gate_parameters_.front()->spec.shape &&
+                down_parameters_.front()->spec.shape == (Shape{hidden_size(), ffn_size()}),
             "{}: up_proj must match gate_proj [{}, {}] and down_proj be [{}, {}]", prefix, ffn_size(),
             hidden_size(), hidden_size(), ffn_size());
+  if (gate_parameters_.front()->fp8.defined()) {
+    fp8_ = Fp8Projections{.gate = fp8_copies(gate_parameters_, false),
+                          .up = fp8_copies(up_parameters_, false),
+                          .down = fp8_copies(down_parameters_, false),
+                          .gate_transposed = fp8_copies(gate_parameters_, true),
+                          .up_transposed = fp8_copies(up_parameters_, true),
+                          .down_transposed = fp8_copies(down_parameters_, true),
+                          .pow2_activation_scales = gate_parameters_.front()->fp8.pow2_activation_scales};
+  } else {
+    gate_ = compute_copies(gate_parameters_);
+    up_ = compute_copies(up_parameters_);
+    down_ = compute_copies(down_parameters_);
+  }
+  gate_grad_ = gradients(gate_parameters_);
+  up_grad_ = gradients(up_parameters_);
+  down_grad_ = gradients(down_parameters_);
 }
 
 Tensor RoutedExperts::input_in_compute_dtype(const Tensor& x_sorted, OwnedTensor& storage) const {
@@ -82,6 +115,7 @@ Tensor RoutedExperts::input_in_compute_dtype(const Tensor& x_sorted, OwnedTensor
 
 void RoutedExperts::forward(Context& ctx, const Tensor& out, const Tensor& x_sorted, const Tensor& expert_offsets,
                             bool keep_input) const {
+  HAI_CHECK(!uses_fp8(), "routed experts with FP8 weights: forward_fp8 reads the dispatch's FP8 rows");
   const int64_t rows = x_sorted.size(0);
   const Device device = x_sorted.device();
   ctx.expert_offsets = expert_offsets;
@@ -102,12 +136,32 @@ void RoutedExperts::forward(Context& ctx, const Tensor& out, const Tensor& x_sor
   grouped_gemm(out, ctx.activation, down_, expert_offsets);
 }
 
+void RoutedExperts::forward_fp8(Context& ctx, const Tensor& out, const Fp8Matrix& x_sorted,
+                                const Tensor& expert_offsets, OwnedTensor kept_input) const {
+  HAI_CHECK(uses_fp8(), "routed experts without FP8 weights: forward reads rows in the compute dtype");
+  const int64_t rows = x_sorted.values.size(0);
+  const Device device = x_sorted.values.device();
+  ctx.expert_offsets = expert_offsets;
+  ctx.input = std::move(kept_input);
+  DType saved = saved_activation_dtype(compute_dtype());
+  ctx.gate = OwnedTensor(Shape{rows, ffn_size()}, saved, device);  // [R, F]
+  ctx.up = OwnedTensor(Shape{rows, ffn_size()}, saved, device);    // [R, F]
+  grouped_gemm_fp8(ctx.gate, x_sorted, fp8_->gate, expert_offsets);
+  grouped_gemm_fp8(ctx.up, x_sorted, fp8_->up, expert_offsets);
+  // NOTE: the activation is quantised from fp32 (SwiGLU's math), and kept rounded to the compute dtype for W.
+  OwnedTensor activation(Shape{rows, ffn_size()}, DType::f32, device);  // [R, F]
+  swiglu_forward(activation, ctx.gate, ctx.up);
+  Fp8Rows activation_rows = quantize_rows(activation, fp8_->pow2_activation_scales);  // [R, F]
+  grouped_gemm_fp8(out, activation_rows.matrix(), fp8_->down, expert_offsets);
+  ctx.activation = in_dtype(std::move(activation), compute_dtype());
+}
+
 void RoutedExperts::backward_input(Context& ctx, const Tensor& d_x_sorted, OwnedTensor d_out) const {
   const int64_t rows = d_out.tensor().size(0);
   const Device device = d_out.tensor().device();
   ctx.d_out = in_dtype(std::move(d_out), compute_dtype());  // [R, H]
   OwnedTensor d_activation(Shape{rows, ffn_size()}, DType::f32, device);  // [R, F]
-  grouped_gemm(d_activation, ctx.d_out, down_, ctx.expert_offsets, {.transpose_weights = false});
+  input_gradient(d_activation, ctx.d_out, down_, &Fp8Projections::down_transposed, ctx.expert_offsets, 0.0f);
   DType written = saved_activation_dtype(compute_dtype());            // bf16 in bf16 training: no fp32 copies
   OwnedTensor d_gate(Shape{rows, ffn_size()}, written, device);      // [R, F]
   OwnedTensor d_up(Shape{rows, ffn_size()}, written, device);        // [R, F]
@@ -116,8 +170,20 @@ void RoutedExperts::backward_input(Context& ctx, const Tensor& d_x_sorted, Owned
   ctx.up = OwnedTensor();
   ctx.d_gate = in_dtype(std::move(d_gate), compute_dtype());
   ctx.d_up = in_dtype(std::move(d_up), compute_dtype());
-  grouped_gemm(d_x_sorted, ctx.d_gate, gate_, ctx.expert_offsets, {.transpose_weights = false});
-  grouped_gemm(d_x_sorted, ctx.d_up, up_, ctx.expert_offsets, {.transpose_weights = false, .beta = 1.0f});
+  input_gradient(d_x_sorted, ctx.d_gate, gate_, &Fp8Projections::gate_transposed, ctx.expert_offsets, 0.0f);
+  input_gradient(d_x_sorted, ctx.d_up, up_, &Fp8Projections::up_transposed, ctx.expert_offsets, 1.0f);
+}
+
+void RoutedExperts::input_gradient(const Tensor& d_x, const Tensor& d_y, const ExpertWeights& weights,
+                                   Fp8ExpertWeights Fp8Projections::*transposed, const Tensor& expert_offsets,
+                                   float beta) const {
+  if (!uses_fp8()) {
+    grouped_gemm(d_x, d_y, weights, expert_offsets, {.transpose_weights = false, .beta = beta});
+    return;
+  }
+  // NOTE: d_y is what the weight gradient keeps (bf16 in fp8 training), widened exactly and quantised.
+  Fp8Rows d_y_rows = quantize_rows(d_y, fp8_->pow2_activation_scales);  // [R, N]
+  grouped_gemm_fp8(d_x, d_y_rows.matrix(), (*fp8_).*transposed, expert_offsets, beta);
 }
 
 void RoutedExperts::backward_weight(Context& ctx, const Tensor* x_sorted) const {

@@ -10,11 +10,23 @@
 // the compute dtype like model/linear.h does; products accumulate in fp32. In bf16 training gate_proj and up_proj
 // write their outputs in bf16, SwiGLU reads those and writes its activation in bf16, and SwiGLU's backward writes
 // the gradients of gate and up in bf16: no fp32 intermediate of [R, F]. Layer contract: docs/design/model-layers.md.
+//
+// FP8 (precision.mode fp8: the weights have FP8 copies and no compute copy, parameter_store.h): the forward and the
+// input gradient are FP8 grouped GEMMs (framework/device/grouped_gemm_fp8.h, docs/design/fp8-experts.md) with the
+// DeepSeek-V3 recipe's tiles: gate_proj and up_proj read x as the dispatch quantised it (e4m3, 1x128 scales) and
+// write bf16; down_proj reads SwiGLU's fp32 activation quantised 1x128; the input gradient quantises d_out, d_gate
+// and d_up 1x128 as the weight gradient keeps them (bf16, widened exactly) and reads the transposed weight copies
+// (W_e^T, 128x128 blocks), accumulating d_x in fp32. The weight gradient stays the bf16 grouped GEMM on the bf16
+// tensors kept (x, the activation, d_out, d_gate, d_up): FP8 weight gradients need expert segments padded to 128
+// rows (not built).
 
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "framework/device/fp8_gemm.h"
 #include "framework/device/grouped_gemm.h"
+#include "framework/device/grouped_gemm_fp8.h"
 #include "framework/params/parameter_store.h"
 #include "framework/tensor/tensor.h"
 
@@ -26,12 +38,14 @@ class RoutedExperts {
   // rank's share under expert parallelism; local expert e is global expert first_expert + e).
   RoutedExperts(const ParameterStore& store, const std::string& prefix, int64_t experts, int64_t first_expert = 0);
 
-  int64_t experts() const { return gate_.experts; }
-  int64_t hidden_size() const { return gate_.first.size(1); }
-  int64_t ffn_size() const { return gate_.first.size(0); }
+  int64_t experts() const { return static_cast<int64_t>(gate_parameters_.size()); }
+  int64_t hidden_size() const { return gate_parameters_.front()->spec.shape[1]; }
+  int64_t ffn_size() const { return gate_parameters_.front()->spec.shape[0]; }
 
-  // The compute dtype of the expert GEMMs' inputs.
-  DType compute_dtype() const { return gate_.first.dtype(); }
+  // The compute dtype of the expert GEMMs' inputs (under FP8: of the weight gradient's, and of what forward keeps).
+  DType compute_dtype() const { return compute_dtype_; }
+  // Whether the forward and input gradient run in FP8 (forward_fp8 then, not forward).
+  bool uses_fp8() const { return fp8_.has_value(); }
 
   // R = sorted rows (T * K), H = hidden size, F = expert FFN width, E = experts. "Saved dtype" is model/in_dtype.h's
   // saved_activation_dtype (bf16 in bf16/fp8 training).
@@ -51,8 +65,13 @@ class RoutedExperts {
   // keep_input false leaves ctx.input empty: the caller recomputes x_sorted for backward_weight instead.
   void forward(Context& ctx, const Tensor& out, const Tensor& x_sorted, const Tensor& expert_offsets,
                bool keep_input = true) const;
+  // FP8 (uses_fp8()): the same from x_sorted as the dispatch quantised it (e4m3 [R, H] with 1x128 scales
+  // [R, ceil(H / 128)]). kept_input: the rows in the compute dtype for backward_weight (the dequantised rows
+  // rounded), or empty when the caller recomputes them.
+  void forward_fp8(Context& ctx, const Tensor& out, const Fp8Matrix& x_sorted, const Tensor& expert_offsets,
+                   OwnedTensor kept_input) const;
   // d_x_sorted: [R, H] fp32 (overwritten) <- d_out: [R, H] fp32 or in the compute dtype, kept for backward_weight
-  // (rounded to the compute dtype unless it has it).
+  // (rounded to the compute dtype unless it has it; under FP8 that rounding is what the input gradient quantises).
   void backward_input(Context& ctx, const Tensor& d_x_sorted, OwnedTensor d_out) const;
   // Adds the three projections' gradients of every expert (Parameter::grad_beta: the step's first call writes
   // them, zeros for an expert that received no rows), then releases ctx.
@@ -64,8 +83,22 @@ class RoutedExperts {
   // kept in `storage`.
   Tensor input_in_compute_dtype(const Tensor& x_sorted, OwnedTensor& storage) const;
 
+  // The FP8 weight copies of the three projections (Parameter::fp8).
+  struct Fp8Projections {
+    Fp8ExpertWeights gate, up, down;  // as stored: E x [F, H], E x [F, H], E x [H, F] (forward)
+    Fp8ExpertWeights gate_transposed, up_transposed, down_transposed;  // E x [H, F], E x [H, F], E x [F, H] (dgrad)
+    bool pow2_activation_scales = false;  // precision.fp8.pow2_scales, for the activations quantised here
+  };
+
+  // d_x: [R, K] (+)= d_y: [R, N] in the compute dtype @ W_e per expert, W_e: [N, K] (`weights`, the compute
+  // copies), or under FP8 d_y quantised 1x128 times W_e^T's FP8 copy (fp8_->*transposed). beta 0 or 1.
+  void input_gradient(const Tensor& d_x, const Tensor& d_y, const ExpertWeights& weights,
+                      Fp8ExpertWeights Fp8Projections::*transposed, const Tensor& expert_offsets, float beta) const;
+
   std::vector<const Parameter*> gate_parameters_, up_parameters_, down_parameters_;  // E each
-  ExpertWeights gate_, up_, down_;                 // the compute copies: E x [F, H], E x [F, H], E x [H, F]
+  DType compute_dtype_;
+  ExpertWeights gate_, up_, down_;  // the compute copies: E x [F, H], E x [F, H], E x [H, F]; not under FP8
+  std::optional<Fp8Projections> fp8_;  // under FP8 only
   ExpertWeights gate_grad_, up_grad_, down_grad_;  // the fp32 gradients, same shapes
 };
 

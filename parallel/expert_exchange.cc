@@ -23,27 +23,11 @@ Shape with_rows(const Tensor& tensor, int64_t rows) {
   return Shape(dims);
 }
 
-// Rows in FP8 as dispatch_fp8 sends them.
-struct Fp8Rows {
-  OwnedTensor values;  // [R, H] e4m3
-  OwnedTensor scales;  // [R, ceil(H / 128)] fp32, one per row and 128 columns
-
-  Fp8Rows(int64_t rows, int64_t columns, Device device)
-      : values(Shape{rows, columns}, DType::e4m3, device),
-        scales(Shape{rows, (columns + kFp8TileSize - 1) / kFp8TileSize}, DType::f32, device) {}
-};
-
-// rows: [R, H] fp32 -> its 1x128 quantisation.
-Fp8Rows quantized(const Tensor& rows, bool pow2_scales) {
-  Fp8Rows fp8(rows.size(0), rows.size(1), rows.device());
-  quantize_1x128(fp8.values, fp8.scales, rows, pow2_scales);
-  return fp8;
-}
-
 }  // namespace
 
 void round_trip_fp8_rows(const Tensor& rows, bool pow2_scales) {
-  Fp8Rows fp8 = quantized(rows, pow2_scales);
+  check_dtype(rows, DType::f32, "fp8 round trip rows");
+  Fp8Rows fp8 = quantize_rows(rows, pow2_scales);
   dequantize_1x128(rows, fp8.values, fp8.scales);
 }
 
@@ -95,23 +79,27 @@ void ExpertExchange::dispatch(const Route& route, const Tensor& local, const Ten
   reorder(route, arrival, local, /*to_local=*/true);
 }
 
-void ExpertExchange::dispatch_fp8(const Route& route, const Tensor& local, const Tensor& sorted, bool pow2_scales) {
+Fp8Rows ExpertExchange::dispatch_fp8(const Route& route, const Tensor& sorted, bool pow2_scales) {
   check_rows(sorted, route.sent_total(), "sorted rows");
-  check_rows(local, route.received_total(), "local rows");
-  HAI_CHECK(sorted.rank() == 2 && local.rank() == 2 && sorted.size(1) == local.size(1),
-            "fp8 expert dispatch: rows {} and {} must be [rows, H] with the same H", sorted.str(), local.str());
-  Fp8Rows sent = quantized(sorted, pow2_scales);  // [S, H]
-  if (group_.size() == 1) {
-    dequantize_1x128(local, sent.values, sent.scales);
-    return;
-  }
-  const int64_t received = route.received_total(), columns = local.size(1);
-  Fp8Rows arrival(received, columns, local.device());  // [R, H] by source rank
+  HAI_CHECK(sorted.rank() == 2, "fp8 expert dispatch: rows {} must be [rows, H]", sorted.str());
+  check_dtype(sorted, DType::f32, "fp8 expert dispatch rows");
+  Fp8Rows sent = quantize_rows(sorted, pow2_scales);  // [S, H]
+  if (group_.size() == 1) return sent;
+  const int64_t received = route.received_total(), columns = sorted.size(1);
+  Fp8Rows arrival(received, columns, sorted.device());  // [R, H] by source rank
   group_.all_to_all_v(sent.values, route.send_rows, arrival.values, route.recv_rows);
   group_.all_to_all_v(sent.scales, route.send_rows, arrival.scales, route.recv_rows);
-  Fp8Rows placed(received, columns, local.device());  // [R, H] by local expert
+  Fp8Rows placed(received, columns, sorted.device());  // [R, H] by local expert
   reorder(route, arrival.values, placed.values, /*to_local=*/true);
   reorder(route, arrival.scales, placed.scales, /*to_local=*/true);
+  return placed;
+}
+
+void ExpertExchange::dispatch_fp8(const Route& route, const Tensor& local, const Tensor& sorted, bool pow2_scales) {
+  check_rows(local, route.received_total(), "local rows");
+  HAI_CHECK(local.rank() == 2 && sorted.rank() == 2 && sorted.size(1) == local.size(1),
+            "fp8 expert dispatch: rows {} and {} must be [rows, H] with the same H", sorted.str(), local.str());
+  Fp8Rows placed = dispatch_fp8(route, sorted, pow2_scales);  // [R, H]
   dequantize_1x128(local, placed.values, placed.scales);
 }
 

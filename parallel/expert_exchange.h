@@ -14,16 +14,18 @@
 //
 // FP8 dispatch (precision.mode fp8, DeepSeek-V3's low-precision communication; the caller decides): dispatch_fp8
 // quantises the fp32 rows in 1x128 tiles (e4m3 values and one fp32 scale per row and 128 columns,
-// framework/device/fp8_quantize.h), sends both and dequantises what arrives, so the wire carries about a quarter of
-// the fp32 bytes (half of bf16's). Quantisation is per row, so a row arrives with the same values whoever sends it:
-// round_trip_fp8_rows applies the same to rows that stay on their rank (ep = 1), and the results do not depend on
-// ep. combine stays in full precision.
+// framework/device/fp8_quantize.h) and sends both, so the wire carries about a quarter of the fp32 bytes (half of
+// bf16's); the owner gets the e4m3 rows and scales (what its FP8 expert GEMMs read) or their dequantisation.
+// Quantisation is per row, so a row arrives with the same values whoever sends it: round_trip_fp8_rows applies the
+// same to rows that stay on their rank (ep = 1), and the results do not depend on ep. combine stays in full
+// precision.
 
 #include <cstdint>
 #include <span>
 #include <vector>
 
 #include "framework/comm/communicator.h"
+#include "framework/device/fp8_rows.h"
 #include "framework/tensor/tensor.h"
 
 namespace hai {
@@ -56,8 +58,11 @@ class ExpertExchange {
   // local: [route.received_total(), ...row] <- sorted: [route.sent_total(), ...row], this rank's rows in global
   // expert order. Any dtype; the same dtype, device and row shape for both.
   void dispatch(const Route& route, const Tensor& local, const Tensor& sorted);
-  // local: [route.received_total(), H] fp32 <- sorted: [route.sent_total(), H] fp32, as dispatch, but sent in FP8:
-  // each row arrives as round_trip_fp8_rows makes it. pow2_scales: precision.fp8.pow2_scales.
+  // [route.received_total(), H] in the local order, quantised as quantize_rows (framework/device/fp8_rows.h) makes
+  // each row <- sorted: [route.sent_total(), H] fp32: as dispatch, but sent in FP8. pow2_scales:
+  // precision.fp8.pow2_scales.
+  Fp8Rows dispatch_fp8(const Route& route, const Tensor& sorted, bool pow2_scales);
+  // local: [route.received_total(), H] fp32 <- the same, dequantised: each row as round_trip_fp8_rows makes it.
   void dispatch_fp8(const Route& route, const Tensor& local, const Tensor& sorted, bool pow2_scales);
   // sorted: [route.sent_total(), ...row] <- local: [route.received_total(), ...row]: each local row goes back to
   // the rank and the sorted row it was dispatched from.

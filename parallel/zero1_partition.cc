@@ -8,12 +8,14 @@
 namespace hai {
 namespace {
 
-// The segments as the fused step's table: state offsets relative to the shard's first element.
-AdamWSegmentTable segment_table(const std::vector<ShardSegment>& segments, int64_t owned_begin, Device device) {
+// The segments as the fused step's table: value offsets relative to value_begin (the step reads the range's values
+// and compute copy), state offsets relative to the shard's first element.
+AdamWSegmentTable segment_table(const std::vector<ShardSegment>& segments, int64_t value_begin, int64_t owned_begin,
+                                Device device) {
   std::vector<AdamWSegment> table;
   for (const ShardSegment& segment : segments) {
-    table.push_back(
-        {segment.value_offset, segment.grad_offset - owned_begin, segment.numel, segment.weight_decay});
+    table.push_back({segment.value_offset - value_begin, segment.grad_offset - owned_begin, segment.numel,
+                     segment.weight_decay});
   }
   return AdamWSegmentTable(table, device);
 }
@@ -29,19 +31,19 @@ Zero1Partition::Zero1Partition(ParameterStore& store, int64_t layout_begin, int6
       shard_(flat_shard(layout_end - layout_begin, group.rank(), group.size())),
       own_segments_(shard_segments(store, layout_begin + shard_.begin, layout_begin + shard_.end)),
       all_segments_(shard_segments(store, layout_begin, layout_end)),
-      own_table_(segment_table(own_segments_, layout_begin + shard_.begin, store.grads().device())),
       exp_avg_(zero_tensor(Shape{shard_.numel()}, moment_dtype(moments), store.grads().device())),
       exp_avg_sq_(zero_tensor(Shape{shard_.numel()}, moment_dtype(moments), store.grads().device())) {
   HAI_CHECK(0 <= layout_begin && layout_begin <= layout_end && layout_end <= store.grads().numel(),
             "ZeRO-1 partition [{}, {}) outside the {} gradient elements", layout_begin, layout_end,
             store.grads().numel());
   HAI_CHECK(mean_over >= 1, "ZeRO-1 partition: the mean over {} ranks", mean_over);
-  gather_compute_copy_ = gather_compute_copy && sharded() && store.compute_values().raw() != nullptr;
   if (!all_segments_.empty()) value_begin_ = all_segments_.front().value_offset;
   for (const ShardSegment& segment : all_segments_) {
     value_begin_ = std::min(value_begin_, segment.value_offset);
     value_end_ = std::max(value_end_, segment.value_offset + segment.numel);
   }
+  own_table_ = segment_table(own_segments_, value_begin_, layout_begin + shard_.begin, store.grads().device());
+  gather_compute_copy_ = gather_compute_copy && sharded() && range_compute_copy().raw() != nullptr;
   gathers_in_place_ = sharded() && !padded() && values_follow_gradients();
   if (!sharded() || !padded()) return;
   Device device = store.grads().device();
@@ -85,29 +87,33 @@ void Zero1Partition::start_reduction() {
 
 void Zero1Partition::finish_reduction() { group_.join_side_stream(); }
 
+Tensor Zero1Partition::range_values() const { return store_.values().slice(value_begin_, value_end_); }
+
+Tensor Zero1Partition::range_compute_copy() const { return store_.compute_values(value_begin_, value_end_); }
+
 void Zero1Partition::step(const AdamWSettings& settings, float gradient_scale) {
   // NOTE: unsharded, the step updates every value of the range and writes their compute copy as it goes; sharded
   // and gathering the compute copy, it writes that of the owned values, which the gather then spreads.
   bool writes_compute = !sharded() || gather_compute_copy_;
-  Tensor compute = writes_compute ? store_.compute_values() : Tensor();  // [N] compute dtype, or none
-  fused_adamw_step(store_.values(), compute, shard_grads(), exp_avg(), exp_avg_sq(), own_table_, settings,
+  Tensor compute = writes_compute ? range_compute_copy() : Tensor();  // [range] compute dtype, or none
+  fused_adamw_step(range_values(), compute, shard_grads(), exp_avg(), exp_avg_sq(), own_table_, settings,
                    gradient_scale / static_cast<float>(mean_over_));
 }
 
 void Zero1Partition::start_gather_values() {
   if (!sharded()) return;
   if (gather_compute_copy_) {
-    start_gather(store_.compute_values());
+    start_gather(range_compute_copy());
     master_values_whole_ = false;
   } else {
-    start_gather(store_.values());
+    start_gather(range_values());
   }
 }
 
 void Zero1Partition::gather_master_values() {
   finish_gather_values();
   if (master_values_whole_) return;
-  start_gather(store_.values());
+  start_gather(range_values());
   finish_gather_values();
   master_values_whole_ = true;
 }
@@ -124,15 +130,12 @@ void Zero1Partition::start_gather(const Tensor& source) {
   gathering_ = source;
   int64_t own_chunk = group_.rank() * shard_.chunk;
   if (gathers_in_place_) {
-    Tensor range = source.slice(value_begin_, value_end_);  // [chunk * size]
-    group_.all_gather(range, range.slice(own_chunk, own_chunk + shard_.chunk));
+    group_.all_gather(source, source.slice(own_chunk, own_chunk + shard_.chunk));  // [chunk * size]
     group_.mark_side_stream(gathered_);
     return;
   }
   Tensor staging = gather_staging(source);
-  for (const ShardSegment& segment : own_segments_) {
-    copy_tensor(staged(staging, segment), source.slice(segment.value_offset, segment.value_offset + segment.numel));
-  }
+  for (const ShardSegment& segment : own_segments_) copy_tensor(staged(staging, segment), in_range(source, segment));
   group_.all_gather(staging, staging.slice(own_chunk, own_chunk + shard_.chunk));
 }
 
@@ -144,11 +147,15 @@ void Zero1Partition::finish_gather_values() {
     group_.join_side_stream();
     Tensor staging = gather_staging(gathering_);
     for (const ShardSegment& segment : all_segments_) {
-      copy_tensor(gathering_.slice(segment.value_offset, segment.value_offset + segment.numel),
-                  staged(staging, segment));
+      copy_tensor(in_range(gathering_, segment), staged(staging, segment));
     }
   }
   gathering_ = Tensor();
+}
+
+Tensor Zero1Partition::in_range(const Tensor& range, const ShardSegment& segment) const {
+  int64_t begin = segment.value_offset - value_begin_;
+  return range.slice(begin, begin + segment.numel);
 }
 
 Tensor Zero1Partition::staged(const Tensor& staging, const ShardSegment& segment) const {

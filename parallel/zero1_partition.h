@@ -85,10 +85,13 @@ class Zero1Partition {
   Tensor padded_range() const;  // [chunk * group] fp32: staging_ when padded, else layout_grads()
   // Whether the range's values are contiguous in gradient order (the constructor's rule above).
   bool values_follow_gradients() const;
-  // Queues the all-gather of the owned elements of `source` (the values [N] fp32 or their compute copy) into every
+  Tensor range_values() const;        // [value_end_ - value_begin_] fp32: the store's values of the range
+  Tensor range_compute_copy() const;  // the same in the compute dtype; undefined when they have no compute copy
+  // Queues the all-gather of the owned elements of `source` (range_values() or range_compute_copy()) into every
   // rank's; finish_gather_values() makes the compute stream wait for it and unstages.
   void start_gather(const Tensor& source);
   Tensor gather_staging(const Tensor& source) const;  // [chunk * size] source dtype, over padded_range()
+  Tensor in_range(const Tensor& range, const ShardSegment& segment) const;  // the segment's place in a range's
   Tensor staged(const Tensor& staging, const ShardSegment& segment) const;  // the segment's place in the staging
 
   ParameterStore& store_;
@@ -98,7 +101,7 @@ class Zero1Partition {
   FlatShard shard_;
   std::vector<ShardSegment> own_segments_;  // the owned elements (absolute gradient offsets)
   std::vector<ShardSegment> all_segments_;  // every element of the range
-  AdamWSegmentTable own_table_;             // own_segments_ on the device, state offsets relative to the shard
+  AdamWSegmentTable own_table_;             // own_segments_ on the device, relative to value_begin_ and the shard
   int64_t value_begin_ = 0;                 // the values of the range's parameters: [value_begin_, value_end_)
   int64_t value_end_ = 0;
   OwnedTensor staging_;                     // [chunk * group] fp32, the padded range; only when sharded and padded

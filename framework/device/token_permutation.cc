@@ -66,8 +66,8 @@ void build_routing_plan(const RoutingPlan& plan, const Tensor& topk_indices, [[m
 }
 
 void permute_tokens(const Tensor& x_sorted, const Tensor& x, const RoutingPlan& plan, [[maybe_unused]] Stream stream) {
-  HAI_CHECK(x.dtype() == DType::f32 || x.dtype() == DType::bf16 || x.dtype() == DType::f16,
-            "permute_tokens: rows must be fp32, bf16 or fp16, got {}", x.str());
+  HAI_CHECK(x.dtype() == DType::f32 || x.dtype() == DType::bf16 || x.dtype() == DType::f16 || x.dtype() == DType::e4m3,
+            "permute_tokens: rows must be fp32, bf16, fp16 or e4m3, got {}", x.str());
   check_rows(x, x_sorted, plan, x.dtype(), x.dtype());
   if (x.device().is_cpu()) return cpu::permute_tokens(x_sorted, x, plan);
 #ifdef HAI_WITH_CUDA

@@ -30,8 +30,9 @@ class OwnedRoutingPlan {
 // plan <- topk_indices: [T, K] i32 with every index in [0, E). E is taken from plan.expert_offsets.
 void build_routing_plan(const RoutingPlan& plan, const Tensor& topk_indices, Stream stream = {});
 
-// x_sorted: [T * K, D] <- x: [T, D]:  x_sorted[p] = x[sources[p] / K]. fp32, bf16 or fp16 (both the same): a copy,
-// so rounding x [T, D] and permuting it gives the bits of rounding the permuted rows, with K times fewer roundings.
+// x_sorted: [T * K, D] <- x: [T, D]:  x_sorted[p] = x[sources[p] / K]. fp32, bf16, fp16 or e4m3 (both the same): a
+// copy, so rounding (or quantising per row) x [T, D] and permuting it gives the bits of rounding the permuted rows,
+// with K times fewer roundings.
 void permute_tokens(const Tensor& x_sorted, const Tensor& x, const RoutingPlan& plan, Stream stream = {});
 
 // d_x: [T, D] <- d_x_sorted: [T * K, D]:  d_x[t] = sum_k d_x_sorted[positions[t, k]] (k ascending). Overwrites d_x.

@@ -31,6 +31,9 @@ struct ParameterSpec {
   // true for the weight of a linear layer whose GEMMs run in FP8 under precision.mode fp8 (attention's and the
   // MLPs' projections): the store keeps it quantised in 128x128 blocks too (parameter_store.h).
   bool fp8_gemm = false;
+  // With fp8_gemm: under precision.mode fp8 nothing reads the compute copy, only the FP8 copies (the routed
+  // experts: forward and input gradient read those, the weight gradient reads no weight), so the store keeps none.
+  bool fp8_only = false;
 };
 
 int64_t total_numel(const std::vector<ParameterSpec>& specs);

@@ -43,6 +43,19 @@ bool has_fp8_copy(const ParameterSpec& spec, const Fp8WeightOptions& fp8) {
   return true;
 }
 
+// Whether the store keeps a compute copy of the parameter apart from its values (not in fp32, where the values are
+// the compute copy, nor for an fp8_only parameter with FP8 copies).
+bool has_compute_copy(const ParameterSpec& spec, DType compute_dtype, const Fp8WeightOptions& fp8) {
+  return compute_dtype != DType::f32 && !(spec.fp8_only && has_fp8_copy(spec, fp8));
+}
+
+int64_t compute_copy_numel(const std::vector<ParameterSpec>& specs, DType compute_dtype,
+                           const Fp8WeightOptions& fp8) {
+  int64_t total = 0;
+  for (const ParameterSpec& spec : specs) total += has_compute_copy(spec, compute_dtype, fp8) ? spec.shape.numel() : 0;
+  return total;
+}
+
 // Elements and scales of every FP8 copy.
 struct Fp8Sizes {
   int64_t values = 0, scales = 0;
@@ -66,13 +79,15 @@ Tensor flat_slice(const Tensor& buffer, int64_t offset, Shape shape) {
 
 ParameterStore::ParameterStore(std::vector<ParameterSpec> specs, Device device, DType compute_dtype,
                                Fp8WeightOptions fp8)
-    : fp8_options_(fp8),
+    : compute_dtype_(compute_dtype),
+      fp8_options_(fp8),
       values_(Shape{total_numel(specs)}, DType::f32, device),
       grads_(zero_tensor(Shape{trainable_numel(specs)}, DType::f32, device)),
       grad_written_(std::make_unique<bool[]>(specs.size())) {
   std::fill(grad_written_.get(), grad_written_.get() + specs.size(), true);  // zero gradients, as written
-  if (compute_dtype != DType::f32) compute_values_ = OwnedTensor(values_.shape(), compute_dtype, device);
-  Tensor compute_buffer = compute_dtype == DType::f32 ? values() : compute_values_.tensor();
+  if (compute_dtype != DType::f32) {
+    compute_values_ = OwnedTensor(Shape{compute_copy_numel(specs, compute_dtype, fp8)}, compute_dtype, device);
+  }
   Fp8Sizes fp8_total = fp8_sizes(specs, fp8);
   if (fp8_total.values > 0) {
     fp8_values_ = OwnedTensor(Shape{fp8_total.values}, DType::e4m3, device);
@@ -80,7 +95,7 @@ ParameterStore::ParameterStore(std::vector<ParameterSpec> specs, Device device, 
     fp8_scales_ = OwnedTensor(Shape{fp8_total.scales}, DType::f32, device);
     fp8_transposed_scales_ = OwnedTensor(Shape{fp8_total.scales}, DType::f32, device);
   }
-  int64_t offset = 0, grad_offset = 0;
+  int64_t offset = 0, grad_offset = 0, compute_offset = 0;
   Fp8Sizes fp8_offset;
   parameters_.reserve(specs.size());
   for (ParameterSpec& spec : specs) {
@@ -90,7 +105,15 @@ ParameterStore::ParameterStore(std::vector<ParameterSpec> specs, Device device, 
     int64_t numel = spec.shape.numel();
     parameter.offset = offset;
     parameter.value = flat_slice(values(), offset, spec.shape);
-    parameter.compute = flat_slice(compute_buffer, offset, spec.shape);
+    if (compute_dtype == DType::f32) {
+      parameter.compute = parameter.value;
+    } else if (has_compute_copy(spec, compute_dtype, fp8)) {
+      parameter.compute = flat_slice(compute_values_, compute_offset, spec.shape);
+      bool continues_run = !compute_runs_.empty() && compute_runs_.back().value_end == offset;
+      if (!continues_run) compute_runs_.push_back({offset, offset, compute_offset});
+      compute_runs_.back().value_end += numel;
+      compute_offset += numel;
+    }
     offset += numel;
     if (spec.trainable) {
       parameter.grad_offset = grad_offset;
@@ -191,9 +214,27 @@ void ParameterStore::refresh_compute_copy() {
 void ParameterStore::refresh_compute_copy(int64_t value_begin, int64_t value_end) {
   HAI_CHECK(0 <= value_begin && value_begin <= value_end && value_end <= numel(),
             "compute copy refresh of values [{}, {}) outside the {} values", value_begin, value_end, numel());
-  // NOTE: in fp32 compute_values_ is an empty OwnedTensor, whose rank-0 shape has numel 1, hence raw().
-  if (compute_values_.tensor().raw() == nullptr || value_begin == value_end) return;
-  cast_tensor(compute_values_.tensor().slice(value_begin, value_end), values().slice(value_begin, value_end));
+  // NOTE: one cast per run of compute copies (one run unless fp8_only parameters cut it); none in fp32.
+  for (const ComputeRun& run : compute_runs_) {
+    int64_t begin = std::max(value_begin, run.value_begin), end = std::min(value_end, run.value_end);
+    if (begin >= end) continue;
+    int64_t compute_begin = run.compute_begin + (begin - run.value_begin);
+    cast_tensor(compute_values_.tensor().slice(compute_begin, compute_begin + (end - begin)),
+                values().slice(begin, end));
+  }
+}
+
+Tensor ParameterStore::compute_values(int64_t value_begin, int64_t value_end) const {
+  HAI_CHECK(0 <= value_begin && value_begin <= value_end && value_end <= numel(),
+            "compute copy of values [{}, {}) outside the {} values", value_begin, value_end, numel());
+  for (const ComputeRun& run : compute_runs_) {
+    if (run.value_end <= value_begin || value_end <= run.value_begin) continue;
+    HAI_CHECK(run.value_begin <= value_begin && value_end <= run.value_end,
+              "values [{}, {}) have a compute copy only in part, or not in one piece", value_begin, value_end);
+    int64_t compute_begin = run.compute_begin + (value_begin - run.value_begin);
+    return compute_values_.tensor().slice(compute_begin, compute_begin + (value_end - value_begin));
+  }
+  return Tensor();
 }
 
 void ParameterStore::refresh_fp8_copies() {

@@ -4,7 +4,9 @@
 // step from the master values; in fp32 it is the master buffer itself). With FP8 weights (precision.mode fp8),
 // every parameter whose spec says fp8_gemm is also kept quantised in 128x128 blocks, as stored and transposed
 // (forward and dgrad read one each, framework/device/fp8_gemm.h), refreshed with the compute copy: weights are
-// quantised once per step, not per micro-batch. Each parameter is a view into these buffers. Initialisation is a
+// quantised once per step, not per micro-batch. A parameter whose spec also says fp8_only then has no compute copy
+// (its GEMMs read only the FP8 copies): the compute buffer holds the other parameters, in value order, so it is
+// smaller than the values by those parameters. Each parameter is a view into these buffers. Initialisation is a
 // pure function of (seed, parameter name, element index) through the counter RNG, so any layout of the same model
 // starts from the same values.
 //
@@ -56,7 +58,8 @@ struct Parameter {
   int64_t offset = 0;       // into the value buffer, in elements
   int64_t grad_offset = -1;  // into the gradient buffer; -1 for non-trainable parameters
   Tensor value;             // spec.shape, fp32
-  Tensor compute;           // spec.shape, the compute dtype (aliases value in fp32)
+  Tensor compute;           // spec.shape, the compute dtype (aliases value in fp32); undefined for an fp8_only
+                            // parameter with FP8 copies
   Tensor grad;              // spec.shape, fp32; undefined for non-trainable parameters; see take_grad_beta()
   Fp8Weight fp8;            // defined with FP8 weights enabled and spec.fp8_gemm
 
@@ -84,7 +87,8 @@ class ParameterStore {
   // Rounds the master values into the compute copy (a no-op in fp32) and quantises the FP8 copies. Call after
   // every change of the values.
   void refresh_compute_copy();
-  // The compute copy of values [value_begin, value_end) only (a no-op in fp32), for an update that changed those.
+  // The compute copy of values [value_begin, value_end) only (a no-op in fp32 and for values without a compute
+  // copy), for an update that changed those.
   void refresh_compute_copy(int64_t value_begin, int64_t value_end);
   // The FP8 copies only (none without FP8 weights).
   void refresh_fp8_copies();
@@ -94,21 +98,33 @@ class ParameterStore {
   // Whether FP8 training is on (FP8 copies kept) and how activations are scaled, for layers that quantise without
   // an FP8 weight of their own (the routed rows before the experts).
   const Fp8WeightOptions& fp8_options() const { return fp8_options_; }
+  DType compute_dtype() const { return compute_dtype_; }  // of every compute copy (fp32: the values)
   Tensor values() const { return values_.tensor(); }  // [N] fp32, every parameter
   Tensor grads() const { return grads_.tensor(); }    // [N_trainable] fp32
-  // [N] the compute dtype, every parameter; undefined in fp32 (the values are the compute copy). An optimizer
-  // that writes it as it updates the values (fused_adamw.h) saves the refresh.
+  // [N_compute] the compute dtype, the compute copies of every parameter that has one, in value order (N_compute
+  // = N unless some have none); undefined in fp32 (the values are the compute copy).
   Tensor compute_values() const { return compute_values_.tensor(); }
+  // [value_end - value_begin] the compute copy of values [value_begin, value_end), for an optimizer that writes
+  // it as it updates those values (fused_adamw.h) and saves the refresh; undefined when none of them has one
+  // (or in fp32). Throws when some of them have one and some not.
+  Tensor compute_values(int64_t value_begin, int64_t value_end) const;
   int64_t numel() const { return values_.numel(); }
 
  private:
   std::vector<Parameter> parameters_;
+  DType compute_dtype_;
   Fp8WeightOptions fp8_options_;
   std::unordered_map<std::string, size_t> index_by_name_;
   OwnedTensor values_;
   OwnedTensor grads_;
   std::unique_ptr<bool[]> grad_written_;  // one flag per parameter (Parameter::grad_written_), a stable address
   OwnedTensor compute_values_;  // empty when the compute dtype is fp32
+  // Where the compute copy lies: runs of values whose compute copies are contiguous, in value order.
+  struct ComputeRun {
+    int64_t value_begin = 0, value_end = 0;
+    int64_t compute_begin = 0;  // into compute_values_, of value_begin's element
+  };
+  std::vector<ComputeRun> compute_runs_;
   // The FP8 copies, empty without FP8 weights: values [N_fp8] e4m3 and scales [S_fp8] fp32, as stored and transposed.
   OwnedTensor fp8_values_, fp8_transposed_values_;
   OwnedTensor fp8_scales_, fp8_transposed_scales_;

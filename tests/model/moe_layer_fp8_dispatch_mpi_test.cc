@@ -1,7 +1,8 @@
 // FP8 expert dispatch (precision.mode fp8): the MoE layer with its routed experts split over ep ranks, the rows
-// sent in FP8 (ExpertExchange::dispatch_fp8), gives each rank exactly, bit for bit, the output and input gradient
-// of the same layer holding every expert on that rank alone, which quantises and dequantises the rows in place
-// (round_trip_fp8_rows): quantisation is per row, and every other step computes each row on its own. Every ep that
+// sent in FP8 (ExpertExchange::dispatch_fp8) and read by the experts' FP8 GEMMs as they arrive, gives each rank
+// exactly, bit for bit, the output and input gradient of the same layer holding every expert on that rank alone,
+// which quantises its token rows and permutes the e4m3 rows and scales: quantisation is per row, and every other
+// step computes each row on its own. Every ep that
 // divides the world is checked; each rank routes its own tokens.
 
 #include <gtest/gtest.h>

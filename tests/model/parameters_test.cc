@@ -82,23 +82,26 @@ TEST(Parameters, GroupsDecayAndTrainability) {
   }
 }
 
-// FP8 GEMMs (precision.mode fp8): the projections of attention, the dense MLP and the shared experts; not the
-// routed experts (bf16 grouped GEMMs), the gate, embedding, head, MTP eh_proj or the norms.
+// FP8 GEMMs (precision.mode fp8): the projections of attention, the dense MLP, the shared and the routed experts
+// (only the routed experts' are fp8_only: no compute copy); not the gate, embedding, head, MTP eh_proj or the norms.
 TEST(Parameters, Fp8GemmWeights) {
   ModelConfig m;  // the tiny default
   m.mtp_depth = 1;
   std::set<std::string> fp8_projections = {"q_a_proj", "q_b_proj", "kv_a_proj_with_mqa", "kv_b_proj", "o_proj",
                                            "gate_proj", "up_proj", "down_proj"};
-  int fp8_weights = 0;
+  int fp8_weights = 0, fp8_only_weights = 0;
   for (const auto& spec : deepseek_v3_parameters(m)) {
     std::string name = spec.name;
     size_t end = name.rfind(".weight"), begin = name.rfind('.', end - 1) + 1;
     bool projection = end != std::string::npos && fp8_projections.count(name.substr(begin, end - begin)) > 0;
     bool routed = name.find(".mlp.experts.") != std::string::npos;
-    EXPECT_EQ(spec.fp8_gemm, projection && !routed) << name;
+    EXPECT_EQ(spec.fp8_gemm, projection) << name;
+    EXPECT_EQ(spec.fp8_only, projection && routed) << name;
     fp8_weights += spec.fp8_gemm;
+    fp8_only_weights += spec.fp8_only;
   }
-  EXPECT_GT(fp8_weights, 0);
+  EXPECT_GT(fp8_only_weights, 0);
+  EXPECT_GT(fp8_weights, fp8_only_weights);
 }
 
 TEST(Parameters, FlopsPerToken) {

@@ -14,6 +14,7 @@
 #include "framework/core/error.h"
 #include "framework/device/cast.h"
 #include "framework/device/elementwise.h"
+#include "framework/device/fp8_quantize.h"
 #include "framework/device/grad_norm.h"
 #include "parallel/rank_values.h"
 #include "parallel/topology.h"
@@ -274,6 +275,45 @@ TEST_F(Zero1World, TheComputeCopyFollowsTheGatheredValues) {
   for (int64_t i = 0; i < store.numel(); ++i) {
     ASSERT_EQ(store.compute_values().data<bf16>()[i].bits, rounded.tensor().data<bf16>()[i].bits) << i;
   }
+}
+
+// precision.mode fp8 with FP8-only experts (the routed experts: FP8 copies, no compute copy), sharded: the compute
+// copy, which skips the experts, is still the rounding of every other parameter's (gathered) values, and the
+// experts' FP8 copies the quantisation of theirs, on every rank.
+TEST_F(Zero1World, Fp8OnlyExpertsKeepNoComputeCopyAndTheirFp8CopiesFollowTheValues) {
+  std::vector<ParameterSpec> specs = testing::zero1_specs();
+  for (ParameterSpec& spec : specs) {
+    spec.fp8_gemm = spec.group == ParameterGroup::expert;
+    spec.fp8_only = spec.fp8_gemm;
+  }
+  Zero1Options options{.reads_fp32_value = reads_norm_in_fp32};
+  ParameterStore store(specs, Device::cpu(), DType::bf16, {.enabled = true});
+  initialize_with_compute_copy(store, 7);
+  ASSERT_EQ(store.compute_values().numel(), store.numel() - 20);  // the two experts' 20 elements have none
+  Zero1Optimizer zero1(store, testing::zero1_optimizer_config(), *world_, *world_, options);
+  for (int64_t step = 1; step <= 2; ++step) {
+    testing::fill_rank_grads(store, rank(), step);
+    zero1.clip(zero1.reduce_gradients(), 1.5);
+    zero1.step(0.05f, step);
+  }
+  zero1.gather_master_values();
+  for (const Parameter& parameter : store.parameters()) {
+    if (parameter.spec.fp8_only) {
+      EXPECT_EQ(parameter.compute.raw(), nullptr) << parameter.spec.name;
+      OwnedTensor values(parameter.value.shape(), DType::e4m3), scales(parameter.fp8.scales.shape(), DType::f32);
+      quantize_128x128(values, scales, parameter.value);
+      EXPECT_TRUE(testing::same_bytes(parameter.fp8.values, values)) << parameter.spec.name;
+      EXPECT_TRUE(testing::same_bytes(parameter.fp8.scales, scales)) << parameter.spec.name;
+      continue;
+    }
+    OwnedTensor rounded(parameter.value.shape(), DType::bf16);
+    cast_tensor(rounded, parameter.value);
+    EXPECT_TRUE(testing::same_bytes(parameter.compute, rounded)) << parameter.spec.name;
+  }
+  OwnedTensor highest(store.values().shape(), DType::f32);
+  copy_tensor(highest, store.values());
+  world_->all_reduce(highest, ReduceOp::max);
+  EXPECT_TRUE(testing::same_bytes(highest, store.values()));
 }
 
 TEST_F(Zero1World, NormIsTheSameOnEveryRank) {

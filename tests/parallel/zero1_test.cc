@@ -71,6 +71,39 @@ TEST(Zero1, OneRankEqualsAdamW) {
   EXPECT_EQ(zero1_store["gate.bias"].value.data<float>()[0], 0.0f);  // not trainable: untouched
 }
 
+// FP8-only experts (the routed experts under precision.mode fp8) have no compute copy: the fused step writes the
+// others' bf16 copy as the plain optimizer's refresh rounds it, and both quantise the same FP8 copies.
+TEST(Zero1, OneRankEqualsAdamWWithFp8OnlyExperts) {
+  std::vector<ParameterSpec> specs = fp8_specs();
+  for (ParameterSpec& spec : specs) {
+    if (spec.group == ParameterGroup::expert) spec.fp8_gemm = spec.fp8_only = true;
+  }
+  OptimizerConfig config = testing::zero1_optimizer_config();
+  ParameterStore plain_store(specs, Device::cpu(), DType::bf16, {.enabled = true});
+  ParameterStore zero1_store(specs, Device::cpu(), DType::bf16, {.enabled = true});
+  plain_store.initialize(3, 0.5);
+  zero1_store.initialize(3, 0.5);
+  ASSERT_EQ(zero1_store.compute_values().numel(), zero1_store.numel() - 20);
+  SingleRankCommunicator group;
+  AdamW plain(plain_store, config);
+  Zero1Optimizer zero1(zero1_store, config, group);
+  for (int64_t step = 1; step <= 3; ++step) {
+    testing::fill_rank_grads(plain_store, 0, step);
+    testing::fill_rank_grads(zero1_store, 0, step);
+    double plain_norm = std::sqrt(grad_norm_squared({plain_store.grads()}));
+    scale_tensor(plain_store.grads(), static_cast<float>(clip_factor(plain_norm, 2.0)));
+    plain.step(0.01f, step);
+    zero1.clip(zero1.reduce_gradients(), 2.0);
+    zero1.step(0.01f, step);
+  }
+  EXPECT_TRUE(same_bytes(plain_store.values(), zero1_store.values()));
+  EXPECT_TRUE(same_bytes(plain_store.compute_values(), zero1_store.compute_values()));
+  for (const char* name : {"w.weight", "experts.0.weight", "experts.1.weight"}) {
+    EXPECT_TRUE(same_bytes(plain_store[name].fp8.values, zero1_store[name].fp8.values)) << name;
+    EXPECT_TRUE(same_bytes(plain_store[name].fp8.transposed_values, zero1_store[name].fp8.transposed_values)) << name;
+  }
+}
+
 // Loss-scaled gradients (x 2^10) and the scale given to clip() update the parameters exactly as the unscaled
 // gradients do: the norm is reported unscaled and the unscale folds into the step's gradient scale.
 TEST(Zero1, TheLossScaleFoldsIntoTheStep) {

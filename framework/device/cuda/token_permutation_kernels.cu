@@ -6,7 +6,8 @@
 namespace hai::cuda::kernels {
 namespace {
 
-// One block per sorted row, copying the token's row in pieces (16 bytes where rows and pointers allow, else 2).
+// One block per sorted row, copying the token's row in pieces (16 bytes where rows and pointers allow, else 2 where
+// the rows allow, else 1: e4m3 rows of odd width).
 template <typename Piece>
 __global__ void permute_kernel(Piece* x_sorted, const Piece* x, const int32_t* sources, int64_t experts_per_token,
                                int64_t pieces_per_row) {
@@ -92,10 +93,14 @@ cudaError_t permute_tokens(void* x_sorted, const void* x, int64_t element_bytes,
   if (row_bytes % 16 == 0 && aligned(x_sorted) && aligned(x)) {
     permute_kernel<<<static_cast<unsigned int>(rows), kThreads, 0, stream>>>(
         static_cast<uint4*>(x_sorted), static_cast<const uint4*>(x), sources, shape.experts_per_token, row_bytes / 16);
-  } else {
+  } else if (row_bytes % 2 == 0) {
     permute_kernel<<<static_cast<unsigned int>(rows), kThreads, 0, stream>>>(
         static_cast<uint16_t*>(x_sorted), static_cast<const uint16_t*>(x), sources, shape.experts_per_token,
         row_bytes / 2);
+  } else {
+    permute_kernel<<<static_cast<unsigned int>(rows), kThreads, 0, stream>>>(
+        static_cast<uint8_t*>(x_sorted), static_cast<const uint8_t*>(x), sources, shape.experts_per_token,
+        row_bytes);
   }
   return cudaGetLastError();
 }

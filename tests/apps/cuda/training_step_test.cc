@@ -3,7 +3,9 @@
 // with runtime.device cpu and cuda from the same initial parameters and data. The step's losses (computed before
 // the update) and gradient norm agree to 1e-4 relative in fp32 and 1e-2 in bf16 (the same bf16 rounding of the
 // GEMM inputs on both devices; only the fp32 accumulation order differs) and in fp8 (the same e4m3 quantisation
-// on both; the tiny widths, not multiples of 128, take the FP8 GEMM's dequantised path). The run also writes its
+// on both; the tiny widths, not multiples of 128, take the dense FP8 GEMM's dequantised path, and the routed experts'
+// FP8 grouped GEMMs run the wgmma kernel on an sm_90a build, whose tensor-core block sums are not the CPU's
+// bitwise: grouped_gemm_fp8.h). The run also writes its
 // final checkpoint from device memory and reports the GPU pool's peak memory as mem_gib.
 //
 // Without a GPU the test skips; under HAI_REQUIRE_GPU=1 (scripts/gpu-test.sh) it fails instead.

@@ -46,6 +46,20 @@ TEST(TokenPermutation, PermuteGathersTokenRows) {
   EXPECT_EQ(std::vector<float>(x_sorted.data<float>(), x_sorted.data<float>() + 12), expected);
 }
 
+// e4m3 rows (the FP8 experts' input and its scales' rows are fp32) are copied as bytes: odd widths too.
+TEST(TokenPermutation, PermuteCopiesE4m3Rows) {
+  OwnedRoutingPlan plan(3, 2, 4);
+  build_routing_plan(plan, example_topk());
+  OwnedTensor x(Shape{3, 3}, DType::e4m3), x_sorted(Shape{6, 3}, DType::e4m3);
+  for (int i = 0; i < 9; ++i) x.data<e4m3>()[i].bits = static_cast<uint8_t>(16 * (i / 3) + i % 3);
+  permute_tokens(x_sorted, x, plan);
+  // the sorted rows hold tokens 0, 1, 2, 1, 0, 2 (PermuteGathersTokenRows)
+  for (int row = 0; row < 6; ++row) {
+    int token = std::vector<int>{0, 1, 2, 1, 0, 2}[row];
+    for (int c = 0; c < 3; ++c) EXPECT_EQ(x_sorted.data<e4m3>()[row * 3 + c].bits, 16 * token + c) << row;
+  }
+}
+
 TEST(TokenPermutation, UnpermuteCombinesWeightedRows) {
   OwnedRoutingPlan plan(3, 2, 4);
   build_routing_plan(plan, example_topk());

@@ -72,6 +72,43 @@ TEST(ParameterStoreFp8, RefreshQuantisesTheMasterValues) {
   EXPECT_EQ(e4m3_to_float(store["proj.weight"].fp8.values.data<e4m3>()[0].bits), 448.0f);
 }
 
+// fp8_only (the routed experts): with FP8 copies the parameter has no compute copy; the compute buffer holds the
+// others in value order, refreshed around the hole, and compute_values(range) maps a range that has one. Without
+// FP8 (or in fp32) nothing changes.
+TEST(ParameterStoreFp8, Fp8OnlyWeightsKeepNoComputeCopy) {
+  std::vector<ParameterSpec> specs = fp8_specs();
+  specs.insert(specs.begin() + 2, specs[3]);  // proj, norm, an expert, head, expert
+  specs[2].name = "first_expert.weight";
+  for (ParameterSpec& spec : specs) spec.fp8_only = spec.group == ParameterGroup::expert;
+  ParameterStore without_fp8(specs, Device::cpu(), DType::bf16);
+  EXPECT_EQ(without_fp8.compute_values().numel(), without_fp8.numel());
+  EXPECT_NE(without_fp8["expert.weight"].compute.raw(), nullptr);
+
+  ParameterStore store(specs, Device::cpu(), DType::bf16, {.enabled = true});
+  EXPECT_EQ(store.compute_dtype(), DType::bf16);
+  EXPECT_EQ(store["expert.weight"].compute.raw(), nullptr);
+  EXPECT_EQ(store["first_expert.weight"].compute.raw(), nullptr);
+  EXPECT_TRUE(store["expert.weight"].fp8.defined());
+  const int64_t expert = 64 * 200, proj = 200 * 130, norm = 130, head = 5 * 130;
+  EXPECT_EQ(store.compute_values().numel(), store.numel() - 2 * expert);
+  store.initialize(3, 0.1);
+  store.refresh_compute_copy();
+  for (const char* name : {"proj.weight", "norm.weight", "head.weight"}) {
+    const Parameter& parameter = store[name];
+    for (int64_t i = 0; i < parameter.value.numel(); ++i) {
+      ASSERT_EQ(parameter.compute.data<bf16>()[i].bits, float_to_bf16(parameter.value.data<float>()[i])) << name;
+    }
+  }
+  // head's compute copy follows norm's in the buffer, though an expert lies between their values.
+  EXPECT_EQ(store["head.weight"].compute.raw(), store["norm.weight"].compute.data<bf16>() + norm);
+  Tensor head_copy = store.compute_values(proj + norm + expert, proj + norm + expert + head);
+  EXPECT_EQ(head_copy.raw(), store["head.weight"].compute.raw());
+  EXPECT_EQ(head_copy.numel(), head);
+  EXPECT_EQ(store.compute_values(proj + norm, proj + norm + expert).raw(), nullptr);  // the expert: none
+  EXPECT_THROW(store.compute_values(0, proj + norm + expert), Error);                 // in part
+  EXPECT_THROW(store.compute_values(proj, proj + norm + expert + head), Error);        // not in one piece
+}
+
 TEST(ParameterStoreFp8, RefusesAnFp8CopyOfAVector) {
   std::vector<ParameterSpec> specs = {{"norm.weight", Shape{8}, ParameterGroup::dense, ParameterInit::ones, false,
                                        true}};

@@ -58,6 +58,7 @@ inline double element(const Tensor& tensor, int64_t i) {
     case DType::f32: return tensor.data<float>()[i];
     case DType::bf16: return bf16_to_float(tensor.data<bf16>()[i].bits);
     case DType::f16: return fp16_to_float(tensor.data<fp16>()[i].bits);
+    case DType::e4m3: return e4m3_to_float(tensor.data<e4m3>()[i].bits);
     case DType::i32: return tensor.data<int32_t>()[i];
     default: HAI_THROW("parity: cannot compare dtype {}", dtype_name(tensor.dtype()));
   }

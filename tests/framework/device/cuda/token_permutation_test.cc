@@ -3,6 +3,7 @@
 #include <string>
 #include <utility>
 
+#include "framework/device/fp8_quantize.h"
 #include "framework/device/token_permutation.h"
 #include "tests/framework/device/cuda/parity.h"
 #include "tests/framework/device/test_util.h"
@@ -34,6 +35,14 @@ void add_plan(ParityCase& parity) {
 
 RoutingPlan plan_of(const std::vector<Tensor>& t) { return {t[0], t[1], t[2]}; }
 
+// [kTokens, width] e4m3: random rows quantised 1x128 (no NaN bytes, so the parity compares every element).
+OwnedTensor e4m3_rows(int64_t width) {
+  OwnedTensor x = testing::random_tensor(Shape{kTokens, width}, 8);
+  OwnedTensor values(x.shape(), DType::e4m3), scales(Shape{kTokens, (width + 127) / 128}, DType::f32);
+  quantize_1x128(values, scales, x);
+  return values;
+}
+
 TEST(CudaTokenPermutation, PermuteAndItsBackwardAreExact) {
   HAI_REQUIRE_CUDA_DEVICE();
   ParityCase permute;
@@ -50,6 +59,16 @@ TEST(CudaTokenPermutation, PermuteAndItsBackwardAreExact) {
     bf16_permute.input(testing::converted(testing::random_tensor(Shape{kTokens, width}, 5), DType::bf16));
     bf16_permute.run([](const std::vector<Tensor>& t) { permute_tokens(t[3], t[4], plan_of(t)); },
                      "permute_tokens bf16 width " + std::to_string(width));
+  }
+
+  // e4m3 rows (the FP8 experts' input): 16-byte pieces at width 128, 2-byte at 130, 1-byte at 129.
+  for (int64_t width : {kWidth - 1, kWidth + 1, kWidth}) {
+    ParityCase e4m3_permute;
+    add_plan(e4m3_permute);
+    e4m3_permute.output(OwnedTensor(Shape{kAssignments, width}, DType::e4m3), kExact);
+    e4m3_permute.input(e4m3_rows(width));
+    e4m3_permute.run([](const std::vector<Tensor>& t) { permute_tokens(t[3], t[4], plan_of(t)); },
+                     "permute_tokens e4m3 width " + std::to_string(width));
   }
 
   ParityCase backward;

@@ -1,0 +1,24 @@
+#pragma once
+// Rows quantised in FP8 with the buffers they own: the activations and output gradients of the FP8 GEMMs
+// (fp8_gemm.h, grouped_gemm_fp8.h) in 1x128 tiles, as quantize_1x128 makes them (fp8_quantize.h). Not an op: it
+// allocates its result, for the layers and the expert exchange that quantise such rows.
+
+#include "framework/device/fp8_gemm.h"
+#include "framework/tensor/tensor.h"
+
+namespace hai {
+
+struct Fp8Rows {
+  OwnedTensor values;  // [R, K] e4m3
+  OwnedTensor scales;  // [R, ceil(K / 128)] fp32, one per row and 128 columns
+
+  Fp8Rows() = default;
+  Fp8Rows(int64_t rows, int64_t columns, Device device);
+  Fp8Matrix matrix() const { return {values, scales, Fp8Scaling::tile_1x128}; }
+};
+
+// rows: [R, K] fp32, or bf16 (widened exactly first) -> its 1x128 quantisation. pow2_scales:
+// precision.fp8.pow2_scales.
+Fp8Rows quantize_rows(const Tensor& rows, bool pow2_scales, Stream stream = {});
+
+}  // namespace hai

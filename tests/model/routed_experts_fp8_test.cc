@@ -1,0 +1,254 @@
+// RoutedExperts in precision.mode fp8: the forward and the input gradient are FP8 grouped GEMMs on the store's FP8
+// weight copies, bit for bit the per-expert dense FP8 products (framework/device/fp8_gemm.h's CPU op) of the recipe's
+// operands: x as given (e4m3, 1x128), SwiGLU's fp32 activation quantised 1x128, d_out rounded to bf16 and quantised
+// 1x128, the bf16 gradients of gate and up quantised 1x128, and the transposed weight copies for the input gradient.
+// Experts are uneven and one is empty; H and F are not multiples of 128 (partial tiles and blocks). The results also
+// stay near the fp32 experts on the same master weights (the FP8 copies are the weights, not a transposition of
+// them), and the weight gradient is the bf16 grouped GEMM of the tensors kept.
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "framework/device/cast.h"
+#include "framework/device/fp8_gemm.h"
+#include "framework/device/fp8_quantize.h"
+#include "framework/device/fp8_rows.h"
+#include "framework/device/gemm.h"
+#include "framework/device/swiglu.h"
+#include "model/routed_experts.h"
+#include "tests/framework/device/test_util.h"
+
+namespace hai {
+namespace {
+
+using testing::random_tensor;
+
+constexpr int64_t kHidden = 200, kFfn = 136;
+const std::vector<int32_t> kRowsPerExpert = {37, 0, 130, 5};
+constexpr int64_t kExperts = 4, kRows = 172;
+
+std::vector<ParameterSpec> expert_specs() {
+  std::vector<ParameterSpec> specs;
+  // NOTE: a dense parameter first, so that the compute copy and the FP8 copies do not start with the experts.
+  specs.push_back({"norm.weight", Shape{kHidden}, ParameterGroup::dense, ParameterInit::ones, false, true});
+  for (int64_t e = 0; e < kExperts; ++e) {
+    for (auto [projection, shape] : {std::pair{"gate_proj", Shape{kFfn, kHidden}},
+                                     std::pair{"up_proj", Shape{kFfn, kHidden}},
+                                     std::pair{"down_proj", Shape{kHidden, kFfn}}}) {
+      ParameterSpec spec{"experts." + std::to_string(e) + "." + projection + ".weight", shape,
+                         ParameterGroup::expert, ParameterInit::normal, true, true};
+      spec.fp8_gemm = true;
+      spec.fp8_only = true;
+      specs.push_back(spec);
+    }
+  }
+  return specs;
+}
+
+ParameterStore make_store(bool fp8) {
+  ParameterStore store(expert_specs(), Device::cpu(), fp8 ? DType::bf16 : DType::f32, {.enabled = fp8});
+  store.initialize(5, 0.05);
+  store.refresh_compute_copy();
+  store.zero_grads();
+  return store;
+}
+
+OwnedTensor expert_offsets() {
+  OwnedTensor offsets(Shape{kExperts + 1}, DType::i32);
+  offsets.data<int32_t>()[0] = 0;
+  int32_t* offset = offsets.data<int32_t>();
+  for (int64_t e = 0; e < kExperts; ++e) offset[e + 1] = offset[e] + kRowsPerExpert[e];
+  return offsets;
+}
+
+OwnedTensor converted(const Tensor& x, DType dtype) {
+  OwnedTensor result(x.shape(), dtype);
+  cast_tensor(result, x);
+  return result;
+}
+
+const Parameter& weight(const ParameterStore& store, int64_t expert, const char* projection) {
+  return store["experts." + std::to_string(expert) + "." + projection + ".weight"];
+}
+
+// rows [begin, end) of an FP8 row matrix.
+Fp8Matrix row_slice(const Fp8Rows& rows, int64_t begin, int64_t end) {
+  return {rows.values.tensor().slice(begin, end), rows.scales.tensor().slice(begin, end), Fp8Scaling::tile_1x128};
+}
+
+Fp8Matrix weight_blocks(const Parameter& parameter, bool transposed) {
+  const Fp8Weight& fp8 = parameter.fp8;
+  return {transposed ? fp8.transposed_values : fp8.values, transposed ? fp8.transposed_scales : fp8.scales,
+          Fp8Scaling::block_128x128};
+}
+
+// y [R, N] (+)= per expert e: rows(e) @ W_e^T, the dense FP8 GEMM on each expert's rows (the reference).
+void per_expert_fp8(const Tensor& y, const Fp8Rows& rows, const ParameterStore& store, const char* projection,
+                    bool transposed, float beta = 0.0f) {
+  int64_t begin = 0;
+  for (int64_t e = 0; e < kExperts; ++e) {
+    int64_t end = begin + kRowsPerExpert[e];
+    if (end > begin) {
+      Fp8Matrix weights = weight_blocks(weight(store, e, projection), transposed);
+      fp8_gemm(y.slice(begin, end), row_slice(rows, begin, end), weights, beta);
+    }
+    begin = end;
+  }
+}
+
+void expect_same_bits(const Tensor& actual, const Tensor& expected, const char* what) {
+  ASSERT_EQ(actual.dtype(), expected.dtype()) << what;
+  ASSERT_EQ(actual.shape(), expected.shape()) << what;
+  EXPECT_TRUE(testing::same_bytes(actual, expected)) << what;
+}
+
+// ||actual - expected|| / ||expected|| over fp32 tensors.
+double relative_error(const Tensor& actual, const Tensor& expected) {
+  double error = 0, norm = 0;
+  for (int64_t i = 0; i < expected.numel(); ++i) {
+    double difference = actual.data<float>()[i] - expected.data<float>()[i];
+    error += difference * difference;
+    norm += static_cast<double>(expected.data<float>()[i]) * expected.data<float>()[i];
+  }
+  return std::sqrt(error / norm);
+}
+
+class RoutedExpertsFp8 : public ::testing::Test {
+ protected:
+  RoutedExpertsFp8()
+      : store_(make_store(true)),
+        experts_(store_, "experts.", kExperts),
+        offsets_(expert_offsets()),
+        x_(random_tensor(Shape{kRows, kHidden}, 21)),
+        x_rows_(quantize_rows(x_, false)),
+        d_out_(random_tensor(Shape{kRows, kHidden}, 22, 0.01f)) {}
+
+  void forward(const Tensor& out) { experts_.forward_fp8(ctx_, out, x_rows_.matrix(), offsets_, {}); }
+
+  ParameterStore store_;
+  RoutedExperts experts_;
+  OwnedTensor offsets_;
+  OwnedTensor x_;        // [R, H] fp32
+  Fp8Rows x_rows_;       // [R, H] x quantised 1x128: what the dispatch hands the experts
+  OwnedTensor d_out_;    // [R, H] fp32
+  RoutedExperts::Context ctx_;
+};
+
+TEST_F(RoutedExpertsFp8, StoreKeepsFp8CopiesAndNoComputeCopy) {
+  EXPECT_TRUE(experts_.uses_fp8());
+  EXPECT_EQ(experts_.compute_dtype(), DType::bf16);
+  for (int64_t e = 0; e < kExperts; ++e) {
+    EXPECT_TRUE(weight(store_, e, "down_proj").fp8.defined());
+    EXPECT_EQ(weight(store_, e, "down_proj").compute.raw(), nullptr);
+  }
+  EXPECT_EQ(store_.compute_values().numel(), kHidden);  // the norm's only
+  EXPECT_FALSE(RoutedExperts(make_store(false), "experts.", kExperts).uses_fp8());
+}
+
+TEST_F(RoutedExpertsFp8, ForwardIsThePerExpertFp8Products) {
+  OwnedTensor out(Shape{kRows, kHidden}, DType::f32);  // [R, H]
+  forward(out);
+  // gate_proj and up_proj: x's FP8 rows times each expert's FP8 weight, rounded to bf16 (kept for SwiGLU).
+  OwnedTensor gate(Shape{kRows, kFfn}, DType::f32), up(Shape{kRows, kFfn}, DType::f32);  // [R, F]
+  per_expert_fp8(gate, x_rows_, store_, "gate_proj", false);
+  per_expert_fp8(up, x_rows_, store_, "up_proj", false);
+  OwnedTensor gate_bf16 = converted(gate, DType::bf16), up_bf16 = converted(up, DType::bf16);
+  expect_same_bits(ctx_.gate, gate_bf16, "gate");
+  expect_same_bits(ctx_.up, up_bf16, "up");
+  // down_proj: the fp32 activation quantised 1x128; the activation is kept in bf16 for the weight gradient.
+  OwnedTensor activation(Shape{kRows, kFfn}, DType::f32);
+  swiglu_forward(activation, gate_bf16, up_bf16);
+  expect_same_bits(ctx_.activation, converted(activation, DType::bf16), "activation");
+  OwnedTensor expected(Shape{kRows, kHidden}, DType::f32);
+  per_expert_fp8(expected, quantize_rows(activation, false), store_, "down_proj", false);
+  expect_same_bits(out, expected, "out");
+  EXPECT_EQ(ctx_.input.tensor().raw(), nullptr);  // not kept: the caller recomputes it
+
+  // bf16 output: the same sums rounded once.
+  RoutedExperts::Context bf16_ctx;
+  OwnedTensor out_bf16(Shape{kRows, kHidden}, DType::bf16);
+  experts_.forward_fp8(bf16_ctx, out_bf16, x_rows_.matrix(), offsets_, {});
+  expect_same_bits(out_bf16, converted(expected, DType::bf16), "bf16 out");
+}
+
+TEST_F(RoutedExpertsFp8, InputGradientIsThePerExpertFp8Products) {
+  OwnedTensor out(Shape{kRows, kHidden}, DType::f32);
+  forward(out);
+  OwnedTensor gate = converted(ctx_.gate, DType::bf16), up = converted(ctx_.up, DType::bf16);  // copies
+  OwnedTensor d_x(Shape{kRows, kHidden}, DType::f32);  // [R, H]
+  experts_.backward_input(ctx_, d_x, converted(d_out_, DType::f32));
+  // d_out is kept in bf16; that rounding is quantised for down_proj's input gradient (W_down^T's FP8 copy).
+  OwnedTensor d_out_bf16 = converted(d_out_, DType::bf16);
+  expect_same_bits(ctx_.d_out, d_out_bf16, "d_out");
+  OwnedTensor d_activation(Shape{kRows, kFfn}, DType::f32);  // [R, F]
+  per_expert_fp8(d_activation, quantize_rows(d_out_bf16, false), store_, "down_proj", true);
+  OwnedTensor d_gate(Shape{kRows, kFfn}, DType::bf16), d_up(Shape{kRows, kFfn}, DType::bf16);
+  swiglu_backward(d_gate, d_up, d_activation, gate, up);
+  expect_same_bits(ctx_.d_gate, d_gate, "d_gate");
+  expect_same_bits(ctx_.d_up, d_up, "d_up");
+  // d_x = d_gate (1x128) @ W_gate^T's copy, plus d_up (1x128) @ W_up^T's copy, accumulated in fp32.
+  OwnedTensor expected(Shape{kRows, kHidden}, DType::f32);
+  per_expert_fp8(expected, quantize_rows(d_gate, false), store_, "gate_proj", true);
+  per_expert_fp8(expected, quantize_rows(d_up, false), store_, "up_proj", true, 1.0f);
+  expect_same_bits(d_x, expected, "d_x");
+}
+
+// The fp32 experts on the same master weights (and x as the FP8 rows give it): FP8 keeps 3 mantissa bits, so the
+// results differ by a few percent, not more (a wrong or transposed weight copy would be off by ~100%).
+TEST_F(RoutedExpertsFp8, StaysNearTheFp32Experts) {
+  ParameterStore fp32_store = make_store(false);
+  RoutedExperts fp32_experts(fp32_store, "experts.", kExperts);
+  OwnedTensor x_dequantised(Shape{kRows, kHidden}, DType::f32);
+  dequantize_1x128(x_dequantised, x_rows_.values, x_rows_.scales);
+  OwnedTensor out(Shape{kRows, kHidden}, DType::f32), fp32_out(Shape{kRows, kHidden}, DType::f32);
+  forward(out);
+  RoutedExperts::Context fp32_ctx;
+  fp32_experts.forward(fp32_ctx, fp32_out, x_dequantised, offsets_);
+  double forward_error = relative_error(out, fp32_out);
+  EXPECT_LT(forward_error, 0.08);
+  EXPECT_GT(forward_error, 0.0);
+
+  OwnedTensor d_x(Shape{kRows, kHidden}, DType::f32), fp32_d_x(Shape{kRows, kHidden}, DType::f32);
+  experts_.backward_input(ctx_, d_x, converted(d_out_, DType::f32));
+  fp32_experts.backward_input(fp32_ctx, fp32_d_x, converted(d_out_, DType::f32));
+  double input_gradient_error = relative_error(d_x, fp32_d_x);
+  std::printf("relative error against the fp32 experts: forward %.4f, input gradient %.4f\n", forward_error,
+              input_gradient_error);
+  EXPECT_LT(input_gradient_error, 0.08);
+  EXPECT_GT(input_gradient_error, 0.0);
+}
+
+// The weight gradient stays the bf16 grouped GEMM: down_proj's is d_out^T @ activation over each expert's rows, both
+// as kept in bf16; the empty expert's gradients are written as zeros.
+TEST_F(RoutedExpertsFp8, WeightGradientIsTheBf16ProductOfTheKeptTensors) {
+  OwnedTensor out(Shape{kRows, kHidden}, DType::f32);
+  forward(out);
+  OwnedTensor d_x(Shape{kRows, kHidden}, DType::f32);
+  experts_.backward_input(ctx_, d_x, converted(d_out_, DType::f32));
+  OwnedTensor d_out = converted(ctx_.d_out, DType::f32), activation = converted(ctx_.activation, DType::f32);
+  OwnedTensor x_bf16 = converted(x_, DType::bf16);
+  experts_.backward_weight(ctx_, &x_bf16.tensor());
+  int64_t begin = 0;
+  for (int64_t e = 0; e < kExperts; ++e) {
+    int64_t end = begin + kRowsPerExpert[e];
+    OwnedTensor expected(Shape{kHidden, kFfn}, DType::f32);  // [H, F]
+    if (end > begin) {
+      gemm(expected, d_out.tensor().slice(begin, end), activation.tensor().slice(begin, end), {.transpose_a = true});
+    }
+    if (end > begin) {
+      EXPECT_LT(relative_error(weight(store_, e, "down_proj").grad, expected), 1e-5) << e;
+    }
+    begin = end;
+  }
+  for (const char* projection : {"gate_proj", "up_proj", "down_proj"}) {
+    const Tensor& grad = weight(store_, 1, projection).grad;
+    for (int64_t i = 0; i < grad.numel(); ++i) ASSERT_EQ(grad.data<float>()[i], 0.0f) << projection;
+  }
+}
+
+}  // namespace
+}  // namespace hai
