@@ -95,14 +95,6 @@ Fp8Rows ExpertExchange::dispatch_fp8(const Route& route, const Tensor& sorted, b
   return placed;
 }
 
-void ExpertExchange::dispatch_fp8(const Route& route, const Tensor& local, const Tensor& sorted, bool pow2_scales) {
-  check_rows(local, route.received_total(), "local rows");
-  HAI_CHECK(local.rank() == 2 && sorted.rank() == 2 && sorted.size(1) == local.size(1),
-            "fp8 expert dispatch: rows {} and {} must be [rows, H] with the same H", sorted.str(), local.str());
-  Fp8Rows placed = dispatch_fp8(route, sorted, pow2_scales);  // [R, H]
-  dequantize_1x128(local, placed.values, placed.scales);
-}
-
 void ExpertExchange::combine(const Route& route, const Tensor& sorted, const Tensor& local) {
   check_rows(sorted, route.sent_total(), "sorted rows");
   check_rows(local, route.received_total(), "local rows");

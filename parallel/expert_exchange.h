@@ -59,11 +59,9 @@ class ExpertExchange {
   // expert order. Any dtype; the same dtype, device and row shape for both.
   void dispatch(const Route& route, const Tensor& local, const Tensor& sorted);
   // [route.received_total(), H] in the local order, quantised as quantize_rows (framework/device/fp8_rows.h) makes
-  // each row <- sorted: [route.sent_total(), H] fp32: as dispatch, but sent in FP8. pow2_scales:
-  // precision.fp8.pow2_scales.
+  // each row <- sorted: [route.sent_total(), H] fp32: as dispatch, but sent in FP8. Dequantised (dequantize_1x128),
+  // each row is what round_trip_fp8_rows makes of it. pow2_scales: precision.fp8.pow2_scales.
   Fp8Rows dispatch_fp8(const Route& route, const Tensor& sorted, bool pow2_scales);
-  // local: [route.received_total(), H] fp32 <- the same, dequantised: each row as round_trip_fp8_rows makes it.
-  void dispatch_fp8(const Route& route, const Tensor& local, const Tensor& sorted, bool pow2_scales);
   // sorted: [route.sent_total(), ...row] <- local: [route.received_total(), ...row]: each local row goes back to
   // the rank and the sorted row it was dispatched from.
   void combine(const Route& route, const Tensor& sorted, const Tensor& local);

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "framework/core/rng.h"
+#include "framework/device/fp8_quantize.h"
 
 #include "parallel/expert_exchange.h"
 #include "parallel/topology.h"
@@ -105,7 +106,8 @@ TEST_F(ExpertExchangeWorld, Fp8DispatchDeliversEachRowRoundTrippedThroughFp8) {
     OwnedTensor exact(local_shape, DType::f32);  // [received, 200]
     copy_tensor(exact, expected);
     round_trip_fp8_rows(expected, /*pow2_scales=*/false);
-    exchange.dispatch_fp8(route, local, sorted, /*pow2_scales=*/false);
+    Fp8Rows arrived = exchange.dispatch_fp8(route, sorted, /*pow2_scales=*/false);  // [received, 200]
+    dequantize_1x128(local, arrived.values, arrived.scales);
     EXPECT_TRUE(same_bits(local, expected)) << "ep " << ep;
     if (local.numel() > 0) {
       EXPECT_FALSE(same_bits(local, exact)) << "ep " << ep << ": the rows arrived unquantised";

@@ -7,6 +7,7 @@
 
 #include "framework/comm/single_rank_communicator.h"
 #include "framework/core/error.h"
+#include "framework/device/fp8_quantize.h"
 #include "parallel/expert_exchange.h"
 
 namespace hai {
@@ -51,7 +52,8 @@ TEST(ExpertExchange, Fp8DispatchDeliversTheRowsQuantisedPerRowAnd128Columns) {
     rows[row * 130 + 128] = -224.0f;
     rows[row * 130 + 129] = 3.0f;
   }
-  exchange.dispatch_fp8(route, local, sorted, /*pow2_scales=*/false);
+  Fp8Rows arrived = exchange.dispatch_fp8(route, sorted, /*pow2_scales=*/false);  // [2, 130]
+  dequantize_1x128(local, arrived.values, arrived.scales);
   for (int64_t row = 0; row < 2; ++row) {
     const float* got = local.data<float>() + row * 130;
     float half = row == 0 ? 1.0f : 0.5f;
