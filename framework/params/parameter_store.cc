@@ -136,6 +136,14 @@ ParameterStore::ParameterStore(std::vector<ParameterSpec> specs, Device device, 
     parameter.spec = std::move(spec);
     parameters_.push_back(std::move(parameter));
   }
+  std::vector<Fp8WeightCopy> fp8_copies;
+  for (const Parameter& parameter : parameters_) {
+    if (!parameter.fp8.defined()) continue;
+    const Fp8Weight& fp8_copy = parameter.fp8;
+    fp8_copies.push_back({parameter.value, fp8_copy.values, fp8_copy.scales, fp8_copy.transposed_values,
+                          fp8_copy.transposed_scales});
+  }
+  fp8_weights_ = Fp8WeightBatch(std::move(fp8_copies));
 }
 
 void ParameterStore::initialize(uint64_t seed, double init_std) {
@@ -237,14 +245,7 @@ Tensor ParameterStore::compute_values(int64_t value_begin, int64_t value_end) co
   return Tensor();
 }
 
-void ParameterStore::refresh_fp8_copies() {
-  for (const Parameter& parameter : parameters_) {
-    if (!parameter.fp8.defined()) continue;
-    // NOTE: weights use exact scales; precision.fp8.pow2_scales applies to activations only.
-    quantize_128x128(parameter.fp8.values, parameter.fp8.scales, parameter.value);
-    quantize_128x128_transposed(parameter.fp8.transposed_values, parameter.fp8.transposed_scales, parameter.value);
-  }
-}
+void ParameterStore::refresh_fp8_copies() { fp8_weights_.quantize(); }
 
 const Parameter& ParameterStore::operator[](const std::string& name) const {
   auto found = index_by_name_.find(name);

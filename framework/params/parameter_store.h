@@ -23,6 +23,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "framework/device/fp8_weight_batch.h"
 #include "framework/params/parameter_spec.h"
 #include "framework/tensor/tensor.h"
 
@@ -128,6 +129,9 @@ class ParameterStore {
   // The FP8 copies, empty without FP8 weights: values [N_fp8] e4m3 and scales [S_fp8] fp32, as stored and transposed.
   OwnedTensor fp8_values_, fp8_transposed_values_;
   OwnedTensor fp8_scales_, fp8_transposed_scales_;
+  // Every FP8 copy's quantisation from its master values (exact scales: precision.fp8.pow2_scales applies to
+  // activations only), run by refresh_fp8_copies.
+  Fp8WeightBatch fp8_weights_;
 };
 
 // The RNG stream of a parameter: a stable 64-bit hash (FNV-1a) of its name.

@@ -294,6 +294,41 @@ __global__ void __launch_bounds__(kThreads) quantize_128x128_kernel(uint8_t* __r
   store_panel<kChunks, kTransposed>(q, values, chunk_scales, rows, cols, at);
 }
 
+// One block per 128x128 tile of a batch of weights: the tile's weight found by a binary search over the entries'
+// first tiles, then quantize_128x128_kernel's work, written both as stored and transposed.
+__global__ void __launch_bounds__(kThreads) quantize_weight_batch_kernel(const Fp8WeightEntry* __restrict__ entries,
+                                                                         int64_t count) {
+  auto tile = static_cast<int64_t>(blockIdx.x);
+  int64_t low = 0, high = count - 1;  // the last entry whose first tile is <= tile
+  while (low < high) {
+    int64_t middle = (low + high + 1) / 2;
+    if (entries[middle].first_tile <= tile) {
+      low = middle;
+    } else {
+      high = middle - 1;
+    }
+  }
+  const Fp8WeightEntry entry = entries[low];
+  int64_t tile_rows = (entry.rows + kTile - 1) / kTile, tile_cols = (entry.cols + kTile - 1) / kTile;
+  int64_t tile_row = (tile - entry.first_tile) / tile_cols, tile_col = (tile - entry.first_tile) % tile_cols;
+  PanelThread at(tile_row * kTile, tile_col * kTile);
+  constexpr int kChunks = k128x128Chunks;
+  PanelValues<kChunks> values;
+  load_panel<kChunks>(values, entry.x, entry.rows, entry.cols, at);
+  float amax = 0.0f;
+#pragma unroll
+  for (int j = 0; j < kChunks; ++j) amax = fmaxf(amax, column_amax<kChunks>(values, j));
+  float scale = scale_from_amax(block_max(amax), false);
+  if (threadIdx.x == 0) {
+    entry.scales[tile_row * tile_cols + tile_col] = scale;
+    entry.scales_t[tile_col * tile_rows + tile_row] = scale;
+  }
+  ChunkScales<kChunks> chunk_scales;
+  for (float& chunk_scale : chunk_scales) chunk_scale = scale;
+  store_panel<kChunks, false>(entry.q, values, chunk_scales, entry.rows, entry.cols, at);
+  store_panel<kChunks, true>(entry.q_t, values, chunk_scales, entry.rows, entry.cols, at);
+}
+
 // ---- any other tile shape ----
 
 // The elements of tile `tile_index` (tile row-major): rows [row_begin, row_end), columns [col_begin, col_end).
@@ -427,6 +462,13 @@ cudaError_t quantize_tiles(uint8_t* q, float* scales, const float* x, Fp8Layout 
   if (!fits_grid(tiles)) return cudaErrorInvalidConfiguration;
   quantize_tiles_kernel<<<static_cast<unsigned int>(tiles), kThreads, 0, stream>>>(q, scales, x, layout, pow2_scales,
                                                                                   transposed);
+  return cudaGetLastError();
+}
+
+cudaError_t quantize_weight_batch(const Fp8WeightEntry* entries, int64_t count, int64_t tiles, cudaStream_t stream) {
+  if (count == 0 || tiles == 0) return cudaSuccess;
+  if (!fits_grid(tiles)) return cudaErrorInvalidConfiguration;
+  quantize_weight_batch_kernel<<<static_cast<unsigned int>(tiles), kThreads, 0, stream>>>(entries, count);
   return cudaGetLastError();
 }
 

@@ -16,6 +16,20 @@ struct Fp8Layout {
 // q: [rows, cols] (or [cols, rows] transposed), scales: one per tile in tile row-major order (or transposed).
 cudaError_t quantize_tiles(uint8_t* q, float* scales, const float* x, Fp8Layout layout, bool pow2_scales,
                            bool transposed, cudaStream_t stream);
+// One weight of a batch quantised in 128x128 blocks both as stored and transposed (exact scales, no powers of 2).
+struct Fp8WeightEntry {
+  const float* x;      // [rows, cols]
+  uint8_t* q;          // [rows, cols] e4m3
+  float* scales;       // [ceil(rows / 128), ceil(cols / 128)]
+  uint8_t* q_t;        // [cols, rows] e4m3
+  float* scales_t;     // [ceil(cols / 128), ceil(rows / 128)]
+  int64_t rows, cols;
+  int64_t first_tile;  // the 128x128 tiles of the entries before this one
+};
+
+// Every entry of entries[count] (device memory, first_tile ascending), `tiles` tiles in all: the bits of
+// quantize_tiles with 128x128 tiles, not transposed and transposed, in one kernel reading each weight once.
+cudaError_t quantize_weight_batch(const Fp8WeightEntry* entries, int64_t count, int64_t tiles, cudaStream_t stream);
 // x = e4m3_to_float(q) * scale of its tile (a NaN written as 0x7fc00000).
 cudaError_t dequantize_tiles(float* x, const uint8_t* q, const float* scales, Fp8Layout layout, cudaStream_t stream);
 

@@ -15,6 +15,7 @@
 
 #include "framework/core/rng.h"
 #include "framework/device/fp8_quantize.h"
+#include "framework/device/fp8_weight_batch.h"
 #include "tests/framework/device/cuda/parity.h"
 
 namespace hai {
@@ -109,6 +110,42 @@ TEST(Fp8QuantizeParity, EveryLayoutIsBitExact) {
   check_quantize(call(quantize_128x128), false, true, true, "128x128");
   check_quantize(call(quantize_128x1_transposed), true, true, false, "128x1 transposed");
   check_quantize(call(quantize_128x128_transposed), true, true, true, "128x128 transposed");
+}
+
+// The batched weight quantisation (one kernel for every weight, both layouts) against the CPU ops, weight by weight.
+TEST(Fp8QuantizeParity, WeightBatchIsBitExact) {
+  HAI_REQUIRE_CUDA_DEVICE();
+  struct Weight {
+    OwnedTensor x, x_gpu, q, scales, q_t, scales_t;
+  };
+  std::vector<Weight> weights;
+  std::vector<Fp8WeightCopy> copies;
+  Device gpu = Device::cuda(0);
+  for (auto [m, k] : kShapes) {
+    OwnedTensor x = awkward_matrix(m, k);  // [M, K]
+    Weight weight{copy_to(x, gpu), copy_to(x, gpu), OwnedTensor(Shape{m, k}, DType::e4m3, gpu),
+                  OwnedTensor(Shape{tiles(m), tiles(k)}, DType::f32, gpu), OwnedTensor(Shape{k, m}, DType::e4m3, gpu),
+                  OwnedTensor(Shape{tiles(k), tiles(m)}, DType::f32, gpu)};
+    weight.x = std::move(x);
+    weights.push_back(std::move(weight));
+  }
+  for (const Weight& weight : weights) {
+    copies.push_back({weight.x_gpu, weight.q, weight.scales, weight.q_t, weight.scales_t});
+  }
+  Fp8WeightBatch(copies).quantize();
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  for (const Weight& weight : weights) {
+    int64_t m = weight.x.shape()[0], k = weight.x.shape()[1];
+    OwnedTensor q(Shape{m, k}, DType::e4m3), scales(Shape{tiles(m), tiles(k)}, DType::f32);
+    OwnedTensor q_t(Shape{k, m}, DType::e4m3), scales_t(Shape{tiles(k), tiles(m)}, DType::f32);
+    quantize_128x128(q, scales, weight.x);
+    quantize_128x128_transposed(q_t, scales_t, weight.x);
+    std::string what = "weight batch [" + std::to_string(m) + ", " + std::to_string(k) + "]";
+    expect_same_bytes(weight.q, q, what + " values");
+    expect_same_bytes(weight.scales, scales, what + " scales");
+    expect_same_bytes(weight.q_t, q_t, what + " transposed values");
+    expect_same_bytes(weight.scales_t, scales_t, what + " transposed scales");
+  }
 }
 
 using Dequantize = std::function<void(const Tensor& x, const Tensor& q, const Tensor& scales)>;
