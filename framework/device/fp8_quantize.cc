@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <bit>
 
+#include "framework/device/cast.h"
 #include "framework/device/cpu/fp8_quantize.h"
 #include "framework/device/dispatch.h"
 
@@ -24,12 +25,12 @@ Shape transposed(const Shape& shape) { return Shape{shape[1], shape[0]}; }
 // x: [M, K] fp32, q: [M, K] e4m3 (or [K, M] transposed), scales: [ceil(M / tile rows), ceil(K / tile cols)] fp32
 // (or its transpose), all on one device.
 void check_operands(const Tensor& x, const Tensor& q, const Tensor& scales, cpu::Fp8Tile tile,
-                    bool transposed_output = false) {
+                    bool transposed_output = false, DType x_dtype = DType::f32) {
   HAI_CHECK(x.rank() == 2, "fp8 quantisation works on [M, K] matrices, got {}", x.str());
   Shape scale_shape{tile_count(x.size(0), tile.rows), tile_count(x.size(1), tile.cols)};
   check_shape(q, transposed_output ? transposed(x.shape()) : x.shape(), "fp8 quantised matrix");
   check_shape(scales, transposed_output ? transposed(scale_shape) : scale_shape, "fp8 scales");
-  check_dtype(x, DType::f32, "fp8 full-precision matrix");
+  check_dtype(x, x_dtype, "fp8 full-precision matrix");
   check_dtype(q, DType::e4m3, "fp8 quantised matrix");
   check_dtype(scales, DType::f32, "fp8 scales");
   check_same_device(q, x, "fp8 quantisation");
@@ -70,7 +71,18 @@ float fp8_scale_from_amax(float amax, bool pow2_scales) {
 }
 
 void quantize_1x128(const Tensor& q, const Tensor& scales, const Tensor& x, bool pow2_scales, Stream stream) {
-  quantize(q, scales, x, kTile1x128, pow2_scales, false, stream, "quantize_1x128");
+  if (x.dtype() != DType::bf16) return quantize(q, scales, x, kTile1x128, pow2_scales, false, stream, "quantize_1x128");
+  check_operands(x, q, scales, kTile1x128, false, DType::bf16);
+  if (x.device().is_cpu()) {
+    OwnedTensor widened(x.shape(), DType::f32);  // [M, K], exact
+    cast_tensor(widened, x);
+    return cpu::quantize_tiles(q, scales, widened, kTile1x128, pow2_scales, false);
+  }
+#ifdef HAI_WITH_CUDA
+  cuda::quantize_1x128_bf16(q, scales, x, pow2_scales, stream);
+#else
+  throw_no_backend("quantize_1x128", x.device());
+#endif
 }
 
 void quantize_128x1(const Tensor& q, const Tensor& scales, const Tensor& x, bool pow2_scales, Stream stream) {

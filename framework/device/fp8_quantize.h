@@ -31,7 +31,8 @@ inline constexpr float kFp8MinAmax = 1e-4f;
 // The scale rule above for a tile whose largest magnitude is amax.
 float fp8_scale_from_amax(float amax, bool pow2_scales);
 
-// q: [M, K] e4m3, scales: [M, ceil(K / 128)] fp32 <- x: [M, K] fp32
+// q: [M, K] e4m3, scales: [M, ceil(K / 128)] fp32 <- x: [M, K] fp32, or bf16 (the bits of widening it to fp32
+// first, without that pass on the GPU)
 void quantize_1x128(const Tensor& q, const Tensor& scales, const Tensor& x, bool pow2_scales = false,
                     Stream stream = {});
 // q: [M, K] e4m3, scales: [ceil(M / 128), K] fp32 <- x: [M, K] fp32

@@ -14,6 +14,8 @@ struct Fp8TileShape {
 // transposed: q is [K, M] and scales [tiles along K, tiles along M].
 void quantize_tiles(const Tensor& q, const Tensor& scales, const Tensor& x, Fp8TileShape tile, bool pow2_scales,
                     bool transposed, Stream stream);
+// 1x128 tiles of a bf16 x, widened exactly.
+void quantize_1x128_bf16(const Tensor& q, const Tensor& scales, const Tensor& x, bool pow2_scales, Stream stream);
 void dequantize_tiles(const Tensor& x, const Tensor& q, const Tensor& scales, Fp8TileShape tile, Stream stream);
 
 }  // namespace hai::cuda

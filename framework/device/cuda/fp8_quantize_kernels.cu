@@ -1,3 +1,4 @@
+#include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_fp8.h>
 
@@ -75,28 +76,29 @@ __device__ bool aligned(const void* pointer, int bytes) { return reinterpret_cas
 
 constexpr int kTilesPerWarp = 4;  // 1x128 tiles of a row per warp: 64 bytes of loads in flight per lane
 
-// Lane l's four columns 4l .. 4l + 3 of a 1x128 tile: one 16-byte load and one 4-byte store of its 4 elements
-// when the tile is full and aligned, else element by element up to the tile's width.
+// Lane l's four columns 4l .. 4l + 3 of a 1x128 tile of Element (float, or bf16 widened exactly): one 16-byte
+// (bf16: 8-byte) load and one 4-byte store of its 4 elements when the tile is full and aligned, else element by
+// element up to the tile's width.
+template <typename Element>
 struct TileLane {
   int lane_begin = 4 * (threadIdx.x % kWarpSize), width;
-  const float* x_lane;
+  const Element* x_lane;
   uint8_t* q_lane;
   bool vectorised;
 
   // x_tile, q_tile: the tile's first element.
-  __device__ TileLane(const float* x_tile, uint8_t* q_tile, int64_t width)
+  __device__ TileLane(const Element* x_tile, uint8_t* q_tile, int64_t width)
       : width(static_cast<int>(width)),
         x_lane(x_tile + lane_begin),
         q_lane(q_tile + lane_begin),
-        vectorised(width == kTile && aligned(x_tile, 16) && aligned(q_tile, 4)) {}
+        vectorised(width == kTile && aligned(x_tile, 4 * sizeof(Element)) && aligned(q_tile, 4)) {}
 
   // Zero beyond the tile's width, which leaves its amax unchanged.
   __device__ void load(float (&v)[4]) const {
     if (vectorised) {
-      float4 loaded = *reinterpret_cast<const float4*>(x_lane);
-      v[0] = loaded.x, v[1] = loaded.y, v[2] = loaded.z, v[3] = loaded.w;
+      load_four(v);
     } else {
-      for (int i = 0; i < 4; ++i) v[i] = lane_begin + i < width ? x_lane[i] : 0.0f;
+      for (int i = 0; i < 4; ++i) v[i] = lane_begin + i < width ? to_float(x_lane[i]) : 0.0f;
     }
   }
 
@@ -109,15 +111,31 @@ struct TileLane {
       }
     }
   }
+
+ private:
+  __device__ static float to_float(float value) { return value; }
+  __device__ static float to_float(__nv_bfloat16 value) { return __bfloat162float(value); }
+  __device__ void load_four(float (&v)[4]) const {
+    if constexpr (sizeof(Element) == 4) {
+      float4 loaded = *reinterpret_cast<const float4*>(x_lane);
+      v[0] = loaded.x, v[1] = loaded.y, v[2] = loaded.z, v[3] = loaded.w;
+    } else {
+      uint2 loaded = *reinterpret_cast<const uint2*>(x_lane);
+      float2 low = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&loaded.x));
+      float2 high = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&loaded.y));
+      v[0] = low.x, v[1] = low.y, v[2] = high.x, v[3] = high.y;
+    }
+  }
 };
 
 // A warp per kTilesPerWarp consecutive 1x128 tiles of a row (their loads first, then each tile's warp-wide amax,
 // scale and conversion); a block per 8 consecutive rows, its tile group blockIdx.x % tile_groups.
 // NOTE: at most 32 registers (8 blocks per multiprocessor, full occupancy): on an H200, 10% faster than with the 40
 // it takes unbounded, for a few bytes of spill.
-// q: [rows, cols] e4m3, scales: [rows, tile_cols] <- x: [rows, cols]
+// q: [rows, cols] e4m3, scales: [rows, tile_cols] <- x: [rows, cols] Element (float, or bf16 widened exactly)
+template <typename Element>
 __global__ void __launch_bounds__(kThreads, 8)
-    quantize_1x128_kernel(uint8_t* __restrict__ q, float* __restrict__ scales, const float* __restrict__ x,
+    quantize_1x128_kernel(uint8_t* __restrict__ q, float* __restrict__ scales, const Element* __restrict__ x,
                           int64_t rows, int64_t cols, unsigned int tile_groups, bool pow2_scales) {
   int64_t row = static_cast<int64_t>(blockIdx.x / tile_groups) * kWarps + threadIdx.x / kWarpSize;
   if (row >= rows) return;
@@ -126,7 +144,7 @@ __global__ void __launch_bounds__(kThreads, 8)
   int tiles = static_cast<int>(min(tile_cols - first_tile, static_cast<int64_t>(kTilesPerWarp)));
   auto tile_lane = [&](int t) {
     int64_t col_begin = (first_tile + t) * kTile, offset = row * cols + col_begin;
-    return TileLane(x + offset, q + offset, min(cols - col_begin, int64_t{kTile}));
+    return TileLane<Element>(x + offset, q + offset, min(cols - col_begin, int64_t{kTile}));
   };
   float v[kTilesPerWarp][4];
 #pragma unroll
@@ -417,9 +435,9 @@ bool has_tiles(const Fp8Layout& layout, int64_t tile_rows, int64_t tile_cols) {
 // A 1D grid of `blocks` blocks, or false when CUDA's limit on it (2^31 - 1) is exceeded.
 bool fits_grid(int64_t blocks) { return blocks <= INT_MAX; }
 
-template <typename Kernel>
+template <typename Kernel, typename Element>
 cudaError_t launch_quantize(Kernel kernel, int64_t blocks, unsigned int blocks_per_row, uint8_t* q, float* scales,
-                            const float* x, const Fp8Layout& layout, bool pow2_scales, cudaStream_t stream) {
+                            const Element* x, const Fp8Layout& layout, bool pow2_scales, cudaStream_t stream) {
   if (!fits_grid(blocks)) return cudaErrorInvalidConfiguration;
   kernel<<<static_cast<unsigned int>(blocks), kThreads, 0, stream>>>(q, scales, x, layout.rows, layout.cols,
                                                                      blocks_per_row, pow2_scales);
@@ -444,7 +462,7 @@ cudaError_t quantize_tiles(uint8_t* q, float* scales, const float* x, Fp8Layout 
   int64_t tile_rows = ceil_div(layout.rows, kTile), tile_cols = ceil_div(layout.cols, kTile);
   if (has_tiles(layout, 1, kTile) && !transposed) {
     int64_t tile_groups = ceil_div(tile_cols, kTilesPerWarp);
-    return launch_quantize(quantize_1x128_kernel, ceil_div(layout.rows, kWarps) * tile_groups,
+    return launch_quantize(quantize_1x128_kernel<float>, ceil_div(layout.rows, kWarps) * tile_groups,
                            static_cast<unsigned int>(tile_groups), q, scales, x, layout, pow2_scales, stream);
   }
   if (has_tiles(layout, kTile, 1)) {
@@ -463,6 +481,15 @@ cudaError_t quantize_tiles(uint8_t* q, float* scales, const float* x, Fp8Layout 
   quantize_tiles_kernel<<<static_cast<unsigned int>(tiles), kThreads, 0, stream>>>(q, scales, x, layout, pow2_scales,
                                                                                   transposed);
   return cudaGetLastError();
+}
+
+cudaError_t quantize_1x128_bf16(uint8_t* q, float* scales, const void* x, int64_t rows, int64_t cols,
+                                bool pow2_scales, cudaStream_t stream) {
+  if (rows == 0 || cols == 0) return cudaSuccess;
+  int64_t tile_groups = ceil_div(ceil_div(cols, kTile), kTilesPerWarp);
+  return launch_quantize(quantize_1x128_kernel<__nv_bfloat16>, ceil_div(rows, kWarps) * tile_groups,
+                         static_cast<unsigned int>(tile_groups), q, scales, static_cast<const __nv_bfloat16*>(x),
+                         Fp8Layout{rows, cols, 1, kTile}, pow2_scales, stream);
 }
 
 cudaError_t quantize_weight_batch(const Fp8WeightEntry* entries, int64_t count, int64_t tiles, cudaStream_t stream) {

@@ -16,6 +16,11 @@ struct Fp8Layout {
 // q: [rows, cols] (or [cols, rows] transposed), scales: one per tile in tile row-major order (or transposed).
 cudaError_t quantize_tiles(uint8_t* q, float* scales, const float* x, Fp8Layout layout, bool pow2_scales,
                            bool transposed, cudaStream_t stream);
+// quantize_tiles' 1x128 tiles of a bf16 x [rows, cols], each element widened exactly: the bits of widening x to fp32
+// first.
+cudaError_t quantize_1x128_bf16(uint8_t* q, float* scales, const void* x, int64_t rows, int64_t cols,
+                                bool pow2_scales, cudaStream_t stream);
+
 // One weight of a batch quantised in 128x128 blocks both as stored and transposed (exact scales, no powers of 2).
 struct Fp8WeightEntry {
   const float* x;      // [rows, cols]

@@ -1,12 +1,15 @@
 #include <gtest/gtest.h>
 
 #include <bit>
+#include <cstring>
 #include <cmath>
 #include <cstdint>
 #include <limits>
 #include <string>
 #include <vector>
 
+#include "framework/core/error.h"
+#include "framework/device/cast.h"
 #include "framework/device/fp8_quantize.h"
 #include "tests/framework/device/test_util.h"
 
@@ -217,6 +220,29 @@ TEST(Fp8Quantize, RejectsScalesOfTheWrongLayout) {
   EXPECT_NO_THROW(quantize_1x128(q, row_scales, x));
   EXPECT_THROW(quantize_128x1(q, row_scales, x), Error);
   EXPECT_THROW(quantize_128x128(q, row_scales, x), Error);
+}
+
+}  // namespace
+}  // namespace hai
+
+namespace hai {
+namespace {
+
+// quantize_1x128 of bf16 rows is that of the rows widened to fp32 (exactly): the same bytes and scales.
+TEST(Fp8Quantize, Bf16RowsQuantiseAsTheirFp32Widening) {
+  OwnedTensor x = testing::random_tensor(Shape{5, 300}, 7, 3.0f);
+  OwnedTensor x_bf16(x.shape(), DType::bf16);
+  cast_tensor(x_bf16, x);
+  OwnedTensor widened(x.shape(), DType::f32);
+  cast_tensor(widened, x_bf16);
+  OwnedTensor q(x.shape(), DType::e4m3), scales(Shape{5, 3}, DType::f32);
+  OwnedTensor q_ref(x.shape(), DType::e4m3), scales_ref(Shape{5, 3}, DType::f32);
+  quantize_1x128(q, scales, x_bf16);
+  quantize_1x128(q_ref, scales_ref, widened);
+  EXPECT_EQ(std::memcmp(q.tensor().raw(), q_ref.tensor().raw(), q.tensor().bytes()), 0);
+  EXPECT_EQ(std::memcmp(scales.tensor().raw(), scales_ref.tensor().raw(), scales.tensor().bytes()), 0);
+  OwnedTensor f16(x.shape(), DType::f16);
+  EXPECT_THROW(quantize_1x128(q, scales, f16), Error);
 }
 
 }  // namespace

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "framework/core/rng.h"
+#include "framework/device/cast.h"
 #include "framework/device/fp8_quantize.h"
 #include "framework/device/fp8_weight_batch.h"
 #include "tests/framework/device/cuda/parity.h"
@@ -110,6 +111,27 @@ TEST(Fp8QuantizeParity, EveryLayoutIsBitExact) {
   check_quantize(call(quantize_128x128), false, true, true, "128x128");
   check_quantize(call(quantize_128x1_transposed), true, true, false, "128x1 transposed");
   check_quantize(call(quantize_128x128_transposed), true, true, true, "128x128 transposed");
+}
+
+// quantize_1x128 of bf16 rows on the GPU (widened as loaded) against the CPU's (widened first).
+TEST(Fp8QuantizeParity, Bf16RowsAreBitExact) {
+  HAI_REQUIRE_CUDA_DEVICE();
+  for (auto [m, k] : kShapes) {
+    OwnedTensor x(Shape{m, k}, DType::bf16);
+    cast_tensor(x, awkward_matrix(m, k));
+    OwnedTensor x_gpu = copy_to(x, Device::cuda(0));
+    for (bool pow2 : {false, true}) {
+      OwnedTensor q(Shape{m, k}, DType::e4m3), scales(Shape{m, tiles(k)}, DType::f32);
+      OwnedTensor q_gpu(Shape{m, k}, DType::e4m3, Device::cuda(0));
+      OwnedTensor scales_gpu(Shape{m, tiles(k)}, DType::f32, Device::cuda(0));
+      quantize_1x128(q, scales, x, pow2);
+      quantize_1x128(q_gpu, scales_gpu, x_gpu, pow2);
+      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+      std::string what = "1x128 bf16 [" + std::to_string(m) + ", " + std::to_string(k) + "]" + (pow2 ? " pow2" : "");
+      expect_same_bytes(q_gpu, q, what + " values");
+      expect_same_bytes(scales_gpu, scales, what + " scales");
+    }
+  }
 }
 
 // The batched weight quantisation (one kernel for every weight, both layouts) against the CPU ops, weight by weight.
