@@ -148,12 +148,12 @@ void RoutedExperts::forward_fp8(Context& ctx, const Tensor& out, const Fp8Matrix
   ctx.up = OwnedTensor(Shape{rows, ffn_size()}, saved, device);    // [R, F]
   grouped_gemm_fp8(ctx.gate, x_sorted, fp8_->gate, expert_offsets);
   grouped_gemm_fp8(ctx.up, x_sorted, fp8_->up, expert_offsets);
-  // NOTE: the activation is quantised from fp32 (SwiGLU's math), and kept rounded to the compute dtype for W.
-  OwnedTensor activation(Shape{rows, ffn_size()}, DType::f32, device);  // [R, F]
-  swiglu_forward(activation, ctx.gate, ctx.up);
-  Fp8Rows activation_rows = quantize_rows(activation, fp8_->pow2_activation_scales);  // [R, F]
+  // NOTE: the activation is quantised from fp32 (SwiGLU's math), and kept rounded to bf16 for W.
+  ctx.activation = OwnedTensor(Shape{rows, ffn_size()}, DType::bf16, device);  // [R, F]
+  Fp8Rows activation_rows(rows, ffn_size(), device);                           // [R, F]
+  swiglu_forward_fp8(ctx.activation, activation_rows.values, activation_rows.scales, ctx.gate, ctx.up,
+                     fp8_->pow2_activation_scales);
   grouped_gemm_fp8(out, activation_rows.matrix(), fp8_->down, expert_offsets);
-  ctx.activation = in_dtype(std::move(activation), compute_dtype());
 }
 
 void RoutedExperts::backward_input(Context& ctx, const Tensor& d_x_sorted, OwnedTensor d_out) const {

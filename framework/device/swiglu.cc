@@ -1,7 +1,9 @@
 #include "framework/device/swiglu.h"
 
+#include "framework/device/cast.h"
 #include "framework/device/cpu/swiglu.h"
 #include "framework/device/dispatch.h"
+#include "framework/device/fp8_quantize.h"
 
 #ifdef HAI_WITH_CUDA
 #include "framework/device/cuda/swiglu.h"
@@ -37,6 +39,26 @@ void swiglu_forward(const Tensor& out, const Tensor& gate, const Tensor& up, [[m
   return cuda::swiglu_forward(out, gate, up, stream);
 #else
   throw_no_backend("swiglu_forward", out.device());
+#endif
+}
+
+void swiglu_forward_fp8(const Tensor& out, const Tensor& q, const Tensor& scales, const Tensor& gate,
+                        const Tensor& up, bool pow2_scales, [[maybe_unused]] Stream stream) {
+  check_operands({&out, &gate, &up}, gate, DType::bf16);
+  check_operands({&q}, gate, DType::e4m3);
+  check_shape(scales, Shape{gate.size(0), (gate.size(1) + kFp8TileSize - 1) / kFp8TileSize}, "swiglu fp8 scales");
+  check_dtype(scales, DType::f32, "swiglu fp8 scales");
+  check_same_device(scales, gate, "swiglu");
+  if (gate.device().is_cpu()) {
+    OwnedTensor activation(gate.shape(), DType::f32);  // [N, F]
+    cpu::swiglu_forward(activation, gate, up);
+    quantize_1x128(q, scales, activation, pow2_scales);
+    return cast_tensor(out, activation);
+  }
+#ifdef HAI_WITH_CUDA
+  return cuda::swiglu_forward_fp8(out, q, scales, gate, up, pow2_scales, stream);
+#else
+  throw_no_backend("swiglu_forward_fp8", gate.device());
 #endif
 }
 

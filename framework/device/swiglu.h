@@ -10,6 +10,13 @@ namespace hai {
 // out: [N, F] <- gate: [N, F], up: [N, F]
 void swiglu_forward(const Tensor& out, const Tensor& gate, const Tensor& up, Stream stream = {});
 
+// The SwiGLU before an FP8 GEMM (the routed experts' down_proj in fp8 training), in one pass: out: [N, F] bf16 and
+// q: [N, F] e4m3, scales: [N, ceil(F / 128)] fp32 <- gate, up: [N, F] bf16. The bits of swiglu_forward into fp32,
+// quantize_1x128 of those values (fp8_quantize.h, pow2_scales as there) into q and scales, and their rounding to
+// bf16 into out.
+void swiglu_forward_fp8(const Tensor& out, const Tensor& q, const Tensor& scales, const Tensor& gate, const Tensor& up,
+                        bool pow2_scales, Stream stream = {});
+
 // d_gate, d_up: [N, F] <- d_out: [N, F] fp32, gate, up: [N, F]. Overwrites d_gate and d_up.
 void swiglu_backward(const Tensor& d_gate, const Tensor& d_up, const Tensor& d_out, const Tensor& gate,
                      const Tensor& up, Stream stream = {});

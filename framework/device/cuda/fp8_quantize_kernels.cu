@@ -4,49 +4,23 @@
 
 #include <climits>
 
+#include "framework/device/cuda/fp8_convert.cuh"
 #include "framework/device/cuda/fp8_quantize_kernels.h"
 #include "framework/device/cuda/kernel_util.cuh"
 
 namespace hai::cuda::kernels {
 namespace {
 
-constexpr float kE4m3Max = 448.0f;
-constexpr float kMinAmax = 1e-4f;          // framework/device/fp8_quantize.h
+using fp8::float2_to_e4m3x2;
+using fp8::quantize_pair;
+using fp8::scale_from_amax;
+using fp8::warp_max;
+
 constexpr int kCanonicalNan = 0x7fc00000;  // the CPU's quiet NaN; GPU arithmetic makes 0x7fffffff
 constexpr int kTile = 128;                 // the long side of every tile shape
 constexpr int kWarpSize = 32;
 constexpr int kWarps = kThreads / kWarpSize;  // warps per block
 constexpr int kRowsPerWarp = kTile / kWarps;  // rows of a 128-row panel held by each warp
-
-// The scale rule of framework/device/fp8_quantize.h: max(amax, 1e-4) / 448 with IEEE division, optionally raised
-// to a power of two on the bits.
-__device__ float scale_from_amax(float amax, bool pow2_scales) {
-  float scale = __fdiv_rn(fmaxf(amax, kMinAmax), kE4m3Max);
-  if (!pow2_scales) return scale;
-  unsigned int bits = __float_as_uint(scale);
-  if ((bits & 0x007fffffu) != 0) bits = (bits & 0x7f800000u) + 0x00800000u;
-  return __uint_as_float(bits);
-}
-
-// Gives every NaN byte of packed e4m3 bytes the CPU's positive sign (0xff -> 0x7f): the NaN bytes are those whose
-// low seven bits are all ones, the ones where adding 1 to them carries into the byte's top bit.
-__device__ uint32_t unsign_nans(uint32_t bytes) {
-  uint32_t nan_signs = ((bytes & 0x7f7f7f7fu) + 0x01010101u) & 0x80808080u;
-  return bytes & ~nan_signs;
-}
-
-// framework/core/dtype.cc float_to_e4m3 of two values, `low` in the low byte. NOTE: the hardware conversion (round
-// to nearest even, saturating to +-448, subnormals m * 2^-9; sm_89 and later, cuda_fp8.h emulates it before) was
-// checked against that rule on an H200 over all 2^32 floats: bit for bit, NaNs included, but PTX leaves a NaN's
-// sign open, so unsign_nans makes every NaN the CPU's 0x7f.
-__device__ uint32_t float2_to_e4m3x2(float low, float high) {
-  return unsign_nans(__nv_cvt_float2_to_fp8x2(make_float2(low, high), __NV_SATFINITE, __NV_E4M3));
-}
-
-// The e4m3 bytes of low / scale and high / scale (IEEE division, as the CPU's), `low` in the low byte.
-__device__ uint32_t quantize_pair(float low, float high, float scale) {
-  return float2_to_e4m3x2(__fdiv_rn(low, scale), __fdiv_rn(high, scale));
-}
 
 // e4m3_to_float(bits) * scale (framework/core/dtype.cc; every e4m3 value is exact in fp16), a NaN made canonical.
 __device__ float dequantize_value(uint8_t bits, float scale) {
@@ -54,10 +28,6 @@ __device__ float dequantize_value(uint8_t bits, float scale) {
   return isnan(value) ? __int_as_float(kCanonicalNan) : value;
 }
 
-__device__ float warp_max(float value) {
-  for (int offset = 16; offset > 0; offset /= 2) value = fmaxf(value, __shfl_xor_sync(0xffffffffu, value, offset));
-  return value;
-}
 
 // The max of `value` over the block (blockDim.x a multiple of 32), returned to every thread.
 __device__ float block_max(float value) {

@@ -20,6 +20,14 @@ void swiglu_forward(const Tensor& out, const Tensor& gate, const Tensor& up, Str
                "swiglu_forward");
 }
 
+void swiglu_forward_fp8(const Tensor& out, const Tensor& q, const Tensor& scales, const Tensor& gate, const Tensor& up,
+                        bool pow2_scales, Stream stream) {
+  cudaStream_t cuda_stream = prepare_launch(out.device(), stream);
+  check_launch(kernels::swiglu_forward_fp8(out.raw(), &q.data<e4m3>()->bits, scales.data<float>(), gate.raw(),
+                                           up.raw(), gate.size(0), gate.size(1), pow2_scales, cuda_stream),
+               "swiglu_forward_fp8");
+}
+
 void swiglu_backward(const Tensor& d_gate, const Tensor& d_up, const Tensor& d_out, const Tensor& gate,
                      const Tensor& up, Stream stream) {
   cudaStream_t cuda_stream = prepare_launch(gate.device(), stream);

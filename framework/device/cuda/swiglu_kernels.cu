@@ -1,5 +1,6 @@
 #include <cuda_bf16.h>
 
+#include "framework/device/cuda/fp8_convert.cuh"
 #include "framework/device/cuda/kernel_util.cuh"
 #include "framework/device/cuda/swiglu_kernels.h"
 
@@ -17,6 +18,43 @@ __global__ void swiglu_forward_kernel(Output* out, const Input* gate, const Inpu
   for (int64_t i = grid_index(); i < n; i += grid_stride()) {
     float g = widened(gate[i]);
     store(out + i, g * sigmoid(g) * widened(up[i]));
+  }
+}
+
+// A warp per 1x128 tile of [rows, cols] (a grid-stride loop over the tiles): lane l computes columns 4l .. 4l + 3 of
+// the tile as swiglu_forward_kernel does (zero past cols), writes them rounded to bf16, and the warp quantises the
+// fp32 values as quantize_1x128_kernel does (fp8_quantize_kernels.cu): the same amax, scale and e4m3 bytes.
+__global__ void __launch_bounds__(kThreads)
+    swiglu_forward_fp8_kernel(__nv_bfloat16* __restrict__ out, uint8_t* __restrict__ q, float* __restrict__ scales,
+                              const __nv_bfloat16* __restrict__ gate, const __nv_bfloat16* __restrict__ up,
+                              int64_t rows, int64_t cols, bool pow2_scales) {
+  constexpr int kTile = 128;
+  int64_t tile_cols = (cols + kTile - 1) / kTile;
+  int lane = static_cast<int>(threadIdx.x % 32);
+  for (int64_t tile = grid_index() / 32; tile < rows * tile_cols; tile += grid_stride() / 32) {
+    int64_t row = tile / tile_cols, tile_col = tile % tile_cols;
+    int64_t width = min(cols - tile_col * kTile, int64_t{kTile});
+    int64_t first = row * cols + tile_col * kTile + 4 * lane;  // this lane's first element
+    float values[4];
+    float amax = 0.0f;
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      values[i] = 0.0f;
+      if (4 * lane + i < width) {
+        float g = widened(gate[first + i]);
+        values[i] = g * sigmoid(g) * widened(up[first + i]);
+        store(out + first + i, values[i]);
+      }
+      amax = fmaxf(amax, fabsf(values[i]));
+    }
+    float scale = fp8::scale_from_amax(fp8::warp_max(amax), pow2_scales);
+    if (lane == 0) scales[row * tile_cols + tile_col] = scale;
+    uint32_t bytes =
+        fp8::quantize_pair(values[0], values[1], scale) | fp8::quantize_pair(values[2], values[3], scale) << 16;
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      if (4 * lane + i < width) q[first + i] = static_cast<uint8_t>(bytes >> (8 * i));
+    }
   }
 }
 
@@ -53,6 +91,16 @@ cudaError_t swiglu_forward(void* out, SwigluElement out_element, const void* gat
         static_cast<Output*>(out), static_cast<const Input*>(gate), static_cast<const Input*>(up), n);
     return cudaGetLastError();
   });
+}
+
+cudaError_t swiglu_forward_fp8(void* out, uint8_t* q, float* scales, const void* gate, const void* up, int64_t rows,
+                               int64_t cols, bool pow2_scales, cudaStream_t stream) {
+  int64_t tiles = rows * ((cols + 127) / 128);
+  if (tiles == 0) return cudaSuccess;
+  swiglu_forward_fp8_kernel<<<grid_for(tiles * 32), kThreads, 0, stream>>>(
+      static_cast<__nv_bfloat16*>(out), q, scales, static_cast<const __nv_bfloat16*>(gate),
+      static_cast<const __nv_bfloat16*>(up), rows, cols, pow2_scales);
+  return cudaGetLastError();
 }
 
 cudaError_t swiglu_backward(void* d_gate, void* d_up, SwigluElement gradient_element, const float* d_out,

@@ -1,9 +1,12 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <utility>
 
+#include "framework/core/error.h"
 #include "framework/device/cast.h"
+#include "framework/device/fp8_quantize.h"
 #include "framework/device/swiglu.h"
 #include "tests/framework/device/test_util.h"
 
@@ -84,6 +87,27 @@ TEST(Swiglu, Bf16ResultsAreTheFp32ResultsRounded) {
       }
     }
   }
+}
+
+// The fused op before an FP8 GEMM: the bits of swiglu_forward into fp32, quantize_1x128 and a cast to bf16.
+TEST(Swiglu, Fp8ForwardIsTheUnfusedOpsBits) {
+  Shape shape{3, 300}, scale_shape{3, 3};
+  OwnedTensor gate = converted(testing::random_tensor(shape, 11, 3.0f), DType::bf16);
+  OwnedTensor up = converted(testing::random_tensor(shape, 12), DType::bf16);
+  OwnedTensor activation(shape, DType::f32), out_ref(shape, DType::bf16);
+  OwnedTensor q_ref(shape, DType::e4m3), scales_ref(scale_shape, DType::f32);
+  swiglu_forward(activation, gate, up);
+  quantize_1x128(q_ref, scales_ref, activation, true);
+  cast_tensor(out_ref, activation);
+  OwnedTensor out(shape, DType::bf16), q(shape, DType::e4m3), scales(scale_shape, DType::f32);
+  swiglu_forward_fp8(out, q, scales, gate, up, true);
+  for (auto [fused, unfused] : {std::pair{&out, &out_ref}, {&q, &q_ref}, {&scales, &scales_ref}}) {
+    EXPECT_EQ(std::memcmp(fused->tensor().raw(), unfused->tensor().raw(), fused->tensor().bytes()), 0);
+  }
+  OwnedTensor fp32_gate = testing::random_tensor(shape, 13);
+  EXPECT_THROW(swiglu_forward_fp8(out, q, scales, fp32_gate, up, false), Error);
+  OwnedTensor short_scales(Shape{3, 2}, DType::f32);
+  EXPECT_THROW(swiglu_forward_fp8(out, q, short_scales, gate, up, false), Error);
 }
 
 TEST(Swiglu, RejectsFp16AndMixedGradientDtypes) {
