@@ -1,7 +1,5 @@
 // The FP8 grouped GEMM on the warp-specialised TMA loop (grouped_gemm_tma_fp8.cuh) and its launch.
 
-#include <algorithm>
-
 #include "framework/device/cuda/grouped_gemm_fp8_kernels.h"
 #include "framework/device/cuda/grouped_gemm_schedule.cuh"
 #include "framework/device/cuda/grouped_gemm_tma_fp8.cuh"
@@ -62,19 +60,9 @@ cudaError_t launch_grouped_gemm_fp8_tma(const GroupedGemmFp8Arguments& arguments
   if (status != cudaSuccess) return status;
   status = encode_tensor_map(&y_map, arguments.y, y_shape);
   if (status != cudaSuccess) return status;
-  int device = 0, multiprocessors = 0;
-  status = cudaGetDevice(&device);
-  if (status != cudaSuccess) return status;
-  status = cudaDeviceGetAttribute(&multiprocessors, cudaDevAttrMultiProcessorCount, device);
-  if (status != cudaSuccess) return status;
-  constexpr int kSharedBytes = tma::shared_bytes<Fp8Math>();
-  auto kernel = grouped_gemm_fp8_tma_kernel;
-  status = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSharedBytes);
-  if (status != cudaSuccess) return status;
   int64_t tiles = row_tile_slots(arguments.rows, arguments.experts, tma::kBlockRows) * (arguments.n / kColumns);
-  auto grid = static_cast<unsigned int>(std::min<int64_t>(tiles, multiprocessors));
-  kernel<<<grid, tma::kThreads, kSharedBytes, stream>>>(x_map, weight_map, y_map, arguments);
-  return cudaGetLastError();
+  return tma::launch_persistent<Fp8Math>(grouped_gemm_fp8_tma_kernel, tiles, stream, x_map, weight_map, y_map,
+                                         arguments);
 }
 
 }  // namespace hai::cuda::kernels

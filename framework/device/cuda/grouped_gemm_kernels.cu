@@ -8,7 +8,6 @@
 #include "framework/device/cuda/tensor_map.h"
 #include "framework/device/cuda/wgmma_support.h"
 
-#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -307,24 +306,6 @@ cudaError_t launch_grouped_gemm(const GroupedGemmArguments& arguments, cudaStrea
                                   Loop::template kSharedBytes<true, false>, arguments, stream);
 }
 
-// Launches a TMA-loop kernel of bf16 stages as a persistent grid: one block per multiprocessor, at most one per
-// tile.
-template <typename... Parameters, typename... Arguments>
-cudaError_t launch_persistent_tma(void (*kernel)(Parameters...), int64_t tiles, cudaStream_t stream,
-                                  const Arguments&... arguments) {
-  constexpr int kSharedBytes = tma::shared_bytes<tma::Bf16Math>();
-  int device = 0, multiprocessors = 0;
-  cudaError_t status = cudaGetDevice(&device);
-  if (status != cudaSuccess) return status;
-  status = cudaDeviceGetAttribute(&multiprocessors, cudaDevAttrMultiProcessorCount, device);
-  if (status != cudaSuccess) return status;
-  status = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSharedBytes);
-  if (status != cudaSuccess) return status;
-  auto grid = static_cast<unsigned int>(std::min<int64_t>(tiles, multiprocessors));
-  kernel<<<grid, tma::kThreads, kSharedBytes, stream>>>(arguments...);
-  return cudaGetLastError();
-}
-
 // HAI_GROUPED_GEMM_TMA=0 in the environment (read once) runs the cp.async wgmma loop where the TMA loop would run:
 // for A/B timings on a GPU.
 bool tma_loop_enabled() {
@@ -373,8 +354,8 @@ cudaError_t launch_grouped_gemm_tma(const GroupedGemmArguments& arguments, cudaS
   if (status != cudaSuccess) return status;
   int64_t tiles =
       row_tile_slots(arguments.rows, arguments.experts, tma::kBlockRows) * (arguments.n / kColumns);
-  return launch_persistent_tma(grouped_gemm_tma_kernel<kTransposeWeights>, tiles, stream, x_map, weight_map, y_map,
-                               arguments);
+  return tma::launch_persistent<tma::Bf16Math>(grouped_gemm_tma_kernel<kTransposeWeights>, tiles, stream, x_map,
+                                               weight_map, y_map, arguments);
 }
 
 // Whether the TMA loop runs a weight gradient that the wgmma loop would: whole 128-row (N) and 256-column (K)
@@ -407,8 +388,8 @@ cudaError_t launch_grouped_weight_grad_tma(const GroupedWeightGradArguments& arg
   if (status != cudaSuccess) return status;
   int64_t tiles =
       arguments.experts * (arguments.n / tma::kBlockRows) * (arguments.k / tma::Bf16Math::kBlockColumns);
-  return launch_persistent_tma(grouped_weight_grad_tma_kernel, tiles, stream, d_y_map, x_map, gradient_map,
-                               arguments);
+  return tma::launch_persistent<tma::Bf16Math>(grouped_weight_grad_tma_kernel, tiles, stream, d_y_map, x_map,
+                                               gradient_map, arguments);
 }
 
 template <typename Loop>

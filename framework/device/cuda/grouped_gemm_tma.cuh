@@ -124,6 +124,24 @@ constexpr int shared_bytes() {
   return Math::kStages * Math::kStageBytes + kOutputBytes + 2 * Math::kStages * 8 + 1024;
 }
 
+// Launches a kernel of the loop whose problems multiply with Math as a persistent grid: one block per
+// multiprocessor, at most one per tile, shared_bytes<Math>() of shared memory each. Host code.
+template <typename Math, typename... Parameters, typename... Arguments>
+cudaError_t launch_persistent(void (*kernel)(Parameters...), int64_t tiles, cudaStream_t stream,
+                              const Arguments&... arguments) {
+  constexpr int kSharedBytes = shared_bytes<Math>();
+  int device = 0, multiprocessors = 0;
+  cudaError_t status = cudaGetDevice(&device);
+  if (status != cudaSuccess) return status;
+  status = cudaDeviceGetAttribute(&multiprocessors, cudaDevAttrMultiProcessorCount, device);
+  if (status != cudaSuccess) return status;
+  status = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSharedBytes);
+  if (status != cudaSuccess) return status;
+  auto grid = static_cast<unsigned int>(tiles < multiprocessors ? tiles : multiprocessors);
+  kernel<<<grid, kThreads, kSharedBytes, stream>>>(arguments...);
+  return cudaGetLastError();
+}
+
 #if defined(HAI_WGMMA_AVAILABLE)
 
 // Fills the ring with every stage of every tile of the block.
