@@ -12,6 +12,7 @@
 
 #include "framework/core/rng.h"
 #include "framework/device/fp8_quantize.h"
+#include "framework/device/fp8_rows.h"
 #include "framework/device/grouped_gemm_fp8.h"
 #include "framework/tensor/tensor.h"
 
@@ -38,19 +39,6 @@ inline OwnedTensor offsets_for(const std::vector<int32_t>& rows_per_expert) {
   offsets.data<int32_t>()[0] = 0;
   std::partial_sum(rows_per_expert.begin(), rows_per_expert.end(), offsets.data<int32_t>() + 1);
   return offsets;
-}
-
-// An e4m3 [R, K] matrix with its 1x128 scales [R, ceil(K / 128)].
-struct Fp8Rows {
-  OwnedTensor values;
-  OwnedTensor scales;
-};
-
-inline Fp8Rows quantized_rows(const Tensor& x) {
-  Fp8Rows rows{OwnedTensor(x.shape(), DType::e4m3),
-                OwnedTensor(Shape{x.size(0), fp8_tiles(x.size(1))}, DType::f32)};
-  quantize_1x128(rows.values, rows.scales, x);
-  return rows;
 }
 
 inline Fp8Matrix rows_matrix(const Tensor& values, const Tensor& scales) {
@@ -138,7 +126,7 @@ struct Fp8GroupedOperands {
 
 // A problem's operands on the CPU: spread x quantised in 1x128 tiles, the experts in 128x128 blocks.
 inline Fp8GroupedOperands fp8_grouped_operands(const Fp8GroupedProblem& problem, uint64_t seed) {
-  Fp8Rows x = quantized_rows(spread_matrix(problem.rows(), problem.k, seed));
+  Fp8Rows x = quantize_rows(spread_matrix(problem.rows(), problem.k, seed), /*pow2_scales=*/false);
   return {std::move(x.values), std::move(x.scales), quantized_experts(problem.layout(), seed + 100),
           offsets_for(problem.rows_per_expert), problem.layout()};
 }
