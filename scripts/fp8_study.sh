@@ -8,9 +8,13 @@
 # then scripts/plot_fp8.py summarises the runs: smoothed loss curves, the final relative difference of the smoothed
 # loss (target < 0.25%), the speed ratio (target >= 1.3x) and peak memory.
 #   NCCL_NVLS_ENABLE=0 bash scripts/fp8_study.sh OUT_DIR [--steps N] [--speed-steps N] [--only loss|speed]
+#                                                [--seeds N]
 #   bash scripts/fp8_study.sh OUT_DIR --cpu-smoke     # the whole pipeline on the CPU: tiny model, a few steps
-# OUT_DIR receives at most 7 files: loss_{bf16,fp8}.jsonl and speed_{bf16,fp8}.jsonl (hai-train's metrics),
-# summary.json, study.log (hai-data's and hai-train's output) and fp8_loss.png (with matplotlib). Everything else
+# --seeds N trains the loss part with N seeds (train.seed = the config's + 0 .. N - 1: weights and data order) per
+# precision, so that the fp8 - bf16 difference can be set against the spread between seeds of one precision.
+# OUT_DIR receives loss_{bf16,fp8}.jsonl (and loss_{bf16,fp8}_seed<i>.jsonl for seeds i >= 1) and
+# speed_{bf16,fp8}.jsonl (hai-train's metrics), summary.json, study.log (hai-data's and hai-train's output) and
+# fp8_loss.png (with matplotlib). Everything else
 # (corpus, dataset, checkpoints) goes to a temporary directory. The build directory is $HAI_BUILD_DIR (default
 # build-gpu; configured with the CUDA backend when it does not exist yet); only hai-train and hai-data are built.
 set -euo pipefail
@@ -18,6 +22,7 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build_dir=${HAI_BUILD_DIR:-$root/build-gpu}
 steps=300
 speed_steps=20
+seeds=1
 only=all
 cpu_smoke=false
 out=""
@@ -26,6 +31,7 @@ while [[ $# -gt 0 ]]; do
     --steps) steps=$2; shift 2 ;;
     --speed-steps) speed_steps=$2; shift 2 ;;
     --only) only=$2; shift 2 ;;
+    --seeds) seeds=$2; shift 2 ;;
     --cpu-smoke) cpu_smoke=true; shift ;;
     -*) echo "fp8_study.sh: unknown option $1" >&2; exit 2 ;;
     *) out=$1; shift ;;
@@ -110,8 +116,15 @@ if [[ "$only" == all || "$only" == loss ]]; then
   make_corpus | tee -a "$log" >&2
   "$build_dir/apps/hai-data/hai-data" --format file --input "$work/corpus" --output "$work/corpus_tokens" >>"$log"
   data=(--set data.path="$work/corpus_tokens")
-  train loss_bf16 "$loss_config" "$steps" bf16 "${data[@]}" "${loss_overrides[@]}" || status=1
-  train loss_fp8 "$loss_config" "$steps" fp8 "${data[@]}" "${loss_overrides[@]}" || status=1
+  base_seed=$(sed -n 's/^ *seed: *\([0-9][0-9]*\).*/\1/p' "$loss_config" | head -n 1)
+  for ((seed = 0; seed < seeds; seed++)); do
+    suffix=$([[ $seed -eq 0 ]] && echo "" || echo "_seed$seed")
+    seeded=(--set train.seed=$((${base_seed:-1234} + seed)))
+    for precision in bf16 fp8; do
+      train "loss_$precision$suffix" "$loss_config" "$steps" "$precision" "${data[@]}" "${seeded[@]}" \
+          "${loss_overrides[@]}" || status=1
+    done
+  done
 fi
 if [[ "$only" == all || "$only" == speed ]]; then
   train speed_bf16 "$speed_config" "$speed_steps" bf16 "${speed_overrides[@]}" || status=1

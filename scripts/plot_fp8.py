@@ -10,12 +10,18 @@ missing) and prints a markdown table:
   over the second half of the run, and the last eval_loss of each;
 - speed: mean tokens/s and median step time after the warm-up steps (the first max(3, steps / 5), as
   scripts/bench.sh), peak memory, and the fp8 / bf16 ratio of tokens/s (the target: at least 1.3).
+- seeds (when OUT_DIR also has loss_{bf16,fp8}_seed<i>.jsonl, from fp8_study.sh --seeds): each precision's final
+  smoothed lm_loss over all seeds, its mean and sample standard deviation, and the relative difference of the two
+  means against the relative spread between one precision's seeds: a difference well inside that spread is run-to-run
+  noise, not an FP8 cost.
 --summary writes the same numbers as JSON; --png draws the smoothed curves and their relative difference (needs
 matplotlib; without it the table is all).
 """
 import argparse
+import glob
 import json
 import os
+import re
 import statistics
 
 LOSS_TARGET = 0.0025
@@ -79,6 +85,35 @@ def loss_summary(out_dir, factor):
     return summary, curves, relative
 
 
+def final_smoothed(path, factor):
+    steps = read_steps(path)
+    curve = smoothed_losses(steps, factor) if steps else []
+    return curve[-1][1] if curve else None
+
+
+def seed_summary(out_dir, factor):
+    """The final smoothed lm_loss of every seed of each precision (seed 0: loss_<mode>.jsonl), or None with fewer
+    than two seeds of each."""
+    finals = {}
+    for mode in ("bf16", "fp8"):
+        paths = {0: os.path.join(out_dir, f"loss_{mode}.jsonl")}
+        for path in glob.glob(os.path.join(out_dir, f"loss_{mode}_seed*.jsonl")):
+            paths[int(re.search(r"_seed(\d+)\.jsonl$", path).group(1))] = path
+        values = {seed: final_smoothed(path, factor) for seed, path in sorted(paths.items())}
+        finals[mode] = {seed: value for seed, value in values.items() if value is not None}
+    if any(len(values) < 2 for values in finals.values()):
+        return None
+    summary = {"smoothing": factor, "target": LOSS_TARGET}
+    for mode, values in finals.items():
+        mean = statistics.mean(values.values())
+        summary[mode] = {"final_smoothed_lm_loss": values, "mean": mean, "stdev": statistics.stdev(values.values()),
+                         "relative_stdev": statistics.stdev(values.values()) / mean}
+    bf16_mean, fp8_mean = summary["bf16"]["mean"], summary["fp8"]["mean"]
+    summary["relative_difference_of_means"] = (fp8_mean - bf16_mean) / bf16_mean
+    summary["passes"] = abs(summary["relative_difference_of_means"]) < LOSS_TARGET
+    return summary
+
+
 def speed_of(steps):
     step_numbers = sorted(steps)
     warmup = max(3, len(step_numbers) // 5)
@@ -106,6 +141,18 @@ def speed_summary(out_dir):
 
 def cell(value):
     return f"{value:.4f}" if isinstance(value, float) else str(value)
+
+
+def print_seeds(seeds):
+    print("| seeds: final smoothed lm_loss | bf16 | fp8 |\n|---|---|---|")
+    for seed in sorted(set(seeds["bf16"]["final_smoothed_lm_loss"]) | set(seeds["fp8"]["final_smoothed_lm_loss"])):
+        row = [seeds[mode]["final_smoothed_lm_loss"].get(seed) for mode in ("bf16", "fp8")]
+        print(f"| seed {seed} | {cell(row[0])} | {cell(row[1])} |")
+    for key in ("mean", "stdev"):
+        print(f"| {key} | {cell(seeds['bf16'][key])} | {cell(seeds['fp8'][key])} |")
+    print(f"\nrelative difference of the means {100 * seeds['relative_difference_of_means']:+.3f}% (target "
+          f"|.| < {100 * LOSS_TARGET}%: {'pass' if seeds['passes'] else 'FAIL'}); spread between seeds (relative "
+          f"stdev) bf16 {100 * seeds['bf16']['relative_stdev']:.3f}%, fp8 {100 * seeds['fp8']['relative_stdev']:.3f}%\n")
 
 
 def print_tables(loss, speed):
@@ -158,10 +205,13 @@ def main():
     loss_result = loss_summary(args.out_dir, args.smoothing)
     loss = loss_result[0] if loss_result else None
     speed = speed_summary(args.out_dir)
+    seeds = seed_summary(args.out_dir, args.smoothing)
     print_tables(loss, speed)
+    if seeds:
+        print_seeds(seeds)
     if args.summary:
         with open(args.summary, "w") as f:
-            json.dump({"loss": loss, "speed": speed}, f, indent=2)
+            json.dump({"loss": loss, "speed": speed, "seeds": seeds}, f, indent=2)
             f.write("\n")
     if args.png and loss_result:
         plot(loss_result[1], loss_result[2], args.png)
