@@ -21,6 +21,7 @@
 
 #include "framework/device/cuda/grouped_gemm_fp8_kernels.h"
 #include "framework/device/cuda/grouped_gemm_fp8_output.cuh"
+#include "framework/device/cuda/grouped_gemm_fp8_wgmma.cuh"
 #include "framework/device/cuda/grouped_gemm_schedule.cuh"
 #include "framework/device/cuda/grouped_gemm_tma_rows.cuh"
 
@@ -35,42 +36,28 @@ struct Fp8Math {
   static constexpr int kBlockColumns = 128;
   static constexpr int kStages = 6;
   static constexpr int kStageBytes = kABytes + kBlockColumns * kRowBytes;
+  static_assert(kDepth == fp8_wgmma::kDepth && kABytes == fp8_wgmma::kOperandBytes &&
+                kStageBytes == fp8_wgmma::kStageBytes);
   struct Accumulators {
-    float totals[64];      // this thread's part of 64 x 128 in the m64nN layout (wgmma_sm90.cuh)
-    float stage_sums[64];  // the current stage's products, the same layout
+    wgmma::Accumulators totals;      // this thread's part of 64 x 128 in the m64nN layout (wgmma_sm90.cuh)
+    wgmma::Accumulators stage_sums;  // the current stage's products, the same layout
   };
 
 #if defined(HAI_WGMMA_AVAILABLE)
   __device__ static void clear(Accumulators& accumulators) {
 #pragma unroll
-    for (int i = 0; i < 64; ++i) accumulators.totals[i] = 0.0f;
+    for (int i = 0; i < 64; ++i) accumulators.totals.values[i] = 0.0f;
   }
-  // The stage's products, waited for, promoted with the problem's scales of the thread's rows.
+  // The stage's products, waited for, promoted with the problem's scales of the thread's rows: the cp.async FP8
+  // kernel's stage (its shared layout: A's 128 rows, then B's, 128 bytes each).
   template <typename Problem>
   __device__ static void multiply_stage(Accumulators& accumulators, const Problem& problem,
                                         const typename Problem::Tile& tile, int64_t step, const unsigned char* a,
-                                        const unsigned char* b, int consumer) {
+                                        const unsigned char*, int consumer) {
     float top_scale, bottom_scale;  // loaded while the products run
     problem.stage_scales(tile, step, consumer, &top_scale, &bottom_scale);
-    sm90::warpgroup_fence();
-#pragma unroll
-    for (int slice = 0; slice < kDepth / 32; ++slice) {
-      sm90::mma_m64n128k32_e4m3(accumulators.stage_sums, k_major_descriptor(a, consumer * kConsumerRows, slice),
-                                k_major_descriptor(b, 0, slice), slice != 0);
-    }
-    sm90::warpgroup_commit();
-    sm90::warpgroup_wait<0>();
-#pragma unroll
-    for (int i = 0; i < 64; ++i) sm90::fence_register(accumulators.stage_sums[i]);
-#pragma unroll
-    for (int j = 0; j < 16; ++j) {
-      float* total = accumulators.totals + 4 * j;
-      const float* sums = accumulators.stage_sums + 4 * j;
-      total[0] = fmaf(sums[0], top_scale, total[0]);
-      total[1] = fmaf(sums[1], top_scale, total[1]);
-      total[2] = fmaf(sums[2], bottom_scale, total[2]);
-      total[3] = fmaf(sums[3], bottom_scale, total[3]);
-    }
+    fp8_wgmma::multiply_stage(accumulators.stage_sums, a, consumer * kConsumerRows);
+    fp8_wgmma::promote(accumulators.totals, accumulators.stage_sums, top_scale, bottom_scale);
   }
   __device__ static void stage_done(Accumulators&, int64_t) {}
   __device__ static void finish(Accumulators&) {}
@@ -126,19 +113,9 @@ struct Fp8RowTileProblem {
 
   __device__ void write_out(const Tile& tile, const Math::Accumulators& accumulators, int consumer,
                             unsigned char* output_buffers) const {
-    int64_t first_row = tile.rows.row_begin + consumer * kConsumerRows;
-    if (schedule.copy_out != CopyOut::none && first_row + kConsumerRows <= tile.rows.row_end) {
-      OutputBox box{y_map, static_cast<int32_t>(first_row), static_cast<int32_t>(tile.column_begin)};
-      bool add = schedule.copy_out == CopyOut::add;
-      if (schedule.bf16_output) {
-        copy_out<bf16>(accumulators.totals, box, add, output_buffers, 1 + consumer);
-      } else {
-        copy_out<float>(accumulators.totals, box, add, output_buffers, 1 + consumer);
-      }
-      return;
-    }
+    if (copy_out_whole_rows(schedule, y_map, tile, accumulators.totals.values, consumer, output_buffers)) return;
     fp8_output::OutputTile output{&arguments, tile.rows, tile.column_begin};
-    for_each_pair(accumulators.totals, consumer, [&](int row, int column, float sum0, float sum1) {
+    for_each_pair(accumulators.totals.values, consumer, [&](int row, int column, float sum0, float sum1) {
       fp8_output::store_pair(output, row, column, sum0, sum1);
     });
   }

@@ -62,6 +62,25 @@ struct TileWalk {
 
 #if defined(HAI_WGMMA_AVAILABLE)
 
+// Hands a consumer's results (64 rows x 2 kAccumulators columns of `tile`) to the copy engine when its rows all
+// belong to the tile's expert and schedule.copy_out says how; false when the caller must store them itself.
+// y_map: y [R, N] in boxes of (128 bytes, 64 rows).
+template <int kAccumulators>
+__device__ inline bool copy_out_whole_rows(const Schedule& schedule, const CUtensorMap& y_map, const Tile& tile,
+                                           const float (&accumulators)[kAccumulators], int consumer,
+                                           unsigned char* output_buffers) {
+  int64_t first_row = tile.rows.row_begin + consumer * kConsumerRows;
+  if (schedule.copy_out == CopyOut::none || first_row + kConsumerRows > tile.rows.row_end) return false;
+  OutputBox box{y_map, static_cast<int32_t>(first_row), static_cast<int32_t>(tile.column_begin)};
+  bool add = schedule.copy_out == CopyOut::add;
+  if (schedule.bf16_output) {
+    copy_out<bf16>(accumulators, box, add, output_buffers, 1 + consumer);
+  } else {
+    copy_out<float>(accumulators, box, add, output_buffers, 1 + consumer);
+  }
+  return true;
+}
+
 // x_map: x [R, K] in boxes of (64 depth, 128 rows); weight_map: W [E, N, K] in boxes of (64, 256, 1) when
 // kWeightsKMajor, else W [E, K, N] in boxes of (64 columns, 64 depth, 1); y_map: y [R, N] in boxes of (128 bytes,
 // 64 rows), used unless schedule.copy_out is none. store(tile, row, column, value0, value1) gets (row, column) and
@@ -115,17 +134,7 @@ struct RowTileProblem {
 
   __device__ void write_out(const Tile& tile, const Math::Accumulators& accumulators, int consumer,
                             unsigned char* output_buffers) const {
-    int64_t first_row = tile.rows.row_begin + consumer * kConsumerRows;
-    if (schedule.copy_out != CopyOut::none && first_row + kConsumerRows <= tile.rows.row_end) {
-      OutputBox box{y_map, static_cast<int32_t>(first_row), static_cast<int32_t>(tile.column_begin)};
-      bool add = schedule.copy_out == CopyOut::add;
-      if (schedule.bf16_output) {
-        copy_out<bf16>(accumulators, box, add, output_buffers, 1 + consumer);
-      } else {
-        copy_out<float>(accumulators, box, add, output_buffers, 1 + consumer);
-      }
-      return;
-    }
+    if (copy_out_whole_rows(schedule, y_map, tile, accumulators, consumer, output_buffers)) return;
     for_each_pair(accumulators, consumer,
                   [&](int row, int column, float value0, float value1) { store(tile, row, column, value0, value1); });
   }
