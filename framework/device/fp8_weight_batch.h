@@ -25,7 +25,6 @@ class Fp8WeightBatch {
   // The copies' tensors must stay where they are while the batch is used; all on one device.
   explicit Fp8WeightBatch(std::vector<Fp8WeightCopy> copies);
 
-  bool empty() const { return copies_.empty(); }
   // Quantises every copy's x into its q, scales, q_t and scales_t.
   void quantize(Stream stream = {}) const;
 
