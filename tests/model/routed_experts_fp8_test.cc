@@ -21,6 +21,7 @@
 #include "framework/device/swiglu.h"
 #include "model/routed_experts.h"
 #include "tests/framework/device/test_util.h"
+#include "tests/model/routed_expert_specs.h"
 
 namespace hai {
 namespace {
@@ -35,17 +36,7 @@ std::vector<ParameterSpec> expert_specs() {
   std::vector<ParameterSpec> specs;
   // NOTE: a dense parameter first, so that the compute copy and the FP8 copies do not start with the experts.
   specs.push_back({"norm.weight", Shape{kHidden}, ParameterGroup::dense, ParameterInit::ones, false, true});
-  for (int64_t e = 0; e < kExperts; ++e) {
-    for (auto [projection, shape] : {std::pair{"gate_proj", Shape{kFfn, kHidden}},
-                                     std::pair{"up_proj", Shape{kFfn, kHidden}},
-                                     std::pair{"down_proj", Shape{kHidden, kFfn}}}) {
-      ParameterSpec spec{"experts." + std::to_string(e) + "." + projection + ".weight", shape,
-                         ParameterGroup::expert, ParameterInit::normal, true, true};
-      spec.fp8_gemm = true;
-      spec.fp8_only = true;
-      specs.push_back(spec);
-    }
-  }
+  testing::append_fp8_routed_expert_specs(specs, kExperts, kHidden, kFfn);
   return specs;
 }
 
