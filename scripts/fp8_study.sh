@@ -8,10 +8,12 @@
 # then scripts/plot_fp8.py summarises the runs: smoothed loss curves, the final relative difference of the smoothed
 # loss (target < 0.25%), the speed ratio (target >= 1.3x) and peak memory.
 #   NCCL_NVLS_ENABLE=0 bash scripts/fp8_study.sh OUT_DIR [--steps N] [--speed-steps N] [--only loss|speed]
-#                                                [--seeds N]
+#                                                [--seeds N] [--jobs N]
 #   bash scripts/fp8_study.sh OUT_DIR --cpu-smoke     # the whole pipeline on the CPU: tiny model, a few steps
 # --seeds N trains the loss part with N seeds (train.seed = the config's + 0 .. N - 1: weights and data order) per
 # precision, so that the fp8 - bf16 difference can be set against the spread between seeds of one precision.
+# --jobs N trains up to N of the loss runs at once on the one GPU (the study's model leaves most of an H200 idle;
+# with the CUDA MPS daemon running they also share its SMs). Each run's numbers are the same as when run alone.
 # OUT_DIR receives loss_{bf16,fp8}.jsonl (and loss_{bf16,fp8}_seed<i>.jsonl for seeds i >= 1) and
 # speed_{bf16,fp8}.jsonl (hai-train's metrics), summary.json, study.log (hai-data's and hai-train's output) and
 # fp8_loss.png (with matplotlib). Everything else
@@ -23,6 +25,7 @@ build_dir=${HAI_BUILD_DIR:-$root/build-gpu}
 steps=300
 speed_steps=20
 seeds=1
+jobs=1
 only=all
 cpu_smoke=false
 out=""
@@ -32,6 +35,7 @@ while [[ $# -gt 0 ]]; do
     --speed-steps) speed_steps=$2; shift 2 ;;
     --only) only=$2; shift 2 ;;
     --seeds) seeds=$2; shift 2 ;;
+    --jobs) jobs=$2; shift 2 ;;
     --cpu-smoke) cpu_smoke=true; shift ;;
     -*) echo "fp8_study.sh: unknown option $1" >&2; exit 2 ;;
     *) out=$1; shift ;;
@@ -94,7 +98,8 @@ print(f"corpus: {len(paths)} files, {total} bytes from {stdlib}")
 PYTHON
 }
 
-# train NAME CONFIG STEPS PRECISION [--set ...]: hai-train into $work/NAME, its metrics copied to $out/NAME.jsonl.
+# train NAME CONFIG STEPS PRECISION [--set ...]: hai-train into $work/NAME, its metrics copied to $out/NAME.jsonl,
+# its output appended to study.log when it ends.
 train() {
   local name=$1 config=$2 train_steps=$3 precision=$4
   shift 4
@@ -102,10 +107,11 @@ train() {
   local status=0
   "$hai_train" --config "$config" --set precision.mode="$precision" --set train.steps="$train_steps" \
       --set logging.run_dir="$work/$name" --set checkpoint.dir="$work/$name/checkpoints" \
-      --set checkpoint.resume=none --set checkpoint.save=false "$@" >>"$log" 2>&1 || status=$?
+      --set checkpoint.resume=none --set checkpoint.save=false "$@" >"$work/$name.log" 2>&1 || status=$?
+  cat "$work/$name.log" >>"$log"
   if [[ $status -ne 0 ]]; then
-    echo "fp8_study.sh: $name failed (exit $status); the last lines of study.log:" >&2
-    tail -n 20 "$log" >&2
+    echo "fp8_study.sh: $name failed (exit $status); its last lines:" >&2
+    tail -n 20 "$work/$name.log" >&2
   fi
   cp "$work/$name/metrics.jsonl" "$out/$name.jsonl" 2>/dev/null || true
   return $status
@@ -116,15 +122,23 @@ if [[ "$only" == all || "$only" == loss ]]; then
   make_corpus | tee -a "$log" >&2
   "$build_dir/apps/hai-data/hai-data" --format file --input "$work/corpus" --output "$work/corpus_tokens" >>"$log"
   data=(--set data.path="$work/corpus_tokens")
+  running=()  # the process ids of the loss runs in flight, oldest first
   base_seed=$(sed -n 's/^ *seed: *\([0-9][0-9]*\).*/\1/p' "$loss_config" | head -n 1)
   for ((seed = 0; seed < seeds; seed++)); do
     suffix=$([[ $seed -eq 0 ]] && echo "" || echo "_seed$seed")
     seeded=(--set train.seed=$((${base_seed:-1234} + seed)))
     for precision in bf16 fp8; do
+      # NOTE: the runs take about as long as each other, so waiting for the oldest frees the first slot.
+      if [[ ${#running[@]} -ge $jobs ]]; then
+        wait "${running[0]}" || status=1
+        running=("${running[@]:1}")
+      fi
       train "loss_$precision$suffix" "$loss_config" "$steps" "$precision" "${data[@]}" "${seeded[@]}" \
-          "${loss_overrides[@]}" || status=1
+          "${loss_overrides[@]}" &
+      running+=($!)
     done
   done
+  for pid in "${running[@]}"; do wait "$pid" || status=1; done
 fi
 if [[ "$only" == all || "$only" == speed ]]; then
   train speed_bf16 "$speed_config" "$speed_steps" bf16 "${speed_overrides[@]}" || status=1
