@@ -8,10 +8,15 @@
 # then scripts/plot_fp8.py summarises the runs: smoothed loss curves, the final relative difference of the smoothed
 # loss (target < 0.25%), the speed ratio (target >= 1.3x) and peak memory.
 #   NCCL_NVLS_ENABLE=0 bash scripts/fp8_study.sh OUT_DIR [--steps N] [--speed-steps N] [--only loss|speed]
-#                                                [--seeds N] [--jobs N]
+#                                                [--seeds N] [--jobs N] [--runs bf16,fp8,control]
+#                                                [--set KEY=VALUE ...]
 #   bash scripts/fp8_study.sh OUT_DIR --cpu-smoke     # the whole pipeline on the CPU: tiny model, a few steps
 # --seeds N trains the loss part with N seeds (train.seed = the config's + 0 .. N - 1: weights and data order) per
 # precision, so that the fp8 - bf16 difference can be set against the spread between seeds of one precision.
+# --runs picks the loss runs per seed (default bf16,fp8); "control" is a bf16 run with half the micro-batch size
+# and twice the micro-batches (the same data and the same arithmetic, summed in another order): how far two runs that
+# differ only by rounding drift apart is the noise floor that the fp8 - bf16 difference is measured against.
+# --set KEY=VALUE (repeatable) overrides the loss config in every loss run (a variant of the study's model or data).
 # --jobs N trains up to N of the loss runs at once on the one GPU (the study's model leaves most of an H200 idle;
 # with the CUDA MPS daemon running they also share its SMs). Each run's numbers are the same as when run alone.
 # OUT_DIR receives loss_{bf16,fp8}.jsonl (and loss_{bf16,fp8}_seed<i>.jsonl for seeds i >= 1) and
@@ -26,8 +31,10 @@ steps=300
 speed_steps=20
 seeds=1
 jobs=1
+runs=bf16,fp8
 only=all
 cpu_smoke=false
+extra_overrides=()
 out=""
 while [[ $# -gt 0 ]]; do
   case "$1" in
@@ -36,6 +43,8 @@ while [[ $# -gt 0 ]]; do
     --only) only=$2; shift 2 ;;
     --seeds) seeds=$2; shift 2 ;;
     --jobs) jobs=$2; shift 2 ;;
+    --runs) runs=$2; shift 2 ;;
+    --set) extra_overrides+=(--set "$2"); shift 2 ;;
     --cpu-smoke) cpu_smoke=true; shift ;;
     -*) echo "fp8_study.sh: unknown option $1" >&2; exit 2 ;;
     *) out=$1; shift ;;
@@ -123,18 +132,30 @@ if [[ "$only" == all || "$only" == loss ]]; then
   "$build_dir/apps/hai-data/hai-data" --format file --input "$work/corpus" --output "$work/corpus_tokens" >>"$log"
   data=(--set data.path="$work/corpus_tokens")
   running=()  # the process ids of the loss runs in flight, oldest first
-  base_seed=$(sed -n 's/^ *seed: *\([0-9][0-9]*\).*/\1/p' "$loss_config" | head -n 1)
+  config_value() { sed -n "s/^ *$1: *\([0-9][0-9]*\).*/\1/p" "$loss_config" | head -n 1; }
+  base_seed=$(config_value seed)
+  micro_batch_size=$(config_value micro_batch_size)
+  eval_batches=$(config_value eval_batches)
+  if [[ ",$runs," == *,control,* && $((micro_batch_size % 2)) -ne 0 ]]; then
+    echo "fp8_study.sh: the control run halves micro_batch_size ($micro_batch_size): it must be even" >&2; exit 2
+  fi
   for ((seed = 0; seed < seeds; seed++)); do
     suffix=$([[ $seed -eq 0 ]] && echo "" || echo "_seed$seed")
     seeded=(--set train.seed=$((${base_seed:-1234} + seed)))
-    for precision in bf16 fp8; do
+    for run in ${runs//,/ }; do
       # NOTE: the runs take about as long as each other, so waiting for the oldest frees the first slot.
       if [[ ${#running[@]} -ge $jobs ]]; then
         wait "${running[0]}" || status=1
         running=("${running[@]:1}")
       fi
-      train "loss_$precision$suffix" "$loss_config" "$steps" "$precision" "${data[@]}" "${seeded[@]}" \
-          "${loss_overrides[@]}" &
+      case "$run" in
+        bf16 | fp8) precision=$run; variant=() ;;
+        control) precision=bf16; variant=(--set train.micro_batch_size=$((micro_batch_size / 2))
+                                          --set train.eval_batches=$((eval_batches * 2))) ;;
+        *) echo "fp8_study.sh: unknown run $run (bf16, fp8 or control)" >&2; exit 2 ;;
+      esac
+      train "loss_$run$suffix" "$loss_config" "$steps" "$precision" "${data[@]}" "${seeded[@]}" \
+          "${loss_overrides[@]}" "${extra_overrides[@]}" "${variant[@]}" &
       running+=($!)
     done
   done

@@ -14,6 +14,10 @@ missing) and prints a markdown table:
   smoothed lm_loss over all seeds, its mean and sample standard deviation, and the relative difference of the two
   means against the relative spread between one precision's seeds: a difference well inside that spread is run-to-run
   noise, not an FP8 cost.
+- control (when OUT_DIR has loss_control[_seed<i>].jsonl, from fp8_study.sh --runs ...,control): bf16 runs that differ
+  from the bf16 runs only in the order of their sums (half the micro-batch size); per seed, the relative difference
+  of each run's final smoothed lm_loss from the same seed's bf16 run, for fp8 and for the control, and their means
+  over the seeds: the control's is how far rounding alone moves a run.
 --summary writes the same numbers as JSON; --png draws the smoothed curves and their relative difference (needs
 matplotlib; without it the table is all).
 """
@@ -91,27 +95,56 @@ def final_smoothed(path, factor):
     return curve[-1][1] if curve else None
 
 
+def seed_files(out_dir, mode):
+    """{seed: path} of one kind of loss run (seed 0: loss_<mode>.jsonl)."""
+    paths = {}
+    first = os.path.join(out_dir, f"loss_{mode}.jsonl")
+    if os.path.exists(first):
+        paths[0] = first
+    for path in glob.glob(os.path.join(out_dir, f"loss_{mode}_seed*.jsonl")):
+        paths[int(re.search(r"_seed(\d+)\.jsonl$", path).group(1))] = path
+    return paths
+
+
 def seed_summary(out_dir, factor):
-    """The final smoothed lm_loss of every seed of each precision (seed 0: loss_<mode>.jsonl), or None with fewer
-    than two seeds of each."""
+    """The final smoothed lm_loss of every seed of each precision, or None with fewer than two seeds of bf16 and fp8
+    and no control run; with control runs also each seed's fp8 and control differences from its bf16 run."""
     finals = {}
-    for mode in ("bf16", "fp8"):
-        paths = {0: os.path.join(out_dir, f"loss_{mode}.jsonl")}
-        for path in glob.glob(os.path.join(out_dir, f"loss_{mode}_seed*.jsonl")):
-            paths[int(re.search(r"_seed(\d+)\.jsonl$", path).group(1))] = path
-        values = {seed: final_smoothed(path, factor) for seed, path in sorted(paths.items())}
+    for mode in ("bf16", "fp8", "control"):
+        values = {seed: final_smoothed(path, factor) for seed, path in sorted(seed_files(out_dir, mode).items())}
         finals[mode] = {seed: value for seed, value in values.items() if value is not None}
-    if any(len(values) < 2 for values in finals.values()):
+    has_control = bool(finals["control"])
+    if not has_control and any(len(finals[mode]) < 2 for mode in ("bf16", "fp8")):
         return None
     summary = {"smoothing": factor, "target": LOSS_TARGET}
     for mode, values in finals.items():
+        if len(values) < 2:
+            continue
         mean = statistics.mean(values.values())
         summary[mode] = {"final_smoothed_lm_loss": values, "mean": mean, "stdev": statistics.stdev(values.values()),
                          "relative_stdev": statistics.stdev(values.values()) / mean}
-    bf16_mean, fp8_mean = summary["bf16"]["mean"], summary["fp8"]["mean"]
-    summary["relative_difference_of_means"] = (fp8_mean - bf16_mean) / bf16_mean
-    summary["passes"] = abs(summary["relative_difference_of_means"]) < LOSS_TARGET
+    if "bf16" in summary and "fp8" in summary:
+        bf16_mean, fp8_mean = summary["bf16"]["mean"], summary["fp8"]["mean"]
+        summary["relative_difference_of_means"] = (fp8_mean - bf16_mean) / bf16_mean
+        summary["passes"] = abs(summary["relative_difference_of_means"]) < LOSS_TARGET
+    if has_control:
+        summary["paired"] = paired_differences(finals)
     return summary
+
+
+def paired_differences(finals):
+    """Per seed with a bf16 run: (run - bf16) / bf16 of the fp8 and the control run, and the mean over the seeds of
+    each difference and of its absolute value."""
+    paired = {"per_seed": {}}
+    for mode in ("fp8", "control"):
+        differences = {seed: (finals[mode][seed] - bf16) / bf16 for seed, bf16 in finals["bf16"].items()
+                       if seed in finals[mode]}
+        for seed, difference in differences.items():
+            paired["per_seed"].setdefault(seed, {})[mode] = difference
+        if differences:
+            paired[mode] = {"mean": statistics.mean(differences.values()),
+                            "mean_absolute": statistics.mean(abs(d) for d in differences.values())}
+    return paired
 
 
 def speed_of(steps):
@@ -140,19 +173,35 @@ def speed_summary(out_dir):
 
 
 def cell(value):
-    return f"{value:.4f}" if isinstance(value, float) else str(value)
+    return f"{value:.4f}" if isinstance(value, float) else "" if value is None else str(value)
 
 
 def print_seeds(seeds):
-    print("| seeds: final smoothed lm_loss | bf16 | fp8 |\n|---|---|---|")
-    for seed in sorted(set(seeds["bf16"]["final_smoothed_lm_loss"]) | set(seeds["fp8"]["final_smoothed_lm_loss"])):
-        row = [seeds[mode]["final_smoothed_lm_loss"].get(seed) for mode in ("bf16", "fp8")]
-        print(f"| seed {seed} | {cell(row[0])} | {cell(row[1])} |")
-    for key in ("mean", "stdev"):
-        print(f"| {key} | {cell(seeds['bf16'][key])} | {cell(seeds['fp8'][key])} |")
-    print(f"\nrelative difference of the means {100 * seeds['relative_difference_of_means']:+.3f}% (target "
-          f"|.| < {100 * LOSS_TARGET}%: {'pass' if seeds['passes'] else 'FAIL'}); spread between seeds (relative "
-          f"stdev) bf16 {100 * seeds['bf16']['relative_stdev']:.3f}%, fp8 {100 * seeds['fp8']['relative_stdev']:.3f}%\n")
+    modes = [mode for mode in ("bf16", "fp8", "control") if mode in seeds]
+    if modes:
+        print(f"| seeds: final smoothed lm_loss | {' | '.join(modes)} |\n|---|{'---|' * len(modes)}")
+        all_seeds = sorted(set().union(*(seeds[mode]["final_smoothed_lm_loss"] for mode in modes)))
+        for seed in all_seeds:
+            row = [cell(seeds[mode]["final_smoothed_lm_loss"].get(seed)) for mode in modes]
+            print(f"| seed {seed} | {' | '.join(row)} |")
+        for key in ("mean", "stdev"):
+            print(f"| {key} | {' | '.join(cell(seeds[mode][key]) for mode in modes)} |")
+        print()
+    if "relative_difference_of_means" in seeds:
+        print(f"relative difference of the means {100 * seeds['relative_difference_of_means']:+.3f}% (target "
+              f"|.| < {100 * LOSS_TARGET}%: {'pass' if seeds['passes'] else 'FAIL'}); spread between seeds "
+              f"(relative stdev) bf16 {100 * seeds['bf16']['relative_stdev']:.3f}%, "
+              f"fp8 {100 * seeds['fp8']['relative_stdev']:.3f}%\n")
+    if "paired" in seeds:
+        paired = seeds["paired"]
+        print("| seed: (run - bf16) / bf16 | fp8 | control |\n|---|---|---|")
+        for seed, differences in sorted(paired["per_seed"].items()):
+            row = [f"{100 * differences[mode]:+.3f}%" if mode in differences else "" for mode in ("fp8", "control")]
+            print(f"| seed {seed} | {' | '.join(row)} |")
+        for key in ("mean", "mean_absolute"):
+            row = [f"{100 * paired[mode][key]:+.3f}%" if mode in paired else "" for mode in ("fp8", "control")]
+            print(f"| {key} | {' | '.join(row)} |")
+        print()
 
 
 def print_tables(loss, speed):
