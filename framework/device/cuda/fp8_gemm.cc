@@ -20,7 +20,8 @@ namespace {
 // reference read A's scales transposed; 1x128 x 1x128 within 1.75e-4 reading both transposed; 160x272x384 (3 K
 // blocks: a row stride of 3, not a multiple of 4) off by 3.6e5. PyTorch's _scaled_mm asks the same of the scales it
 // hands to cuBLASLt's blockwise modes (1x128: outer-dimension-major; 128x128: a 16-byte aligned row stride).
-// The launcher therefore rewrites both scale tensors into scratch from the stream-ordered pool before each GEMM.
+// The launcher therefore rewrites both scale tensors into scratch from the stream-ordered pool before each GEMM
+// (one kernel for the two).
 //
 // cuBLASLt's FP8 path needs K a multiple of 128; a K that is not (kv_a_proj_with_mqa's 320 in dgrad, the tiny
 // config's 64) is padded: both operands' values are copied into scratch with zero columns up to the next multiple
@@ -52,14 +53,13 @@ CublasLtScaleLayout cublaslt_scale_layout(const Fp8Matrix& matrix) {
   return {padded_columns, 1, rows * padded_columns};
 }
 
-// scratch (cuBLASLt's layout) <- matrix.scales ([R, ceil(K / 128)] or [ceil(R / 128), ceil(K / 128)] row-major).
+// The copy of matrix.scales ([R, ceil(K / 128)] or [ceil(R / 128), ceil(K / 128)] row-major) into scratch in
+// cuBLASLt's layout.
 // NOTE: the padding of a 128x128 layout stays uninitialised: it lies past K, where no product reads it.
-void write_cublaslt_scales(const Scratch& scratch, const Fp8Matrix& matrix, const CublasLtScaleLayout& layout,
-                           cudaStream_t stream) {
-  check_launch(kernels::copy_scales_strided(static_cast<float*>(scratch.data()), matrix.scales.data<float>(),
-                                            matrix.scales.size(0), matrix.scales.size(1), layout.row_stride,
-                                            layout.column_stride, stream),
-               "fp8_gemm scale layout");
+kernels::StridedScaleCopy cublaslt_scale_copy(const Scratch& scratch, const Fp8Matrix& matrix,
+                                              const CublasLtScaleLayout& layout) {
+  return {static_cast<float*>(scratch.data()), matrix.scales.data<float>(), matrix.scales.size(0),
+          matrix.scales.size(1), layout.row_stride, layout.column_stride};
 }
 
 cublasLtMatmulMatrixScale_t scale_mode(Fp8Scaling scaling) {
@@ -121,8 +121,9 @@ void fp8_gemm(const Tensor& c, const Fp8Matrix& a, const Fp8Matrix& b, float bet
   CublasLtScaleLayout scale_layout_a = cublaslt_scale_layout(b), scale_layout_b = cublaslt_scale_layout(a);
   Scratch scales_a(scale_layout_a.count * static_cast<int64_t>(sizeof(float)), cuda_stream),
       scales_b(scale_layout_b.count * static_cast<int64_t>(sizeof(float)), cuda_stream);
-  write_cublaslt_scales(scales_a, b, scale_layout_a, cuda_stream);
-  write_cublaslt_scales(scales_b, a, scale_layout_b, cuda_stream);
+  check_launch(kernels::copy_scales_strided(cublaslt_scale_copy(scales_a, b, scale_layout_a),
+                                            cublaslt_scale_copy(scales_b, a, scale_layout_b), cuda_stream),
+               "fp8_gemm scale layout");
   MatmulDescriptor descriptor(problem.transpose_a, problem.transpose_b);
   set_scales(descriptor, problem, scales_a, scales_b);
   MatrixLayout a_layout(CUDA_R_8F_E4M3, problem.k, problem.m);  // our B, [K, N] column-major

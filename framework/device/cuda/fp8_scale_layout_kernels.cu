@@ -4,23 +4,29 @@
 namespace hai::cuda::kernels {
 namespace {
 
-__global__ void copy_scales_strided_kernel(float* out, const float* scales, int64_t rows, int64_t columns,
-                                           int64_t row_stride, int64_t column_stride) {
-  int64_t n = rows * columns;
+__device__ void copy_entry(const StridedScaleCopy& copy, int64_t i) {
+  int64_t r = i / copy.columns, c = i % copy.columns;
+  copy.out[r * copy.row_stride + c * copy.column_stride] = copy.scales[i];
+}
+
+// A grid-stride loop over the first copy's entries and then the second's.
+__global__ void copy_scales_strided_kernel(StridedScaleCopy first, StridedScaleCopy second) {
+  int64_t first_count = first.rows * first.columns, n = first_count + second.rows * second.columns;
   for (int64_t i = grid_index(); i < n; i += grid_stride()) {
-    int64_t r = i / columns, c = i % columns;
-    out[r * row_stride + c * column_stride] = scales[i];
+    if (i < first_count) {
+      copy_entry(first, i);
+    } else {
+      copy_entry(second, i - first_count);
+    }
   }
 }
 
 }  // namespace
 
-cudaError_t copy_scales_strided(float* out, const float* scales, int64_t rows, int64_t columns, int64_t row_stride,
-                                int64_t column_stride, cudaStream_t stream) {
-  int64_t n = rows * columns;
+cudaError_t copy_scales_strided(const StridedScaleCopy& first, const StridedScaleCopy& second, cudaStream_t stream) {
+  int64_t n = first.rows * first.columns + second.rows * second.columns;
   if (n == 0) return cudaSuccess;
-  copy_scales_strided_kernel<<<grid_for(n), kThreads, 0, stream>>>(out, scales, rows, columns, row_stride,
-                                                                   column_stride);
+  copy_scales_strided_kernel<<<grid_for(n), kThreads, 0, stream>>>(first, second);
   return cudaGetLastError();
 }
 

@@ -1,6 +1,6 @@
 #pragma once
-// The launcher of the kernel that rewrites an fp8 scale tensor (row-major, framework/device/fp8_quantize.h) into
-// the layout cuBLASLt reads (framework/device/cuda/fp8_gemm.cc); it returns the launch's status.
+// The launcher of the kernel that rewrites fp8 scale tensors (row-major, framework/device/fp8_quantize.h) into the
+// layout cuBLASLt reads (framework/device/cuda/fp8_gemm.cc); it returns the launch's status.
 
 #include <cuda_runtime_api.h>
 
@@ -8,9 +8,15 @@
 
 namespace hai::cuda::kernels {
 
-// out[r * row_stride + c * column_stride] = scales[r * columns + c] for a row-major [rows, columns] fp32 matrix;
-// the entries of out no (r, c) maps to are left as they are.
-cudaError_t copy_scales_strided(float* out, const float* scales, int64_t rows, int64_t columns, int64_t row_stride,
-                                int64_t column_stride, cudaStream_t stream);
+// A row-major [rows, columns] fp32 scale tensor and where its entries go: out[r * row_stride + c * column_stride].
+struct StridedScaleCopy {
+  float* out;
+  const float* scales;
+  int64_t rows, columns, row_stride, column_stride;
+};
+
+// Both copies (a GEMM's two operands' scales) in one launch; the entries of out no (r, c) maps to are left as they
+// are.
+cudaError_t copy_scales_strided(const StridedScaleCopy& first, const StridedScaleCopy& second, cudaStream_t stream);
 
 }  // namespace hai::cuda::kernels
