@@ -49,7 +49,7 @@ void FeedForward::backward_input(Context& ctx, const Tensor& d_x, const Tensor& 
   const int64_t rows = d_out.size(0);
   ctx.d_out = to_compute_dtype(d_out, down_.output_grad_dtype());  // [N, H] a copy: the caller may reuse d_out
   OwnedTensor d_activation(Shape{rows, ffn_size()}, DType::f32, d_out.device());  // [N, F]
-  down_.backward_input(d_activation, ctx.d_out, /*accumulate=*/false, ctx.d_out_for_weight);
+  down_.backward_input(d_activation, ctx.d_out);
   DType written = saved_activation_dtype(gate_.output_grad_dtype());  // bf16 in bf16 training: no fp32 copies
   OwnedTensor d_gate(Shape{rows, ffn_size()}, written, d_out.device());  // [N, F]
   OwnedTensor d_up(Shape{rows, ffn_size()}, written, d_out.device());    // [N, F]
@@ -58,14 +58,14 @@ void FeedForward::backward_input(Context& ctx, const Tensor& d_x, const Tensor& 
   ctx.up = OwnedTensor();
   ctx.d_gate = in_dtype(std::move(d_gate), gate_.output_grad_dtype());
   ctx.d_up = in_dtype(std::move(d_up), up_.output_grad_dtype());
-  gate_.backward_input(d_x, ctx.d_gate, accumulate, ctx.d_gate_for_weight);
-  up_.backward_input(d_x, ctx.d_up, /*accumulate=*/true, ctx.d_up_for_weight);
+  gate_.backward_input(d_x, ctx.d_gate, accumulate);
+  up_.backward_input(d_x, ctx.d_up, /*accumulate=*/true);
 }
 
 void FeedForward::backward_weight(Context& ctx) const {
-  down_.backward_weight(ctx.d_out, ctx.d_out_for_weight, ctx.activation);
-  gate_.backward_weight(ctx.d_gate, ctx.d_gate_for_weight, ctx.input);
-  up_.backward_weight(ctx.d_up, ctx.d_up_for_weight, ctx.input);
+  down_.backward_weight(ctx.d_out, ctx.activation);
+  gate_.backward_weight(ctx.d_gate, ctx.input);
+  up_.backward_weight(ctx.d_up, ctx.input);
   ctx = Context{};
 }
 

@@ -30,8 +30,6 @@ class FeedForward {
     OwnedTensor d_out;       // [N, H] Linear::output_grad_dtype, saved by backward_input
     OwnedTensor d_gate;      // [N, F] Linear::output_grad_dtype, saved by backward_input
     OwnedTensor d_up;        // [N, F] Linear::output_grad_dtype, saved by backward_input
-    // With FP8, the three output gradients quantised for the weight gradients by backward_input.
-    Linear::PreparedOutputGrad d_out_for_weight, d_gate_for_weight, d_up_for_weight;
   };
 
   // out: [N, H] <- x: [N, H], fp32 or input_dtype(); with accumulate, out (fp32) += the block's output. An x handed

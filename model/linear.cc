@@ -103,63 +103,34 @@ void Linear::forward(const Tensor& y, const PreparedInput& input, bool accumulat
 }
 
 void Linear::backward_input(const Tensor& d_x, const Tensor& d_y, bool accumulate) const {
-  if (uses_fp8()) return backward_input_fp8(d_x, d_y, accumulate, nullptr);
+  if (uses_fp8()) return backward_input_fp8(d_x, d_y, accumulate);
   with_compute_dtype(d_y, [&](const Tensor& d_y_compute) {
     gemm(d_x, d_y_compute, weight_->compute, {.beta = accumulate ? 1.0f : 0.0f});
   });
 }
 
-void Linear::backward_input(const Tensor& d_x, const Tensor& d_y, bool accumulate,
-                            PreparedOutputGrad& for_weight) const {
-  if (uses_fp8()) return backward_input_fp8(d_x, d_y, accumulate, &for_weight);
-  backward_input(d_x, d_y, accumulate);
-}
-
 void Linear::backward_weight(const Tensor& d_y, const Tensor& saved_input) const {
-  if (uses_fp8()) return backward_weight_fp8(d_y, nullptr, saved_input);
+  if (uses_fp8()) return backward_weight_fp8(d_y, saved_input);
   with_compute_dtype(d_y, [&](const Tensor& d_y_compute) {
     gemm(weight_->grad, d_y_compute, saved_input, {.transpose_a = true, .beta = weight_->take_grad_beta()});
   });
 }
 
-void Linear::backward_weight(const Tensor& d_y, const PreparedOutputGrad& prepared, const Tensor& saved_input) const {
-  if (uses_fp8()) return backward_weight_fp8(d_y, &prepared, saved_input);
-  backward_weight(d_y, saved_input);
-}
-
-void Linear::backward_input_fp8(const Tensor& d_x, const Tensor& d_y, bool accumulate,
-                                PreparedOutputGrad* for_weight) const {
+void Linear::backward_input_fp8(const Tensor& d_x, const Tensor& d_y, bool accumulate) const {
   const Fp8Weight& weight = weight_->fp8;
-  Fp8Operand d_y_rows;  // [T, out] in 1x128 tiles
-  if (for_weight == nullptr) {
-    d_y_rows = quantized_rows(d_y, weight.pow2_activation_scales);
-  } else {
-    check_dtype(d_y, DType::f32, "fp8 linear output gradient");
-    int64_t tokens = d_y.size(0), out = out_features();
-    d_y_rows = {OwnedTensor(d_y.shape(), DType::e4m3, d_y.device()),
-                OwnedTensor(Shape{tokens, tiles(out)}, DType::f32, d_y.device())};
-    *for_weight = {OwnedTensor(Shape{out, tokens}, DType::e4m3, d_y.device()),          // d_y^T [out, T]
-                   OwnedTensor(Shape{out, tiles(tokens)}, DType::f32, d_y.device())};  // [out, T / 128]
-    quantize_1x128_and_128x1_transposed(d_y_rows.values, d_y_rows.scales, for_weight->columns,
-                                        for_weight->column_scales, d_y, weight.pow2_activation_scales);
-  }
+  Fp8Operand d_y_rows = quantized_rows(d_y, weight.pow2_activation_scales);  // [T, out]
   fp8_gemm(d_x, d_y_rows.matrix(), {weight.transposed_values, weight.transposed_scales, Fp8Scaling::block_128x128},
            accumulate ? 1.0f : 0.0f);
 }
 
-void Linear::backward_weight_fp8(const Tensor& d_y, const PreparedOutputGrad* prepared,
-                                 const Tensor& saved_input) const {
+void Linear::backward_weight_fp8(const Tensor& d_y, const Tensor& saved_input) const {
   check_dtype(d_y, DType::f32, "fp8 linear output gradient");
   int64_t tokens = d_y.size(0), out = out_features();
-  PreparedOutputGrad quantized;
-  if (prepared == nullptr || prepared->columns.tensor().raw() == nullptr) {
-    quantized = {OwnedTensor(Shape{out, tokens}, DType::e4m3, d_y.device()),         // d_y^T [out, T]
-                 OwnedTensor(Shape{out, tiles(tokens)}, DType::f32, d_y.device())};  // [out, T / 128]
-    quantize_128x1_transposed(quantized.columns, quantized.column_scales, d_y, weight_->fp8.pow2_activation_scales);
-    prepared = &quantized;
-  }
-  fp8_gemm(weight_->grad, {prepared->columns, prepared->column_scales, Fp8Scaling::tile_1x128},
-           saved_matrix(saved_input, in_features(), tokens), weight_->take_grad_beta());
+  Fp8Operand d_y_columns{OwnedTensor(Shape{out, tokens}, DType::e4m3, d_y.device()),         // d_y^T [out, T]
+                         OwnedTensor(Shape{out, tiles(tokens)}, DType::f32, d_y.device())};  // [out, T / 128]
+  quantize_128x1_transposed(d_y_columns.values, d_y_columns.scales, d_y, weight_->fp8.pow2_activation_scales);
+  fp8_gemm(weight_->grad, d_y_columns.matrix(), saved_matrix(saved_input, in_features(), tokens),
+           weight_->take_grad_beta());
 }
 
 }  // namespace hai

@@ -52,21 +52,11 @@ class Linear {
   void forward(const Tensor& y, OwnedTensor&& x, OwnedTensor& saved_input, bool accumulate = false) const;
   // y: [T, out] <- the prepared x.
   void forward(const Tensor& y, const PreparedInput& input, bool accumulate = false) const;
-  // What backward_input can prepare of d_y for backward_weight: with FP8, d_y^T quantised in 1x128 tiles along the
-  // tokens, from the same read of d_y as the input gradient's quantisation; empty without FP8.
-  struct PreparedOutputGrad {
-    OwnedTensor columns;        // FP8 only: d_y^T [out, T] e4m3
-    OwnedTensor column_scales;  // FP8 only: [out, ceil(T / 128)] fp32
-  };
   // d_x: [T, in] <- d_y: [T, out]. Overwrites d_x, or adds to it when accumulate is set.
   void backward_input(const Tensor& d_x, const Tensor& d_y, bool accumulate = false) const;
-  // The same, also filling for_weight (for the backward_weight below).
-  void backward_input(const Tensor& d_x, const Tensor& d_y, bool accumulate, PreparedOutputGrad& for_weight) const;
   // grad(W): [out, in] += d_y^T @ x (the step's first contribution overwrites it: Parameter::grad_beta), with
   // saved_input from forward.
   void backward_weight(const Tensor& d_y, const Tensor& saved_input) const;
-  // The same reading d_y as backward_input prepared it where it did (FP8), else d_y.
-  void backward_weight(const Tensor& d_y, const PreparedOutputGrad& prepared, const Tensor& saved_input) const;
   // The dtype in which a layer keeps d_y from backward_input for backward_weight: the compute dtype (fp32 with
   // FP8, whose GEMMs quantise d_y themselves). backward_input and backward_weight take d_y in it without a copy.
   DType output_grad_dtype() const { return uses_fp8() ? DType::f32 : compute_dtype(); }
@@ -76,9 +66,8 @@ class Linear {
   template <typename Use>
   void with_compute_dtype(const Tensor& x, Use&& use) const;
 
-  void backward_input_fp8(const Tensor& d_x, const Tensor& d_y, bool accumulate,
-                          PreparedOutputGrad* for_weight) const;
-  void backward_weight_fp8(const Tensor& d_y, const PreparedOutputGrad* prepared, const Tensor& saved_input) const;
+  void backward_input_fp8(const Tensor& d_x, const Tensor& d_y, bool accumulate) const;
+  void backward_weight_fp8(const Tensor& d_y, const Tensor& saved_input) const;
 
   const Parameter* weight_ = nullptr;
 };

@@ -145,7 +145,7 @@ void MlaAttention::backward_input(Context& ctx, const Tensor& d_x, const Tensor&
   ctx.d_out = to_compute_dtype(d_out, o_proj_.output_grad_dtype());  // NOTE: a copy; the caller may reuse d_out.
   DType d_o_dtype = o_proj_.uses_fp8() ? DType::f32 : attention_dtype_;  // bf16 when the attention reads bf16
   OwnedTensor d_o(Shape{tokens, heads_, value_dim_}, d_o_dtype, device);  // [T, H, d_v]
-  o_proj_.backward_input(flatten_heads(d_o), ctx.d_out, /*accumulate=*/false, ctx.d_out_for_weight);
+  o_proj_.backward_input(flatten_heads(d_o), ctx.d_out);
   OwnedTensor d_q = f32_tensor(Shape{tokens, heads_, qk_dim}, device);      // [T, H, d_qk]
   OwnedTensor d_k = f32_tensor(Shape{tokens, heads_, qk_dim}, device);      // [T, H, d_qk]
   OwnedTensor d_v = f32_tensor(Shape{tokens, heads_, value_dim_}, device);  // [T, H, d_v]
@@ -169,14 +169,14 @@ void MlaAttention::backward_query(Context& ctx, const Tensor& d_x, OwnedTensor d
   int64_t q_lora_rank = q_a_proj_.out_features();
   ctx.d_q = rotated(std::move(d_q), nope_dim_, q_b_proj_.output_grad_dtype(), ctx.positions, /*backward=*/true);
   OwnedTensor d_q_latent_normed = f32_tensor(Shape{tokens, q_lora_rank}, d_x.device());  // [T, q_lora]
-  q_b_proj_.backward_input(d_q_latent_normed, flatten_heads(ctx.d_q), /*accumulate=*/false, ctx.d_q_for_weight);
+  q_b_proj_.backward_input(d_q_latent_normed, flatten_heads(ctx.d_q));
   OwnedTensor d_q_latent = f32_tensor(Shape{tokens, q_lora_rank}, d_x.device());  // [T, q_lora]
   rmsnorm_backward(d_q_latent, q_a_norm_->grad, d_q_latent_normed, ctx.q_latent, q_a_norm_->value,
                    ctx.q_latent_rstd, {.weight_grad_beta = q_a_norm_->take_grad_beta()});
   ctx.q_latent = OwnedTensor();
   ctx.q_latent_rstd = OwnedTensor();
   ctx.d_q_latent = in_dtype(std::move(d_q_latent), q_a_proj_.output_grad_dtype());
-  q_a_proj_.backward_input(d_x, ctx.d_q_latent, /*accumulate=*/false, ctx.d_q_latent_for_weight);
+  q_a_proj_.backward_input(d_x, ctx.d_q_latent);
 }
 
 void MlaAttention::backward_key_value(Context& ctx, const Tensor& d_x, const Tensor& d_k, const Tensor& d_v) const {
@@ -189,8 +189,7 @@ void MlaAttention::backward_key_value(Context& ctx, const Tensor& d_x, const Ten
   copy_columns(d_kv, d_v, {.dst_offset = nope_dim_, .width = value_dim_});
   ctx.d_kv = in_dtype(std::move(d_kv), d_kv_dtype);
   OwnedTensor d_kv_latent_normed = f32_tensor(Shape{tokens, kv_lora_rank_}, d_x.device());  // [T, kv_lora]
-  kv_b_proj_.backward_input(d_kv_latent_normed, flatten_heads(ctx.d_kv), /*accumulate=*/false,
-                            ctx.d_kv_for_weight);
+  kv_b_proj_.backward_input(d_kv_latent_normed, flatten_heads(ctx.d_kv));
   OwnedTensor d_kv_latent = f32_tensor(Shape{tokens, kv_lora_rank_}, d_x.device());  // [T, kv_lora]
   rmsnorm_backward(d_kv_latent, kv_a_norm_->grad, d_kv_latent_normed, ctx.kv_latent, kv_a_norm_->value,
                    ctx.kv_latent_rstd, {.weight_grad_beta = kv_a_norm_->take_grad_beta()});
@@ -202,15 +201,15 @@ void MlaAttention::backward_key_value(Context& ctx, const Tensor& d_x, const Ten
   sum_columns(d_ckv, d_k, {.dst_offset = kv_lora_rank_, .src_offset = nope_dim_, .width = rope_dim_});
   ctx.d_ckv = rotated(std::move(d_ckv), kv_lora_rank_, kv_a_proj_.output_grad_dtype(), ctx.positions,
                       /*backward=*/true);
-  kv_a_proj_.backward_input(d_x, ctx.d_ckv, /*accumulate=*/true, ctx.d_ckv_for_weight);
+  kv_a_proj_.backward_input(d_x, ctx.d_ckv, /*accumulate=*/true);
 }
 
 void MlaAttention::backward_weight(Context& ctx) const {
-  o_proj_.backward_weight(ctx.d_out, ctx.d_out_for_weight, ctx.o_input);
-  kv_b_proj_.backward_weight(flatten_heads(ctx.d_kv), ctx.d_kv_for_weight, ctx.kv_latent_normed);
-  kv_a_proj_.backward_weight(ctx.d_ckv, ctx.d_ckv_for_weight, ctx.x);
-  q_b_proj_.backward_weight(flatten_heads(ctx.d_q), ctx.d_q_for_weight, ctx.q_latent_normed);
-  q_a_proj_.backward_weight(ctx.d_q_latent, ctx.d_q_latent_for_weight, ctx.x);
+  o_proj_.backward_weight(ctx.d_out, ctx.o_input);
+  kv_b_proj_.backward_weight(flatten_heads(ctx.d_kv), ctx.kv_latent_normed);
+  kv_a_proj_.backward_weight(ctx.d_ckv, ctx.x);
+  q_b_proj_.backward_weight(flatten_heads(ctx.d_q), ctx.q_latent_normed);
+  q_a_proj_.backward_weight(ctx.d_q_latent, ctx.x);
   ctx = Context{};
 }
 

@@ -59,9 +59,6 @@ class MlaAttention {
     OwnedTensor d_kv;        // [T, H, d_nope + d_v]
     OwnedTensor d_ckv;       // [T, kv_lora + d_rope]
     OwnedTensor d_q_latent;  // [T, q_lora]
-    // With FP8, the same quantised for the weight gradients by backward_input.
-    Linear::PreparedOutputGrad d_out_for_weight, d_q_for_weight, d_kv_for_weight, d_ckv_for_weight,
-        d_q_latent_for_weight;
   };
 
   // out: [T, hidden] <- x: [T, hidden] fp32 or input_dtype() (kept for the weight gradients without a copy when it
