@@ -63,14 +63,12 @@ void Linear::with_compute_dtype(const Tensor& x, Use&& use) const {
 
 Linear::PreparedInput Linear::prepare_input(const Tensor& x) const {
   if (!uses_fp8()) return {.saved = to_compute_dtype(x, compute_dtype())};
-  check_dtype(x, DType::f32, "fp8 linear activation");
+  bool pow2 = weight_->fp8.pow2_activation_scales;
+  Fp8Operand x_rows = quantized_rows(x, pow2);  // [T, in]
   int64_t tokens = x.size(0), in = x.size(1);
-  Fp8Operand x_rows{OwnedTensor(x.shape(), DType::e4m3, x.device()),                        // [T, in]
-                    OwnedTensor(Shape{tokens, tiles(in)}, DType::f32, x.device())};  // [T, in / 128]
   OwnedTensor saved(Shape{saved_bytes(in, tokens)}, DType::u8, x.device());
   Fp8Matrix saved_columns = saved_matrix(saved, in, tokens);  // x^T [in, T]
-  quantize_1x128_and_128x1_transposed(x_rows.values, x_rows.scales, saved_columns.values, saved_columns.scales, x,
-                                      weight_->fp8.pow2_activation_scales);
+  quantize_128x1_transposed(saved_columns.values, saved_columns.scales, x, pow2);
   return {std::move(x_rows.values), std::move(x_rows.scales), std::move(saved)};
 }
 

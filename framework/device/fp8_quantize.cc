@@ -103,21 +103,6 @@ void quantize_128x128_transposed(const Tensor& q_t, const Tensor& scales_t, cons
   quantize(q_t, scales_t, x, kTile128x128, pow2_scales, true, stream, "quantize_128x128_transposed");
 }
 
-void quantize_1x128_and_128x1_transposed(const Tensor& q, const Tensor& scales, const Tensor& q_t,
-                                         const Tensor& scales_t, const Tensor& x, bool pow2_scales, Stream stream) {
-  check_operands(x, q, scales, kTile1x128);
-  check_operands(x, q_t, scales_t, kTile128x1, true);
-  if (x.device().is_cpu()) {
-    cpu::quantize_tiles(q, scales, x, kTile1x128, pow2_scales, false);
-    return cpu::quantize_tiles(q_t, scales_t, x, kTile128x1, pow2_scales, true);
-  }
-#ifdef HAI_WITH_CUDA
-  cuda::quantize_rows_and_columns(q, scales, q_t, scales_t, x, pow2_scales, stream);
-#else
-  throw_no_backend("quantize_1x128_and_128x1_transposed", x.device());
-#endif
-}
-
 void dequantize_1x128(const Tensor& x, const Tensor& q, const Tensor& scales, Stream stream) {
   dequantize(x, q, scales, kTile1x128, stream, "dequantize_1x128");
 }

@@ -16,9 +16,6 @@ void quantize_tiles(const Tensor& q, const Tensor& scales, const Tensor& x, Fp8T
                     bool transposed, Stream stream);
 // 1x128 tiles of a bf16 x, widened exactly.
 void quantize_1x128_bf16(const Tensor& q, const Tensor& scales, const Tensor& x, bool pow2_scales, Stream stream);
-// 1x128 tiles into (q, scales) and 128x1 tiles transposed into (q_t, scales_t), from one read of x.
-void quantize_rows_and_columns(const Tensor& q, const Tensor& scales, const Tensor& q_t, const Tensor& scales_t,
-                               const Tensor& x, bool pow2_scales, Stream stream);
 void dequantize_tiles(const Tensor& x, const Tensor& q, const Tensor& scales, Fp8TileShape tile, Stream stream);
 
 }  // namespace hai::cuda

@@ -193,13 +193,12 @@ __device__ void column_scales(ChunkScales<kChunks>& scales, const PanelValues<kC
   }
 }
 
-// Quantises the thread's elements into q [rows, cols], or q_t [cols, rows] transposed.
+// Quantises the thread's elements (column j with scales[j]) into q [rows, cols], or q_t [cols, rows] transposed.
 // The bytes are staged in shared memory so that the block then writes whole runs of q's rows (of q_t's rows
 // transposed), 4 bytes a thread when a run is full and aligned.
-// scale_of(i, j): the scale of the thread's element [i, j].
-template <int kChunks, bool kTransposed, typename ScaleOf>
-__device__ void store_panel(uint8_t* __restrict__ q, const PanelValues<kChunks>& values, ScaleOf scale_of,
-                            int64_t rows, int64_t cols, const PanelThread& at) {
+template <int kChunks, bool kTransposed>
+__device__ void store_panel(uint8_t* __restrict__ q, const PanelValues<kChunks>& values,
+                            const ChunkScales<kChunks>& scales, int64_t rows, int64_t cols, const PanelThread& at) {
   // A line is the panel's run of a q row (a panel row) or of a q_t row (a panel column). NOTE: 4 bytes of padding
   // per line put the bytes that a warp stages transposed, one per line, in 32 different banks.
   constexpr int kPanelCols = kWarpSize * kChunks;
@@ -209,8 +208,7 @@ __device__ void store_panel(uint8_t* __restrict__ q, const PanelValues<kChunks>&
   for (int i = 0; i < kRowsPerWarp; i += 2) {
 #pragma unroll
     for (int j = 0; j < kChunks; ++j) {
-      uint32_t pair = float2_to_e4m3x2(__fdiv_rn(values[i][j], scale_of(i, j)),
-                                       __fdiv_rn(values[i + 1][j], scale_of(i + 1, j)));
+      uint32_t pair = quantize_pair(values[i][j], values[i + 1][j], scales[j]);
       for (int k = 0; k < 2; ++k) {
         int row = at.row(i + k), col = at.col(j);
         (kTransposed ? stage[col][row] : stage[row][col]) = static_cast<uint8_t>(pair >> (8 * k));
@@ -231,15 +229,6 @@ __device__ void store_panel(uint8_t* __restrict__ q, const PanelValues<kChunks>&
       for (int k = begin; k < min(begin + 4, static_cast<int>(line_bytes)); ++k) q_line[k] = stage[line][k];
     }
   }
-}
-
-// store_panel's scale_of for column scales (128x1 tiles) and for one scale (a 128x128 tile).
-template <int kChunks>
-__device__ auto column_scale(const ChunkScales<kChunks>& scales) {
-  return [&scales](int, int j) { return scales[j]; };
-}
-__device__ auto tile_scale(float scale) {
-  return [scale](int, int) { return scale; };
 }
 
 // One block per 128 x (32 * k128x1Chunks) panel, a 128x1 tile per column; the panel's tile row is
@@ -265,7 +254,7 @@ __global__ void __launch_bounds__(kThreads) quantize_128x1_kernel(uint8_t* __res
       scales[kTransposed ? col * tile_rows + tile_row : tile_row * cols + col] = chunk_scales[j];
     }
   }
-  store_panel<kChunks, kTransposed>(q, values, column_scale(chunk_scales), rows, cols, at);
+  store_panel<kChunks, kTransposed>(q, values, chunk_scales, rows, cols, at);
 }
 
 // One block per 128x128 tile; the tile's row is blockIdx.x / tile_cols.
@@ -288,51 +277,9 @@ __global__ void __launch_bounds__(kThreads) quantize_128x128_kernel(uint8_t* __r
   for (int j = 0; j < kChunks; ++j) amax = fmaxf(amax, column_amax<kChunks>(values, j));
   float scale = scale_from_amax(block_max(amax), pow2_scales);
   if (threadIdx.x == 0) scales[kTransposed ? tile_col * tile_rows + tile_row : tile_row * tile_cols + tile_col] = scale;
-  store_panel<kChunks, kTransposed>(q, values, tile_scale(scale), rows, cols, at);
-}
-
-// Each of the thread's panel rows' 1x128 scale (the amax over the warp's 4 x 32 elements of the row).
-template <int kChunks>
-__device__ void row_scales(float (&scales)[kRowsPerWarp], const PanelValues<kChunks>& values, bool pow2_scales) {
-#pragma unroll
-  for (int i = 0; i < kRowsPerWarp; ++i) {
-    float amax = 0.0f;
-#pragma unroll
-    for (int j = 0; j < kChunks; ++j) amax = fmaxf(amax, fabsf(values[i][j]));
-    scales[i] = scale_from_amax(warp_max(amax), pow2_scales);
-  }
-}
-
-// One block per 128x128 tile of x, read once: its rows' 1x128 tiles into q and scales (quantize_1x128_kernel's
-// bits) and its columns' 128x1 tiles transposed into q_t and scales_t (quantize_128x1_kernel<true>'s bits); the
-// tile's row is blockIdx.x / tile_cols.
-// q: [rows, cols], scales: [rows, tile_cols], q_t: [cols, rows], scales_t: [cols, tile_rows] <- x: [rows, cols]
-__global__ void __launch_bounds__(kThreads)
-    quantize_rows_and_columns_kernel(uint8_t* __restrict__ q, float* __restrict__ scales, uint8_t* __restrict__ q_t,
-                                     float* __restrict__ scales_t, const float* __restrict__ x, int64_t rows,
-                                     int64_t cols, unsigned int tile_cols, bool pow2_scales) {
-  int64_t tile_row = blockIdx.x / tile_cols, tile_col = blockIdx.x % tile_cols;
-  int64_t tile_rows = (rows + kTile - 1) / kTile;
-  PanelThread at(tile_row * kTile, tile_col * kTile);
-  constexpr int kChunks = k128x128Chunks;
-  PanelValues<kChunks> values;
-  load_panel<kChunks>(values, x, rows, cols, at);
-  ChunkScales<kChunks> by_column;
-  column_scales<kChunks>(by_column, values, pow2_scales);
-#pragma unroll
-  for (int j = 0; j < kChunks; ++j) {
-    int64_t col = at.col_begin + at.col(j);
-    if (at.warp == 0 && col < cols) scales_t[col * tile_rows + tile_row] = by_column[j];
-  }
-  store_panel<kChunks, true>(q_t, values, column_scale(by_column), rows, cols, at);
-  float by_row[kRowsPerWarp];
-  row_scales<kChunks>(by_row, values, pow2_scales);
-#pragma unroll
-  for (int i = 0; i < kRowsPerWarp; ++i) {
-    int64_t row = at.row_begin + at.row(i);
-    if (at.lane == 0 && row < rows) scales[row * tile_cols + tile_col] = by_row[i];
-  }
-  store_panel<kChunks, false>(q, values, [&by_row](int i, int) { return by_row[i]; }, rows, cols, at);
+  ChunkScales<kChunks> chunk_scales;
+  for (float& chunk_scale : chunk_scales) chunk_scale = scale;
+  store_panel<kChunks, kTransposed>(q, values, chunk_scales, rows, cols, at);
 }
 
 // One block per 128x128 tile of a batch of weights: the tile's weight found by a binary search over the entries'
@@ -364,8 +311,10 @@ __global__ void __launch_bounds__(kThreads) quantize_weight_batch_kernel(const F
     entry.scales[tile_row * tile_cols + tile_col] = scale;
     entry.scales_t[tile_col * tile_rows + tile_row] = scale;
   }
-  store_panel<kChunks, false>(entry.q, values, tile_scale(scale), entry.rows, entry.cols, at);
-  store_panel<kChunks, true>(entry.q_t, values, tile_scale(scale), entry.rows, entry.cols, at);
+  ChunkScales<kChunks> chunk_scales;
+  for (float& chunk_scale : chunk_scales) chunk_scale = scale;
+  store_panel<kChunks, false>(entry.q, values, chunk_scales, entry.rows, entry.cols, at);
+  store_panel<kChunks, true>(entry.q_t, values, chunk_scales, entry.rows, entry.cols, at);
 }
 
 // ---- any other tile shape ----
@@ -511,16 +460,6 @@ cudaError_t quantize_1x128_bf16(uint8_t* q, float* scales, const void* x, int64_
   return launch_quantize(quantize_1x128_kernel<__nv_bfloat16>, ceil_div(rows, kWarps) * tile_groups,
                          static_cast<unsigned int>(tile_groups), q, scales, static_cast<const __nv_bfloat16*>(x),
                          Fp8Layout{rows, cols, 1, kTile}, pow2_scales, stream);
-}
-
-cudaError_t quantize_rows_and_columns(uint8_t* q, float* scales, uint8_t* q_t, float* scales_t, const float* x,
-                                      int64_t rows, int64_t cols, bool pow2_scales, cudaStream_t stream) {
-  if (rows == 0 || cols == 0) return cudaSuccess;
-  int64_t tile_cols = ceil_div(cols, kTile), blocks = ceil_div(rows, kTile) * tile_cols;
-  if (!fits_grid(blocks)) return cudaErrorInvalidConfiguration;
-  quantize_rows_and_columns_kernel<<<static_cast<unsigned int>(blocks), kThreads, 0, stream>>>(
-      q, scales, q_t, scales_t, x, rows, cols, static_cast<unsigned int>(tile_cols), pow2_scales);
-  return cudaGetLastError();
 }
 
 cudaError_t quantize_weight_batch(const Fp8WeightEntry* entries, int64_t count, int64_t tiles, cudaStream_t stream) {

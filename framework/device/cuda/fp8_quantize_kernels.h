@@ -21,11 +21,6 @@ cudaError_t quantize_tiles(uint8_t* q, float* scales, const float* x, Fp8Layout 
 cudaError_t quantize_1x128_bf16(uint8_t* q, float* scales, const void* x, int64_t rows, int64_t cols,
                                 bool pow2_scales, cudaStream_t stream);
 
-// The bits of quantize_tiles with 1x128 tiles (q: [rows, cols], scales: [rows, ceil(cols / 128)]) and with 128x1
-// tiles transposed (q_t: [cols, rows], scales_t: [cols, ceil(rows / 128)]) of one x [rows, cols], reading it once.
-cudaError_t quantize_rows_and_columns(uint8_t* q, float* scales, uint8_t* q_t, float* scales_t, const float* x,
-                                      int64_t rows, int64_t cols, bool pow2_scales, cudaStream_t stream);
-
 // One weight of a batch quantised in 128x128 blocks both as stored and transposed (exact scales, no powers of 2).
 struct Fp8WeightEntry {
   const float* x;      // [rows, cols]

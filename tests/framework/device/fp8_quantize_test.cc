@@ -6,7 +6,6 @@
 #include <cstdint>
 #include <limits>
 #include <string>
-#include <utility>
 #include <vector>
 
 #include "framework/core/error.h"
@@ -244,31 +243,6 @@ TEST(Fp8Quantize, Bf16RowsQuantiseAsTheirFp32Widening) {
   EXPECT_EQ(std::memcmp(scales.tensor().raw(), scales_ref.tensor().raw(), scales.tensor().bytes()), 0);
   OwnedTensor f16(x.shape(), DType::f16);
   EXPECT_THROW(quantize_1x128(q, scales, f16), Error);
-}
-
-}  // namespace
-}  // namespace hai
-
-namespace hai {
-namespace {
-
-// The fused quantisation of an FP8 linear layer's input is its two quantisations, and it checks both outputs'
-// shapes.
-TEST(Fp8Quantize, RowsAndColumnsAreTheTwoQuantisations) {
-  OwnedTensor x = testing::random_tensor(Shape{130, 300}, 9, 3.0f);  // [M, K]
-  OwnedTensor q(x.shape(), DType::e4m3), scales(Shape{130, 3}, DType::f32);
-  OwnedTensor q_t(Shape{300, 130}, DType::e4m3), scales_t(Shape{300, 2}, DType::f32);
-  OwnedTensor q_ref(x.shape(), DType::e4m3), scales_ref(Shape{130, 3}, DType::f32);
-  OwnedTensor q_t_ref(Shape{300, 130}, DType::e4m3), scales_t_ref(Shape{300, 2}, DType::f32);
-  quantize_1x128_and_128x1_transposed(q, scales, q_t, scales_t, x, /*pow2_scales=*/true);
-  quantize_1x128(q_ref, scales_ref, x, true);
-  quantize_128x1_transposed(q_t_ref, scales_t_ref, x, true);
-  for (auto [a, b] : {std::pair{&q, &q_ref}, {&scales, &scales_ref}, {&q_t, &q_t_ref}, {&scales_t, &scales_t_ref}}) {
-    EXPECT_EQ(std::memcmp(a->tensor().raw(), b->tensor().raw(), a->tensor().bytes()), 0);
-  }
-  OwnedTensor wrong_scales_t(Shape{2, 300}, DType::f32);  // the 128x1 scales not transposed
-  EXPECT_THROW(quantize_1x128_and_128x1_transposed(q, scales, q_t, wrong_scales_t, x), Error);
-  EXPECT_THROW(quantize_1x128_and_128x1_transposed(q, scales, q, scales_t, x), Error);  // q_t not transposed
 }
 
 }  // namespace

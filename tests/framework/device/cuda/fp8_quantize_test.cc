@@ -134,35 +134,6 @@ TEST(Fp8QuantizeParity, Bf16RowsAreBitExact) {
   }
 }
 
-// The fused quantisation of an FP8 linear layer's input (1x128 rows and 128x1 columns transposed from one read)
-// against the CPU's two quantisations.
-TEST(Fp8QuantizeParity, RowsAndColumnsAreBitExact) {
-  HAI_REQUIRE_CUDA_DEVICE();
-  for (auto [m, k] : kShapes) {
-    OwnedTensor x = awkward_matrix(m, k);  // [M, K]
-    OwnedTensor x_gpu = copy_to(x, Device::cuda(0));
-    for (bool pow2 : {false, true}) {
-      auto outputs = [&](Device device) {
-        std::vector<OwnedTensor> tensors;
-        tensors.emplace_back(Shape{m, k}, DType::e4m3, device);        // q
-        tensors.emplace_back(Shape{m, tiles(k)}, DType::f32, device);  // scales
-        tensors.emplace_back(Shape{k, m}, DType::e4m3, device);        // q_t
-        tensors.emplace_back(Shape{k, tiles(m)}, DType::f32, device);  // scales_t
-        return tensors;
-      };
-      std::vector<OwnedTensor> cpu = outputs(Device::cpu()), gpu = outputs(Device::cuda(0));
-      quantize_1x128(cpu[0], cpu[1], x, pow2);
-      quantize_128x1_transposed(cpu[2], cpu[3], x, pow2);
-      quantize_1x128_and_128x1_transposed(gpu[0], gpu[1], gpu[2], gpu[3], x_gpu, pow2);
-      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-      std::string what = "rows and columns [" + std::to_string(m) + ", " + std::to_string(k) + "]" +
-                         (pow2 ? " pow2" : "");
-      const char* parts[] = {" values", " scales", " transposed values", " transposed scales"};
-      for (int i = 0; i < 4; ++i) expect_same_bytes(gpu[i], cpu[i], what + parts[i]);
-    }
-  }
-}
-
 // The batched weight quantisation (one kernel for every weight, both layouts) against the CPU ops, weight by weight.
 TEST(Fp8QuantizeParity, WeightBatchIsBitExact) {
   HAI_REQUIRE_CUDA_DEVICE();
