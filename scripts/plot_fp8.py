@@ -19,10 +19,12 @@ missing) and prints a markdown table:
   of each run's final smoothed lm_loss from the same seed's bf16 run, for fp8 and for the control, and their means
   over the seeds: the control's is how far rounding alone moves a run.
 --summary writes the same numbers as JSON; --png draws the smoothed curves and their relative difference (needs
-matplotlib; without it the table is all).
+matplotlib; without it the table is all), and with control runs also <png name>_seeds.png: each seed's signed
+difference from its bf16 run over the steps, fp8 solid and control dashed.
 """
 import argparse
 import glob
+import importlib.util
 import json
 import os
 import re
@@ -244,6 +246,38 @@ def plot(curves, relative, png):
     print(f"wrote {png}")
 
 
+def paired_curves(out_dir, factor):
+    """{seed: {mode: [(step, (run - bf16) / bf16)]}} of the smoothed lm_loss, for fp8 and control runs."""
+    curves = {}
+    for seed, bf16_path in seed_files(out_dir, "bf16").items():
+        bf16 = dict(smoothed_losses(read_steps(bf16_path), factor))
+        for mode in ("fp8", "control"):
+            path = seed_files(out_dir, mode).get(seed)
+            if path:
+                run = dict(smoothed_losses(read_steps(path), factor))
+                curves.setdefault(seed, {})[mode] = [(step, (run[step] - bf16[step]) / bf16[step])
+                                                     for step in sorted(set(run) & set(bf16))]
+    return curves
+
+
+def plot_paired(curves, png):
+    import matplotlib.pyplot as plt
+    figure, axes = plt.subplots(figsize=(8, 4.5))
+    for index, (seed, modes) in enumerate(sorted(curves.items())):
+        for mode, style in (("fp8", "-"), ("control", "--")):
+            if mode in modes:
+                axes.plot([s for s, _ in modes[mode]], [100 * v for _, v in modes[mode]], style, color=f"C{index}",
+                          label=f"seed {seed} {mode}")
+    for sign in (1, -1):
+        axes.axhline(sign * 100 * LOSS_TARGET, linestyle=":", color="gray")
+    axes.set_ylabel("(run - bf16) / bf16 of the smoothed lm_loss (%)")
+    axes.set_xlabel("step")
+    axes.legend(fontsize="small", ncol=2)
+    figure.tight_layout()
+    figure.savefig(png, dpi=120)
+    print(f"wrote {png}")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("out_dir")
@@ -264,6 +298,8 @@ def main():
             f.write("\n")
     if args.png and loss_result:
         plot(loss_result[1], loss_result[2], args.png)
+    if args.png and seeds and "paired" in seeds and importlib.util.find_spec("matplotlib"):
+        plot_paired(paired_curves(args.out_dir, args.smoothing), os.path.splitext(args.png)[0] + "_seeds.png")
 
 
 if __name__ == "__main__":
