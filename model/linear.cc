@@ -46,6 +46,13 @@ Fp8Matrix saved_matrix(const Tensor& saved, int64_t in, int64_t tokens) {
           Fp8Scaling::tile_1x128};
 }
 
+// A prepared input without FP8 operands: x in the compute dtype, which the forward GEMM reads and wgrad needs.
+Linear::PreparedInput saved_only(OwnedTensor x) {
+  Linear::PreparedInput input;
+  input.saved = std::move(x);
+  return input;
+}
+
 }  // namespace
 
 OwnedTensor to_compute_dtype(const Tensor& x, DType dtype) {
@@ -62,7 +69,7 @@ void Linear::with_compute_dtype(const Tensor& x, Use&& use) const {
 }
 
 Linear::PreparedInput Linear::prepare_input(const Tensor& x) const {
-  if (!uses_fp8()) return {.saved = to_compute_dtype(x, compute_dtype())};
+  if (!uses_fp8()) return saved_only(to_compute_dtype(x, compute_dtype()));
   bool pow2 = weight_->fp8.pow2_activation_scales;
   Fp8Operand x_rows = quantized_rows(x, pow2);  // [T, in]
   int64_t tokens = x.size(0), in = x.size(1);
@@ -73,7 +80,7 @@ Linear::PreparedInput Linear::prepare_input(const Tensor& x) const {
 }
 
 Linear::PreparedInput Linear::prepare_input(OwnedTensor&& x) const {
-  if (!uses_fp8() && x.tensor().dtype() == compute_dtype()) return {.saved = std::move(x)};
+  if (!uses_fp8() && x.tensor().dtype() == compute_dtype()) return saved_only(std::move(x));
   return prepare_input(x.tensor());
 }
 
