@@ -25,7 +25,7 @@ class Linear {
 
   int64_t in_features() const { return weight_->spec.shape[1]; }
   int64_t out_features() const { return weight_->spec.shape[0]; }
-  DType compute_dtype() const { return weight_->compute.dtype(); }
+  DType compute_dtype() const { return weight_->compute_dtype; }
   bool uses_fp8() const { return weight_->fp8.defined(); }
 
   // x prepared once for every layer that reads it (gate_proj and up_proj; q_a_proj and kv_a_proj_with_mqa, layers

@@ -11,10 +11,12 @@ void add(std::vector<ParameterSpec>& specs, std::string name, Shape shape,
 }
 
 // The weight of a linear layer whose GEMMs run in FP8 under precision.mode fp8 (attention's and the MLPs'
-// projections; the MoE gate, embedding, output head and MTP eh_proj stay in higher precision).
+// projections; the MoE gate, embedding, output head and MTP eh_proj stay in higher precision), and then without a
+// compute copy (fp8_only: model/linear.h reads only the FP8 copies).
 void add_fp8_linear(std::vector<ParameterSpec>& specs, std::string name, Shape shape) {
   add(specs, std::move(name), shape);
   specs.back().fp8_gemm = true;
+  specs.back().fp8_only = true;
 }
 
 void add_norm(std::vector<ParameterSpec>& specs, std::string name, int64_t size) {

@@ -94,10 +94,13 @@ Tensor Zero1Partition::range_compute_copy() const { return store_.compute_values
 void Zero1Partition::step(const AdamWSettings& settings, float gradient_scale) {
   // NOTE: unsharded, the step updates every value of the range and writes their compute copy as it goes; sharded
   // and gathering the compute copy, it writes that of the owned values, which the gather then spreads.
+  // A range whose compute copy has holes (fp8_only weights among others, unsharded) is refreshed after the step.
   bool writes_compute = !sharded() || gather_compute_copy_;
-  Tensor compute = writes_compute ? range_compute_copy() : Tensor();  // [range] compute dtype, or none
+  bool in_one_piece = store_.compute_copy_in_one_piece(value_begin_, value_end_);
+  Tensor compute = writes_compute && in_one_piece ? range_compute_copy() : Tensor();  // [range] compute dtype, or none
   fused_adamw_step(range_values(), compute, shard_grads(), exp_avg(), exp_avg_sq(), own_table_, settings,
                    gradient_scale / static_cast<float>(mean_over_));
+  if (writes_compute && !in_one_piece) store_.refresh_compute_copy(value_begin_, value_end_);
 }
 
 void Zero1Partition::start_gather_values() {

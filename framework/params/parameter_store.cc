@@ -105,6 +105,7 @@ ParameterStore::ParameterStore(std::vector<ParameterSpec> specs, Device device, 
     int64_t numel = spec.shape.numel();
     parameter.offset = offset;
     parameter.value = flat_slice(values(), offset, spec.shape);
+    parameter.compute_dtype = compute_dtype;
     if (compute_dtype == DType::f32) {
       parameter.compute = parameter.value;
     } else if (has_compute_copy(spec, compute_dtype, fp8)) {
@@ -243,6 +244,14 @@ Tensor ParameterStore::compute_values(int64_t value_begin, int64_t value_end) co
     return compute_values_.tensor().slice(compute_begin, compute_begin + (value_end - value_begin));
   }
   return Tensor();
+}
+
+bool ParameterStore::compute_copy_in_one_piece(int64_t value_begin, int64_t value_end) const {
+  for (const ComputeRun& run : compute_runs_) {
+    if (run.value_end <= value_begin || value_end <= run.value_begin) continue;
+    return run.value_begin <= value_begin && value_end <= run.value_end;
+  }
+  return true;
 }
 
 void ParameterStore::refresh_fp8_copies() { fp8_weights_.quantize(); }

@@ -61,6 +61,7 @@ struct Parameter {
   Tensor value;             // spec.shape, fp32
   Tensor compute;           // spec.shape, the compute dtype (aliases value in fp32); undefined for an fp8_only
                             // parameter with FP8 copies
+  DType compute_dtype = DType::f32;  // the store's compute dtype (also for a parameter without a compute copy)
   Tensor grad;              // spec.shape, fp32; undefined for non-trainable parameters; see take_grad_beta()
   Fp8Weight fp8;            // defined with FP8 weights enabled and spec.fp8_gemm
 
@@ -109,6 +110,9 @@ class ParameterStore {
   // it as it updates those values (fused_adamw.h) and saves the refresh; undefined when none of them has one
   // (or in fp32). Throws when some of them have one and some not.
   Tensor compute_values(int64_t value_begin, int64_t value_end) const;
+  // Whether compute_values(value_begin, value_end) is defined or undefined without throwing: the compute copies
+  // of those values are one piece, or there are none.
+  bool compute_copy_in_one_piece(int64_t value_begin, int64_t value_end) const;
   int64_t numel() const { return values_.numel(); }
 
  private:

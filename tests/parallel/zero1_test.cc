@@ -104,6 +104,37 @@ TEST(Zero1, OneRankEqualsAdamWWithFp8OnlyExperts) {
   }
 }
 
+// An FP8-only dense weight (the dense projections under precision.mode fp8) leaves a hole in the dense partition's
+// compute copy: the unsharded step cannot write it as it goes and refreshes the others' after the step, to the same
+// bits as the plain optimizer's refresh.
+TEST(Zero1, OneRankEqualsAdamWWithAnFp8OnlyDenseWeight) {
+  std::vector<ParameterSpec> specs = fp8_specs();
+  specs[0].fp8_only = true;  // w.weight, the first dense parameter
+  OptimizerConfig config = testing::zero1_optimizer_config();
+  ParameterStore plain_store(specs, Device::cpu(), DType::bf16, {.enabled = true});
+  ParameterStore zero1_store(specs, Device::cpu(), DType::bf16, {.enabled = true});
+  plain_store.initialize(3, 0.5);
+  zero1_store.initialize(3, 0.5);
+  int64_t w_numel = zero1_store["w.weight"].value.numel();
+  ASSERT_EQ(zero1_store.compute_values().numel(), zero1_store.numel() - w_numel);
+  ASSERT_FALSE(zero1_store.compute_copy_in_one_piece(0, 19));
+  SingleRankCommunicator group;
+  AdamW plain(plain_store, config);
+  Zero1Optimizer zero1(zero1_store, config, group);
+  for (int64_t step = 1; step <= 3; ++step) {
+    testing::fill_rank_grads(plain_store, 0, step);
+    testing::fill_rank_grads(zero1_store, 0, step);
+    double plain_norm = std::sqrt(grad_norm_squared({plain_store.grads()}));
+    scale_tensor(plain_store.grads(), static_cast<float>(clip_factor(plain_norm, 2.0)));
+    plain.step(0.01f, step);
+    zero1.clip(zero1.reduce_gradients(), 2.0);
+    zero1.step(0.01f, step);
+  }
+  EXPECT_TRUE(same_bytes(plain_store.values(), zero1_store.values()));
+  EXPECT_TRUE(same_bytes(plain_store.compute_values(), zero1_store.compute_values()));
+  EXPECT_TRUE(same_bytes(plain_store["w.weight"].fp8.values, zero1_store["w.weight"].fp8.values));
+}
+
 // Loss-scaled gradients (x 2^10) and the scale given to clip() update the parameters exactly as the unscaled
 // gradients do: the norm is reported unscaled and the unscale folds into the step's gradient scale.
 TEST(Zero1, TheLossScaleFoldsIntoTheStep) {
