@@ -233,25 +233,27 @@ void ParameterStore::refresh_compute_copy(int64_t value_begin, int64_t value_end
   }
 }
 
+const ParameterStore::ComputeRun* ParameterStore::first_compute_run(int64_t value_begin, int64_t value_end) const {
+  for (const ComputeRun& run : compute_runs_) {
+    if (run.value_begin < value_end && value_begin < run.value_end) return &run;
+  }
+  return nullptr;
+}
+
 Tensor ParameterStore::compute_values(int64_t value_begin, int64_t value_end) const {
   HAI_CHECK(0 <= value_begin && value_begin <= value_end && value_end <= numel(),
             "compute copy of values [{}, {}) outside the {} values", value_begin, value_end, numel());
-  for (const ComputeRun& run : compute_runs_) {
-    if (run.value_end <= value_begin || value_end <= run.value_begin) continue;
-    HAI_CHECK(run.value_begin <= value_begin && value_end <= run.value_end,
-              "values [{}, {}) have a compute copy only in part, or not in one piece", value_begin, value_end);
-    int64_t compute_begin = run.compute_begin + (value_begin - run.value_begin);
-    return compute_values_.tensor().slice(compute_begin, compute_begin + (value_end - value_begin));
-  }
-  return Tensor();
+  const ComputeRun* run = first_compute_run(value_begin, value_end);
+  if (run == nullptr) return Tensor();
+  HAI_CHECK(compute_copy_in_one_piece(value_begin, value_end),
+            "values [{}, {}) have a compute copy only in part, or not in one piece", value_begin, value_end);
+  int64_t compute_begin = run->compute_begin + (value_begin - run->value_begin);
+  return compute_values_.tensor().slice(compute_begin, compute_begin + (value_end - value_begin));
 }
 
 bool ParameterStore::compute_copy_in_one_piece(int64_t value_begin, int64_t value_end) const {
-  for (const ComputeRun& run : compute_runs_) {
-    if (run.value_end <= value_begin || value_end <= run.value_begin) continue;
-    return run.value_begin <= value_begin && value_end <= run.value_end;
-  }
-  return true;
+  const ComputeRun* run = first_compute_run(value_begin, value_end);
+  return run == nullptr || (run->value_begin <= value_begin && value_end <= run->value_end);
 }
 
 void ParameterStore::refresh_fp8_copies() { fp8_weights_.quantize(); }

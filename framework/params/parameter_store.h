@@ -130,6 +130,8 @@ class ParameterStore {
     int64_t compute_begin = 0;  // into compute_values_, of value_begin's element
   };
   std::vector<ComputeRun> compute_runs_;
+  // The first run holding a compute copy of some of values [value_begin, value_end), or null.
+  const ComputeRun* first_compute_run(int64_t value_begin, int64_t value_end) const;
   // The FP8 copies, empty without FP8 weights: values [N_fp8] e4m3 and scales [S_fp8] fp32, as stored and transposed.
   OwnedTensor fp8_values_, fp8_transposed_values_;
   OwnedTensor fp8_scales_, fp8_transposed_scales_;
