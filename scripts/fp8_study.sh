@@ -55,6 +55,12 @@ while [[ $# -gt 0 ]]; do
   esac
 done
 if [[ -z "$out" ]]; then echo "fp8_study.sh: give the output directory" >&2; exit 2; fi
+for run in ${runs//,/ }; do
+  case "$run" in
+    bf16 | fp8 | control) ;;
+    *) echo "fp8_study.sh: unknown run $run in --runs (bf16, fp8 or control)" >&2; exit 2 ;;
+  esac
+done
 export NCCL_NVLS_ENABLE=0
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
@@ -139,16 +145,25 @@ train() {
   return $status
 }
 
+# loss_setting KEY: an integer setting of the loss runs: its last --set, else the config file's (by its last name).
+loss_setting() {
+  local key=$1 value override
+  value=$(sed -n "s/^ *${key##*.}: *\([0-9][0-9]*\).*/\1/p" "$loss_config" | head -n 1)
+  for override in "${loss_overrides[@]}" "${extra_overrides[@]}"; do
+    if [[ "$override" == "$key="* ]]; then value=${override#*=}; fi
+  done
+  echo "$value"
+}
+
 status=0
 if [[ "$only" == all || "$only" == loss ]]; then
   make_corpus | tee -a "$log" >&2
   "$build_dir/apps/hai-data/hai-data" --format file --input "$work/corpus" --output "$work/corpus_tokens" >>"$log"
   data=(--set data.path="$work/corpus_tokens")
   running=()  # the process ids of the loss runs in flight, oldest first
-  config_value() { sed -n "s/^ *$1: *\([0-9][0-9]*\).*/\1/p" "$loss_config" | head -n 1; }
-  base_seed=$(config_value seed)
-  micro_batch_size=$(config_value micro_batch_size)
-  eval_batches=$(config_value eval_batches)
+  base_seed=$(loss_setting train.seed)
+  micro_batch_size=$(loss_setting train.micro_batch_size)
+  eval_batches=$(loss_setting train.eval_batches)
   if [[ ",$runs," == *,control,* && $((micro_batch_size % 2)) -ne 0 ]]; then
     echo "fp8_study.sh: the control run halves micro_batch_size ($micro_batch_size): it must be even" >&2; exit 2
   fi
@@ -165,7 +180,6 @@ if [[ "$only" == all || "$only" == loss ]]; then
         bf16 | fp8) precision=$run; variant=() ;;
         control) precision=bf16; variant=(--set train.micro_batch_size=$((micro_batch_size / 2))
                                           --set train.eval_batches=$((eval_batches * 2))) ;;
-        *) echo "fp8_study.sh: unknown run $run (bf16, fp8 or control)" >&2; exit 2 ;;
       esac
       train "loss_$run$suffix" "$loss_config" "$steps" "$precision" "${data[@]}" "${seeded[@]}" \
           "${loss_overrides[@]}" "${extra_overrides[@]}" "${variant[@]}" &
