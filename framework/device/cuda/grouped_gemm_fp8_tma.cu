@@ -54,11 +54,8 @@ cudaError_t launch_grouped_gemm_fp8_tma(const GroupedGemmFp8Arguments& arguments
                          2, {n, rows, 0}, {n * y_element, 0},
                          {static_cast<uint32_t>(128 / y_element), tma::kConsumerRows, 0}};
   CUtensorMap x_map, weight_map, y_map;
-  cudaError_t status = encode_tensor_map(&x_map, arguments.x, x_shape);
-  if (status != cudaSuccess) return status;
-  status = encode_tensor_map(&weight_map, arguments.weights, weight_shape);
-  if (status != cudaSuccess) return status;
-  status = encode_tensor_map(&y_map, arguments.y, y_shape);
+  cudaError_t status = encode_tensor_maps(
+      {{&x_map, arguments.x, x_shape}, {&weight_map, arguments.weights, weight_shape}, {&y_map, arguments.y, y_shape}});
   if (status != cudaSuccess) return status;
   int64_t tiles = row_tile_slots(arguments.rows, arguments.experts, tma::kBlockRows) * (arguments.n / kColumns);
   return tma::launch_persistent<Fp8Math>(grouped_gemm_fp8_tma_kernel, tiles, stream, x_map, weight_map, y_map,

@@ -346,11 +346,8 @@ cudaError_t launch_grouped_gemm_tma(const GroupedGemmArguments& arguments, cudaS
   TensorMapShape y_shape{arguments.bf16_output ? kBf16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 2, {n, rows, 0},
                          {n * y_element, 0}, {static_cast<uint32_t>(128 / y_element), tma::kConsumerRows, 0}};
   CUtensorMap x_map, weight_map, y_map;
-  cudaError_t status = encode_tensor_map(&x_map, arguments.x, x_shape);
-  if (status != cudaSuccess) return status;
-  status = encode_tensor_map(&weight_map, arguments.weights, weight_shape);
-  if (status != cudaSuccess) return status;
-  status = encode_tensor_map(&y_map, arguments.y, y_shape);
+  cudaError_t status = encode_tensor_maps(
+      {{&x_map, arguments.x, x_shape}, {&weight_map, arguments.weights, weight_shape}, {&y_map, arguments.y, y_shape}});
   if (status != cudaSuccess) return status;
   int64_t tiles =
       row_tile_slots(arguments.rows, arguments.experts, tma::kBlockRows) * (arguments.n / kColumns);
@@ -380,11 +377,9 @@ cudaError_t launch_grouped_weight_grad_tma(const GroupedWeightGradArguments& arg
   TensorMapShape gradient_shape{CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 3, {k, n, experts}, {k * sizeof(float), expert_bytes},
                                 {128 / sizeof(float), tma::kConsumerRows, 1}};
   CUtensorMap d_y_map, x_map, gradient_map;
-  cudaError_t status = encode_tensor_map(&d_y_map, arguments.d_y, d_y_shape);
-  if (status != cudaSuccess) return status;
-  status = encode_tensor_map(&x_map, arguments.x, x_shape);
-  if (status != cudaSuccess) return status;
-  status = encode_tensor_map(&gradient_map, arguments.gradients, gradient_shape);
+  cudaError_t status = encode_tensor_maps({{&d_y_map, arguments.d_y, d_y_shape},
+                                           {&x_map, arguments.x, x_shape},
+                                           {&gradient_map, arguments.gradients, gradient_shape}});
   if (status != cudaSuccess) return status;
   int64_t tiles =
       arguments.experts * (arguments.n / tma::kBlockRows) * (arguments.k / tma::Bf16Math::kBlockColumns);

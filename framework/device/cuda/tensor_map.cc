@@ -42,4 +42,12 @@ cudaError_t encode_tensor_map(CUtensorMap* map, const void* origin, const Tensor
   return static_cast<cudaError_t>(result);
 }
 
+cudaError_t encode_tensor_maps(std::initializer_list<TensorMapRequest> requests) {
+  for (const TensorMapRequest& request : requests) {
+    cudaError_t status = encode_tensor_map(request.map, request.origin, request.shape);
+    if (status != cudaSuccess) return status;
+  }
+  return cudaSuccess;
+}
+
 }  // namespace hai::cuda::kernels

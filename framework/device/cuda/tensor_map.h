@@ -7,6 +7,7 @@
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
+#include <initializer_list>
 
 namespace hai::cuda::kernels {
 
@@ -22,5 +23,14 @@ struct TensorMapShape {
 
 // origin: the tensor's first element, 16-byte aligned.
 cudaError_t encode_tensor_map(CUtensorMap* map, const void* origin, const TensorMapShape& shape);
+
+// One map of a kernel's set: where it is encoded, its tensor's first element and its shape.
+struct TensorMapRequest {
+  CUtensorMap* map;
+  const void* origin;
+  TensorMapShape shape;
+};
+// encode_tensor_map of every request in order; the first failure's status (the maps after it stay unencoded).
+cudaError_t encode_tensor_maps(std::initializer_list<TensorMapRequest> requests);
 
 }  // namespace hai::cuda::kernels
