@@ -6,9 +6,11 @@
 //                 P^T and dS^T = P^T o (dP^T - D) in registers, which are the A operands of d_v += P^T d_out and
 //                 d_k += dS^T q (d_out and q MN-major, from the same tiles).
 //   query kernel: a block owns 128 queries (64 per warpgroup) and walks the 64-key tiles up to the diagonal:
-//                 S = Q K^T, dP = d_out V^T, dS = P o (dP - D) in registers, d_q += dS k (k MN-major).
-// Both double-buffer the tiles they walk with cp.async (the next tile's copies are in flight while the current
-// one is multiplied). D and lse as in the mma.sync kernels: D[i] = dot(d_out[i], out[i]) in d_q's first column,
+//                 S = Q K^T, dP = d_out V^T, dS = P o (dP - D) in registers, d_q += dS k (k MN-major). Its
+//                 iteration j issues S_j and dP_j and then d_q += dS_{j-1} k_{j-1}, and makes dS_j while that
+//                 product runs (FA3's intra-warpgroup pipelining; d_q adds the same products in the same order).
+// Both prefetch the tiles they walk with cp.async (the next tile's copies are in flight while the current one is
+// multiplied): the key kernel in two stages, the query kernel in three (it reads tiles j and j - 1). D and lse as in the mma.sync kernels: D[i] = dot(d_out[i], out[i]) in d_q's first column,
 // written by attention_output_dots; the key kernel runs first and the query kernel reads its rows' D before it
 // overwrites them. P and dS are rounded to bf16 for the tensor-core products; everything accumulates in fp32.
 // Compiled for sm_90a only (HAI_WGMMA_AVAILABLE); attention_backward_bf16 runs it where attention_wgmma_applies.
@@ -207,22 +209,23 @@ __global__ void __launch_bounds__(kThreads, 1)
 #endif
 }
 
-// Shared memory of the query kernel: Q and d_out of the block's queries, then two stages of the key tiles it walks
-// (k and v).
+// Shared memory of the query kernel: Q and d_out of the block's queries, then a ring of three stages of the key
+// tiles it walks (k and v): iteration j reads tiles j and j - 1 while tile j + 1 fills.
 template <int qk_width, int v_width>
 struct QueryKernelLayout {
   using QTile = Tile<kOwnedRows, qk_width>;
   using DOutTile = Tile<kOwnedRows, v_width>;
   using KTile = Tile<kStepRows, qk_width>;
   using VTile = Tile<kStepRows, v_width>;
+  static constexpr int kStages = 3;
   static constexpr int kStageBytes = KTile::kBytes + VTile::kBytes;
-  static constexpr int kSharedBytes = QTile::kBytes + DOutTile::kBytes + 2 * kStageBytes + 1024;
+  static constexpr int kSharedBytes = QTile::kBytes + DOutTile::kBytes + kStages * kStageBytes + 1024;
 
   unsigned char* base;  // 1024-byte aligned
   __device__ unsigned char* q() const { return base; }
   __device__ unsigned char* d_out() const { return base + QTile::kBytes; }
-  __device__ unsigned char* k(int stage) const { return d_out() + DOutTile::kBytes + stage * kStageBytes; }
-  __device__ unsigned char* v(int stage) const { return k(stage) + KTile::kBytes; }
+  __device__ unsigned char* k(int tile) const { return d_out() + DOutTile::kBytes + tile % kStages * kStageBytes; }
+  __device__ unsigned char* v(int tile) const { return k(tile) + KTile::kBytes; }
 };
 
 #if defined(HAI_WGMMA_AVAILABLE)
@@ -231,60 +234,71 @@ struct QueryRowStats {
   float lse_log2[2], output_dot[2];
 };
 
-// One key tile of the query kernel for this warpgroup's 64 queries (from first_query): d_q += dS k.
-template <int qk_width, int v_width>
-__device__ inline void query_kernel_step(float (&d_q)[qk_width / 2], const QueryKernelLayout<qk_width, v_width>& layout,
-                                         int stage, int warpgroup, const QueryRowStats& stats, int64_t first_query,
-                                         int64_t first_key, int64_t sequence, float scale_log2) {
+// One iteration of a warpgroup's pipeline over the key tiles, for its 64 queries from first_query: issues S_j = Q
+// K_j^T and dP_j = d_out V_j^T (kScores: the warpgroup has tile j) and d_q += dS_{j-1} k_{j-1} (kGradient: it had
+// tile j - 1), and makes dS_j while the last product runs. d_s holds dS_{j-1} on entry, dS_j on return.
+// NOTE: each combination is one straight run from the first product to the last wait: ptxas serialises products
+// whose issue and wait lie on different sides of a branch.
+template <bool kScores, bool kGradient, int qk_width, int v_width>
+__device__ inline void query_kernel_iteration(float (&d_q)[qk_width / 2], uint32_t (&d_s)[4][4],
+                                              const QueryKernelLayout<qk_width, v_width>& layout, int tile,
+                                              int warpgroup, const QueryRowStats& stats, int64_t first_query,
+                                              int64_t sequence, float scale_log2) {
   float scores[32], d_p[32];  // S, then P; dP, then dS: [64 queries, 64 keys]
   attention_wgmma::zero(scores);
   attention_wgmma::zero(d_p);
   int query_row0 = attention_wgmma::kWarpgroupRows * warpgroup;
   sm90::warpgroup_fence();
+  if constexpr (kScores) {
 #pragma unroll
-  for (int slice = 0; slice < qk_width / 16; ++slice) {
-    sm90::mma_m64n64k16_bf16<0, 0>(scores, attention_wgmma::k_major<kOwnedRows>(layout.q(), query_row0, slice),
-                                   attention_wgmma::k_major<kStepRows>(layout.k(stage), 0, slice));
+    for (int slice = 0; slice < qk_width / 16; ++slice) {
+      sm90::mma_m64n64k16_bf16<0, 0>(scores, attention_wgmma::k_major<kOwnedRows>(layout.q(), query_row0, slice),
+                                     attention_wgmma::k_major<kStepRows>(layout.k(tile), 0, slice));
+    }
+    sm90::warpgroup_commit();
+#pragma unroll
+    for (int slice = 0; slice < v_width / 16; ++slice) {
+      sm90::mma_m64n64k16_bf16<0, 0>(d_p, attention_wgmma::k_major<kOwnedRows>(layout.d_out(), query_row0, slice),
+                                     attention_wgmma::k_major<kStepRows>(layout.v(tile), 0, slice));
+    }
+    sm90::warpgroup_commit();
   }
-  sm90::warpgroup_commit();
+  if constexpr (kGradient) {
 #pragma unroll
-  for (int slice = 0; slice < v_width / 16; ++slice) {
-    sm90::mma_m64n64k16_bf16<0, 0>(d_p, attention_wgmma::k_major<kOwnedRows>(layout.d_out(), query_row0, slice),
-                                   attention_wgmma::k_major<kStepRows>(layout.v(stage), 0, slice));
+    for (int slice = 0; slice < kStepRows / 16; ++slice) {
+      attention_wgmma::multiply_register_a<qk_width>(d_q, d_s[slice],
+                                                     attention_wgmma::mn_major<kStepRows>(layout.k(tile - 1), slice));
+    }
+    sm90::warpgroup_commit();
   }
-  sm90::warpgroup_commit();
-
-  // P while dP is in flight.
-  sm90::warpgroup_wait<1>();
-  attention_wgmma::fence_registers(scores);
-  AccumulatorPlace place;
-  const CausalTile tile(first_key, first_query, sequence);
+  if constexpr (kScores) {
+    // P while dP (and d_q's product) are in flight.
+    sm90::warpgroup_wait<kGradient ? 2 : 1>();
+    attention_wgmma::fence_registers(scores);
+    AccumulatorPlace place;
+    const CausalTile causal(int64_t{tile} * kStepRows, first_query, sequence);
 #pragma unroll
-  for (int j = 0; j < 8; ++j) {
+    for (int j = 0; j < 8; ++j) {
 #pragma unroll
-    for (int e = 0; e < 4; ++e) {
-      scores[4 * j + e] = probability(scores[4 * j + e], scale_log2, stats.lse_log2[e / 2],
-                                      tile.counts(place.column(j, e), place.row(e)));
+      for (int e = 0; e < 4; ++e) {
+        scores[4 * j + e] = probability(scores[4 * j + e], scale_log2, stats.lse_log2[e / 2],
+                                        causal.counts(place.column(j, e), place.row(e)));
+      }
+    }
+    sm90::warpgroup_wait<kGradient ? 1 : 0>();
+    attention_wgmma::fence_registers(d_p);
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) d_p[4 * j + e] = scores[4 * j + e] * (d_p[4 * j + e] - stats.output_dot[e / 2]);
     }
   }
   sm90::warpgroup_wait<0>();
-  attention_wgmma::fence_registers(d_p);
-#pragma unroll
-  for (int j = 0; j < 8; ++j) {
-#pragma unroll
-    for (int e = 0; e < 4; ++e) d_p[4 * j + e] = scores[4 * j + e] * (d_p[4 * j + e] - stats.output_dot[e / 2]);
+  attention_wgmma::fence_registers(d_q);
+  if constexpr (kScores) {
+    attention_wgmma::fence_registers(d_s);  // dS_{j-1} was read by the tensor cores until the wait
+    attention_wgmma::as_register_a(d_s, d_p);
   }
-  uint32_t d_s[4][4];  // bf16 A fragments, 16 keys each
-  attention_wgmma::as_register_a(d_s, d_p);
-
-  sm90::warpgroup_fence();
-#pragma unroll
-  for (int slice = 0; slice < kStepRows / 16; ++slice) {
-    attention_wgmma::multiply_register_a<qk_width>(d_q, d_s[slice],
-                                                   attention_wgmma::mn_major<kStepRows>(layout.k(stage), slice));
-  }
-  sm90::warpgroup_commit();
-  sm90::warpgroup_wait<0>();
 }
 #endif
 
@@ -303,9 +317,10 @@ __global__ void __launch_bounds__(kThreads, 1)
   const int64_t first_query = int64_t{gridDim.x - 1 - blockIdx.x} * kOwnedRows;  // diagonal-heavy blocks first
   const int64_t warpgroup_first_query = first_query + attention_wgmma::kWarpgroupRows * warpgroup;
   const float scale_log2 = geometry.softmax_scale * kLog2E;
-  auto load_key_tile = [&](int stage, int64_t first_key) {
-    attention_wgmma::load_tile_async<kStepRows, qk_width, kThreads>(layout.k(stage), operands.k, first_key);
-    attention_wgmma::load_tile_async<kStepRows, v_width, kThreads>(layout.v(stage), operands.v, first_key);
+  auto load_key_tile = [&](int tile) {
+    int64_t first_key = int64_t{tile} * kStepRows;
+    attention_wgmma::load_tile_async<kStepRows, qk_width, kThreads>(layout.k(tile), operands.k, first_key);
+    attention_wgmma::load_tile_async<kStepRows, v_width, kThreads>(layout.v(tile), operands.v, first_key);
     sm80::commit_async_copies();
   };
 
@@ -320,30 +335,37 @@ __global__ void __launch_bounds__(kThreads, 1)
   // Prologue: Q, d_out and the first key tile in one group of copies.
   attention_wgmma::load_tile_async<kOwnedRows, qk_width, kThreads>(layout.q(), operands.q, first_query);
   attention_wgmma::load_tile_async<kOwnedRows, v_width, kThreads>(layout.d_out(), operands.d_out, first_query);
-  load_key_tile(0, 0);
+  load_key_tile(0);
 
   float d_q_values[qk_width / 2];  // [64 queries, qk_width]
   attention_wgmma::zero(d_q_values);
+  uint32_t d_s[4][4];  // dS of the last tile as bf16 A fragments, 16 keys each
   const int64_t end_key = first_query + kOwnedRows < sequence ? first_query + kOwnedRows : sequence;
-  int stage = 0;
-  for (int64_t first_key = 0; first_key < end_key; first_key += kStepRows, stage ^= 1) {
-    const bool has_next = first_key + kStepRows < end_key;
-    if (has_next) {
-      load_key_tile(stage ^ 1, first_key + kStepRows);
-      sm80::wait_async_copies<1>();
-    } else {
-      sm80::wait_async_copies<0>();
-    }
+  const int tiles = static_cast<int>((end_key + kStepRows - 1) / kStepRows);
+  // A warpgroup whose queries all come before a tile's keys has nothing to add: it has the tiles up to its own
+  // diagonal one (none when its queries are past the sequence end).
+  const int64_t warpgroup_diagonal = warpgroup_first_query < sequence ? warpgroup_first_query / kStepRows + 1 : 0;
+  const int warpgroup_tiles = static_cast<int>(warpgroup_diagonal < tiles ? warpgroup_diagonal : tiles);
+  // Iteration j makes dS_j and adds dS_{j-1} k_{j-1}; the one after the last tile adds the last product.
+  for (int tile = 0; tile <= tiles; ++tile) {
+    sm80::wait_async_copies<0>();
     sm90::fence_shared_for_async_proxy();
+    // NOTE: past this barrier every thread's copies of tile `tile` are done, and both warpgroups are done with
+    // iteration tile - 1, so the stage of tile + 1 (last read by tile - 2's product) may be refilled.
     __syncthreads();
-    // A warpgroup whose queries all come before the tile's keys has nothing to add.
-    if (first_key < warpgroup_first_query + attention_wgmma::kWarpgroupRows && warpgroup_first_query < sequence) {
-      query_kernel_step(d_q_values, layout, stage, warpgroup, stats, warpgroup_first_query, first_key, sequence,
-                        scale_log2);
+    if (tile + 1 < tiles) load_key_tile(tile + 1);
+    const bool has_scores = tile < warpgroup_tiles, has_gradient = tile >= 1 && tile <= warpgroup_tiles;
+    if (has_scores && has_gradient) {
+      query_kernel_iteration<true, true>(d_q_values, d_s, layout, tile, warpgroup, stats, warpgroup_first_query,
+                                         sequence, scale_log2);
+    } else if (has_scores) {
+      query_kernel_iteration<true, false>(d_q_values, d_s, layout, tile, warpgroup, stats, warpgroup_first_query,
+                                          sequence, scale_log2);
+    } else if (has_gradient) {
+      query_kernel_iteration<false, true>(d_q_values, d_s, layout, tile, warpgroup, stats, warpgroup_first_query,
+                                          sequence, scale_log2);
     }
-    __syncthreads();  // both warpgroups are done with this stage before the next iteration refills it
   }
-  attention_wgmma::fence_registers(d_q_values);
   attention_wgmma::store_rows<qk_width>(output_rows(d_q, geometry, geometry.qk_dim), warpgroup_first_query,
                                         d_q_values, geometry.softmax_scale, geometry.softmax_scale);
 #else

@@ -1,8 +1,13 @@
 // Causal attention forward on Hopper's warpgroup tensor cores (wgmma), flash-attention style as the mma.sync
 // forward (attention_forward_kernels.cu): a block owns 128 query rows of one (b, h), each of its two warpgroups 64,
-// and walks the 64-key tiles up to the diagonal (k and v double-buffered with cp.async): S = Q K^T with both
-// operands in shared memory, the online softmax in fp32 registers, P rounded to bf16 as the register A operand of
-// out += P V (v MN-major). Writes out (fp32, or bf16 rounded once) and the log-sum-exp once.
+// and walks the 64-key tiles up to the diagonal (k and v in a ring of three stages filled by cp.async): S = Q K^T
+// with both operands in shared memory, the online softmax in fp32 registers, P rounded to bf16 as the register A
+// operand of out += P V (v MN-major). Writes out (fp32, or bf16 rounded once) and the log-sum-exp once.
+//
+// The products overlap the softmax (FA3's intra-warpgroup pipelining): iteration j issues S_j = Q K_j^T and then
+// out += P_{j-1} V_{j-1}, turns S_j into P_j while the second product runs, and rescales out by the new maxima once
+// it is done. out sees the same operations in the same order as a step-by-step loop (rescale by step j's factor,
+// then add P_j V_j), so the results are the same bits.
 
 #include <cuda_bf16.h>
 
@@ -31,19 +36,22 @@ constexpr int kKeys = attention_wgmma::kStepRows;              // per step
 constexpr float kLog2E = 1.4426950408889634f;
 constexpr float kLn2 = 0.6931471805599453f;
 
-// Shared memory: Q of the block's queries, then two stages of the key tiles (k and v).
+// Shared memory: Q of the block's queries, then a ring of kStages stages of the key tiles (k and v). Iteration j
+// reads k of stage j and v of stage j - 1 while stage j + 1 fills: three stages keep every stage read by one
+// iteration or two from being refilled before both are done.
 template <int qk_width, int v_width>
 struct ForwardLayout {
   using QTile = Tile<kQueries, qk_width>;
   using KTile = Tile<kKeys, qk_width>;
   using VTile = Tile<kKeys, v_width>;
+  static constexpr int kStages = 3;
   static constexpr int kStageBytes = KTile::kBytes + VTile::kBytes;
-  static constexpr int kSharedBytes = QTile::kBytes + 2 * kStageBytes + 1024;
+  static constexpr int kSharedBytes = QTile::kBytes + kStages * kStageBytes + 1024;
 
   unsigned char* base;  // 1024-byte aligned
   __device__ unsigned char* q() const { return base; }
-  __device__ unsigned char* k(int stage) const { return base + QTile::kBytes + stage * kStageBytes; }
-  __device__ unsigned char* v(int stage) const { return k(stage) + KTile::kBytes; }
+  __device__ unsigned char* k(int tile) const { return base + QTile::kBytes + tile % kStages * kStageBytes; }
+  __device__ unsigned char* v(int tile) const { return k(tile) + KTile::kBytes; }
 };
 
 // The running softmax of this thread's two rows (AccumulatorPlace rows e = 0 and e = 2).
@@ -53,9 +61,8 @@ struct RowSoftmax {
 };
 
 // Turns one key tile's scores into probabilities relative to the updated running maxima (keys after the query
-// masked) and rescales the output accumulators by exp2(old max - new max).
-template <int v_width>
-__device__ inline void online_softmax_step(float (&scores)[32], float (&out)[v_width / 2], RowSoftmax& softmax,
+// masked), updates the row sums and returns in `rescale` the factors exp2(old max - new max) of the output rows.
+__device__ inline void online_softmax_step(float (&scores)[32], float (&rescale)[2], RowSoftmax& softmax,
                                            const CausalTile& tile, float scale_log2) {
   AccumulatorPlace place;
 #pragma unroll
@@ -73,7 +80,7 @@ __device__ inline void online_softmax_step(float (&scores)[32], float (&out)[v_w
     // NOTE: key tile 0 comes first and key 0 <= every query, so the running max is finite from then on (a later
     // tile entirely after a row's query leaves it unchanged and adds exp2(-inf) = 0).
     float new_max = fmaxf(softmax.max[half], quad_max(tile_max));
-    float rescale = exp2f(softmax.max[half] - new_max);
+    rescale[half] = exp2f(softmax.max[half] - new_max);
     softmax.max[half] = new_max;
     float sum = 0.0f;
 #pragma unroll
@@ -85,45 +92,66 @@ __device__ inline void online_softmax_step(float (&scores)[32], float (&out)[v_w
         sum += score;
       }
     }
-    softmax.sum[half] = softmax.sum[half] * rescale + sum;
+    softmax.sum[half] = softmax.sum[half] * rescale[half] + sum;
+  }
+}
+
+template <int v_width>
+__device__ inline void rescale_rows(float (&out)[v_width / 2], const float (&rescale)[2]) {
 #pragma unroll
-    for (int j = 0; j < v_width / 8; ++j) {
-      out[4 * j + 2 * half] *= rescale;
-      out[4 * j + 2 * half + 1] *= rescale;
-    }
+  for (int j = 0; j < v_width / 8; ++j) {
+#pragma unroll
+    for (int e = 0; e < 4; ++e) out[4 * j + e] *= rescale[e / 2];
   }
 }
 
 #if defined(HAI_WGMMA_AVAILABLE)
-// One key tile for this warpgroup's 64 queries (from first_query): scores, online softmax, out += P V.
-template <int qk_width, int v_width>
-__device__ inline void forward_step(float (&out)[v_width / 2], RowSoftmax& softmax,
-                                    const ForwardLayout<qk_width, v_width>& layout, int stage, int warpgroup,
-                                    int64_t first_query, int64_t first_key, float scale_log2) {
+// One iteration of a warpgroup's pipeline over the key tiles, for its 64 queries from first_query: issues
+// S_j = Q K_j^T (kScores: the warpgroup has tile j) and out += P_{j-1} V_{j-1} (kValues: it had tile j - 1), then
+// makes P_j of S_j while the second product runs and rescales out when it is done. p holds P_{j-1} on entry, P_j
+// on return.
+// NOTE: each combination is one straight run from the first product to the last wait: ptxas serialises products
+// whose issue and wait lie on different sides of a branch.
+template <bool kScores, bool kValues, int qk_width, int v_width>
+__device__ inline void forward_iteration(float (&out)[v_width / 2], uint32_t (&p)[4][4], RowSoftmax& softmax,
+                                         const ForwardLayout<qk_width, v_width>& layout, int tile, int warpgroup,
+                                         int64_t first_query, float scale_log2) {
   float scores[32];  // [64 queries, 64 keys]
   attention_wgmma::zero(scores);
   sm90::warpgroup_fence();
+  if constexpr (kScores) {
 #pragma unroll
-  for (int slice = 0; slice < qk_width / 16; ++slice) {
-    sm90::mma_m64n64k16_bf16<0, 0>(
-        scores, attention_wgmma::k_major<kQueries>(layout.q(), attention_wgmma::kWarpgroupRows * warpgroup, slice),
-        attention_wgmma::k_major<kKeys>(layout.k(stage), 0, slice));
+    for (int slice = 0; slice < qk_width / 16; ++slice) {
+      sm90::mma_m64n64k16_bf16<0, 0>(
+          scores, attention_wgmma::k_major<kQueries>(layout.q(), attention_wgmma::kWarpgroupRows * warpgroup, slice),
+          attention_wgmma::k_major<kKeys>(layout.k(tile), 0, slice));
+    }
+    sm90::warpgroup_commit();
   }
-  sm90::warpgroup_commit();
-  sm90::warpgroup_wait<0>();
-  attention_wgmma::fence_registers(scores);
-  // NOTE: rows past the sequence end (zero q) count like the others, so that their softmax stays finite; they are
-  // never stored.
-  online_softmax_step<v_width>(scores, out, softmax, CausalTile(first_key, first_query), scale_log2);
-  uint32_t p[4][4];  // bf16 A fragments, 16 keys each
-  attention_wgmma::as_register_a(p, scores);
-  sm90::warpgroup_fence();
+  if constexpr (kValues) {
 #pragma unroll
-  for (int slice = 0; slice < kKeys / 16; ++slice) {
-    attention_wgmma::multiply_register_a<v_width>(out, p[slice], attention_wgmma::mn_major<kKeys>(layout.v(stage), slice));
+    for (int slice = 0; slice < kKeys / 16; ++slice) {
+      attention_wgmma::multiply_register_a<v_width>(out, p[slice],
+                                                    attention_wgmma::mn_major<kKeys>(layout.v(tile - 1), slice));
+    }
+    sm90::warpgroup_commit();
   }
-  sm90::warpgroup_commit();
-  sm90::warpgroup_wait<0>();
+  if constexpr (kScores) {
+    sm90::warpgroup_wait<kValues ? 1 : 0>();
+    attention_wgmma::fence_registers(scores);
+    // NOTE: rows past the sequence end (zero q) count like the others, so that their softmax stays finite; they
+    // are never stored.
+    float rescale[2];
+    online_softmax_step(scores, rescale, softmax, CausalTile(int64_t{tile} * kKeys, first_query), scale_log2);
+    sm90::warpgroup_wait<0>();
+    attention_wgmma::fence_registers(out);
+    attention_wgmma::fence_registers(p);  // P_{j-1} was read by the tensor cores until the wait
+    rescale_rows<v_width>(out, rescale);
+    attention_wgmma::as_register_a(p, scores);
+  } else {
+    sm90::warpgroup_wait<0>();
+    attention_wgmma::fence_registers(out);
+  }
 }
 #endif
 
@@ -144,36 +172,45 @@ __global__ void __launch_bounds__(kBlockThreads, 1)
   const int64_t first_query = int64_t{gridDim.x - 1 - blockIdx.x} * kQueries;  // diagonal-heavy blocks first
   const int64_t warpgroup_first_query = first_query + attention_wgmma::kWarpgroupRows * warpgroup;
   const float scale_log2 = geometry.softmax_scale * kLog2E;
-  auto load_key_tile = [&](int stage, int64_t first_key) {
-    attention_wgmma::load_tile_async<kKeys, qk_width, kBlockThreads>(layout.k(stage), k_rows, first_key);
-    attention_wgmma::load_tile_async<kKeys, v_width, kBlockThreads>(layout.v(stage), v_rows, first_key);
+  auto load_key_tile = [&](int tile) {
+    attention_wgmma::load_tile_async<kKeys, qk_width, kBlockThreads>(layout.k(tile), k_rows, int64_t{tile} * kKeys);
+    attention_wgmma::load_tile_async<kKeys, v_width, kBlockThreads>(layout.v(tile), v_rows, int64_t{tile} * kKeys);
     sm80::commit_async_copies();
   };
 
   // Prologue: Q and the first key tile in one group of copies.
   attention_wgmma::load_tile_async<kQueries, qk_width, kBlockThreads>(layout.q(), q_rows, first_query);
-  load_key_tile(0, 0);
+  load_key_tile(0);
 
   float out_values[v_width / 2];  // [64 queries, v_width]
   attention_wgmma::zero(out_values);
+  uint32_t p[4][4];  // P of the last tile as bf16 A fragments, 16 keys each
   RowSoftmax softmax;
   const int64_t end_key = first_query + kQueries < sequence ? first_query + kQueries : sequence;
-  int stage = 0;
-  for (int64_t first_key = 0; first_key < end_key; first_key += kKeys, stage ^= 1) {
-    const bool has_next = first_key + kKeys < end_key;
-    if (has_next) {
-      load_key_tile(stage ^ 1, first_key + kKeys);
-      sm80::wait_async_copies<1>();
-    } else {
-      sm80::wait_async_copies<0>();
-    }
+  const int tiles = static_cast<int>((end_key + kKeys - 1) / kKeys);
+  // A warpgroup whose queries all come before a tile's keys has nothing to add: it has the tiles up to its own
+  // diagonal one.
+  const int64_t warpgroup_diagonal = warpgroup_first_query / kKeys + 1;
+  const int warpgroup_tiles = static_cast<int>(warpgroup_diagonal < tiles ? warpgroup_diagonal : tiles);
+  // Iteration j multiplies S_j and P_{j-1} V_{j-1}; the one after the last tile finishes P V.
+  for (int tile = 0; tile <= tiles; ++tile) {
+    sm80::wait_async_copies<0>();
     sm90::fence_shared_for_async_proxy();
+    // NOTE: past this barrier every thread's copies of stage `tile` are done, and both warpgroups are done with
+    // iteration tile - 1, so stage tile + 1 (last read by tile - 2's P V) may be refilled.
     __syncthreads();
-    // A warpgroup whose queries all come before the tile's keys has nothing to add.
-    if (first_key < warpgroup_first_query + attention_wgmma::kWarpgroupRows) {
-      forward_step(out_values, softmax, layout, stage, warpgroup, warpgroup_first_query, first_key, scale_log2);
+    if (tile + 1 < tiles) load_key_tile(tile + 1);
+    const bool has_scores = tile < warpgroup_tiles, has_values = tile >= 1 && tile <= warpgroup_tiles;
+    if (has_scores && has_values) {
+      forward_iteration<true, true>(out_values, p, softmax, layout, tile, warpgroup, warpgroup_first_query,
+                                    scale_log2);
+    } else if (has_scores) {
+      forward_iteration<true, false>(out_values, p, softmax, layout, tile, warpgroup, warpgroup_first_query,
+                                     scale_log2);
+    } else if (has_values) {
+      forward_iteration<false, true>(out_values, p, softmax, layout, tile, warpgroup, warpgroup_first_query,
+                                     scale_log2);
     }
-    __syncthreads();  // both warpgroups are done with this stage before the next iteration refills it
   }
 
   attention_wgmma::fence_registers(out_values);

@@ -108,6 +108,18 @@ __device__ inline void fence_registers(float (&values)[count]) {
 #endif
 }
 
+// The same for register A fragments that a product in flight reads.
+template <int fragments>
+__device__ inline void fence_registers(uint32_t (&values)[fragments][4]) {
+#if defined(HAI_WGMMA_AVAILABLE)
+#pragma unroll
+  for (int i = 0; i < fragments; ++i) {
+#pragma unroll
+    for (int r = 0; r < 4; ++r) sm90::fence_register(values[i][r]);
+  }
+#endif
+}
+
 __device__ inline uint32_t pack_bf16(float low, float high) {
   __nv_bfloat162 packed = __floats2bfloat162_rn(low, high);
   return *reinterpret_cast<uint32_t*>(&packed);

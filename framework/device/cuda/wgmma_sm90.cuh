@@ -52,6 +52,8 @@ __device__ inline void warpgroup_wait() {
 }
 // Keeps the compiler from moving reads of an accumulator above the wait that completes it.
 __device__ inline void fence_register(float& value) { asm volatile("" : "+f"(value)::"memory"); }
+// Keeps a register A operand's values in place until the wait after the product that reads them.
+__device__ inline void fence_register(uint32_t& value) { asm volatile("" : "+r"(value)::"memory"); }
 
 // d[64] += A (64 x 16, descriptor a) @ B (16 x 128, descriptor b); kTransposeA / kTransposeB: the operand is
 // MN-major instead of K-major.
