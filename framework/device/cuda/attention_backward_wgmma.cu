@@ -50,9 +50,9 @@ __device__ inline HeadRows<Element> output_rows(Element* tensor, const Attention
                                     geometry.sequence, geometry.heads, dim);
 }
 
-// exp(score * scale - lse) in log2 units where the element counts, else 0.
-__device__ inline float probability(float score, float scale_log2, float lse_log2, bool counts) {
-  return counts ? exp2f(score * scale_log2 - lse_log2) : 0.0f;
+// exp(score * scale - lse) in log2 units.
+__device__ inline float probability(float score, float scale_log2, float lse_log2) {
+  return exp2f(score * scale_log2 - lse_log2);
 }
 
 // Shared memory of the key kernel: K and V of the block's keys, then two stages of the query tiles it walks (q and
@@ -80,11 +80,12 @@ struct KeyKernelLayout {
 
 #if defined(HAI_WGMMA_AVAILABLE)
 // One query tile of the key kernel for this warpgroup's 64 keys (from first_key): d_v += P^T d_out,
-// d_k += dS^T q.
+// d_k += dS^T q. masked: the tile may hold queries before some key or past the sequence end.
 template <int qk_width, int v_width>
 __device__ inline void key_kernel_step(float (&d_k)[qk_width / 2], float (&d_v)[v_width / 2],
                                        const KeyKernelLayout<qk_width, v_width>& layout, int stage, int warpgroup,
-                                       int64_t first_key, int64_t first_query, int64_t sequence, float scale_log2) {
+                                       int64_t first_key, int64_t first_query, int64_t sequence, bool masked,
+                                       float scale_log2) {
   float scores[32], d_p[32];  // S^T, then P^T; dP^T, then dS^T: [64 keys, 64 queries]
   attention_wgmma::zero(scores);
   attention_wgmma::zero(d_p);
@@ -109,16 +110,14 @@ __device__ inline void key_kernel_step(float (&d_k)[qk_width / 2], float (&d_v)[
   const float* lse_log2 = layout.lse_log2(stage);
   const float* output_dot = layout.output_dot(stage);
   AccumulatorPlace place;
-  const CausalTile tile(first_key, first_query, sequence);
 #pragma unroll
   for (int j = 0; j < 8; ++j) {
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
-      int column = place.column(j, e);
-      scores[4 * j + e] =
-          probability(scores[4 * j + e], scale_log2, lse_log2[column], tile.counts(place.row(e), column));
+      scores[4 * j + e] = probability(scores[4 * j + e], scale_log2, lse_log2[place.column(j, e)]);
     }
   }
+  if (masked) attention_wgmma::mask_uncounted<true>(scores, CausalTile(first_key, first_query, sequence), 0.0f);
   sm90::warpgroup_wait<0>();
   attention_wgmma::fence_registers(d_p);
 #pragma unroll
@@ -191,8 +190,10 @@ __global__ void __launch_bounds__(kThreads, 1)
     __syncthreads();
     // A warpgroup whose keys all come after the tile's queries has nothing to add.
     if (first_query + kStepRows > warpgroup_first_key && warpgroup_first_key < sequence) {
+      const bool masked = first_query < warpgroup_first_key + attention_wgmma::kWarpgroupRows ||
+                          first_query + kStepRows > sequence;
       key_kernel_step(d_k_values, d_v_values, layout, stage, warpgroup, warpgroup_first_key, first_query, sequence,
-                      scale_log2);
+                      masked, scale_log2);
     }
     // NOTE: the other stage's row stats were last read before the previous iteration's closing barrier.
     if (has_next && threadIdx.x < 2 * kStepRows) layout.lse_log2(stage ^ 1)[threadIdx.x] = next_stat;
@@ -281,8 +282,8 @@ __device__ inline void query_kernel_iteration(float (&d_q)[qk_width / 2], uint32
     for (int j = 0; j < 8; ++j) {
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
-        scores[4 * j + e] = probability(scores[4 * j + e], scale_log2, stats.lse_log2[e / 2],
-                                        causal.counts(place.column(j, e), place.row(e)));
+        bool counts = causal.counts(place.column(j, e), place.row(e));
+        scores[4 * j + e] = counts ? probability(scores[4 * j + e], scale_log2, stats.lse_log2[e / 2]) : 0.0f;
       }
     }
     sm90::warpgroup_wait<kGradient ? 1 : 0>();

@@ -60,11 +60,10 @@ struct RowSoftmax {
   float sum[2] = {0.0f, 0.0f};            // this thread's part of the row sums
 };
 
-// Turns one key tile's scores into probabilities relative to the updated running maxima (keys after the query
-// masked), updates the row sums and returns in `rescale` the factors exp2(old max - new max) of the output rows.
+// Turns one key tile's scores (-inf where masked) into probabilities relative to the updated running maxima,
+// updates the row sums and returns in `rescale` the factors exp2(old max - new max) of the output rows.
 __device__ inline void online_softmax_step(float (&scores)[32], float (&rescale)[2], RowSoftmax& softmax,
-                                           const CausalTile& tile, float scale_log2) {
-  AccumulatorPlace place;
+                                           float scale_log2) {
 #pragma unroll
   for (int half = 0; half < 2; ++half) {
     float tile_max = -INFINITY;
@@ -73,7 +72,7 @@ __device__ inline void online_softmax_step(float (&scores)[32], float (&rescale)
 #pragma unroll
       for (int i = 0; i < 2; ++i) {
         float& score = scores[4 * j + 2 * half + i];
-        score = tile.counts(place.column(j, i), place.row(2 * half)) ? score * scale_log2 : -INFINITY;
+        score *= scale_log2;
         tile_max = fmaxf(tile_max, score);
       }
     }
@@ -109,13 +108,13 @@ __device__ inline void rescale_rows(float (&out)[v_width / 2], const float (&res
 // One iteration of a warpgroup's pipeline over the key tiles, for its 64 queries from first_query: issues
 // S_j = Q K_j^T (kScores: the warpgroup has tile j) and out += P_{j-1} V_{j-1} (kValues: it had tile j - 1), then
 // makes P_j of S_j while the second product runs and rescales out when it is done. p holds P_{j-1} on entry, P_j
-// on return.
+// on return. masked: tile j may hold keys after some query.
 // NOTE: each combination is one straight run from the first product to the last wait: ptxas serialises products
 // whose issue and wait lie on different sides of a branch.
 template <bool kScores, bool kValues, int qk_width, int v_width>
 __device__ inline void forward_iteration(float (&out)[v_width / 2], uint32_t (&p)[4][4], RowSoftmax& softmax,
-                                         const ForwardLayout<qk_width, v_width>& layout, int tile, int warpgroup,
-                                         int64_t first_query, float scale_log2) {
+                                         const ForwardLayout<qk_width, v_width>& layout, int tile, bool masked,
+                                         int warpgroup, int64_t first_query, float scale_log2) {
   float scores[32];  // [64 queries, 64 keys]
   attention_wgmma::zero(scores);
   sm90::warpgroup_fence();
@@ -141,8 +140,11 @@ __device__ inline void forward_iteration(float (&out)[v_width / 2], uint32_t (&p
     attention_wgmma::fence_registers(scores);
     // NOTE: rows past the sequence end (zero q) count like the others, so that their softmax stays finite; they
     // are never stored.
+    if (masked) {
+      attention_wgmma::mask_uncounted<false>(scores, CausalTile(int64_t{tile} * kKeys, first_query), -INFINITY);
+    }
     float rescale[2];
-    online_softmax_step(scores, rescale, softmax, CausalTile(int64_t{tile} * kKeys, first_query), scale_log2);
+    online_softmax_step(scores, rescale, softmax, scale_log2);
     sm90::warpgroup_wait<0>();
     attention_wgmma::fence_registers(out);
     attention_wgmma::fence_registers(p);  // P_{j-1} was read by the tensor cores until the wait
@@ -201,14 +203,17 @@ __global__ void __launch_bounds__(kBlockThreads, 1)
     __syncthreads();
     if (tile + 1 < tiles) load_key_tile(tile + 1);
     const bool has_scores = tile < warpgroup_tiles, has_values = tile >= 1 && tile <= warpgroup_tiles;
+    // NOTE: only a warpgroup's last tile holds keys after its queries (its diagonal one; keys past the sequence
+    // end lie there too, or only after rows past it, which are never stored).
+    const bool masked = tile + 1 == warpgroup_tiles;
     if (has_scores && has_values) {
-      forward_iteration<true, true>(out_values, p, softmax, layout, tile, warpgroup, warpgroup_first_query,
+      forward_iteration<true, true>(out_values, p, softmax, layout, tile, masked, warpgroup, warpgroup_first_query,
                                     scale_log2);
     } else if (has_scores) {
-      forward_iteration<true, false>(out_values, p, softmax, layout, tile, warpgroup, warpgroup_first_query,
+      forward_iteration<true, false>(out_values, p, softmax, layout, tile, masked, warpgroup, warpgroup_first_query,
                                      scale_log2);
     } else if (has_values) {
-      forward_iteration<false, true>(out_values, p, softmax, layout, tile, warpgroup, warpgroup_first_query,
+      forward_iteration<false, true>(out_values, p, softmax, layout, tile, masked, warpgroup, warpgroup_first_query,
                                      scale_log2);
     }
   }

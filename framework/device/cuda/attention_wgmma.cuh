@@ -171,6 +171,23 @@ class CausalTile {
   int queries_;          // queries of the tile inside the sequence
 };
 
+// Sets the elements of this thread's 64 x 64 score accumulators that `tile` does not count to `masked_value`; the
+// accumulator's rows are queries and its columns keys, or with kKeyRows the other way round. Run only on the
+// tiles that need it: the masks of the others are all true.
+template <bool kKeyRows>
+__device__ inline void mask_uncounted(float (&values)[32], const CausalTile& tile, float masked_value) {
+  AccumulatorPlace place;
+#pragma unroll
+  for (int j = 0; j < 8; ++j) {
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      int row = place.row(e), column = place.column(j, e);
+      bool counts = kKeyRows ? tile.counts(row, column) : tile.counts(column, row);
+      if (!counts) values[4 * j + e] = masked_value;
+    }
+  }
+}
+
 // Writes this thread's accumulators of a 64 x width product (rows from row0 of `target`), its upper row (e = 0, 1)
 // times factor_low and its lower one times factor_high, to fp32 rows (or bf16 ones: rounded once), skipping columns
 // past target.dim and rows past the sequence end.
