@@ -30,14 +30,17 @@ void FeedForward::forward(Context& ctx, const Tensor& out, OwnedTensor&& x, bool
 void FeedForward::forward(Context& ctx, const Tensor& out, Linear::PreparedInput input, int64_t rows, Device device,
                           bool accumulate) const {
   // NOTE: in bf16 (no FP8) the GEMMs write gate and up, and SwiGLU its activation, in bf16 straight away, as the
-  // routed experts do: SwiGLU's forward reads the rounded gate and up that its backward reads.
-  DType hidden_dtype = down_.input_dtype();
-  OwnedTensor gate(Shape{rows, ffn_size()}, hidden_dtype, device);  // [N, F]
-  OwnedTensor up(Shape{rows, ffn_size()}, hidden_dtype, device);    // [N, F]
+  // routed experts do: SwiGLU's forward reads the rounded gate and up that its backward reads. With FP8 only the
+  // activation is written in bf16 (down_proj quantises it from there): gate and up stay fp32 for SwiGLU's forward,
+  // whose input rounding them would change.
+  DType activation_dtype = down_.input_dtype();
+  DType projection_dtype = gate_.uses_fp8() ? DType::f32 : activation_dtype;
+  OwnedTensor gate(Shape{rows, ffn_size()}, projection_dtype, device);  // [N, F]
+  OwnedTensor up(Shape{rows, ffn_size()}, projection_dtype, device);    // [N, F]
   gate_.forward(gate, input);  // gate_proj and up_proj read the same prepared x
   up_.forward(up, input);
   ctx.input = std::move(input.saved);
-  OwnedTensor activation(Shape{rows, ffn_size()}, hidden_dtype, device);  // [N, F]
+  OwnedTensor activation(Shape{rows, ffn_size()}, activation_dtype, device);  // [N, F]
   swiglu_forward(activation, gate, up);
   down_.forward(out, std::move(activation), ctx.activation, accumulate);
   DType saved = saved_activation_dtype(gate_.compute_dtype());
@@ -50,7 +53,7 @@ void FeedForward::backward_input(Context& ctx, const Tensor& d_x, const Tensor& 
   ctx.d_out = to_compute_dtype(d_out, down_.output_grad_dtype());  // [N, H] a copy: the caller may reuse d_out
   OwnedTensor d_activation(Shape{rows, ffn_size()}, DType::f32, d_out.device());  // [N, F]
   down_.backward_input(d_activation, ctx.d_out);
-  DType written = saved_activation_dtype(gate_.output_grad_dtype());  // bf16 in bf16 training: no fp32 copies
+  DType written = saved_activation_dtype(gate_.output_grad_dtype());  // bf16 in bf16 and fp8: no fp32 copies
   OwnedTensor d_gate(Shape{rows, ffn_size()}, written, d_out.device());  // [N, F]
   OwnedTensor d_up(Shape{rows, ffn_size()}, written, d_out.device());    // [N, F]
   swiglu_backward(d_gate, d_up, d_activation, ctx.gate, ctx.up);

@@ -18,9 +18,14 @@ struct Fp8Operand {
   Fp8Matrix matrix() const { return {values, scales, Fp8Scaling::tile_1x128}; }
 };
 
-// x: [R, K] fp32 in 1x128 tiles along K.
+// The activations and output gradients an FP8 layer quantises: fp32, or bf16 (widened exactly).
+void check_quantisable(const Tensor& x, const char* what) {
+  HAI_CHECK(x.dtype() == DType::f32 || x.dtype() == DType::bf16, "{} must be fp32 or bf16, got {}", what, x.str());
+}
+
+// x: [R, K] fp32 or bf16 in 1x128 tiles along K.
 Fp8Operand quantized_rows(const Tensor& x, bool pow2_scales) {
-  check_dtype(x, DType::f32, "fp8 linear activation");
+  check_quantisable(x, "fp8 linear activation");
   Fp8Operand operand{OwnedTensor(x.shape(), DType::e4m3, x.device()),                               // [R, K]
                      OwnedTensor(Shape{x.size(0), tiles(x.size(1))}, DType::f32, x.device())};  // [R, K / 128]
   quantize_1x128(operand.values, operand.scales, x, pow2_scales);
@@ -129,7 +134,7 @@ void Linear::backward_input_fp8(const Tensor& d_x, const Tensor& d_y, bool accum
 }
 
 void Linear::backward_weight_fp8(const Tensor& d_y, const Tensor& saved_input) const {
-  check_dtype(d_y, DType::f32, "fp8 linear output gradient");
+  check_quantisable(d_y, "fp8 linear output gradient");
   int64_t tokens = d_y.size(0), out = out_features();
   Fp8Operand d_y_columns{OwnedTensor(Shape{out, tokens}, DType::e4m3, d_y.device()),         // d_y^T [out, T]
                          OwnedTensor(Shape{out, tiles(tokens)}, DType::f32, d_y.device())};  // [out, T / 128]

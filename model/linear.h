@@ -7,8 +7,10 @@
 // When the weight has an FP8 copy (precision.mode fp8, framework/params/parameter_store.h), the three GEMMs run in
 // FP8 with the DeepSeek-V3 recipe's tiles (framework/device/fp8_gemm.h): forward x (1x128) @ W (128x128)^T,
 // dgrad d_y (1x128) @ W^T (128x128)^T, wgrad d_y^T @ x^T with both quantised in 128x1 tiles along the tokens.
-// x and d_y are fp32 there, quantised online (precision.fp8.pow2_scales rounds their scales up to powers of two),
-// and the saved input is x already quantised for wgrad: FP8 activations cached for backward.
+// x and d_y are quantised online (precision.fp8.pow2_scales rounds their scales up to powers of two) from bf16 when
+// the layer's compute dtype is bf16 (fp8 training: the producers write them in bf16, as DeepSeek-V3 quantises bf16
+// activations), else from fp32; either is taken. The saved input is x already quantised for wgrad: FP8 activations
+// cached for backward.
 //
 // Forward (F), input gradient (B) and weight gradient (W) are separate calls because zero-bubble and DualPipe
 // schedules run W later than B.
@@ -42,8 +44,9 @@ class Linear {
   // compute dtype (no FP8), so a producer that writes input_dtype() saves the rounding pass.
   PreparedInput prepare_input(OwnedTensor&& x) const;
   // The dtype in which a producer (RMSNorm, SwiGLU, attention) should write x for this layer: bf16 when the layer
-  // computes in bf16 without FP8 (x would be rounded to it anyway, once), else fp32 (FP8 quantises fp32 x).
-  DType input_dtype() const { return !uses_fp8() && compute_dtype() == DType::bf16 ? DType::bf16 : DType::f32; }
+  // computes in bf16 (x would be rounded to it anyway, once; with FP8, the e4m3 quantisation reads the bf16 x), else
+  // fp32.
+  DType input_dtype() const { return compute_dtype() == DType::bf16 ? DType::bf16 : DType::f32; }
 
   // y: [T, out] <- x: [T, in]. saved_input receives PreparedInput::saved (allocated here), or with an x handed
   // over, x itself when it has the compute dtype. With accumulate, y (fp32) += the product (the GEMM's beta 1: the
@@ -57,9 +60,12 @@ class Linear {
   // grad(W): [out, in] += d_y^T @ x (the step's first contribution overwrites it: Parameter::grad_beta), with
   // saved_input from forward.
   void backward_weight(const Tensor& d_y, const Tensor& saved_input) const;
-  // The dtype in which a layer keeps d_y from backward_input for backward_weight: the compute dtype (fp32 with
-  // FP8, whose GEMMs quantise d_y themselves). backward_input and backward_weight take d_y in it without a copy.
-  DType output_grad_dtype() const { return uses_fp8() ? DType::f32 : compute_dtype(); }
+  // The dtype in which a layer keeps d_y from backward_input for backward_weight: the compute dtype (with FP8, whose
+  // GEMMs quantise d_y themselves, bf16 or else fp32). backward_input and backward_weight take d_y in it without a
+  // copy; with FP8 they take fp32 too.
+  DType output_grad_dtype() const {
+    return uses_fp8() && compute_dtype() != DType::bf16 ? DType::f32 : compute_dtype();
+  }
 
  private:
   // Calls use(x in the compute dtype), converting only when the dtypes differ.

@@ -79,14 +79,20 @@ void MlaAttention::forward(Context& ctx, const Tensor& out, OwnedTensor&& x, con
   forward_query(ctx, input, tokens, device);
   forward_key_value(ctx, input, tokens, device);
   ctx.x = std::move(input.saved);
-  // NOTE: o comes out of the attention kernel in the dtype o_proj reads (bf16 in bf16 training: no fp32 copy), and
-  // o_proj keeps it for its weight gradient; the attention backward reads that same tensor.
+  // NOTE: o comes out of the attention kernel in the dtype o_proj reads, which is the attention dtype (both follow
+  // o_proj's compute dtype; bf16 in bf16 and fp8 training: no fp32 copy). When o_proj keeps o for its weight
+  // gradient the attention backward reads that same tensor; FP8 (or fp16) keeps another o_proj input, and ctx.o
+  // holds o.
   OwnedTensor o(Shape{tokens, heads_, value_dim_}, o_proj_.input_dtype(), device);  // [T, H, d_v]
   ctx.lse = f32_tensor(Shape{tokens / seq_len, heads_, seq_len}, device);
   attention_forward(per_sequence(o, seq_len), ctx.lse, per_sequence(ctx.q, seq_len), per_sequence(ctx.k, seq_len),
                     per_sequence(ctx.v, seq_len), softmax_scale_);
   bool o_proj_keeps_o = !o_proj_.uses_fp8() && o.tensor().dtype() == o_proj_.compute_dtype();
-  if (!o_proj_keeps_o) ctx.o = to_compute_dtype(o, attention_dtype_);  // FP8 (or fp16) keeps another o_proj input
+  if (!o_proj_keeps_o) {
+    o_proj_.forward(out, flatten_heads(o), ctx.o_input);
+    ctx.o = std::move(o);
+    return;
+  }
   o.reshape(Shape{tokens, heads_ * value_dim_});
   o_proj_.forward(out, std::move(o), ctx.o_input);
 }
@@ -114,10 +120,9 @@ void MlaAttention::forward_key_value(Context& ctx, const Linear::PreparedInput& 
   OwnedTensor kv_latent_normed(Shape{tokens, kv_lora_rank_}, kv_b_proj_.input_dtype(), device);  // [T, kv_lora]
   ctx.kv_latent_rstd = f32_tensor(Shape{tokens}, device);
   rmsnorm_forward(kv_latent_normed, ctx.kv_latent_rstd, ctx.kv_latent, kv_a_norm_->value, norm_eps_);
-  // NOTE: k_nope and v are plain copies of kv's columns, so kv_b_proj may round its output to the attention dtype
-  // itself (the same bits as rounding the copies); FP8 GEMMs write fp32 only.
-  DType kv_dtype = kv_b_proj_.uses_fp8() ? DType::f32 : attention_dtype_;
-  OwnedTensor kv(Shape{tokens, heads_, nope_dim_ + value_dim_}, kv_dtype, device);  // [T, H, d_nope + d_v]
+  // NOTE: k_nope and v are plain copies of kv's columns, so kv_b_proj rounds its output to the attention dtype
+  // itself (the same bits as rounding the copies; FP8 GEMMs write bf16 as the bf16 ones do).
+  OwnedTensor kv(Shape{tokens, heads_, nope_dim_ + value_dim_}, attention_dtype_, device);  // [T, H, d_nope + d_v]
   kv_b_proj_.forward(flatten_heads(kv), std::move(kv_latent_normed), ctx.kv_latent_normed);
   ctx.k = OwnedTensor(Shape{tokens, heads_, nope_dim_ + rope_dim_}, attention_dtype_, device);  // [T, H, d_qk]
   copy_columns(ctx.k, kv, {.width = nope_dim_});
@@ -143,7 +148,8 @@ void MlaAttention::backward_input(Context& ctx, const Tensor& d_x, const Tensor&
   int64_t qk_dim = nope_dim_ + rope_dim_;
   Device device = d_out.device();
   ctx.d_out = to_compute_dtype(d_out, o_proj_.output_grad_dtype());  // NOTE: a copy; the caller may reuse d_out.
-  DType d_o_dtype = o_proj_.uses_fp8() ? DType::f32 : attention_dtype_;  // bf16 when the attention reads bf16
+  // bf16 when the attention reads bf16, but fp32 with FP8 (the header says why)
+  DType d_o_dtype = o_proj_.uses_fp8() ? DType::f32 : attention_dtype_;
   OwnedTensor d_o(Shape{tokens, heads_, value_dim_}, d_o_dtype, device);  // [T, H, d_v]
   o_proj_.backward_input(flatten_heads(d_o), ctx.d_out);
   OwnedTensor d_q = f32_tensor(Shape{tokens, heads_, qk_dim}, device);      // [T, H, d_qk]

@@ -12,10 +12,12 @@
 // RoPE (interleaved, YaRN) rotates the d_rope columns of q per head and k_rope once per token. The softmax scale is
 // d_qk^-0.5, times mscale^2 when YaRN is active. The attention core reads q, k and v in bf16 when the projections
 // compute in bf16 (rounded after RoPE, like tensor-core inputs), in fp32 otherwise; its softmax and q, k, v
-// gradients are fp32. In bf16 training (no FP8) the passes between the projections and the attention core write
-// bf16 only: kv_b_proj outputs bf16, q is rotated into bf16, o and d_o are bf16, d_q and d_kv are written in bf16
-// by the rotation and the column copy (each value rounded once, where it was rounded before). Follows
-// docs/design/model-layers.md (forward / backward_input / backward_weight).
+// gradients are fp32. In bf16 and fp8 training the passes between the projections and the attention core write
+// bf16 only: kv_b_proj outputs bf16, q is rotated into bf16, o is bf16, d_q and d_kv are written in bf16 by the
+// rotation and the column copy (each value rounded once, where it was rounded before, or in fp8 training before
+// its e4m3 quantisation). d_o is bf16 in bf16 training; with FP8 it stays fp32, as rounding it would change the
+// attention backward's D = dot(d_o, o), not only an FP8 GEMM's operand. Follows docs/design/model-layers.md
+// (forward / backward_input / backward_weight).
 
 #include <cstdint>
 

@@ -117,17 +117,18 @@ nlohmann::json benchmark_gemms(const LinearShape& shape, int64_t tokens, const A
   return result;
 }
 
-// Forward, backward_input and backward_weight of a Linear on `weight`, called as the model calls them: x fp32,
-// d_y in the layer's output_grad_dtype (bf16 in BF16, fp32 in FP8).
+// Forward, backward_input and backward_weight of a Linear on `weight`, called as the model calls them: x in the
+// layer's input_dtype and d_y in its output_grad_dtype (bf16 in BF16 and FP8).
 PassTimes time_layer(const Parameter& weight, const Tensor& x, const Tensor& d_y, const TimingOptions& timing) {
   Linear layer(weight);
   int64_t tokens = x.size(0);
   OwnedTensor y(Shape{tokens, layer.out_features()}, DType::f32, Device::cuda(0));   // [T, out]
   OwnedTensor d_x(Shape{tokens, layer.in_features()}, DType::f32, Device::cuda(0));  // [T, in]
+  OwnedTensor layer_x = to_compute_dtype(x, layer.input_dtype());                     // [T, in]
   OwnedTensor layer_d_y = to_compute_dtype(d_y, layer.output_grad_dtype());           // [T, out]
   OwnedTensor saved_input;
   // NOTE: braced initialisers run in order: forward fills saved_input before backward_weight reads it.
-  return {time_ms([&] { layer.forward(y, x, saved_input); }, timing),
+  return {time_ms([&] { layer.forward(y, layer_x, saved_input); }, timing),
           time_ms([&] { layer.backward_input(d_x, layer_d_y); }, timing),
           time_ms([&] { layer.backward_weight(layer_d_y, saved_input); }, timing)};
 }

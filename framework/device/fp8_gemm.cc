@@ -1,5 +1,6 @@
 #include "framework/device/fp8_gemm.h"
 
+#include "framework/device/cast.h"
 #include "framework/device/dispatch.h"
 #include "framework/device/fp8_quantize.h"
 #include "framework/device/gemm.h"
@@ -25,13 +26,14 @@ void check_matrix(const Fp8Matrix& matrix, const Tensor& c, const char* what) {
   check_same_device(matrix.scales, c, "fp8_gemm");
 }
 
-void check_operands(const Tensor& c, const Fp8Matrix& a, const Fp8Matrix& b) {
+void check_operands(const Tensor& c, const Fp8Matrix& a, const Fp8Matrix& b, float beta) {
   HAI_CHECK(a.scaling == Fp8Scaling::tile_1x128, "fp8_gemm A must be quantised in 1x128 tiles");
   check_matrix(a, c, "fp8_gemm A");
   check_matrix(b, c, "fp8_gemm B");
   HAI_CHECK(a.values.size(1) == b.values.size(1), "fp8_gemm inner dimensions differ: A is {}, B is {}",
             a.values.str(), b.values.str());
-  check_dtype(c, DType::f32, "fp8_gemm C");
+  HAI_CHECK(c.dtype() == DType::f32 || (c.dtype() == DType::bf16 && beta == 0.0f),
+            "fp8_gemm C must be fp32, or bf16 with beta 0, got {} with beta {}", c.str(), beta);
   check_shape(c, Shape{a.values.size(0), b.values.size(0)}, "fp8_gemm C");
 }
 
@@ -47,17 +49,21 @@ OwnedTensor dequantized(const Fp8Matrix& matrix, Stream stream) {
   return values;
 }
 
-// Both operands dequantised exactly, then the fp32 GEMM: the reference semantics, on any device.
+// Both operands dequantised exactly, then the fp32 GEMM: the reference semantics, on any device. A bf16 C is
+// rounded once from an fp32 product (cuBLASLt writes a bf16 C only from 16-bit operands, not from these fp32 ones).
 void dequantized_fp8_gemm(const Tensor& c, const Fp8Matrix& a, const Fp8Matrix& b, float beta, Stream stream) {
   OwnedTensor a_values = dequantized(a, stream);  // [M, K]
   OwnedTensor b_values = dequantized(b, stream);  // [N, K]
-  gemm(c, a_values, b_values, {.transpose_b = true, .beta = beta}, stream);
+  if (c.dtype() == DType::f32) return gemm(c, a_values, b_values, {.transpose_b = true, .beta = beta}, stream);
+  OwnedTensor product(c.shape(), DType::f32, c.device());  // [M, N]
+  gemm(product, a_values, b_values, {.transpose_b = true}, stream);
+  cast_tensor(c, product, stream);
 }
 
 }  // namespace
 
 void fp8_gemm(const Tensor& c, const Fp8Matrix& a, const Fp8Matrix& b, float beta, [[maybe_unused]] Stream stream) {
-  check_operands(c, a, b);
+  check_operands(c, a, b, beta);
   if (c.device().is_cpu()) return dequantized_fp8_gemm(c, a, b, beta, stream);
 #ifdef HAI_WITH_CUDA
   if (!cuda::fp8_gemm_supported(c.size(0), c.size(1), a.values.size(1))) {

@@ -2,7 +2,9 @@
 // FP8 GEMM with DeepSeek-V3 block scales (reference/deepseek-v3.md "FP8 mixed precision recipe"):
 //   C = dequant(A) @ dequant(B)^T + beta * C
 // with A: [M, K] and B: [N, K] e4m3, both K-major (the contiguous dimension is the one summed over, as FP8 tensor
-// cores need), fp32 accumulation and an fp32 C: [M, N]. dequant is framework/device/fp8_quantize.h's.
+// cores need), fp32 accumulation and C: [M, N] fp32, or bf16 with beta == 0: the fp32 result rounded once to nearest
+// even (an output that only bf16 consumers read is never written in fp32). dequant is
+// framework/device/fp8_quantize.h's.
 //
 // A is always quantised in 1x128 tiles (per row, per 128 of K). B is quantised in 128x128 blocks (a weight) or in
 // 1x128 tiles (an activation). The three GEMMs of a linear layer y = x W^T (W [out, in]) are:
@@ -11,9 +13,11 @@
 //   wgrad:   d_W [out, in] = d_y^T [out, T] (1x128)   @ x^T [in, T] (1x128)^T    (tiles along the tokens)
 // where the transposed operands come from quantize_128x128_transposed / quantize_128x1_transposed.
 //
-// The CPU reference dequantises both operands exactly and runs the fp32 GEMM (framework/device/gemm.h). The CUDA
-// path runs cuBLASLt with per-128 (VEC128_32F) and per-128x128 (BLK128x128_32F) scale modes, which promotes its
-// partial sums to fp32 at least every 128 products; it needs M, N multiples of 16, and a K that is not a multiple
+// The CPU reference dequantises both operands exactly and runs the fp32 GEMM (framework/device/gemm.h), a bf16 C
+// rounded from its fp32 result. The CUDA path runs cuBLASLt with per-128 (VEC128_32F) and per-128x128
+// (BLK128x128_32F) scale modes, which promotes its partial sums to fp32 at least every 128 products and rounds a
+// bf16 D once from them (C and D share their type, as PyTorch's _scaled_mm has them for these modes; a bf16 C is
+// only ever written, beta 0, the case PyTorch tests); it needs M, N multiples of 16, and a K that is not a multiple
 // of 128 is zero-padded to one (the scales are unchanged). Other shapes take the reference's path on the GPU:
 // dequantise, fp32 GEMM.
 // cuBLASLt does not read our row-major scale tensors as they are: it wants 1x128 scales transposed
@@ -39,8 +43,8 @@ struct Fp8Matrix {
   Fp8Scaling scaling = Fp8Scaling::tile_1x128;
 };
 
-// c: [M, N] fp32 <- a: [M, K] (1x128), b: [N, K] (1x128 or 128x128). With beta == 0, C is written without being
-// read. C must not overlap the operands.
+// c: [M, N] fp32, or bf16 with beta == 0 <- a: [M, K] (1x128), b: [N, K] (1x128 or 128x128). With beta == 0, C is
+// written without being read. C must not overlap the operands.
 void fp8_gemm(const Tensor& c, const Fp8Matrix& a, const Fp8Matrix& b, float beta = 0.0f, Stream stream = {});
 
 }  // namespace hai

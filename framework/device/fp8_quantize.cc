@@ -22,7 +22,7 @@ int64_t tile_count(int64_t extent, int64_t tile_extent) { return (extent + tile_
 
 Shape transposed(const Shape& shape) { return Shape{shape[1], shape[0]}; }
 
-// x: [M, K] fp32, q: [M, K] e4m3 (or [K, M] transposed), scales: [ceil(M / tile rows), ceil(K / tile cols)] fp32
+// x: [M, K] x_dtype, q: [M, K] e4m3 (or [K, M] transposed), scales: [ceil(M / tile rows), ceil(K / tile cols)] fp32
 // (or its transpose), all on one device.
 void check_operands(const Tensor& x, const Tensor& q, const Tensor& scales, cpu::Fp8Tile tile,
                     bool transposed_output = false, DType x_dtype = DType::f32) {
@@ -43,6 +43,24 @@ void quantize(const Tensor& q, const Tensor& scales, const Tensor& x, cpu::Fp8Ti
   if (x.device().is_cpu()) return cpu::quantize_tiles(q, scales, x, tile, pow2_scales, transposed_output);
 #ifdef HAI_WITH_CUDA
   return cuda::quantize_tiles(q, scales, x, {tile.rows, tile.cols}, pow2_scales, transposed_output, stream);
+#else
+  throw_no_backend(op, x.device());
+#endif
+}
+
+// x bf16 (the bits of widening it to fp32 first): on the CPU the reference on that exact widening, on the GPU a
+// kernel that widens as it loads (1x128 tiles, or 128x1 tiles written transposed).
+void quantize_bf16(const Tensor& q, const Tensor& scales, const Tensor& x, cpu::Fp8Tile tile, bool pow2_scales,
+                   bool transposed_output, [[maybe_unused]] Stream stream, [[maybe_unused]] const char* op) {
+  check_operands(x, q, scales, tile, transposed_output, DType::bf16);
+  if (x.device().is_cpu()) {
+    OwnedTensor widened(x.shape(), DType::f32);  // [M, K], exact
+    cast_tensor(widened, x);
+    return cpu::quantize_tiles(q, scales, widened, tile, pow2_scales, transposed_output);
+  }
+#ifdef HAI_WITH_CUDA
+  if (transposed_output) return cuda::quantize_128x1_transposed_bf16(q, scales, x, pow2_scales, stream);
+  cuda::quantize_1x128_bf16(q, scales, x, pow2_scales, stream);
 #else
   throw_no_backend(op, x.device());
 #endif
@@ -71,18 +89,9 @@ float fp8_scale_from_amax(float amax, bool pow2_scales) {
 }
 
 void quantize_1x128(const Tensor& q, const Tensor& scales, const Tensor& x, bool pow2_scales, Stream stream) {
-  if (x.dtype() != DType::bf16) return quantize(q, scales, x, kTile1x128, pow2_scales, false, stream, "quantize_1x128");
-  check_operands(x, q, scales, kTile1x128, false, DType::bf16);
-  if (x.device().is_cpu()) {
-    OwnedTensor widened(x.shape(), DType::f32);  // [M, K], exact
-    cast_tensor(widened, x);
-    return cpu::quantize_tiles(q, scales, widened, kTile1x128, pow2_scales, false);
-  }
-#ifdef HAI_WITH_CUDA
-  cuda::quantize_1x128_bf16(q, scales, x, pow2_scales, stream);
-#else
-  throw_no_backend("quantize_1x128", x.device());
-#endif
+  const char* op = "quantize_1x128";
+  if (x.dtype() == DType::bf16) return quantize_bf16(q, scales, x, kTile1x128, pow2_scales, false, stream, op);
+  quantize(q, scales, x, kTile1x128, pow2_scales, false, stream, op);
 }
 
 void quantize_128x1(const Tensor& q, const Tensor& scales, const Tensor& x, bool pow2_scales, Stream stream) {
@@ -95,7 +104,9 @@ void quantize_128x128(const Tensor& q, const Tensor& scales, const Tensor& x, bo
 
 void quantize_128x1_transposed(const Tensor& q_t, const Tensor& scales_t, const Tensor& x, bool pow2_scales,
                                Stream stream) {
-  quantize(q_t, scales_t, x, kTile128x1, pow2_scales, true, stream, "quantize_128x1_transposed");
+  const char* op = "quantize_128x1_transposed";
+  if (x.dtype() == DType::bf16) return quantize_bf16(q_t, scales_t, x, kTile128x1, pow2_scales, true, stream, op);
+  quantize(q_t, scales_t, x, kTile128x1, pow2_scales, true, stream, op);
 }
 
 void quantize_128x128_transposed(const Tensor& q_t, const Tensor& scales_t, const Tensor& x, bool pow2_scales,

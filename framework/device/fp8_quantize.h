@@ -46,7 +46,8 @@ void quantize_128x128(const Tensor& q, const Tensor& scales, const Tensor& x, bo
 // operands of an FP8 tensor-core GEMM): q_t = q^T and scales_t = scales^T of the call named without _transposed,
 // bit for bit. quantize_128x1_transposed is also the 1x128 quantisation of x^T (wgrad's operands, tiles along
 // the tokens); quantize_128x128_transposed that of x^T (dgrad's weight).
-// q_t: [K, M] e4m3, scales_t: [K, ceil(M / 128)] fp32 <- x: [M, K] fp32
+// q_t: [K, M] e4m3, scales_t: [K, ceil(M / 128)] fp32 <- x: [M, K] fp32, or bf16 (the bits of widening it to fp32
+// first, without that pass on the GPU)
 void quantize_128x1_transposed(const Tensor& q_t, const Tensor& scales_t, const Tensor& x, bool pow2_scales = false,
                                Stream stream = {});
 // q_t: [K, M] e4m3, scales_t: [ceil(K / 128), ceil(M / 128)] fp32 <- x: [M, K] fp32

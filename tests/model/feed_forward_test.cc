@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "framework/device/swiglu.h"
 #include "tests/framework/device/test_util.h"
 
 namespace hai {
@@ -13,15 +14,18 @@ namespace {
 
 constexpr const char* kPrefix = "model.layers.0.mlp.";
 
-ParameterStore feed_forward_store(int64_t hidden, int64_t ffn, double init_std) {
+// fp8: FP8 copies of the three weights (fp8_gemm specs), compute dtype bf16, as precision.mode fp8 has them.
+ParameterStore feed_forward_store(int64_t hidden, int64_t ffn, double init_std, bool fp8 = false) {
   std::string prefix = kPrefix;
   std::vector<ParameterSpec> specs = {
       {prefix + "gate_proj.weight", Shape{ffn, hidden}},
       {prefix + "up_proj.weight", Shape{ffn, hidden}},
       {prefix + "down_proj.weight", Shape{hidden, ffn}},
   };
-  ParameterStore store(std::move(specs), Device::cpu());
+  for (ParameterSpec& spec : specs) spec.fp8_gemm = fp8;
+  ParameterStore store(std::move(specs), Device::cpu(), fp8 ? DType::bf16 : DType::f32, {.enabled = fp8});
   store.initialize(/*seed=*/7, init_std);
+  store.refresh_compute_copy();
   return store;
 }
 
@@ -119,6 +123,37 @@ TEST(FeedForward, RowSliceEqualsRowsOfTheWholeBatch) {
     EXPECT_EQ(slice_out.data<float>()[i], out.data<float>()[kBegin * kHidden + i]) << i;
     EXPECT_NEAR(slice_d_x.data<float>()[i], prior[i] + d_x.data<float>()[kBegin * kHidden + i], 1e-6) << i;
   }
+}
+
+// In fp8 training the three FP8 projections compute in bf16: x (written in bf16 by its producer, input_dtype) and
+// SwiGLU's activation are bf16 before their e4m3 quantisation, while gate and up reach SwiGLU in fp32, as the GEMMs
+// write them: the block's output is, bit for bit, the composition of its parts with exactly those roundings. The
+// output gradients kept for the weight gradients are bf16.
+TEST(FeedForward, Fp8RoundsOnlyTheProjectionInputsAndGradientsToBf16) {
+  constexpr int64_t kRows = 9, kHidden = 200, kFfn = 136;
+  ParameterStore store = feed_forward_store(kHidden, kFfn, 0.05, /*fp8=*/true);
+  FeedForward ffn(store, kPrefix);
+  ASSERT_EQ(ffn.input_dtype(), DType::bf16);
+  OwnedTensor x_bf16 = to_compute_dtype(testing::random_tensor({kRows, kHidden}, 10), DType::bf16);  // [N, H]
+  OwnedTensor out({kRows, kHidden}, DType::f32);
+  FeedForward::Context ctx;
+  ffn.forward(ctx, out, x_bf16);
+
+  Linear gate(store[std::string(kPrefix) + "gate_proj.weight"]), up(store[std::string(kPrefix) + "up_proj.weight"]);
+  Linear down(store[std::string(kPrefix) + "down_proj.weight"]);
+  OwnedTensor gate_out({kRows, kFfn}, DType::f32), up_out({kRows, kFfn}, DType::f32), saved;
+  gate.forward(gate_out, x_bf16, saved);
+  up.forward(up_out, x_bf16, saved);
+  OwnedTensor activation({kRows, kFfn}, DType::bf16);  // [N, F] the fp32 SwiGLU rounded once
+  swiglu_forward(activation, gate_out, up_out);
+  OwnedTensor expected({kRows, kHidden}, DType::f32);
+  down.forward(expected, activation, saved);
+  EXPECT_TRUE(testing::same_bytes(out, expected));
+
+  OwnedTensor d_x({kRows, kHidden}, DType::f32);
+  ffn.backward_input(ctx, d_x, testing::random_tensor({kRows, kHidden}, 11));
+  for (const OwnedTensor* kept : {&ctx.d_out, &ctx.d_gate, &ctx.d_up}) EXPECT_EQ(kept->tensor().dtype(), DType::bf16);
+  ffn.backward_weight(ctx);
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "framework/device/cast.h"
 #include "model/linear.h"
 #include "tests/framework/device/test_util.h"
 
@@ -138,6 +139,52 @@ TEST(LinearFp8, APreparedInputEqualsPreparingPerLayer) {
   EXPECT_THROW(Linear(fp8["proj.weight"]).forward(OwnedTensor(Shape{kTokens, kOut}, DType::f32),
                                                   Linear(fp32["proj.weight"]).prepare_input(x)),
                Error);
+}
+
+// x rounded to bf16, and that bf16 widened back to fp32 (exactly).
+struct RoundedToBf16 {
+  OwnedTensor narrow, widened;
+
+  explicit RoundedToBf16(const Tensor& x) : narrow(x.shape(), DType::bf16), widened(x.shape(), DType::f32) {
+    cast_tensor(narrow, x);
+    cast_tensor(widened, narrow);
+  }
+};
+
+// An FP8 layer computing in bf16 (fp8 training) has its producers write x and d_y in bf16, and takes them so: the
+// three GEMMs give the bits of the same values handed over in fp32 (bf16 widened exactly before quantising), and
+// the saved input is the same.
+TEST(LinearFp8, Bf16InputsAndGradientsGiveTheResultsOfTheirFp32Widening) {
+  ParameterStore fp8 = make_store(true);
+  Linear layer(fp8["proj.weight"]);
+  EXPECT_EQ(layer.input_dtype(), DType::bf16);
+  EXPECT_EQ(layer.output_grad_dtype(), DType::bf16);
+  RoundedToBf16 x(random_tensor(Shape{kTokens, kIn}, 7));      // [T, in]
+  RoundedToBf16 d_y(random_tensor(Shape{kTokens, kOut}, 8));  // [T, out]
+  OwnedTensor y16(Shape{kTokens, kOut}, DType::f32), y32(Shape{kTokens, kOut}, DType::f32), saved16, saved32;
+  layer.forward(y16, x.narrow, saved16);
+  layer.forward(y32, x.widened, saved32);
+  EXPECT_TRUE(testing::same_bytes(y16, y32));
+  EXPECT_TRUE(testing::same_bytes(saved16, saved32));
+  OwnedTensor d_x16(Shape{kTokens, kIn}, DType::f32), d_x32(Shape{kTokens, kIn}, DType::f32);
+  layer.backward_input(d_x16, d_y.narrow);
+  layer.backward_input(d_x32, d_y.widened);
+  EXPECT_TRUE(testing::same_bytes(d_x16, d_x32));
+  layer.backward_weight(d_y.narrow, saved16);
+  OwnedTensor grad16 = to_compute_dtype(fp8["proj.weight"].grad, DType::f32);  // a copy
+  fp8.zero_grads();
+  layer.backward_weight(d_y.widened, saved32);
+  EXPECT_TRUE(testing::same_bytes(grad16, fp8["proj.weight"].grad));
+  EXPECT_THROW(layer.backward_input(d_x16, to_compute_dtype(d_y.widened, DType::f16)), Error);
+}
+
+// Without FP8 the dtypes stay those of the compute copy (bf16 here, fp32 in fp32 training).
+TEST(LinearFp8, WithoutFp8TheDtypesAreTheComputeDtype) {
+  ParameterStore bf16(weight_spec(), Device::cpu(), DType::bf16), fp32 = make_store(false);
+  EXPECT_EQ(Linear(bf16["proj.weight"]).input_dtype(), DType::bf16);
+  EXPECT_EQ(Linear(bf16["proj.weight"]).output_grad_dtype(), DType::bf16);
+  EXPECT_EQ(Linear(fp32["proj.weight"]).input_dtype(), DType::f32);
+  EXPECT_EQ(Linear(fp32["proj.weight"]).output_grad_dtype(), DType::f32);
 }
 
 TEST(LinearFp8, RefusesASavedInputOfAnotherShape) {

@@ -226,6 +226,33 @@ TEST_F(MlaAttentionTest, Bf16ComputeStaysCloseToFp32) {
   EXPECT_GT(testing::dot(bf16_store.grads(), bf16_store.grads()), 0.0);
 }
 
+// In fp8 training (FP8 projections computing in bf16) the tensors between the projections and the attention core
+// are bf16, as in bf16 training: x, q, k, v, o and the output gradients the projections keep; d_o alone stays fp32
+// (the header says why). (tests/model/linear_fp8_test.cc checks the FP8 GEMMs' error, tests/apps/trainer_fp8_test.cc
+// the training.)
+TEST_F(MlaAttentionTest, Fp8KeepsBf16ActivationsAndGradientsAroundTheProjections) {
+  ParameterStore fp8_store(deepseek_v3_parameters(model_), Device::cpu(), DType::bf16, {.enabled = true});
+  copy_tensor(fp8_store.values(), store_.values());
+  fp8_store.refresh_compute_copy();
+  fp8_store.zero_grads();
+  MlaAttention fp8_attention(model_, fp8_store, 0, rope_);
+  EXPECT_EQ(fp8_attention.input_dtype(), DType::bf16);
+  OwnedTensor x = testing::random_tensor(Shape{kTokens, model_.hidden_size}, 9);
+  MlaAttention::Context ctx;
+  OwnedTensor out(Shape{kTokens, model_.hidden_size}, DType::f32);
+  OwnedTensor positions = positions_of(kTokens);
+  fp8_attention.forward(ctx, out, x, positions, kSeqLen);
+  for (const OwnedTensor* kept : {&ctx.q, &ctx.k, &ctx.v, &ctx.o}) EXPECT_EQ(kept->tensor().dtype(), DType::bf16);
+  OwnedTensor d_x(x.shape(), DType::f32);
+  fp8_attention.backward_input(ctx, d_x, out);
+  for (const OwnedTensor* kept : {&ctx.d_out, &ctx.d_q, &ctx.d_kv, &ctx.d_ckv, &ctx.d_q_latent}) {
+    EXPECT_EQ(kept->tensor().dtype(), DType::bf16);
+  }
+  fp8_attention.backward_weight(ctx);
+  fp8_store.zero_unwritten_grads();
+  EXPECT_GT(testing::dot(fp8_store.grads(), fp8_store.grads()), 0.0);
+}
+
 TEST_F(MlaAttentionTest, SoftmaxScaleCarriesYarnMscale) {
   // 7^-0.5 * (0.1 ln 4 + 1)^2 with YaRN on; without it the plain 7^-0.5.
   double mscale = 0.1 * std::log(4.0) + 1.0;

@@ -23,6 +23,10 @@ namespace {
 // The launcher therefore rewrites both scale tensors into scratch from the stream-ordered pool before each GEMM
 // (one kernel for the two).
 //
+// A bf16 C (beta 0 only: the dispatcher checks) is cuBLASLt's C and D type CUDA_R_16BF, the pairing PyTorch's
+// _scaled_mm uses with these scale modes on sm_90: the epilogue rounds the fp32 accumulators once, and split-K
+// partial sums are reduced in fp32, never in the bf16 D (choose_algorithm, blaslt_algorithm.cc).
+//
 // cuBLASLt's FP8 path needs K a multiple of 128; a K that is not (kv_a_proj_with_mqa's 320 in dgrad, the tiny
 // config's 64) is padded: both operands' values are copied into scratch with zero columns up to the next multiple
 // of 128. The zeros add nothing to the products, and the scales keep their shape: a partial last tile's scale
@@ -75,6 +79,7 @@ GemmProblem column_major_problem(const Tensor& c, const Fp8Matrix& a, const Fp8M
   problem.transpose_a = true;
   problem.transpose_b = false;
   problem.input_type = CUDA_R_8F_E4M3;
+  problem.output_type = c.dtype() == DType::bf16 ? CUDA_R_16BF : CUDA_R_32F;
   problem.scale_mode_a = scale_mode(b.scaling);
   problem.scale_mode_b = scale_mode(a.scaling);
   problem.alignment_a = operand_alignment(b.values.raw());
@@ -128,7 +133,7 @@ void fp8_gemm(const Tensor& c, const Fp8Matrix& a, const Fp8Matrix& b, float bet
   set_scales(descriptor, problem, scales_a, scales_b);
   MatrixLayout a_layout(CUDA_R_8F_E4M3, problem.k, problem.m);  // our B, [K, N] column-major
   MatrixLayout b_layout(CUDA_R_8F_E4M3, problem.k, problem.n);  // our A, [K, M] column-major
-  MatrixLayout c_layout(CUDA_R_32F, problem.m, problem.n);      // C^T
+  MatrixLayout c_layout(problem.output_type, problem.m, problem.n);  // C^T, fp32 or bf16 (C and D alike)
   cublasLtMatmulAlgo_t algorithm = choose_algorithm(context, problem, descriptor, a_layout, b_layout, c_layout);
   const float alpha = 1.0f;
   HAI_CUBLAS_CHECK(cublasLtMatmul(context.handle(), descriptor.get(), &alpha, b.values.raw(), a_layout.get(),

@@ -21,6 +21,14 @@ void quantize_1x128_bf16(const Tensor& q, const Tensor& scales, const Tensor& x,
                "fp8 quantisation");
 }
 
+void quantize_128x1_transposed_bf16(const Tensor& q_t, const Tensor& scales_t, const Tensor& x, bool pow2_scales,
+                                    Stream stream) {
+  cudaStream_t cuda_stream = prepare_launch(x.device(), stream);
+  check_launch(kernels::quantize_128x1_transposed_bf16(&q_t.data<e4m3>()->bits, scales_t.data<float>(), x.raw(),
+                                                       x.size(0), x.size(1), pow2_scales, cuda_stream),
+               "fp8 quantisation");
+}
+
 void dequantize_tiles(const Tensor& x, const Tensor& q, const Tensor& scales, Fp8TileShape tile, Stream stream) {
   cudaStream_t cuda_stream = prepare_launch(x.device(), stream);
   kernels::Fp8Layout layout{x.size(0), x.size(1), tile.rows, tile.cols};

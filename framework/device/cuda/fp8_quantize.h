@@ -16,6 +16,9 @@ void quantize_tiles(const Tensor& q, const Tensor& scales, const Tensor& x, Fp8T
                     bool transposed, Stream stream);
 // 1x128 tiles of a bf16 x, widened exactly.
 void quantize_1x128_bf16(const Tensor& q, const Tensor& scales, const Tensor& x, bool pow2_scales, Stream stream);
+// 128x1 tiles of a bf16 x, widened exactly, written transposed (q_t: [K, M], scales_t: [K, ceil(M / 128)]).
+void quantize_128x1_transposed_bf16(const Tensor& q_t, const Tensor& scales_t, const Tensor& x, bool pow2_scales,
+                                    Stream stream);
 void dequantize_tiles(const Tensor& x, const Tensor& q, const Tensor& scales, Fp8TileShape tile, Stream stream);
 
 }  // namespace hai::cuda

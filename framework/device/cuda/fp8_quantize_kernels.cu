@@ -42,6 +42,10 @@ __device__ float block_max(float value) {
 
 __device__ bool aligned(const void* pointer, int bytes) { return reinterpret_cast<uintptr_t>(pointer) % bytes == 0; }
 
+// An element of x as fp32: itself, or a bf16 widened exactly.
+__device__ float widened(float value) { return value; }
+__device__ float widened(__nv_bfloat16 value) { return __bfloat162float(value); }
+
 // ---- 1x128 tiles ----
 
 constexpr int kTilesPerWarp = 4;  // 1x128 tiles of a row per warp: 64 bytes of loads in flight per lane
@@ -68,7 +72,7 @@ struct TileLane {
     if (vectorised) {
       load_four(v);
     } else {
-      for (int i = 0; i < 4; ++i) v[i] = lane_begin + i < width ? to_float(x_lane[i]) : 0.0f;
+      for (int i = 0; i < 4; ++i) v[i] = lane_begin + i < width ? widened(x_lane[i]) : 0.0f;
     }
   }
 
@@ -83,8 +87,6 @@ struct TileLane {
   }
 
  private:
-  __device__ static float to_float(float value) { return value; }
-  __device__ static float to_float(__nv_bfloat16 value) { return __bfloat162float(value); }
   __device__ void load_four(float (&v)[4]) const {
     if constexpr (sizeof(Element) == 4) {
       float4 loaded = *reinterpret_cast<const float4*>(x_lane);
@@ -154,9 +156,10 @@ using PanelValues = float[kRowsPerWarp][kChunks];  // [i, j] as PanelThread plac
 template <int kChunks>
 using ChunkScales = float[kChunks];  // the scale of each of a thread's columns
 
-// The thread's elements of x [rows, cols]; zero outside x, which leaves every amax unchanged.
-template <int kChunks>
-__device__ void load_panel(PanelValues<kChunks>& values, const float* __restrict__ x, int64_t rows, int64_t cols,
+// The thread's elements of x [rows, cols] (Element float, or bf16 widened exactly); zero outside x, which leaves
+// every amax unchanged.
+template <int kChunks, typename Element>
+__device__ void load_panel(PanelValues<kChunks>& values, const Element* __restrict__ x, int64_t rows, int64_t cols,
                            const PanelThread& at) {
 #pragma unroll
   for (int i = 0; i < kRowsPerWarp; ++i) {
@@ -164,7 +167,7 @@ __device__ void load_panel(PanelValues<kChunks>& values, const float* __restrict
 #pragma unroll
     for (int j = 0; j < kChunks; ++j) {
       int64_t c = at.col_begin + at.col(j);
-      values[i][j] = r < rows && c < cols ? x[r * cols + c] : 0.0f;
+      values[i][j] = r < rows && c < cols ? widened(x[r * cols + c]) : 0.0f;
     }
   }
 }
@@ -234,10 +237,10 @@ __device__ void store_panel(uint8_t* __restrict__ q, const PanelValues<kChunks>&
 // One block per 128 x (32 * k128x1Chunks) panel, a 128x1 tile per column; the panel's tile row is
 // blockIdx.x / panel_cols.
 // q: [rows, cols], scales: [tile_rows, cols]; transposed: q_t: [cols, rows], scales_t: [cols, tile_rows]
-// <- x: [rows, cols]
-template <bool kTransposed>
+// <- x: [rows, cols] Element (float, or bf16 widened exactly)
+template <bool kTransposed, typename Element>
 __global__ void __launch_bounds__(kThreads) quantize_128x1_kernel(uint8_t* __restrict__ q, float* __restrict__ scales,
-                                                                  const float* __restrict__ x, int64_t rows,
+                                                                  const Element* __restrict__ x, int64_t rows,
                                                                   int64_t cols, unsigned int panel_cols,
                                                                   bool pow2_scales) {
   constexpr int kChunks = k128x1Chunks;
@@ -437,7 +440,7 @@ cudaError_t quantize_tiles(uint8_t* q, float* scales, const float* x, Fp8Layout 
   }
   if (has_tiles(layout, kTile, 1)) {
     int64_t panel_cols = ceil_div(layout.cols, kWarpSize * k128x1Chunks);
-    return launch_quantize(transposed ? quantize_128x1_kernel<true> : quantize_128x1_kernel<false>,
+    return launch_quantize(transposed ? quantize_128x1_kernel<true, float> : quantize_128x1_kernel<false, float>,
                            tile_rows * panel_cols, static_cast<unsigned int>(panel_cols), q, scales, x, layout,
                            pow2_scales, stream);
   }
@@ -460,6 +463,15 @@ cudaError_t quantize_1x128_bf16(uint8_t* q, float* scales, const void* x, int64_
   return launch_quantize(quantize_1x128_kernel<__nv_bfloat16>, ceil_div(rows, kWarps) * tile_groups,
                          static_cast<unsigned int>(tile_groups), q, scales, static_cast<const __nv_bfloat16*>(x),
                          Fp8Layout{rows, cols, 1, kTile}, pow2_scales, stream);
+}
+
+cudaError_t quantize_128x1_transposed_bf16(uint8_t* q_t, float* scales_t, const void* x, int64_t rows, int64_t cols,
+                                          bool pow2_scales, cudaStream_t stream) {
+  if (rows == 0 || cols == 0) return cudaSuccess;
+  int64_t panel_cols = ceil_div(cols, kWarpSize * k128x1Chunks);
+  return launch_quantize(quantize_128x1_kernel<true, __nv_bfloat16>, ceil_div(rows, kTile) * panel_cols,
+                         static_cast<unsigned int>(panel_cols), q_t, scales_t, static_cast<const __nv_bfloat16*>(x),
+                         Fp8Layout{rows, cols, kTile, 1}, pow2_scales, stream);
 }
 
 cudaError_t quantize_weight_batch(const Fp8WeightEntry* entries, int64_t count, int64_t tiles, cudaStream_t stream) {

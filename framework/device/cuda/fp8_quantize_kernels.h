@@ -20,6 +20,10 @@ cudaError_t quantize_tiles(uint8_t* q, float* scales, const float* x, Fp8Layout 
 // first.
 cudaError_t quantize_1x128_bf16(uint8_t* q, float* scales, const void* x, int64_t rows, int64_t cols,
                                 bool pow2_scales, cudaStream_t stream);
+// quantize_tiles' 128x1 tiles of a bf16 x [rows, cols] written transposed (q_t: [cols, rows], scales_t:
+// [cols, ceil(rows / 128)]), each element widened exactly: the bits of widening x to fp32 first.
+cudaError_t quantize_128x1_transposed_bf16(uint8_t* q_t, float* scales_t, const void* x, int64_t rows, int64_t cols,
+                                          bool pow2_scales, cudaStream_t stream);
 
 // One weight of a batch quantised in 128x128 blocks both as stored and transposed (exact scales, no powers of 2).
 struct Fp8WeightEntry {

@@ -128,6 +128,29 @@ TEST(Fp8GemmCpu, TwoTileScaledOperandsAccumulateIntoC) {
   expect_dequantised_product(c, a, b, c_before, 1.0f);
 }
 
+// A bf16 C is the fp32 product rounded once to nearest even (framework/core/dtype.h's float_to_bf16), bit for bit.
+TEST(Fp8GemmCpu, Bf16OutputIsTheFp32ProductRoundedOnce) {
+  Quantized a = quantized(spread_matrix(130, 300, 14), Fp8Scaling::tile_1x128);     // [M, K]
+  Quantized b = quantized(spread_matrix(140, 300, 15), Fp8Scaling::block_128x128);  // [N, K]
+  OwnedTensor c32(Shape{130, 140}, DType::f32), c16(Shape{130, 140}, DType::bf16);
+  fp8_gemm(c32, a.matrix(), b.matrix());
+  fp8_gemm(c16, a.matrix(), b.matrix());
+  int64_t mismatches = 0;
+  for (int64_t i = 0; i < c32.numel(); ++i) {
+    mismatches += c16.data<bf16>()[i].bits != float_to_bf16(c32.data<float>()[i]);
+  }
+  EXPECT_EQ(mismatches, 0);
+}
+
+// beta != 0 would read a bf16 C: refused, like gemm's.
+TEST(Fp8GemmCpu, RefusesABf16CToAccumulateInto) {
+  Quantized a = quantized(spread_matrix(8, 128, 16), Fp8Scaling::tile_1x128);
+  Quantized b = quantized(spread_matrix(8, 128, 17), Fp8Scaling::tile_1x128);
+  OwnedTensor c(Shape{8, 8}, DType::bf16), c16f(Shape{8, 8}, DType::f16);
+  EXPECT_THROW(fp8_gemm(c, a.matrix(), b.matrix(), /*beta=*/1.0f), Error);
+  EXPECT_THROW(fp8_gemm(c16f, a.matrix(), b.matrix()), Error);
+}
+
 TEST(Fp8GemmCpu, RefusesABlockScaledA) {
   Quantized a = quantized(spread_matrix(8, 128, 9), Fp8Scaling::block_128x128);
   Quantized b = quantized(spread_matrix(8, 128, 10), Fp8Scaling::tile_1x128);

@@ -245,5 +245,27 @@ TEST(Fp8Quantize, Bf16RowsQuantiseAsTheirFp32Widening) {
   EXPECT_THROW(quantize_1x128(q, scales, f16), Error);
 }
 
+// quantize_128x1_transposed of a bf16 x (wgrad's operands in fp8 training) is that of x widened to fp32 (exactly):
+// the same bytes and scales, at a shape with partial tiles along both dimensions.
+TEST(Fp8Quantize, Bf16ColumnsQuantiseTransposedAsTheirFp32Widening) {
+  OwnedTensor x = testing::random_tensor(Shape{300, 70}, 8, 3.0f);  // [M, K]
+  OwnedTensor x_bf16(x.shape(), DType::bf16);
+  cast_tensor(x_bf16, x);
+  OwnedTensor widened(x.shape(), DType::f32);
+  cast_tensor(widened, x_bf16);
+  for (bool pow2 : {false, true}) {
+    OwnedTensor q_t(Shape{70, 300}, DType::e4m3), scales_t(Shape{70, 3}, DType::f32);
+    OwnedTensor q_ref(Shape{70, 300}, DType::e4m3), scales_ref(Shape{70, 3}, DType::f32);
+    quantize_128x1_transposed(q_t, scales_t, x_bf16, pow2);
+    quantize_128x1_transposed(q_ref, scales_ref, widened, pow2);
+    EXPECT_EQ(std::memcmp(q_t.tensor().raw(), q_ref.tensor().raw(), q_t.tensor().bytes()), 0) << pow2;
+    EXPECT_EQ(std::memcmp(scales_t.tensor().raw(), scales_ref.tensor().raw(), scales_t.tensor().bytes()), 0) << pow2;
+  }
+  OwnedTensor f16(x.shape(), DType::f16), q_t(Shape{70, 300}, DType::e4m3), scales_t(Shape{70, 3}, DType::f32);
+  EXPECT_THROW(quantize_128x1_transposed(q_t, scales_t, f16), Error);
+  OwnedTensor plain_scales(Shape{3, 70}, DType::f32);  // the untransposed layout
+  EXPECT_THROW(quantize_128x1_transposed(q_t, plain_scales, x_bf16), Error);
+}
+
 }  // namespace
 }  // namespace hai

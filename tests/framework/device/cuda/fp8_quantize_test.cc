@@ -80,10 +80,18 @@ using Quantize = std::function<void(const Tensor& q, const Tensor& scales, const
 // unaligned after the first), a single row, and only full tiles.
 const std::vector<std::pair<int64_t, int64_t>> kShapes = {{300, 260}, {257, 389}, {1, 1001}, {256, 384}};
 
+// awkward_matrix in `dtype`: fp32, or rounded to bf16 (its specials survive the rounding).
+OwnedTensor awkward_matrix(int64_t rows, int64_t cols, DType dtype) {
+  OwnedTensor x(Shape{rows, cols}, dtype);
+  cast_tensor(x, awkward_matrix(rows, cols));
+  return x;
+}
+
+// The GPU's quantisation of x [M, K] in x_dtype (bf16: widened as loaded) against the CPU's (bf16: widened first).
 void check_quantize(const Quantize& quantize, bool transposed_output, bool tile_rows_128, bool tile_cols_128,
-                    const std::string& name) {
+                    const std::string& name, DType x_dtype = DType::f32) {
   for (auto [m, k] : kShapes) {
-    OwnedTensor x = awkward_matrix(m, k);  // [M, K]
+    OwnedTensor x = awkward_matrix(m, k, x_dtype);  // [M, K]
     OwnedTensor x_gpu = copy_to(x, Device::cuda(0));
     Shape q_shape = transposed_output ? Shape{k, m} : Shape{m, k};
     int64_t scale_rows = tile_rows_128 ? tiles(m) : m, scale_cols = tile_cols_128 ? tiles(k) : k;
@@ -116,22 +124,17 @@ TEST(Fp8QuantizeParity, EveryLayoutIsBitExact) {
 // quantize_1x128 of bf16 rows on the GPU (widened as loaded) against the CPU's (widened first).
 TEST(Fp8QuantizeParity, Bf16RowsAreBitExact) {
   HAI_REQUIRE_CUDA_DEVICE();
-  for (auto [m, k] : kShapes) {
-    OwnedTensor x(Shape{m, k}, DType::bf16);
-    cast_tensor(x, awkward_matrix(m, k));
-    OwnedTensor x_gpu = copy_to(x, Device::cuda(0));
-    for (bool pow2 : {false, true}) {
-      OwnedTensor q(Shape{m, k}, DType::e4m3), scales(Shape{m, tiles(k)}, DType::f32);
-      OwnedTensor q_gpu(Shape{m, k}, DType::e4m3, Device::cuda(0));
-      OwnedTensor scales_gpu(Shape{m, tiles(k)}, DType::f32, Device::cuda(0));
-      quantize_1x128(q, scales, x, pow2);
-      quantize_1x128(q_gpu, scales_gpu, x_gpu, pow2);
-      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-      std::string what = "1x128 bf16 [" + std::to_string(m) + ", " + std::to_string(k) + "]" + (pow2 ? " pow2" : "");
-      expect_same_bytes(q_gpu, q, what + " values");
-      expect_same_bytes(scales_gpu, scales, what + " scales");
-    }
-  }
+  auto quantize = [](const Tensor& q, const Tensor& s, const Tensor& x, bool pow2) { quantize_1x128(q, s, x, pow2); };
+  check_quantize(quantize, false, false, true, "1x128 bf16", DType::bf16);
+}
+
+// quantize_128x1_transposed of bf16 x (wgrad's operands in fp8 training, tiles along the tokens), the same way.
+TEST(Fp8QuantizeParity, Bf16ColumnsTransposedAreBitExact) {
+  HAI_REQUIRE_CUDA_DEVICE();
+  auto quantize = [](const Tensor& q, const Tensor& s, const Tensor& x, bool pow2) {
+    quantize_128x1_transposed(q, s, x, pow2);
+  };
+  check_quantize(quantize, true, true, false, "128x1 transposed bf16", DType::bf16);
 }
 
 // The batched weight quantisation (one kernel for every weight, both layouts) against the CPU ops, weight by weight.
