@@ -211,7 +211,8 @@ __global__ void __launch_bounds__(kThreads, 1)
 }
 
 // Shared memory of the query kernel: Q and d_out of the block's queries, then a ring of three stages of the key
-// tiles it walks (k and v): iteration j reads tiles j and j - 1 while tile j + 1 fills.
+// tiles it walks (k and v): iteration j reads tiles j and j - 1 while tile j + 1 fills. TMA copies that one
+// thread issues fill them, each stage completing on an mbarrier.
 template <int qk_width, int v_width>
 struct QueryKernelLayout {
   using QTile = Tile<kOwnedRows, qk_width>;
@@ -220,13 +221,19 @@ struct QueryKernelLayout {
   using VTile = Tile<kStepRows, v_width>;
   static constexpr int kStages = 3;
   static constexpr int kStageBytes = KTile::kBytes + VTile::kBytes;
-  static constexpr int kSharedBytes = QTile::kBytes + DOutTile::kBytes + kStages * kStageBytes + 1024;
+  static constexpr int kTileBytes = QTile::kBytes + DOutTile::kBytes + kStages * kStageBytes;
+  static constexpr int kSharedBytes = kTileBytes + (kStages + 1) * static_cast<int>(sizeof(uint64_t)) + 1024;
 
   unsigned char* base;  // 1024-byte aligned
   __device__ unsigned char* q() const { return base; }
   __device__ unsigned char* d_out() const { return base + QTile::kBytes; }
   __device__ unsigned char* k(int tile) const { return d_out() + DOutTile::kBytes + tile % kStages * kStageBytes; }
   __device__ unsigned char* v(int tile) const { return k(tile) + KTile::kBytes; }
+  // The mbarriers on which a stage's copies (and those of Q and d_out) complete.
+  __device__ uint64_t* stage_ready(int tile) const {
+    return reinterpret_cast<uint64_t*>(base + kTileBytes) + tile % kStages;
+  }
+  __device__ uint64_t* rows_ready() const { return reinterpret_cast<uint64_t*>(base + kTileBytes) + kStages; }
 };
 
 #if defined(HAI_WGMMA_AVAILABLE)
@@ -305,24 +312,33 @@ __device__ inline void query_kernel_iteration(float (&d_q)[qk_width / 2], uint32
 
 template <int qk_width, int v_width>
 __global__ void __launch_bounds__(kThreads, 1)
-    attention_query_gradients_wgmma_kernel(float* d_q, const bf16* d_out, const bf16* q, const bf16* k, const bf16* v,
-                                           const float* lse, AttentionGeometry geometry) {
+    attention_query_gradients_wgmma_kernel(float* d_q, const __grid_constant__ CUtensorMap d_out_map,
+                                           const __grid_constant__ CUtensorMap q_map,
+                                           const __grid_constant__ CUtensorMap k_map,
+                                           const __grid_constant__ CUtensorMap v_map, const float* lse,
+                                           AttentionGeometry geometry) {
 #if defined(HAI_WGMMA_AVAILABLE)
   using Layout = QueryKernelLayout<qk_width, v_width>;
   extern __shared__ __align__(16) unsigned char shared[];
   const Layout layout{attention_wgmma::align_1024(shared)};
   const int64_t sequence = geometry.sequence;
-  const HeadOperands operands = attention_tiles::head_operands(d_q, d_out, q, k, v, lse, geometry,
-                                                                blockIdx.y / geometry.heads, blockIdx.y % geometry.heads);
+  const int batch_index = static_cast<int>(blockIdx.y / geometry.heads);
+  const int head = static_cast<int>(blockIdx.y % geometry.heads);
+  const float* head_lse = lse + blockIdx.y * sequence;
+  const float* output_dot = d_q + (int64_t{batch_index} * sequence * geometry.heads + head) * geometry.qk_dim;
+  const int64_t output_dot_pitch = geometry.heads * geometry.qk_dim;  // D[s] in d_q's first column
   const int warpgroup = static_cast<int>(threadIdx.x) / 128;
   const int64_t first_query = int64_t{gridDim.x - 1 - blockIdx.x} * kOwnedRows;  // diagonal-heavy blocks first
   const int64_t warpgroup_first_query = first_query + attention_wgmma::kWarpgroupRows * warpgroup;
   const float scale_log2 = geometry.softmax_scale * kLog2E;
+  const bool issues_copies = threadIdx.x == 0;
+  // Called by the issuing thread only.
   auto load_key_tile = [&](int tile) {
+    uint64_t* ready = layout.stage_ready(tile);
+    sm90::barrier_arrive_expect_bytes(ready, Layout::kStageBytes);
     int64_t first_key = int64_t{tile} * kStepRows;
-    attention_wgmma::load_tile_async<kStepRows, qk_width, kThreads>(layout.k(tile), operands.k, first_key);
-    attention_wgmma::load_tile_async<kStepRows, v_width, kThreads>(layout.v(tile), operands.v, first_key);
-    sm80::commit_async_copies();
+    attention_wgmma::copy_head_rows<kStepRows, qk_width>(layout.k(tile), &k_map, head, first_key, batch_index, ready);
+    attention_wgmma::copy_head_rows<kStepRows, v_width>(layout.v(tile), &v_map, head, first_key, batch_index, ready);
   };
 
   QueryRowStats stats;
@@ -330,13 +346,23 @@ __global__ void __launch_bounds__(kThreads, 1)
   for (int half = 0; half < 2; ++half) {
     int64_t query = warpgroup_first_query + place.row(2 * half);
     bool valid = query < sequence;
-    stats.lse_log2[half] = valid ? operands.lse[query] * kLog2E : 0.0f;
-    stats.output_dot[half] = valid ? operands.output_dot[query * operands.output_dot_pitch] : 0.0f;
+    stats.lse_log2[half] = valid ? head_lse[query] * kLog2E : 0.0f;
+    stats.output_dot[half] = valid ? output_dot[query * output_dot_pitch] : 0.0f;
   }
-  // Prologue: Q, d_out and the first key tile in one group of copies.
-  attention_wgmma::load_tile_async<kOwnedRows, qk_width, kThreads>(layout.q(), operands.q, first_query);
-  attention_wgmma::load_tile_async<kOwnedRows, v_width, kThreads>(layout.d_out(), operands.d_out, first_query);
-  load_key_tile(0);
+  // Prologue: the barriers, then Q, d_out and the first key tile.
+  if (issues_copies) {
+    for (int i = 0; i <= Layout::kStages; ++i) sm90::barrier_init(layout.stage_ready(0) + i, 1);
+    sm90::fence_barrier_init();
+  }
+  __syncthreads();
+  if (issues_copies) {
+    sm90::barrier_arrive_expect_bytes(layout.rows_ready(), Layout::QTile::kBytes + Layout::DOutTile::kBytes);
+    attention_wgmma::copy_head_rows<kOwnedRows, qk_width>(layout.q(), &q_map, head, first_query, batch_index,
+                                                          layout.rows_ready());
+    attention_wgmma::copy_head_rows<kOwnedRows, v_width>(layout.d_out(), &d_out_map, head, first_query, batch_index,
+                                                         layout.rows_ready());
+    load_key_tile(0);
+  }
 
   float d_q_values[qk_width / 2];  // [64 queries, qk_width]
   attention_wgmma::zero(d_q_values);
@@ -349,12 +375,12 @@ __global__ void __launch_bounds__(kThreads, 1)
   const int warpgroup_tiles = static_cast<int>(warpgroup_diagonal < tiles ? warpgroup_diagonal : tiles);
   // Iteration j makes dS_j and adds dS_{j-1} k_{j-1}; the one after the last tile adds the last product.
   for (int tile = 0; tile <= tiles; ++tile) {
-    sm80::wait_async_copies<0>();
-    sm90::fence_shared_for_async_proxy();
-    // NOTE: past this barrier every thread's copies of tile `tile` are done, and both warpgroups are done with
-    // iteration tile - 1, so the stage of tile + 1 (last read by tile - 2's product) may be refilled.
+    if (tile == 0) sm90::barrier_wait(layout.rows_ready(), 0);
+    if (tile < tiles) sm90::barrier_wait(layout.stage_ready(tile), (tile / Layout::kStages) & 1);
+    // NOTE: past this barrier both warpgroups are done with iteration tile - 1, so the stage of tile + 1 (last read
+    // by tile - 2's product) may be refilled.
     __syncthreads();
-    if (tile + 1 < tiles) load_key_tile(tile + 1);
+    if (issues_copies && tile + 1 < tiles) load_key_tile(tile + 1);
     const bool has_scores = tile < warpgroup_tiles, has_gradient = tile >= 1 && tile <= warpgroup_tiles;
     if (has_scores && has_gradient) {
       query_kernel_iteration<true, true>(d_q_values, d_s, layout, tile, warpgroup, stats, warpgroup_first_query,
@@ -418,8 +444,15 @@ cudaError_t attention_backward_bf16_wgmma(float* d_q, float* d_k, float* d_v, co
                                 stream, d_k, d_v, static_cast<const float*>(d_q), d_out_bf16, q_bf16, k_bf16, v_bf16,
                                 lse, geometry);
     if (status != cudaSuccess) return status;
+    CUtensorMap d_out_map, q_map, k_map, v_map;
+    status = encode_tensor_maps(
+        {attention_wgmma::head_rows_map(&d_out_map, d_out, geometry, geometry.v_dim, kOwnedRows),
+         attention_wgmma::head_rows_map(&q_map, q, geometry, geometry.qk_dim, kOwnedRows),
+         attention_wgmma::head_rows_map(&k_map, k, geometry, geometry.qk_dim, kStepRows),
+         attention_wgmma::head_rows_map(&v_map, v, geometry, geometry.v_dim, kStepRows)});
+    if (status != cudaSuccess) return status;
     return launch(attention_query_gradients_wgmma_kernel<qk, vw>, grid, QueryKernelLayout<qk, vw>::kSharedBytes,
-                  stream, d_q, d_out_bf16, q_bf16, k_bf16, v_bf16, lse, geometry);
+                  stream, d_q, d_out_map, q_map, k_map, v_map, lse, geometry);
   };
   return attention_widths::with_padded_widths(geometry.qk_dim, geometry.v_dim, [&](auto qk_width, auto v_width) {
     constexpr int qk = decltype(qk_width)::value, vw = decltype(v_width)::value;

@@ -1,6 +1,7 @@
 // Causal attention forward on Hopper's warpgroup tensor cores (wgmma), flash-attention style as the mma.sync
 // forward (attention_forward_kernels.cu): a block owns 128 query rows of one (b, h), each of its two warpgroups 64,
-// and walks the 64-key tiles up to the diagonal (k and v in a ring of three stages filled by cp.async): S = Q K^T
+// and walks the 64-key tiles up to the diagonal (k and v in a ring of three stages, filled by TMA copies that one
+// thread issues, each stage completing on an mbarrier): S = Q K^T
 // with both operands in shared memory, the online softmax in fp32 registers, P rounded to bf16 as the register A
 // operand of out += P V (v MN-major). Writes out (fp32, or bf16 rounded once) and the log-sum-exp once.
 //
@@ -46,13 +47,18 @@ struct ForwardLayout {
   using VTile = Tile<kKeys, v_width>;
   static constexpr int kStages = 3;
   static constexpr int kStageBytes = KTile::kBytes + VTile::kBytes;
-  static constexpr int kSharedBytes = QTile::kBytes + kStages * kStageBytes + 1024;
+  static constexpr int kTileBytes = QTile::kBytes + kStages * kStageBytes;
+  static constexpr int kSharedBytes = kTileBytes + (kStages + 1) * static_cast<int>(sizeof(uint64_t)) + 1024;
 
   unsigned char* base;  // 1024-byte aligned
   __device__ unsigned char* q() const { return base; }
   __device__ unsigned char* k(int tile) const { return base + QTile::kBytes + tile % kStages * kStageBytes; }
   __device__ unsigned char* v(int tile) const { return k(tile) + KTile::kBytes; }
+  // The mbarriers on which a stage's copies (and Q's) complete.
+  __device__ uint64_t* stage_ready(int tile) const { return reinterpret_cast<uint64_t*>(base + kTileBytes) + tile % kStages; }
+  __device__ uint64_t* q_ready() const { return reinterpret_cast<uint64_t*>(base + kTileBytes) + kStages; }
 };
+
 
 // The running softmax of this thread's two rows (AccumulatorPlace rows e = 0 and e = 2).
 struct RowSoftmax {
@@ -159,30 +165,42 @@ __device__ inline void forward_iteration(float (&out)[v_width / 2], uint32_t (&p
 
 template <int qk_width, int v_width>
 __global__ void __launch_bounds__(kBlockThreads, 1)
-    attention_forward_wgmma_kernel(void* out, bool bf16_out, float* lse, const bf16* q, const bf16* k, const bf16* v,
-                                   AttentionGeometry geometry) {
+    attention_forward_wgmma_kernel(void* out, bool bf16_out, float* lse, const __grid_constant__ CUtensorMap q_map,
+                                   const __grid_constant__ CUtensorMap k_map,
+                                   const __grid_constant__ CUtensorMap v_map, AttentionGeometry geometry) {
 #if defined(HAI_WGMMA_AVAILABLE)
   using Layout = ForwardLayout<qk_width, v_width>;
   extern __shared__ __align__(16) unsigned char shared[];
   const Layout layout{attention_wgmma::align_1024(shared)};
   const int64_t batch_index = blockIdx.y / geometry.heads, head = blockIdx.y % geometry.heads;
   const int64_t sequence = geometry.sequence, heads = geometry.heads;
-  const HeadRows<const bf16> q_rows = attention_tiles::head_rows(q, batch_index, head, sequence, heads, geometry.qk_dim);
-  const HeadRows<const bf16> k_rows = attention_tiles::head_rows(k, batch_index, head, sequence, heads, geometry.qk_dim);
-  const HeadRows<const bf16> v_rows = attention_tiles::head_rows(v, batch_index, head, sequence, heads, geometry.v_dim);
   const int warpgroup = static_cast<int>(threadIdx.x) / 128;
   const int64_t first_query = int64_t{gridDim.x - 1 - blockIdx.x} * kQueries;  // diagonal-heavy blocks first
   const int64_t warpgroup_first_query = first_query + attention_wgmma::kWarpgroupRows * warpgroup;
   const float scale_log2 = geometry.softmax_scale * kLog2E;
+  const bool issues_copies = threadIdx.x == 0;
+  // Called by the issuing thread only.
   auto load_key_tile = [&](int tile) {
-    attention_wgmma::load_tile_async<kKeys, qk_width, kBlockThreads>(layout.k(tile), k_rows, int64_t{tile} * kKeys);
-    attention_wgmma::load_tile_async<kKeys, v_width, kBlockThreads>(layout.v(tile), v_rows, int64_t{tile} * kKeys);
-    sm80::commit_async_copies();
+    uint64_t* ready = layout.stage_ready(tile);
+    sm90::barrier_arrive_expect_bytes(ready, Layout::kStageBytes);
+    attention_wgmma::copy_head_rows<kKeys, qk_width>(layout.k(tile), &k_map, static_cast<int>(head), int64_t{tile} * kKeys,
+                                    static_cast<int>(batch_index), ready);
+    attention_wgmma::copy_head_rows<kKeys, v_width>(layout.v(tile), &v_map, static_cast<int>(head), int64_t{tile} * kKeys,
+                                   static_cast<int>(batch_index), ready);
   };
 
-  // Prologue: Q and the first key tile in one group of copies.
-  attention_wgmma::load_tile_async<kQueries, qk_width, kBlockThreads>(layout.q(), q_rows, first_query);
-  load_key_tile(0);
+  // Prologue: the barriers, then Q and the first key tile.
+  if (issues_copies) {
+    for (int i = 0; i <= Layout::kStages; ++i) sm90::barrier_init(layout.stage_ready(0) + i, 1);
+    sm90::fence_barrier_init();
+  }
+  __syncthreads();
+  if (issues_copies) {
+    sm90::barrier_arrive_expect_bytes(layout.q_ready(), Layout::QTile::kBytes);
+    attention_wgmma::copy_head_rows<kQueries, qk_width>(layout.q(), &q_map, static_cast<int>(head), first_query,
+                                       static_cast<int>(batch_index), layout.q_ready());
+    load_key_tile(0);
+  }
 
   float out_values[v_width / 2];  // [64 queries, v_width]
   attention_wgmma::zero(out_values);
@@ -196,12 +214,12 @@ __global__ void __launch_bounds__(kBlockThreads, 1)
   const int warpgroup_tiles = static_cast<int>(warpgroup_diagonal < tiles ? warpgroup_diagonal : tiles);
   // Iteration j multiplies S_j and P_{j-1} V_{j-1}; the one after the last tile finishes P V.
   for (int tile = 0; tile <= tiles; ++tile) {
-    sm80::wait_async_copies<0>();
-    sm90::fence_shared_for_async_proxy();
-    // NOTE: past this barrier every thread's copies of stage `tile` are done, and both warpgroups are done with
-    // iteration tile - 1, so stage tile + 1 (last read by tile - 2's P V) may be refilled.
+    if (tile == 0) sm90::barrier_wait(layout.q_ready(), 0);
+    if (tile < tiles) sm90::barrier_wait(layout.stage_ready(tile), (tile / Layout::kStages) & 1);
+    // NOTE: past this barrier both warpgroups are done with iteration tile - 1, so stage tile + 1 (last read by
+    // tile - 2's P V) may be refilled.
     __syncthreads();
-    if (tile + 1 < tiles) load_key_tile(tile + 1);
+    if (issues_copies && tile + 1 < tiles) load_key_tile(tile + 1);
     const bool has_scores = tile < warpgroup_tiles, has_values = tile >= 1 && tile <= warpgroup_tiles;
     // NOTE: only a warpgroup's last tile holds keys after its queries (its diagonal one; keys past the sequence
     // end lie there too, or only after rows past it, which are never stored).
@@ -249,15 +267,18 @@ cudaError_t attention_forward_bf16_wgmma(void* out, bool bf16_out, float* lse, c
   return attention_widths::with_padded_widths(geometry.qk_dim, geometry.v_dim, [&](auto qk_width, auto v_width) {
     constexpr int qk = decltype(qk_width)::value, vw = decltype(v_width)::value;
     if constexpr (attention_wgmma::built_for(qk, vw)) {
+      CUtensorMap q_map, k_map, v_map;
+      cudaError_t status = encode_tensor_maps({attention_wgmma::head_rows_map(&q_map, q, geometry, geometry.qk_dim, kQueries),
+                                               attention_wgmma::head_rows_map(&k_map, k, geometry, geometry.qk_dim, kKeys),
+                                               attention_wgmma::head_rows_map(&v_map, v, geometry, geometry.v_dim, kKeys)});
+      if (status != cudaSuccess) return status;
       auto kernel = attention_forward_wgmma_kernel<qk, vw>;
       constexpr int shared_bytes = ForwardLayout<qk, vw>::kSharedBytes;
-      cudaError_t status = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, shared_bytes);
+      status = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, shared_bytes);
       if (status != cudaSuccess) return status;
       dim3 grid(static_cast<unsigned int>((geometry.sequence + kQueries - 1) / kQueries),
                 static_cast<unsigned int>(geometry.batch * geometry.heads));
-      kernel<<<grid, kBlockThreads, shared_bytes, stream>>>(out, bf16_out, lse, reinterpret_cast<const bf16*>(q),
-                                                       reinterpret_cast<const bf16*>(k),
-                                                       reinterpret_cast<const bf16*>(v), geometry);
+      kernel<<<grid, kBlockThreads, shared_bytes, stream>>>(out, bf16_out, lse, q_map, k_map, v_map, geometry);
       return cudaGetLastError();
     } else {
       return cudaErrorNotSupported;

@@ -14,8 +14,11 @@
 
 #include <cstdint>
 
+#include "framework/device/cuda/attention_kernels.h"
 #include "framework/device/cuda/attention_tiles.cuh"
 #include "framework/device/cuda/mma_sm80.cuh"
+#include "framework/device/cuda/tensor_map.h"
+#include "framework/device/cuda/tma_sm90.cuh"
 #include "framework/device/cuda/wgmma_sm90.cuh"
 
 namespace hai::cuda::kernels::attention_wgmma {
@@ -62,6 +65,35 @@ __device__ inline void load_tile_async(unsigned char* tile, const HeadRows<const
     sm80::copy_16_bytes_async(tile + sm90::swizzled_offset(offset), from, valid);
   }
 }
+
+// The map of a [B, S, H, dim] bf16 tensor that copy_head_rows reads: boxes of 64 columns of `box_rows` rows of one
+// (b, h), zero past the sequence end and past dim.
+inline TensorMapRequest head_rows_map(CUtensorMap* map, const uint16_t* tensor, const AttentionGeometry& geometry,
+                                      int dim, int box_rows) {
+  uint64_t row_bytes = static_cast<uint64_t>(dim) * sizeof(uint16_t);
+  uint64_t heads = static_cast<uint64_t>(geometry.heads), sequence = static_cast<uint64_t>(geometry.sequence);
+  return {map, tensor,
+          {CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
+           4,
+           {static_cast<uint64_t>(dim), heads, sequence, static_cast<uint64_t>(geometry.batch)},
+           {row_bytes, heads * row_bytes, sequence * heads * row_bytes},
+           {64, 1, static_cast<uint32_t>(box_rows), 1}}};
+}
+
+#if defined(HAI_WGMMA_AVAILABLE)
+// Issues the copies of rows first .. first + rows - 1 of head `head` of sequence `batch_index` of a [B, S, H, d]
+// tensor (its map: head_rows_map) into a tile of `width` columns, one 64-column box per chunk, completing on
+// `ready`. Rows past the sequence end and columns past d read as zero.
+template <int rows, int width>
+__device__ inline void copy_head_rows(unsigned char* tile, const CUtensorMap* map, int head, int64_t first,
+                                      int batch_index, uint64_t* ready) {
+#pragma unroll
+  for (int chunk = 0; chunk < width / 64; ++chunk) {
+    sm90::copy_box_4d(tile + chunk * Tile<rows, width>::kChunkBytes, map, chunk * 64, head, static_cast<int>(first),
+                      batch_index, ready);
+  }
+}
+#endif
 
 // A descriptor of the operand `bytes` further on (16-byte granular): the start address is the low field, which
 // cannot overflow inside shared memory.

@@ -30,7 +30,7 @@ const Encoder& encoder() {
 cudaError_t encode_tensor_map(CUtensorMap* map, const void* origin, const TensorMapShape& shape) {
   const Encoder& found = encoder();
   if (found.status != cudaSuccess) return found.status;
-  constexpr cuuint32_t kElementStrides[3] = {1, 1, 1};
+  constexpr cuuint32_t kElementStrides[4] = {1, 1, 1, 1};
   // NOTE: L2 promotion to 128 bytes, not 256: with 256 the grouped GEMM's TMA loop ran 15-25% slower on an H200
   // (its boxes' rows are 128 bytes, and the other 128 bytes of a 256-byte promotion belong to the next stage).
   CUresult result = found.encode(map, shape.type, static_cast<cuuint32_t>(shape.rank),

@@ -11,14 +11,14 @@
 
 namespace hai::cuda::kernels {
 
-// A bf16 or fp32 tensor of `rank` (2 or 3) dimensions, innermost first, copied in boxes whose 128-byte rows are
+// A bf16 or fp32 tensor of `rank` (2 to 4) dimensions, innermost first, copied in boxes whose 128-byte rows are
 // swizzled (the layout of wgmma_sm90.cuh). Elements outside the extents read as 0 and are not written.
 struct TensorMapShape {
   CUtensorMapDataType type;  // CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 or _FLOAT32
   int rank;
-  uint64_t extents[3];  // elements per dimension
-  uint64_t strides[2];  // bytes from one index of dimension i + 1 to the next (multiples of 16)
-  uint32_t box[3];      // elements per copy and dimension: box[0] of 128 bytes at most, the others <= 256
+  uint64_t extents[4];  // elements per dimension
+  uint64_t strides[3];  // bytes from one index of dimension i + 1 to the next (multiples of 16)
+  uint32_t box[4];      // elements per copy and dimension: box[0] of 128 bytes at most, the others <= 256
 };
 
 // origin: the tensor's first element, 16-byte aligned.

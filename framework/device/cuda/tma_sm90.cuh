@@ -1,7 +1,7 @@
 #pragma once
 // Hopper's bulk tensor copies (TMA) and what warp-specialised kernels build around them: shared-memory mbarriers
 // that count arrivals and the bytes of copies in flight (a phase completes when both reach zero), copies of a 2D or
-// 3D box of a tensor map (encoded on the host, tensor_map.h) into shared memory that complete on such a barrier,
+// 3D or 4D box of a tensor map (encoded on the host, tensor_map.h) into shared memory that complete on such a barrier,
 // copies of a shared-memory box back to a 2D tensor (or added to it), named barriers, and setmaxnreg, which moves registers between
 // warpgroups. Like wgmma_sm90.cuh, the functions exist only where nvcc compiles for sm_90a; callers guard their use
 // with HAI_WGMMA_AVAILABLE.
@@ -81,6 +81,15 @@ __device__ inline void copy_box_3d(void* destination, const CUtensorMap* map, in
       "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4}], "
       "[%5];\n" ::"r"(sm80::shared_address(destination)),
       "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(c2), "r"(sm80::shared_address(barrier))
+      : "memory");
+}
+
+__device__ inline void copy_box_4d(void* destination, const CUtensorMap* map, int32_t c0, int32_t c1, int32_t c2,
+                                   int32_t c3, uint64_t* barrier) {
+  asm volatile(
+      "cp.async.bulk.tensor.4d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4, %5}], "
+      "[%6];\n" ::"r"(sm80::shared_address(destination)),
+      "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(sm80::shared_address(barrier))
       : "memory");
 }
 
