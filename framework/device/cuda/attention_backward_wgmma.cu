@@ -272,11 +272,7 @@ __device__ inline void query_kernel_iteration(float (&d_q)[qk_width / 2], uint32
     sm90::warpgroup_commit();
   }
   if constexpr (kGradient) {
-#pragma unroll
-    for (int slice = 0; slice < kStepRows / 16; ++slice) {
-      attention_wgmma::multiply_register_a<qk_width>(d_q, d_s[slice],
-                                                     attention_wgmma::mn_major<kStepRows>(layout.k(tile - 1), slice));
-    }
+    attention_wgmma::multiply_register_a_by_tile<qk_width, kStepRows>(d_q, d_s, layout.k(tile - 1));
     sm90::warpgroup_commit();
   }
   if constexpr (kScores) {

@@ -134,11 +134,7 @@ __device__ inline void forward_iteration(float (&out)[v_width / 2], uint32_t (&p
     sm90::warpgroup_commit();
   }
   if constexpr (kValues) {
-#pragma unroll
-    for (int slice = 0; slice < kKeys / 16; ++slice) {
-      attention_wgmma::multiply_register_a<v_width>(out, p[slice],
-                                                    attention_wgmma::mn_major<kKeys>(layout.v(tile - 1), slice));
-    }
+    attention_wgmma::multiply_register_a_by_tile<v_width, kKeys>(out, p, layout.v(tile - 1));
     sm90::warpgroup_commit();
   }
   if constexpr (kScores) {

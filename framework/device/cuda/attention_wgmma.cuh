@@ -180,6 +180,15 @@ __device__ inline void multiply_register_a(float (&d)[n / 2], const uint32_t (&a
     sm90::mma_m64n192k16_bf16_register_a<1>(d, a, b);
   }
 }
+
+// d += A (64 x rows: register A fragments of 16 rows each) @ the rows of `tile` (every column an output, MN-major):
+// the product's wgmma instructions, without their commit.
+template <int n, int rows>
+__device__ inline void multiply_register_a_by_tile(float (&d)[n / 2], const uint32_t (&a)[rows / 16][4],
+                                                   const unsigned char* tile) {
+#pragma unroll
+  for (int slice = 0; slice < rows / 16; ++slice) multiply_register_a<n>(d, a[slice], mn_major<rows>(tile, slice));
+}
 #endif
 
 // Which elements of a 64 x 64 score tile count, by their key and query indices inside the tile: the key not after
