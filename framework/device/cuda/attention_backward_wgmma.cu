@@ -9,8 +9,9 @@
 //                 S = Q K^T, dP = d_out V^T, dS = P o (dP - D) in registers, d_q += dS k (k MN-major). Its
 //                 iteration j issues S_j and dP_j and then d_q += dS_{j-1} k_{j-1}, and makes dS_j while that
 //                 product runs (FA3's intra-warpgroup pipelining; d_q adds the same products in the same order).
-// Both prefetch the tiles they walk with cp.async (the next tile's copies are in flight while the current one is
-// multiplied): the key kernel in two stages, the query kernel in three (it reads tiles j and j - 1). D and lse as in the mma.sync kernels: D[i] = dot(d_out[i], out[i]) in d_q's first column,
+// Both prefetch the tiles they walk (the next tile's copies are in flight while the current one is multiplied): the
+// key kernel in two stages with cp.async, the query kernel in three (it reads tiles j and j - 1) with TMA copies
+// that one thread issues. D and lse as in the mma.sync kernels: D[i] = dot(d_out[i], out[i]) in d_q's first column,
 // written by attention_output_dots; the key kernel runs first and the query kernel reads its rows' D before it
 // overwrites them. P and dS are rounded to bf16 for the tensor-core products; everything accumulates in fp32.
 // Compiled for sm_90a only (HAI_WGMMA_AVAILABLE); attention_backward_bf16 runs it where attention_wgmma_applies.
@@ -91,17 +92,9 @@ __device__ inline void key_kernel_step(float (&d_k)[qk_width / 2], float (&d_v)[
   attention_wgmma::zero(d_p);
   int key_row0 = attention_wgmma::kWarpgroupRows * warpgroup;
   sm90::warpgroup_fence();
-#pragma unroll
-  for (int slice = 0; slice < qk_width / 16; ++slice) {
-    sm90::mma_m64n64k16_bf16<0, 0>(scores, attention_wgmma::k_major<kOwnedRows>(layout.k(), key_row0, slice),
-                                   attention_wgmma::k_major<kStepRows>(layout.q(stage), 0, slice));
-  }
+  attention_wgmma::multiply_tiles<qk_width, kOwnedRows>(scores, layout.k(), key_row0, layout.q(stage));
   sm90::warpgroup_commit();
-#pragma unroll
-  for (int slice = 0; slice < v_width / 16; ++slice) {
-    sm90::mma_m64n64k16_bf16<0, 0>(d_p, attention_wgmma::k_major<kOwnedRows>(layout.v(), key_row0, slice),
-                                   attention_wgmma::k_major<kStepRows>(layout.d_out(stage), 0, slice));
-  }
+  attention_wgmma::multiply_tiles<v_width, kOwnedRows>(d_p, layout.v(), key_row0, layout.d_out(stage));
   sm90::warpgroup_commit();
 
   // P^T while dP^T is in flight.
@@ -258,17 +251,9 @@ __device__ inline void query_kernel_iteration(float (&d_q)[qk_width / 2], uint32
   int query_row0 = attention_wgmma::kWarpgroupRows * warpgroup;
   sm90::warpgroup_fence();
   if constexpr (kScores) {
-#pragma unroll
-    for (int slice = 0; slice < qk_width / 16; ++slice) {
-      sm90::mma_m64n64k16_bf16<0, 0>(scores, attention_wgmma::k_major<kOwnedRows>(layout.q(), query_row0, slice),
-                                     attention_wgmma::k_major<kStepRows>(layout.k(tile), 0, slice));
-    }
+    attention_wgmma::multiply_tiles<qk_width, kOwnedRows>(scores, layout.q(), query_row0, layout.k(tile));
     sm90::warpgroup_commit();
-#pragma unroll
-    for (int slice = 0; slice < v_width / 16; ++slice) {
-      sm90::mma_m64n64k16_bf16<0, 0>(d_p, attention_wgmma::k_major<kOwnedRows>(layout.d_out(), query_row0, slice),
-                                     attention_wgmma::k_major<kStepRows>(layout.v(tile), 0, slice));
-    }
+    attention_wgmma::multiply_tiles<v_width, kOwnedRows>(d_p, layout.d_out(), query_row0, layout.v(tile));
     sm90::warpgroup_commit();
   }
   if constexpr (kGradient) {

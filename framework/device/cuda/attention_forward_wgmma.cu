@@ -55,7 +55,9 @@ struct ForwardLayout {
   __device__ unsigned char* k(int tile) const { return base + QTile::kBytes + tile % kStages * kStageBytes; }
   __device__ unsigned char* v(int tile) const { return k(tile) + KTile::kBytes; }
   // The mbarriers on which a stage's copies (and Q's) complete.
-  __device__ uint64_t* stage_ready(int tile) const { return reinterpret_cast<uint64_t*>(base + kTileBytes) + tile % kStages; }
+  __device__ uint64_t* stage_ready(int tile) const {
+    return reinterpret_cast<uint64_t*>(base + kTileBytes) + tile % kStages;
+  }
   __device__ uint64_t* q_ready() const { return reinterpret_cast<uint64_t*>(base + kTileBytes) + kStages; }
 };
 
@@ -125,12 +127,8 @@ __device__ inline void forward_iteration(float (&out)[v_width / 2], uint32_t (&p
   attention_wgmma::zero(scores);
   sm90::warpgroup_fence();
   if constexpr (kScores) {
-#pragma unroll
-    for (int slice = 0; slice < qk_width / 16; ++slice) {
-      sm90::mma_m64n64k16_bf16<0, 0>(
-          scores, attention_wgmma::k_major<kQueries>(layout.q(), attention_wgmma::kWarpgroupRows * warpgroup, slice),
-          attention_wgmma::k_major<kKeys>(layout.k(tile), 0, slice));
-    }
+    attention_wgmma::multiply_tiles<qk_width, kQueries>(scores, layout.q(), attention_wgmma::kWarpgroupRows * warpgroup,
+                                                        layout.k(tile));
     sm90::warpgroup_commit();
   }
   if constexpr (kValues) {
@@ -179,10 +177,11 @@ __global__ void __launch_bounds__(kBlockThreads, 1)
   auto load_key_tile = [&](int tile) {
     uint64_t* ready = layout.stage_ready(tile);
     sm90::barrier_arrive_expect_bytes(ready, Layout::kStageBytes);
-    attention_wgmma::copy_head_rows<kKeys, qk_width>(layout.k(tile), &k_map, static_cast<int>(head), int64_t{tile} * kKeys,
-                                    static_cast<int>(batch_index), ready);
-    attention_wgmma::copy_head_rows<kKeys, v_width>(layout.v(tile), &v_map, static_cast<int>(head), int64_t{tile} * kKeys,
-                                   static_cast<int>(batch_index), ready);
+    int64_t first_key = int64_t{tile} * kKeys;
+    attention_wgmma::copy_head_rows<kKeys, qk_width>(layout.k(tile), &k_map, static_cast<int>(head), first_key,
+                                                     static_cast<int>(batch_index), ready);
+    attention_wgmma::copy_head_rows<kKeys, v_width>(layout.v(tile), &v_map, static_cast<int>(head), first_key,
+                                                    static_cast<int>(batch_index), ready);
   };
 
   // Prologue: the barriers, then Q and the first key tile.
@@ -194,7 +193,7 @@ __global__ void __launch_bounds__(kBlockThreads, 1)
   if (issues_copies) {
     sm90::barrier_arrive_expect_bytes(layout.q_ready(), Layout::QTile::kBytes);
     attention_wgmma::copy_head_rows<kQueries, qk_width>(layout.q(), &q_map, static_cast<int>(head), first_query,
-                                       static_cast<int>(batch_index), layout.q_ready());
+                                                        static_cast<int>(batch_index), layout.q_ready());
     load_key_tile(0);
   }
 
@@ -264,9 +263,10 @@ cudaError_t attention_forward_bf16_wgmma(void* out, bool bf16_out, float* lse, c
     constexpr int qk = decltype(qk_width)::value, vw = decltype(v_width)::value;
     if constexpr (attention_wgmma::built_for(qk, vw)) {
       CUtensorMap q_map, k_map, v_map;
-      cudaError_t status = encode_tensor_maps({attention_wgmma::head_rows_map(&q_map, q, geometry, geometry.qk_dim, kQueries),
-                                               attention_wgmma::head_rows_map(&k_map, k, geometry, geometry.qk_dim, kKeys),
-                                               attention_wgmma::head_rows_map(&v_map, v, geometry, geometry.v_dim, kKeys)});
+      cudaError_t status =
+          encode_tensor_maps({attention_wgmma::head_rows_map(&q_map, q, geometry, geometry.qk_dim, kQueries),
+                              attention_wgmma::head_rows_map(&k_map, k, geometry, geometry.qk_dim, kKeys),
+                              attention_wgmma::head_rows_map(&v_map, v, geometry, geometry.v_dim, kKeys)});
       if (status != cudaSuccess) return status;
       auto kernel = attention_forward_wgmma_kernel<qk, vw>;
       constexpr int shared_bytes = ForwardLayout<qk, vw>::kSharedBytes;

@@ -168,6 +168,17 @@ __device__ inline void as_register_a(uint32_t (&fragments)[4][4], const float (&
 }
 
 #if defined(HAI_WGMMA_AVAILABLE)
+// scores += rows row0 .. row0 + 63 of a_tile (a_rows x width) @ b_tile (64 x width)^T, both K-major: a 64 x 64 score
+// product over `width` columns; its wgmma instructions, without their commit.
+template <int width, int a_rows>
+__device__ inline void multiply_tiles(float (&scores)[32], const unsigned char* a_tile, int row0,
+                                      const unsigned char* b_tile) {
+#pragma unroll
+  for (int slice = 0; slice < width / 16; ++slice) {
+    sm90::mma_m64n64k16_bf16<0, 0>(scores, k_major<a_rows>(a_tile, row0, slice), k_major<kStepRows>(b_tile, 0, slice));
+  }
+}
+
 // d += A (64 x 16 from registers) @ B (16 x n, MN-major descriptor b).
 template <int n>
 __device__ inline void multiply_register_a(float (&d)[n / 2], const uint32_t (&a)[4], uint64_t b) {
