@@ -1,9 +1,9 @@
 // Causal attention forward on Hopper's warpgroup tensor cores (wgmma), flash-attention style as the mma.sync
 // forward (attention_forward_kernels.cu): a block owns 128 query rows of one (b, h), each of its two warpgroups 64,
 // and walks the 64-key tiles up to the diagonal (k and v in a ring of three stages, filled by TMA copies that one
-// thread issues, each stage completing on an mbarrier): S = Q K^T
-// with both operands in shared memory, the online softmax in fp32 registers, P rounded to bf16 as the register A
-// operand of out += P V (v MN-major). Writes out (fp32, or bf16 rounded once) and the log-sum-exp once.
+// thread issues, each stage completing on an mbarrier): S = Q K^T with both operands in shared memory, the online
+// softmax in fp32 registers, P rounded to bf16 as the register A operand of out += P V (v MN-major). Writes out
+// (fp32, or bf16 rounded once) and the log-sum-exp once.
 //
 // The products overlap the softmax (FA3's intra-warpgroup pipelining): iteration j issues S_j = Q K_j^T and then
 // out += P_{j-1} V_{j-1}, turns S_j into P_j while the second product runs, and rescales out by the new maxima once
