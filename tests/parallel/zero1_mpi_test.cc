@@ -286,7 +286,7 @@ TEST_F(Zero1World, Fp8OnlyExpertsKeepNoComputeCopyAndTheirFp8CopiesFollowTheValu
     spec.fp8_gemm = spec.group == ParameterGroup::expert;
     spec.fp8_only = spec.fp8_gemm;
   }
-  Zero1Options options{.reads_fp32_value = reads_norm_in_fp32};
+  Zero1Options options{.bucket_of = nullptr, .reads_fp32_value = reads_norm_in_fp32};
   ParameterStore store(specs, Device::cpu(), DType::bf16, {.enabled = true});
   initialize_with_compute_copy(store, 7);
   ASSERT_EQ(store.compute_values().numel(), store.numel() - 20);  // the two experts' 20 elements have none

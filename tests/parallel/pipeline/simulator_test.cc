@@ -113,7 +113,9 @@ TEST(PipelineSimulator, DualPipeAndDualPipeVBubblesMatchTheFormula) {
           EXPECT_DOUBLE_EQ(reference_figures(shape, costs).bubble, formula);
           double largest = 0;
           for (const RankSimulation& rank : simulation.ranks) {
-            if (overlap_gain == 0) EXPECT_DOUBLE_EQ(rank.bubble, formula);
+            if (overlap_gain == 0) {
+              EXPECT_DOUBLE_EQ(rank.bubble, formula);
+            }
             largest = std::max(largest, rank.bubble);
           }
           EXPECT_DOUBLE_EQ(largest, formula) << static_cast<int>(kind) << " pp " << ranks << " F " << forward
