@@ -94,7 +94,7 @@ __global__ void __launch_bounds__(kWarps * 32)
   attention_tiles::load_tile_async<kOwnedRows, v_width>(v_tile, operands.v, first_key);
   load_query_tile(0, first_key);
   if (threadIdx.x < 2 * kKeyKernelQueries) {
-    stages.lse_log2(0)[threadIdx.x] = attention_tiles::query_row_stat<kKeyKernelQueries>(operands, first_key, sequence);
+    stages.lse_log2(0)[threadIdx.x] = attention_tiles::query_row_stat<kKeyKernelQueries>(operands.stats, first_key, sequence);
   }
 
   Accumulator d_k_tiles[1][qk_tiles], d_v_tiles[1][v_tiles];  // [16, qk_width], [16, v_width] of this warp
@@ -108,7 +108,7 @@ __global__ void __launch_bounds__(kWarps * 32)
     float next_stat = 0.0f;
     if (has_next) {
       load_query_tile(stage ^ 1, next_query);
-      next_stat = attention_tiles::query_row_stat<kKeyKernelQueries>(operands, next_query, sequence);
+      next_stat = attention_tiles::query_row_stat<kKeyKernelQueries>(operands.stats, next_query, sequence);
       attention_mma::wait_async_copies<1>();
     } else {
       attention_mma::wait_async_copies<0>();
@@ -201,8 +201,8 @@ __global__ void __launch_bounds__(kWarps * 32)
   for (int half = 0; half < 2; ++half) {
     int64_t query = query_low + 8 * half;
     bool valid = query < sequence;
-    lse_log2[half] = valid ? operands.lse[query] * kLog2E : 0.0f;
-    output_dot[half] = valid ? operands.output_dot[query * operands.output_dot_pitch] : 0.0f;
+    lse_log2[half] = valid ? operands.stats.lse_log2(query) : 0.0f;
+    output_dot[half] = valid ? operands.stats.dot(query) : 0.0f;
   }
   // Prologue: Q, d_out and the first key tile in one group of copies.
   attention_tiles::load_tile_async<kOwnedRows, qk_width>(q_tile, operands.q, first_query);

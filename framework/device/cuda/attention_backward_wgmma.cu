@@ -33,7 +33,7 @@
 namespace hai::cuda::kernels {
 namespace {
 
-using attention_tiles::HeadOperands;
+using attention_tiles::QueryStatRows;
 using attention_tiles::HeadRows;
 using attention_wgmma::AccumulatorPlace;
 using attention_wgmma::CausalTile;
@@ -57,7 +57,8 @@ __device__ inline float probability(float score, float scale_log2, float lse_log
 }
 
 // Shared memory of the key kernel: K and V of the block's keys, then two stages of the query tiles it walks (q and
-// d_out), then per stage the queries' lse (log2 units) and D.
+// d_out), then per stage the queries' lse (log2 units) and D. TMA copies that one thread issues fill the tiles,
+// each stage completing on an mbarrier; the threads copy the statistics.
 template <int qk_width, int v_width>
 struct KeyKernelLayout {
   using KTile = Tile<kOwnedRows, qk_width>;
@@ -66,7 +67,8 @@ struct KeyKernelLayout {
   using DOutTile = Tile<kStepRows, v_width>;
   static constexpr int kStageBytes = QTile::kBytes + DOutTile::kBytes;
   static constexpr int kTileBytes = KTile::kBytes + VTile::kBytes + 2 * kStageBytes;
-  static constexpr int kSharedBytes = kTileBytes + 2 * 2 * kStepRows * static_cast<int>(sizeof(float)) + 1024;
+  static constexpr int kStatBytes = 2 * 2 * kStepRows * static_cast<int>(sizeof(float));
+  static constexpr int kSharedBytes = kTileBytes + kStatBytes + 3 * static_cast<int>(sizeof(uint64_t)) + 1024;
 
   unsigned char* base;  // 1024-byte aligned
   __device__ unsigned char* k() const { return base; }
@@ -77,6 +79,11 @@ struct KeyKernelLayout {
     return reinterpret_cast<float*>(base + kTileBytes) + stage * 2 * kStepRows;
   }
   __device__ float* output_dot(int stage) const { return lse_log2(stage) + kStepRows; }
+  // The mbarriers on which a stage's copies (and those of K and V) complete.
+  __device__ uint64_t* stage_ready(int stage) const {
+    return reinterpret_cast<uint64_t*>(base + kTileBytes + kStatBytes) + stage;
+  }
+  __device__ uint64_t* keys_ready() const { return stage_ready(2); }
 };
 
 #if defined(HAI_WGMMA_AVAILABLE)
@@ -137,50 +144,67 @@ __device__ inline void key_kernel_step(float (&d_k)[qk_width / 2], float (&d_v)[
 
 template <int qk_width, int v_width>
 __global__ void __launch_bounds__(kThreads, 1)
-    attention_key_gradients_wgmma_kernel(float* d_k, float* d_v, const float* d_q, const bf16* d_out, const bf16* q,
-                                         const bf16* k, const bf16* v, const float* lse, AttentionGeometry geometry) {
+    attention_key_gradients_wgmma_kernel(float* d_k, float* d_v, const float* d_q,
+                                         const __grid_constant__ CUtensorMap d_out_map,
+                                         const __grid_constant__ CUtensorMap q_map,
+                                         const __grid_constant__ CUtensorMap k_map,
+                                         const __grid_constant__ CUtensorMap v_map, const float* lse,
+                                         AttentionGeometry geometry) {
 #if defined(HAI_WGMMA_AVAILABLE)
   using Layout = KeyKernelLayout<qk_width, v_width>;
   extern __shared__ __align__(16) unsigned char shared[];
   const Layout layout{attention_wgmma::align_1024(shared)};
   const int64_t sequence = geometry.sequence;
-  const HeadOperands operands = attention_tiles::head_operands(d_q, d_out, q, k, v, lse, geometry,
-                                                                blockIdx.y / geometry.heads, blockIdx.y % geometry.heads);
+  const int batch_index = static_cast<int>(blockIdx.y / geometry.heads);
+  const int head = static_cast<int>(blockIdx.y % geometry.heads);
+  const QueryStatRows stats = attention_tiles::query_stat_rows(d_q, lse, geometry, batch_index, head);
   const int warpgroup = static_cast<int>(threadIdx.x) / 128;
   const int64_t first_key = int64_t{blockIdx.x} * kOwnedRows;
   const int64_t warpgroup_first_key = first_key + attention_wgmma::kWarpgroupRows * warpgroup;
   const float scale_log2 = geometry.softmax_scale * kLog2E;
+  const bool issues_copies = threadIdx.x == 0;
+  // Called by the issuing thread only.
   auto load_query_tile = [&](int stage, int64_t first_query) {
-    attention_wgmma::load_tile_async<kStepRows, qk_width, kThreads>(layout.q(stage), operands.q, first_query);
-    attention_wgmma::load_tile_async<kStepRows, v_width, kThreads>(layout.d_out(stage), operands.d_out, first_query);
-    sm80::commit_async_copies();
+    uint64_t* ready = layout.stage_ready(stage);
+    sm90::barrier_arrive_expect_bytes(ready, Layout::kStageBytes);
+    attention_wgmma::copy_head_rows<kStepRows, qk_width>(layout.q(stage), &q_map, head, first_query, batch_index,
+                                                         ready);
+    attention_wgmma::copy_head_rows<kStepRows, v_width>(layout.d_out(stage), &d_out_map, head, first_query,
+                                                        batch_index, ready);
   };
 
-  // Prologue: K, V and the first query tile in one group of copies.
-  attention_wgmma::load_tile_async<kOwnedRows, qk_width, kThreads>(layout.k(), operands.k, first_key);
-  attention_wgmma::load_tile_async<kOwnedRows, v_width, kThreads>(layout.v(), operands.v, first_key);
-  load_query_tile(0, first_key);
-  if (threadIdx.x < 2 * kStepRows) {
-    layout.lse_log2(0)[threadIdx.x] = attention_tiles::query_row_stat<kStepRows>(operands, first_key, sequence);
+  // Prologue: the barriers, then K, V and the first query tile, and the first tile's statistics.
+  if (issues_copies) {
+    for (int i = 0; i < 3; ++i) sm90::barrier_init(layout.stage_ready(i), 1);
+    sm90::fence_barrier_init();
   }
+  __syncthreads();
+  if (issues_copies) {
+    sm90::barrier_arrive_expect_bytes(layout.keys_ready(), Layout::KTile::kBytes + Layout::VTile::kBytes);
+    attention_wgmma::copy_head_rows<kOwnedRows, qk_width>(layout.k(), &k_map, head, first_key, batch_index,
+                                                          layout.keys_ready());
+    attention_wgmma::copy_head_rows<kOwnedRows, v_width>(layout.v(), &v_map, head, first_key, batch_index,
+                                                         layout.keys_ready());
+    load_query_tile(0, first_key);
+  }
+  if (threadIdx.x < 2 * kStepRows) {
+    layout.lse_log2(0)[threadIdx.x] = attention_tiles::query_row_stat<kStepRows>(stats, first_key, sequence);
+  }
+  __syncthreads();  // the first tile's statistics
 
   float d_k_values[qk_width / 2], d_v_values[v_width / 2];  // [64 keys, qk_width], [64 keys, v_width]
   attention_wgmma::zero(d_k_values);
   attention_wgmma::zero(d_v_values);
+  sm90::barrier_wait(layout.keys_ready(), 0);
   int stage = 0;
-  for (int64_t first_query = first_key; first_query < sequence; first_query += kStepRows, stage ^= 1) {
+  uint32_t parity = 0;  // of the stage's current use: uses alternate between the two stages
+  for (int64_t first_query = first_key; first_query < sequence; first_query += kStepRows) {
     const int64_t next_query = first_query + kStepRows;
     const bool has_next = next_query < sequence;
-    float next_stat = 0.0f;
-    if (has_next) {
-      load_query_tile(stage ^ 1, next_query);
-      next_stat = attention_tiles::query_row_stat<kStepRows>(operands, next_query, sequence);
-      sm80::wait_async_copies<1>();
-    } else {
-      sm80::wait_async_copies<0>();
-    }
-    sm90::fence_shared_for_async_proxy();
-    __syncthreads();
+    const float next_stat = has_next ? attention_tiles::query_row_stat<kStepRows>(stats, next_query, sequence) : 0.0f;
+    sm90::barrier_wait(layout.stage_ready(stage), parity);
+    // NOTE: the previous iteration's closing barrier saw both warpgroups done with the other stage.
+    if (issues_copies && has_next) load_query_tile(stage ^ 1, next_query);
     // A warpgroup whose keys all come after the tile's queries has nothing to add.
     if (first_query + kStepRows > warpgroup_first_key && warpgroup_first_key < sequence) {
       const bool masked = first_query < warpgroup_first_key + attention_wgmma::kWarpgroupRows ||
@@ -188,9 +212,13 @@ __global__ void __launch_bounds__(kThreads, 1)
       key_kernel_step(d_k_values, d_v_values, layout, stage, warpgroup, warpgroup_first_key, first_query, sequence,
                       masked, scale_log2);
     }
-    // NOTE: the other stage's row stats were last read before the previous iteration's closing barrier.
     if (has_next && threadIdx.x < 2 * kStepRows) layout.lse_log2(stage ^ 1)[threadIdx.x] = next_stat;
-    __syncthreads();  // both warpgroups are done with this stage before the next iteration refills it
+    // NOTE: one barrier an iteration, at its end: both warpgroups are done with this stage (which the next
+    // iteration refills) and the next stage's statistics are written. (A barrier at the start instead made ptxas
+    // serialise the products, C7520, and spill.)
+    __syncthreads();
+    parity ^= stage;  // the next use of stage 0 is the next phase of its barrier
+    stage ^= 1;
   }
   attention_wgmma::fence_registers(d_k_values);
   attention_wgmma::fence_registers(d_v_values);
@@ -399,6 +427,20 @@ cudaError_t launch(Kernel kernel, dim3 grid, int shared_bytes, cudaStream_t stre
   return cudaGetLastError();
 }
 
+// The tensor maps of a backward kernel that copies `query_rows` rows of q and d_out and `key_rows` rows of k and v at
+// a time.
+struct BackwardMaps {
+  CUtensorMap d_out, q, k, v;
+};
+
+cudaError_t encode_backward_maps(BackwardMaps* maps, const uint16_t* d_out, const uint16_t* q, const uint16_t* k,
+                                 const uint16_t* v, const AttentionGeometry& geometry, int query_rows, int key_rows) {
+  return encode_tensor_maps({attention_wgmma::head_rows_map(&maps->d_out, d_out, geometry, geometry.v_dim, query_rows),
+                             attention_wgmma::head_rows_map(&maps->q, q, geometry, geometry.qk_dim, query_rows),
+                             attention_wgmma::head_rows_map(&maps->k, k, geometry, geometry.qk_dim, key_rows),
+                             attention_wgmma::head_rows_map(&maps->v, v, geometry, geometry.v_dim, key_rows)});
+}
+
 }  // namespace
 
 cudaError_t attention_wgmma_applies(const AttentionGeometry& geometry, bool* applies) {
@@ -413,27 +455,23 @@ cudaError_t attention_wgmma_applies(const AttentionGeometry& geometry, bool* app
 cudaError_t attention_backward_bf16_wgmma(float* d_q, float* d_k, float* d_v, const uint16_t* d_out,
                                           const uint16_t* q, const uint16_t* k, const uint16_t* v, const float* lse,
                                           const AttentionGeometry& geometry, cudaStream_t stream) {
-  auto q_bf16 = reinterpret_cast<const bf16*>(q);
-  auto k_bf16 = reinterpret_cast<const bf16*>(k);
-  auto v_bf16 = reinterpret_cast<const bf16*>(v);
-  auto d_out_bf16 = reinterpret_cast<const bf16*>(d_out);
   unsigned int blocks = static_cast<unsigned int>((geometry.sequence + kOwnedRows - 1) / kOwnedRows);
   dim3 grid(blocks, static_cast<unsigned int>(geometry.batch * geometry.heads));
   auto launch_widths = [&](auto qk_width, auto v_width) {
     constexpr int qk = decltype(qk_width)::value, vw = decltype(v_width)::value;
-    cudaError_t status = launch(attention_key_gradients_wgmma_kernel<qk, vw>, grid, KeyKernelLayout<qk, vw>::kSharedBytes,
-                                stream, d_k, d_v, static_cast<const float*>(d_q), d_out_bf16, q_bf16, k_bf16, v_bf16,
-                                lse, geometry);
+    // The key kernel copies 64-query tiles and its 128 keys, the query kernel 64-key tiles and its 128 queries.
+    BackwardMaps key_kernel_maps, query_kernel_maps;
+    cudaError_t status = encode_backward_maps(&key_kernel_maps, d_out, q, k, v, geometry, kStepRows, kOwnedRows);
     if (status != cudaSuccess) return status;
-    CUtensorMap d_out_map, q_map, k_map, v_map;
-    status = encode_tensor_maps(
-        {attention_wgmma::head_rows_map(&d_out_map, d_out, geometry, geometry.v_dim, kOwnedRows),
-         attention_wgmma::head_rows_map(&q_map, q, geometry, geometry.qk_dim, kOwnedRows),
-         attention_wgmma::head_rows_map(&k_map, k, geometry, geometry.qk_dim, kStepRows),
-         attention_wgmma::head_rows_map(&v_map, v, geometry, geometry.v_dim, kStepRows)});
+    status = encode_backward_maps(&query_kernel_maps, d_out, q, k, v, geometry, kOwnedRows, kStepRows);
+    if (status != cudaSuccess) return status;
+    status = launch(attention_key_gradients_wgmma_kernel<qk, vw>, grid, KeyKernelLayout<qk, vw>::kSharedBytes, stream,
+                    d_k, d_v, static_cast<const float*>(d_q), key_kernel_maps.d_out, key_kernel_maps.q,
+                    key_kernel_maps.k, key_kernel_maps.v, lse, geometry);
     if (status != cudaSuccess) return status;
     return launch(attention_query_gradients_wgmma_kernel<qk, vw>, grid, QueryKernelLayout<qk, vw>::kSharedBytes,
-                  stream, d_q, d_out_map, q_map, k_map, v_map, lse, geometry);
+                  stream, d_q, query_kernel_maps.d_out, query_kernel_maps.q, query_kernel_maps.k, query_kernel_maps.v,
+                  lse, geometry);
   };
   return attention_widths::with_padded_widths(geometry.qk_dim, geometry.v_dim, [&](auto qk_width, auto v_width) {
     constexpr int qk = decltype(qk_width)::value, vw = decltype(v_width)::value;

@@ -31,39 +31,50 @@ __device__ inline HeadRows<Element> head_rows(Element* tensor, int64_t batch_ind
   return {tensor + ((batch_index * sequence) * heads + head) * dim, heads * dim, dim, sequence};
 }
 
-// The operands of one (b, h) that the backward kernels read, as rows; D = rowsum(d_out o) lies in d_q's first
+// Where the backward kernels read each query's lse and D = rowsum(d_out o) of one (b, h): D lies in d_q's first
 // column (attention_output_dots).
+struct QueryStatRows {
+  const float* lse;         // [S] of this (b, h)
+  const float* output_dot;  // D[s] at output_dot[s * output_dot_pitch]
+  int64_t output_dot_pitch;
+
+  __device__ float lse_log2(int64_t query) const { return lse[query] * 1.4426950408889634f; }
+  __device__ float dot(int64_t query) const { return output_dot[query * output_dot_pitch]; }
+};
+
+__device__ inline QueryStatRows query_stat_rows(const float* d_q, const float* lse, const AttentionGeometry& geometry,
+                                                int64_t batch_index, int64_t head) {
+  int64_t sequence = geometry.sequence, heads = geometry.heads;
+  HeadRows<const float> d_q_rows = head_rows(d_q, batch_index, head, sequence, heads, geometry.qk_dim);
+  return {lse + (batch_index * heads + head) * sequence, d_q_rows.base, d_q_rows.pitch};
+}
+
+// The operands of one (b, h) that the backward kernels read, as rows, and the queries' statistics.
 struct HeadOperands {
   HeadRows<const __nv_bfloat16> q, k, v, d_out;
-  const float* lse;        // [S] of this (b, h)
-  const float* output_dot; // D[s] at output_dot[s * output_dot_pitch]
-  int64_t output_dot_pitch;
+  QueryStatRows stats;
 };
 
 __device__ inline HeadOperands head_operands(const float* d_q, const __nv_bfloat16* d_out, const __nv_bfloat16* q,
                                              const __nv_bfloat16* k, const __nv_bfloat16* v, const float* lse,
                                              const AttentionGeometry& geometry, int64_t batch_index, int64_t head) {
   int64_t sequence = geometry.sequence, heads = geometry.heads;
-  HeadRows<const float> d_q_rows = head_rows(d_q, batch_index, head, sequence, heads, geometry.qk_dim);
   return {head_rows(q, batch_index, head, sequence, heads, geometry.qk_dim),
           head_rows(k, batch_index, head, sequence, heads, geometry.qk_dim),
           head_rows(v, batch_index, head, sequence, heads, geometry.v_dim),
           head_rows(d_out, batch_index, head, sequence, heads, geometry.v_dim),
-          lse + (batch_index * heads + head) * sequence,
-          d_q_rows.base,
-          d_q_rows.pitch};
+          query_stat_rows(d_q, lse, geometry, batch_index, head)};
 }
 
 // This thread's value of the `queries` rows from first_query on, for a key kernel's shared row stats: threads
 // 0 .. queries - 1 the lse (log2 units) of query first_query + t, the next `queries` threads its D; 0 past the
 // sequence end and for the other threads.
 template <int queries>
-__device__ inline float query_row_stat(const HeadOperands& operands, int64_t first_query, int64_t sequence) {
-  constexpr float kLog2E = 1.4426950408889634f;
+__device__ inline float query_row_stat(const QueryStatRows& stats, int64_t first_query, int64_t sequence) {
   int t = static_cast<int>(threadIdx.x);
   int64_t query = first_query + t % queries;
   if (t >= 2 * queries || query >= sequence) return 0.0f;
-  return t < queries ? operands.lse[query] * kLog2E : operands.output_dot[query * operands.output_dot_pitch];
+  return t < queries ? stats.lse_log2(query) : stats.dot(query);
 }
 
 // Starts copying rows first .. first + rows - 1 of `source` into `tile` (cp.async; commit and wait separately).
