@@ -9,9 +9,9 @@
 //                 S = Q K^T, dP = d_out V^T, dS = P o (dP - D) in registers, d_q += dS k (k MN-major). Its
 //                 iteration j issues S_j and dP_j and then d_q += dS_{j-1} k_{j-1}, and makes dS_j while that
 //                 product runs (FA3's intra-warpgroup pipelining; d_q adds the same products in the same order).
-// Both prefetch the tiles they walk (the next tile's copies are in flight while the current one is multiplied): the
-// key kernel in two stages with cp.async, the query kernel in three (it reads tiles j and j - 1) with TMA copies
-// that one thread issues. D and lse as in the mma.sync kernels: D[i] = dot(d_out[i], out[i]) in d_q's first column,
+// Both prefetch the tiles they walk with TMA copies that one thread issues (the next tile's copies are in flight
+// while the current one is multiplied): the key kernel in two stages, the query kernel in three (it reads tiles j
+// and j - 1). D and lse as in the mma.sync kernels: D[i] = dot(d_out[i], out[i]) in d_q's first column,
 // written by attention_output_dots; the key kernel runs first and the query kernel reads its rows' D before it
 // overwrites them. P and dS are rounded to bf16 for the tensor-core products; everything accumulates in fp32.
 // Compiled for sm_90a only (HAI_WGMMA_AVAILABLE); attention_backward_bf16 runs it where attention_wgmma_applies.
