@@ -49,23 +49,6 @@ __device__ inline unsigned char* align_1024(unsigned char* shared) {
   return shared + (misalignment == 0 ? 0 : 1024 - misalignment);
 }
 
-// Starts copying rows first .. first + rows - 1 of `source` into `tile` with the block's `threads` threads
-// (cp.async; commit and wait separately). Rows past the sequence end and columns past source.dim are zero.
-template <int rows, int width, int threads>
-__device__ inline void load_tile_async(unsigned char* tile, const HeadRows<const bf16>& source, int64_t first) {
-  constexpr int pieces_per_row = width / 8;  // 16-byte pieces
-  static_assert(rows * pieces_per_row % threads == 0, "every thread copies the same number of pieces");
-#pragma unroll 1
-  for (int i = 0; i < rows * pieces_per_row / threads; ++i) {
-    int piece = static_cast<int>(threadIdx.x) + i * threads;
-    int row = piece / pieces_per_row, column = (piece % pieces_per_row) * 8;
-    bool valid = first + row < source.valid && column < source.dim;
-    const bf16* from = valid ? source.base + (first + row) * source.pitch + column : source.base;
-    uint32_t offset = (column / 64) * Tile<rows, width>::kChunkBytes + row * 128 + (column % 64) * 2;
-    sm80::copy_16_bytes_async(tile + sm90::swizzled_offset(offset), from, valid);
-  }
-}
-
 // The map of a [B, S, H, dim] bf16 tensor that copy_head_rows reads: boxes of 64 columns of `box_rows` rows of one
 // (b, h), zero past the sequence end and past dim.
 inline TensorMapRequest head_rows_map(CUtensorMap* map, const uint16_t* tensor, const AttentionGeometry& geometry,
