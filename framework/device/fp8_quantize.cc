@@ -109,6 +109,22 @@ void quantize_128x1_transposed(const Tensor& q_t, const Tensor& scales_t, const 
   quantize(q_t, scales_t, x, kTile128x1, pow2_scales, true, stream, op);
 }
 
+void quantize_1x128_and_128x1_transposed(const Tensor& q, const Tensor& scales, const Tensor& q_t,
+                                         const Tensor& scales_t, const Tensor& x, bool pow2_scales, Stream stream) {
+  if (x.device().is_cpu()) {
+    quantize_1x128(q, scales, x, pow2_scales, stream);
+    return quantize_128x1_transposed(q_t, scales_t, x, pow2_scales, stream);
+  }
+  DType x_dtype = x.dtype() == DType::bf16 ? DType::bf16 : DType::f32;
+  check_operands(x, q, scales, kTile1x128, false, x_dtype);
+  check_operands(x, q_t, scales_t, kTile128x1, true, x_dtype);
+#ifdef HAI_WITH_CUDA
+  cuda::quantize_1x128_and_128x1_transposed(q, scales, q_t, scales_t, x, pow2_scales, stream);
+#else
+  throw_no_backend("quantize_1x128_and_128x1_transposed", x.device());
+#endif
+}
+
 void quantize_128x128_transposed(const Tensor& q_t, const Tensor& scales_t, const Tensor& x, bool pow2_scales,
                                  Stream stream) {
   quantize(q_t, scales_t, x, kTile128x128, pow2_scales, true, stream, "quantize_128x128_transposed");

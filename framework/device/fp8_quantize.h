@@ -54,6 +54,14 @@ void quantize_128x1_transposed(const Tensor& q_t, const Tensor& scales_t, const 
 void quantize_128x128_transposed(const Tensor& q_t, const Tensor& scales_t, const Tensor& x,
                                  bool pow2_scales = false, Stream stream = {});
 
+// quantize_1x128(q, scales, x) and quantize_128x1_transposed(q_t, scales_t, x), bit for bit, in one pass over x on
+// the GPU (the two operands an FP8 linear layer makes of its input: rows for the forward GEMM, x^T for wgrad).
+// q: [M, K] e4m3, scales: [M, ceil(K / 128)] fp32, q_t: [K, M] e4m3, scales_t: [K, ceil(M / 128)] fp32
+// <- x: [M, K] fp32 or bf16
+void quantize_1x128_and_128x1_transposed(const Tensor& q, const Tensor& scales, const Tensor& q_t,
+                                         const Tensor& scales_t, const Tensor& x, bool pow2_scales = false,
+                                         Stream stream = {});
+
 // x: [M, K] fp32 <- q: [M, K] e4m3 and the scales of the matching quantize_*.
 void dequantize_1x128(const Tensor& x, const Tensor& q, const Tensor& scales, Stream stream = {});
 void dequantize_128x1(const Tensor& x, const Tensor& q, const Tensor& scales, Stream stream = {});

@@ -1,5 +1,6 @@
 #include "framework/device/cuda/fp8_quantize.h"
 
+#include "framework/device/cuda/fp8_dual_quantize_kernels.h"
 #include "framework/device/cuda/fp8_quantize_kernels.h"
 #include "framework/device/cuda/launch.h"
 
@@ -27,6 +28,19 @@ void quantize_128x1_transposed_bf16(const Tensor& q_t, const Tensor& scales_t, c
   check_launch(kernels::quantize_128x1_transposed_bf16(&q_t.data<e4m3>()->bits, scales_t.data<float>(), x.raw(),
                                                        x.size(0), x.size(1), pow2_scales, cuda_stream),
                "fp8 quantisation");
+}
+
+void quantize_1x128_and_128x1_transposed(const Tensor& q, const Tensor& scales, const Tensor& q_t,
+                                         const Tensor& scales_t, const Tensor& x, bool pow2_scales, Stream stream) {
+  cudaStream_t cuda_stream = prepare_launch(x.device(), stream);
+  kernels::Fp8RowsAndColumns out{&q.data<e4m3>()->bits, scales.data<float>(), &q_t.data<e4m3>()->bits,
+                                 scales_t.data<float>()};
+  int64_t rows = x.size(0), cols = x.size(1);
+  cudaError_t status =
+      x.dtype() == DType::bf16
+          ? kernels::quantize_1x128_and_128x1_transposed_bf16(out, x.raw(), rows, cols, pow2_scales, cuda_stream)
+          : kernels::quantize_1x128_and_128x1_transposed(out, x.data<float>(), rows, cols, pow2_scales, cuda_stream);
+  check_launch(status, "fp8 quantisation");
 }
 
 void dequantize_tiles(const Tensor& x, const Tensor& q, const Tensor& scales, Fp8TileShape tile, Stream stream) {

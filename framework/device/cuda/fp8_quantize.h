@@ -19,6 +19,10 @@ void quantize_1x128_bf16(const Tensor& q, const Tensor& scales, const Tensor& x,
 // 128x1 tiles of a bf16 x, widened exactly, written transposed (q_t: [K, M], scales_t: [K, ceil(M / 128)]).
 void quantize_128x1_transposed_bf16(const Tensor& q_t, const Tensor& scales_t, const Tensor& x, bool pow2_scales,
                                     Stream stream);
+// quantize_1x128_bf16 (or quantize_tiles' 1x128 tiles) and quantize_128x1_transposed_bf16 (or quantize_tiles' 128x1
+// tiles, transposed) of one x, fp32 or bf16, in one kernel that reads x once.
+void quantize_1x128_and_128x1_transposed(const Tensor& q, const Tensor& scales, const Tensor& q_t,
+                                         const Tensor& scales_t, const Tensor& x, bool pow2_scales, Stream stream);
 void dequantize_tiles(const Tensor& x, const Tensor& q, const Tensor& scales, Fp8TileShape tile, Stream stream);
 
 }  // namespace hai::cuda

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <limits>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "framework/core/error.h"
@@ -265,6 +266,49 @@ TEST(Fp8Quantize, Bf16ColumnsQuantiseTransposedAsTheirFp32Widening) {
   EXPECT_THROW(quantize_128x1_transposed(q_t, scales_t, f16), Error);
   OwnedTensor plain_scales(Shape{3, 70}, DType::f32);  // the untransposed layout
   EXPECT_THROW(quantize_128x1_transposed(q_t, plain_scales, x_bf16), Error);
+}
+
+// quantize_1x128_and_128x1_transposed is quantize_1x128 and quantize_128x1_transposed of the same x, byte for
+// byte, on shapes with partial tiles along either dimension or both, fp32 and bf16 x, exact and power-of-two scales.
+TEST(Fp8Quantize, RowsAndColumnsInOneCallAreTheTwoQuantisations) {
+  const std::vector<std::pair<int64_t, int64_t>> shapes = {{1, 1}, {130, 257}, {257, 130}, {128, 128}, {300, 1000}};
+  for (auto [m, k] : shapes) {
+    OwnedTensor x = nonuniform_matrix(m, k, 54);  // [M, K]
+    x.data<float>()[0] = 0.0f;
+    if (x.numel() > 1) x.data<float>()[1] = 1e-42f;  // an fp32 subnormal
+    for (DType dtype : {DType::f32, DType::bf16}) {
+      OwnedTensor x_typed(x.shape(), dtype);
+      cast_tensor(x_typed, x);
+      int64_t row_tiles = (m + 127) / 128, col_tiles = (k + 127) / 128;
+      for (bool pow2 : {false, true}) {
+        OwnedTensor q(Shape{m, k}, DType::e4m3), scales(Shape{m, col_tiles}, DType::f32);
+        OwnedTensor q_t(Shape{k, m}, DType::e4m3), scales_t(Shape{k, row_tiles}, DType::f32);
+        OwnedTensor q_ref(Shape{m, k}, DType::e4m3), scales_ref(Shape{m, col_tiles}, DType::f32);
+        OwnedTensor q_t_ref(Shape{k, m}, DType::e4m3), scales_t_ref(Shape{k, row_tiles}, DType::f32);
+        quantize_1x128_and_128x1_transposed(q, scales, q_t, scales_t, x_typed, pow2);
+        quantize_1x128(q_ref, scales_ref, x_typed, pow2);
+        quantize_128x1_transposed(q_t_ref, scales_t_ref, x_typed, pow2);
+        std::string what = "[" + std::to_string(m) + ", " + std::to_string(k) + "] " + std::string(dtype_name(dtype)) +
+                           (pow2 ? " pow2" : "");
+        EXPECT_TRUE(testing::same_bytes(q, q_ref)) << what;
+        EXPECT_TRUE(testing::same_bytes(scales, scales_ref)) << what;
+        EXPECT_TRUE(testing::same_bytes(q_t, q_t_ref)) << what;
+        EXPECT_TRUE(testing::same_bytes(scales_t, scales_t_ref)) << what;
+      }
+    }
+  }
+}
+
+TEST(Fp8Quantize, RowsAndColumnsInOneCallRejectSwappedLayouts) {
+  OwnedTensor x(Shape{130, 200}, DType::bf16);
+  OwnedTensor q(Shape{130, 200}, DType::e4m3), scales(Shape{130, 2}, DType::f32);
+  OwnedTensor q_t(Shape{200, 130}, DType::e4m3), scales_t(Shape{200, 2}, DType::f32);
+  EXPECT_NO_THROW(quantize_1x128_and_128x1_transposed(q, scales, q_t, scales_t, x));
+  EXPECT_THROW(quantize_1x128_and_128x1_transposed(q_t, scales_t, q, scales, x), Error);
+  OwnedTensor untransposed_scales(Shape{2, 200}, DType::f32);  // quantize_128x1's layout
+  EXPECT_THROW(quantize_1x128_and_128x1_transposed(q, scales, q_t, untransposed_scales, x), Error);
+  OwnedTensor f16(x.shape(), DType::f16);
+  EXPECT_THROW(quantize_1x128_and_128x1_transposed(q, scales, q_t, scales_t, f16), Error);
 }
 
 }  // namespace
