@@ -1,11 +1,13 @@
 // The CUDA fp8 quantisation is bit for bit the CPU one: the same e4m3 bytes and the same scale bits, for every
-// tile layout, written plain or transposed, with exact and power-of-two scales; dequantisation too.
+// tile layout, written plain or transposed, with exact and power-of-two scales, and for the 1x128 and transposed
+// 128x1 quantisations made in one pass; dequantisation too. A throughput case times that pass against the two.
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <functional>
 #include <limits>
@@ -13,11 +15,13 @@
 #include <utility>
 #include <vector>
 
+#include "apps/hai-bench/gpu_timer.h"
 #include "framework/core/rng.h"
 #include "framework/device/cast.h"
 #include "framework/device/fp8_quantize.h"
 #include "framework/device/fp8_weight_batch.h"
 #include "tests/framework/device/cuda/parity.h"
+#include "tests/framework/device/test_util.h"
 
 namespace hai {
 namespace {
@@ -170,6 +174,113 @@ TEST(Fp8QuantizeParity, WeightBatchIsBitExact) {
     expect_same_bytes(weight.scales, scales, what + " scales");
     expect_same_bytes(weight.q_t, q_t, what + " transposed values");
     expect_same_bytes(weight.scales_t, scales_t, what + " transposed scales");
+  }
+}
+
+// awkward_matrix in `dtype` with magnitudes that also change from row to row (factors 2^-3 .. 2^3) and from column
+// to column (2^-2 .. 2^2), so that a 1x128 tile's scale is not a 128x1 tile's and a mix-up of the two layouts shows,
+// and with exact e4m3 ties under power-of-two scales: +-1.0625 times a power of two, halfway between 1 and 1.125.
+OwnedTensor rows_and_columns_matrix(int64_t rows, int64_t cols, DType dtype) {
+  OwnedTensor x = awkward_matrix(rows, cols);  // [M, K] fp32
+  float* data = x.data<float>();
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t c = 0; c < cols; ++c) {
+      float& value = data[r * cols + c];
+      if ((r + c) % 97 == 0 && std::isfinite(value)) {
+        value = std::copysign(std::ldexp(1.0625f, static_cast<int>((r + c) % 11) - 5), value);
+      }
+      value = std::ldexp(value, static_cast<int>(r % 7) - 3 + static_cast<int>(c % 5) - 2);
+    }
+  }
+  OwnedTensor typed(x.shape(), dtype);
+  cast_tensor(typed, x);
+  return typed;
+}
+
+// A view of `shape` and `dtype` into `buffer`, `offset` bytes in.
+Tensor view_at(const Tensor& buffer, int64_t offset, const Shape& shape, DType dtype) {
+  return Tensor(static_cast<char*>(buffer.raw()) + offset, shape, dtype, buffer.device());
+}
+
+// The GPU's quantize_1x128_and_128x1_transposed of x [M, K] in `dtype` against the CPU's (quantize_1x128 and
+// quantize_128x1_transposed), exact and power-of-two scales. The GPU outputs are filled with 0xa5 first (an element
+// the kernel skips shows) and lie in buffers one byte longer, with a guard byte after them, or with `misaligned`
+// before them, x then one element into its buffer too (every vector load and store falls back).
+void check_rows_and_columns(int64_t m, int64_t k, DType dtype, bool misaligned = false) {
+  OwnedTensor x = rows_and_columns_matrix(m, k, dtype);  // [M, K]
+  Device gpu = Device::cuda(0);
+  auto element_bytes = static_cast<int64_t>(dtype_size(dtype));
+  int64_t offset = misaligned ? 1 : 0, guard = misaligned ? 0 : m * k;
+  OwnedTensor x_buffer(Shape{m * k + 1}, dtype, gpu), q_buffer(Shape{m * k + 1}, DType::e4m3, gpu);
+  OwnedTensor q_t_buffer(Shape{m * k + 1}, DType::e4m3, gpu);
+  Tensor x_gpu = view_at(x_buffer, offset * element_bytes, Shape{m, k}, dtype);
+  copy_tensor(x_gpu, x);
+  Tensor q_gpu = view_at(q_buffer, offset, Shape{m, k}, DType::e4m3);
+  Tensor q_t_gpu = view_at(q_t_buffer, offset, Shape{k, m}, DType::e4m3);
+  OwnedTensor scales_gpu(Shape{m, tiles(k)}, DType::f32, gpu), scales_t_gpu(Shape{k, tiles(m)}, DType::f32, gpu);
+  for (bool pow2 : {false, true}) {
+    OwnedTensor q(Shape{m, k}, DType::e4m3), scales(Shape{m, tiles(k)}, DType::f32);
+    OwnedTensor q_t(Shape{k, m}, DType::e4m3), scales_t(Shape{k, tiles(m)}, DType::f32);
+    quantize_1x128_and_128x1_transposed(q, scales, q_t, scales_t, x, pow2);
+    for (const Tensor& output : {q_buffer.tensor(), q_t_buffer.tensor(), scales_gpu.tensor(), scales_t_gpu.tensor()}) {
+      ASSERT_EQ(cudaMemset(output.raw(), 0xa5, output.bytes()), cudaSuccess);
+    }
+    quantize_1x128_and_128x1_transposed(q_gpu, scales_gpu, q_t_gpu, scales_t_gpu, x_gpu, pow2);
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    std::string what = "1x128 and 128x1 transposed in one pass [" + std::to_string(m) + ", " + std::to_string(k) +
+                       "] " + std::string(dtype_name(dtype)) + (pow2 ? " pow2" : "") +
+                       (misaligned ? " misaligned" : "");
+    expect_same_bytes(q_gpu, q, what + " values");
+    expect_same_bytes(scales_gpu, scales, what + " scales");
+    expect_same_bytes(q_t_gpu, q_t, what + " transposed values");
+    expect_same_bytes(scales_t_gpu, scales_t, what + " transposed scales");
+    for (const OwnedTensor* buffer : {&q_buffer, &q_t_buffer}) {
+      OwnedTensor guard_byte = copy_to(view_at(*buffer, guard, Shape{1}, DType::e4m3), Device::cpu());
+      EXPECT_EQ(guard_byte.data<e4m3>()[0].bits, 0xa5) << what << ": a byte outside the output was written";
+    }
+  }
+}
+
+// Shapes with partial tiles along either dimension or both (odd K: unaligned rows; M not a multiple of 16: unaligned
+// q_t lines), a single element, one full tile, and the realistic [8192, 2048] bf16 activation.
+TEST(Fp8QuantizeParity, RowsAndColumnsInOnePassAreBitExact) {
+  HAI_REQUIRE_CUDA_DEVICE();
+  const std::vector<std::pair<int64_t, int64_t>> shapes = {{1, 1},     {130, 257}, {257, 130}, {128, 128},
+                                                           {300, 1000}, {256, 384}, {1, 1001}};
+  for (auto [m, k] : shapes) {
+    for (DType dtype : {DType::f32, DType::bf16}) check_rows_and_columns(m, k, dtype);
+  }
+  for (DType dtype : {DType::f32, DType::bf16}) check_rows_and_columns(256, 384, dtype, /*misaligned=*/true);
+  check_rows_and_columns(8192, 2048, DType::bf16);
+}
+
+// Prints the one-pass quantisation's time next to that of the two separate kernels it replaces, at an FP8 linear
+// layer's input shapes in bf16, and the bandwidth each reaches on the bytes it moves (asserts nothing about speed).
+TEST(Fp8QuantizeParity, RowsAndColumnsInOnePassThroughput) {
+  HAI_REQUIRE_CUDA_DEVICE();
+  Device gpu = Device::cuda(0);
+  for (auto [m, k] : {std::pair<int64_t, int64_t>{8192, 2048}, {32768, 1024}}) {
+    OwnedTensor x = copy_to(testing::converted(testing::random_tensor(Shape{m, k}, 3, 2.0f), DType::bf16), gpu);
+    OwnedTensor q(Shape{m, k}, DType::e4m3, gpu), scales(Shape{m, tiles(k)}, DType::f32, gpu);
+    OwnedTensor q_t(Shape{k, m}, DType::e4m3, gpu), scales_t(Shape{k, tiles(m)}, DType::f32, gpu);
+    bench::TimingOptions options{.warmup = 3, .iterations = 20};
+    double one_pass_ms =
+        bench::time_ms([&] { quantize_1x128_and_128x1_transposed(q, scales, q_t, scales_t, x); }, options);
+    double rows_ms = bench::time_ms([&] { quantize_1x128(q, scales, x); }, options);
+    double columns_ms = bench::time_ms([&] { quantize_128x1_transposed(q_t, scales_t, x); }, options);
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    double elements = static_cast<double>(m * k);
+    double row_bytes = 3.0 * elements + 4.0 * static_cast<double>(scales.tensor().numel());
+    double column_bytes = 3.0 * elements + 4.0 * static_cast<double>(scales_t.tensor().numel());
+    double one_pass_bytes = row_bytes + column_bytes - 2.0 * elements;  // x read once
+    auto gb_per_s = [](double bytes, double ms) { return bytes / (ms * 1e6); };
+    std::printf("[ timing ] fp8 quantisation of bf16 x [%lld, %lld], 1x128 and 128x1 transposed: one pass %.1f us "
+                "= %.0f GB/s; separately 1x128 %.1f us = %.0f GB/s + 128x1 transposed %.1f us = %.0f GB/s = %.1f us "
+                "(%.2fx the one pass)\n",
+                static_cast<long long>(m), static_cast<long long>(k), 1e3 * one_pass_ms,
+                gb_per_s(one_pass_bytes, one_pass_ms), 1e3 * rows_ms, gb_per_s(row_bytes, rows_ms), 1e3 * columns_ms,
+                gb_per_s(column_bytes, columns_ms), 1e3 * (rows_ms + columns_ms),
+                (rows_ms + columns_ms) / one_pass_ms);
   }
 }
 
