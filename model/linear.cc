@@ -75,13 +75,15 @@ void Linear::with_compute_dtype(const Tensor& x, Use&& use) const {
 
 Linear::PreparedInput Linear::prepare_input(const Tensor& x) const {
   if (!uses_fp8()) return saved_only(to_compute_dtype(x, compute_dtype()));
-  bool pow2 = weight_->fp8.pow2_activation_scales;
-  Fp8Operand x_rows = quantized_rows(x, pow2);  // [T, in]
+  check_quantisable(x, "fp8 linear activation");
   int64_t tokens = x.size(0), in = x.size(1);
+  OwnedTensor rows(x.shape(), DType::e4m3, x.device());                      // [T, in]
+  OwnedTensor row_scales(Shape{tokens, tiles(in)}, DType::f32, x.device());  // [T, in / 128]
   OwnedTensor saved(Shape{saved_bytes(in, tokens)}, DType::u8, x.device());
   Fp8Matrix saved_columns = saved_matrix(saved, in, tokens);  // x^T [in, T]
-  quantize_128x1_transposed(saved_columns.values, saved_columns.scales, x, pow2);
-  return {std::move(x_rows.values), std::move(x_rows.scales), std::move(saved)};
+  quantize_1x128_and_128x1_transposed(rows, row_scales, saved_columns.values, saved_columns.scales, x,
+                                      weight_->fp8.pow2_activation_scales);
+  return {std::move(rows), std::move(row_scales), std::move(saved)};
 }
 
 Linear::PreparedInput Linear::prepare_input(OwnedTensor&& x) const {

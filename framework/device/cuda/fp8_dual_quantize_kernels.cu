@@ -109,7 +109,9 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerMultiprocessor<Element>
   for (int i = 0; i < kRowsPerWarp; ++i) {
     if (first_row + i >= height) break;
     const LaneQuad<Element>& quad = quads[i];
-    float amax = fmaxf(fmaxf(fabsf(quad[0]), fabsf(quad[1])), fmaxf(fabsf(quad[2]), fabsf(quad[3])));
+    float amax = 0.0f;
+#pragma unroll
+    for (int j = 0; j < kColsPerLane; ++j) amax = fmaxf(amax, fabsf(quad[j]));
     float scale = scale_from_amax(warp_max(amax), pow2_scales);
     int64_t row = row_begin + first_row + i;
     if (lane == 0) out.scales[row * tile_cols + tile_col] = scale;
@@ -162,13 +164,13 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerMultiprocessor<Element>
   }
   __syncthreads();
 
-  // q_t: 8 consecutive threads write one line's 128 bytes, 16 a thread, when the tile is full and the line aligned.
+  // q_t: 8 consecutive threads write one line's 128 bytes, 16 a thread where the run is full and aligned.
   for (int n = threadIdx.x; n < width * kRunsPerLine; n += kThreads) {
     int line = n / kRunsPerLine, run = n % kRunsPerLine, run_begin = kRunBytes * run;
     if (run_begin >= height) continue;
     const uint8_t* staged = &stage[line][kRunBytes * staged_run(line, run)];
     uint8_t* q_t_run = out.q_t + (col_begin + line) * rows + row_begin + run_begin;
-    if (height == kTile && aligned(q_t_run, kRunBytes)) {
+    if (run_begin + kRunBytes <= height && aligned(q_t_run, kRunBytes)) {
       *reinterpret_cast<uint4*>(q_t_run) = *reinterpret_cast<const uint4*>(staged);
     } else {
       for (int k = 0; k < kRunBytes && run_begin + k < height; ++k) q_t_run[k] = staged[k];
