@@ -166,11 +166,9 @@ __global__ void __launch_bounds__(kThreads, 1)
   // Called by the issuing thread only.
   auto load_query_tile = [&](int stage, int64_t first_query) {
     uint64_t* ready = layout.stage_ready(stage);
-    sm90::barrier_arrive_expect_bytes(ready, Layout::kStageBytes);
-    attention_wgmma::copy_head_rows<kStepRows, qk_width>(layout.q(stage), &q_map, head, first_query, batch_index,
-                                                         ready);
-    attention_wgmma::copy_head_rows<kStepRows, v_width>(layout.d_out(stage), &d_out_map, head, first_query,
-                                                        batch_index, ready);
+    attention_wgmma::copy_head_row_pair<kStepRows, qk_width, v_width>(layout.q(stage), &q_map, layout.d_out(stage),
+                                                                      &d_out_map, head, first_query, batch_index,
+                                                                      ready);
   };
 
   // Prologue: the barriers, then K, V and the first query tile, and the first tile's statistics.
@@ -180,11 +178,8 @@ __global__ void __launch_bounds__(kThreads, 1)
   }
   __syncthreads();
   if (issues_copies) {
-    sm90::barrier_arrive_expect_bytes(layout.keys_ready(), Layout::KTile::kBytes + Layout::VTile::kBytes);
-    attention_wgmma::copy_head_rows<kOwnedRows, qk_width>(layout.k(), &k_map, head, first_key, batch_index,
-                                                          layout.keys_ready());
-    attention_wgmma::copy_head_rows<kOwnedRows, v_width>(layout.v(), &v_map, head, first_key, batch_index,
-                                                         layout.keys_ready());
+    attention_wgmma::copy_head_row_pair<kOwnedRows, qk_width, v_width>(layout.k(), &k_map, layout.v(), &v_map, head,
+                                                                       first_key, batch_index, layout.keys_ready());
     load_query_tile(0, first_key);
   }
   if (threadIdx.x < 2 * kStepRows) {
@@ -344,10 +339,9 @@ __global__ void __launch_bounds__(kThreads, 1)
   // Called by the issuing thread only.
   auto load_key_tile = [&](int tile) {
     uint64_t* ready = layout.stage_ready(tile);
-    sm90::barrier_arrive_expect_bytes(ready, Layout::kStageBytes);
-    int64_t first_key = int64_t{tile} * kStepRows;
-    attention_wgmma::copy_head_rows<kStepRows, qk_width>(layout.k(tile), &k_map, head, first_key, batch_index, ready);
-    attention_wgmma::copy_head_rows<kStepRows, v_width>(layout.v(tile), &v_map, head, first_key, batch_index, ready);
+    attention_wgmma::copy_head_row_pair<kStepRows, qk_width, v_width>(layout.k(tile), &k_map, layout.v(tile), &v_map,
+                                                                      head, int64_t{tile} * kStepRows, batch_index,
+                                                                      ready);
   };
 
   QueryRowStats stats;
@@ -365,11 +359,9 @@ __global__ void __launch_bounds__(kThreads, 1)
   }
   __syncthreads();
   if (issues_copies) {
-    sm90::barrier_arrive_expect_bytes(layout.rows_ready(), Layout::QTile::kBytes + Layout::DOutTile::kBytes);
-    attention_wgmma::copy_head_rows<kOwnedRows, qk_width>(layout.q(), &q_map, head, first_query, batch_index,
-                                                          layout.rows_ready());
-    attention_wgmma::copy_head_rows<kOwnedRows, v_width>(layout.d_out(), &d_out_map, head, first_query, batch_index,
-                                                         layout.rows_ready());
+    attention_wgmma::copy_head_row_pair<kOwnedRows, qk_width, v_width>(layout.q(), &q_map, layout.d_out(), &d_out_map,
+                                                                       head, first_query, batch_index,
+                                                                       layout.rows_ready());
     load_key_tile(0);
   }
 

@@ -176,12 +176,9 @@ __global__ void __launch_bounds__(kBlockThreads, 1)
   // Called by the issuing thread only.
   auto load_key_tile = [&](int tile) {
     uint64_t* ready = layout.stage_ready(tile);
-    sm90::barrier_arrive_expect_bytes(ready, Layout::kStageBytes);
-    int64_t first_key = int64_t{tile} * kKeys;
-    attention_wgmma::copy_head_rows<kKeys, qk_width>(layout.k(tile), &k_map, static_cast<int>(head), first_key,
-                                                     static_cast<int>(batch_index), ready);
-    attention_wgmma::copy_head_rows<kKeys, v_width>(layout.v(tile), &v_map, static_cast<int>(head), first_key,
-                                                    static_cast<int>(batch_index), ready);
+    attention_wgmma::copy_head_row_pair<kKeys, qk_width, v_width>(layout.k(tile), &k_map, layout.v(tile), &v_map,
+                                                                  static_cast<int>(head), int64_t{tile} * kKeys,
+                                                                  static_cast<int>(batch_index), ready);
   };
 
   // Prologue: the barriers, then Q and the first key tile.

@@ -76,6 +76,17 @@ __device__ inline void copy_head_rows(unsigned char* tile, const CUtensorMap* ma
                       batch_index, ready);
   }
 }
+
+// The same rows of two such tensors (the operands that a step or a block reads together: K and V, or q and d_out)
+// into their tiles, both completing on `ready`, which expects their bytes.
+template <int rows, int first_width, int second_width>
+__device__ inline void copy_head_row_pair(unsigned char* first_tile, const CUtensorMap* first_map,
+                                          unsigned char* second_tile, const CUtensorMap* second_map, int head,
+                                          int64_t first, int batch_index, uint64_t* ready) {
+  sm90::barrier_arrive_expect_bytes(ready, Tile<rows, first_width>::kBytes + Tile<rows, second_width>::kBytes);
+  copy_head_rows<rows, first_width>(first_tile, first_map, head, first, batch_index, ready);
+  copy_head_rows<rows, second_width>(second_tile, second_map, head, first, batch_index, ready);
+}
 #endif
 
 // A descriptor of the operand `bytes` further on (16-byte granular): the start address is the low field, which
