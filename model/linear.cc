@@ -86,14 +86,14 @@ Linear::Prepared Linear::prepared_fp8(const Tensor& operand) const {
   return {std::move(rows.values), std::move(rows.scales), std::move(saved), tokens};
 }
 
-Linear::PreparedInput Linear::prepare_input(const Tensor& x) const {
-  if (!uses_fp8()) return saved_only(to_compute_dtype(x, compute_dtype()));
-  return prepared_fp8(x);
+Linear::Prepared Linear::prepare(const Tensor& operand) const {
+  if (!uses_fp8()) return saved_only(to_compute_dtype(operand, compute_dtype()));
+  return prepared_fp8(operand);
 }
 
-Linear::PreparedInput Linear::prepare_input(OwnedTensor&& x) const {
-  if (!uses_fp8() && x.tensor().dtype() == compute_dtype()) return saved_only(std::move(x));
-  return prepare_input(x.tensor());
+Linear::Prepared Linear::prepare(OwnedTensor&& operand) const {
+  if (!uses_fp8() && operand.tensor().dtype() == compute_dtype()) return saved_only(std::move(operand));
+  return prepare(operand.tensor());
 }
 
 void Linear::forward(const Tensor& y, const Tensor& x, OwnedTensor& saved_input, bool accumulate) const {
@@ -117,16 +117,6 @@ void Linear::forward(const Tensor& y, const PreparedInput& input, bool accumulat
   const Fp8Weight& weight = weight_->fp8;
   fp8_gemm(y, {input.rows, input.row_scales, Fp8Scaling::tile_1x128},
            {weight.values, weight.scales, Fp8Scaling::block_128x128}, beta);
-}
-
-Linear::PreparedOutputGrad Linear::prepare_output_grad(const Tensor& d_y) const {
-  if (!uses_fp8()) return saved_only(to_compute_dtype(d_y, compute_dtype()));
-  return prepared_fp8(d_y);
-}
-
-Linear::PreparedOutputGrad Linear::prepare_output_grad(OwnedTensor&& d_y) const {
-  if (!uses_fp8() && d_y.tensor().dtype() == compute_dtype()) return saved_only(std::move(d_y));
-  return prepare_output_grad(d_y.tensor());
 }
 
 void Linear::backward_input(const Tensor& d_x, const Tensor& d_y, bool accumulate) const {

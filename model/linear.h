@@ -15,6 +15,8 @@
 // Forward (F), input gradient (B) and weight gradient (W) are separate calls because zero-bubble and DualPipe
 // schedules run W later than B.
 
+#include <utility>
+
 #include "framework/params/parameter_store.h"
 #include "framework/tensor/tensor.h"
 
@@ -44,10 +46,10 @@ class Linear {
   };
   using PreparedInput = Prepared;
   using PreparedOutputGrad = Prepared;
-  PreparedInput prepare_input(const Tensor& x) const;
+  PreparedInput prepare_input(const Tensor& x) const { return prepare(x); }
   // The same from an x the caller hands over: kept as the saved input without a copy when it already has the
   // compute dtype (no FP8), so a producer that writes input_dtype() saves the rounding pass.
-  PreparedInput prepare_input(OwnedTensor&& x) const;
+  PreparedInput prepare_input(OwnedTensor&& x) const { return prepare(std::move(x)); }
   // The dtype in which a producer (RMSNorm, SwiGLU, attention) should write x for this layer: bf16 when the layer
   // computes in bf16 (x would be rounded to it anyway, once; with FP8, the e4m3 quantisation reads the bf16 x), else
   // fp32.
@@ -63,8 +65,8 @@ class Linear {
   // d_y: [T, out] prepared for backward_input and backward_weight (a layer keeps it between the two): with FP8 its
   // two quantisations from one read of d_y, as given (fp32, or bf16); else d_y in the compute dtype, a copy, or d_y
   // itself when handed over in it.
-  PreparedOutputGrad prepare_output_grad(const Tensor& d_y) const;
-  PreparedOutputGrad prepare_output_grad(OwnedTensor&& d_y) const;
+  PreparedOutputGrad prepare_output_grad(const Tensor& d_y) const { return prepare(d_y); }
+  PreparedOutputGrad prepare_output_grad(OwnedTensor&& d_y) const { return prepare(std::move(d_y)); }
   // d_x: [T, in] <- d_y: [T, out]. Overwrites d_x, or adds to it when accumulate is set. The prepared d_y's FP8
   // rows are released (backward_weight does not read them).
   void backward_input(const Tensor& d_x, const Tensor& d_y, bool accumulate = false) const;
@@ -85,8 +87,10 @@ class Linear {
   template <typename Use>
   void with_compute_dtype(const Tensor& x, Use&& use) const;
 
-  // Both quantisations of an operand [T, features] (x, or d_y) from one read: rows for its first GEMM, the
-  // transposed copy in the saved buffer for wgrad.
+  // An operand [T, features] (x, or d_y) prepared: in the compute dtype (handed over: kept when it has it), or
+  // with FP8 both quantisations from one read, rows for its first GEMM and the transposed copy saved for wgrad.
+  Prepared prepare(const Tensor& operand) const;
+  Prepared prepare(OwnedTensor&& operand) const;
   Prepared prepared_fp8(const Tensor& operand) const;
   // The FP8 GEMMs of backward_input and backward_weight from d_y's quantised rows / saved transposed copy.
   void backward_input_fp8(const Tensor& d_x, const Fp8Matrix& d_y_rows, bool accumulate) const;
