@@ -10,7 +10,8 @@
 // x and d_y are quantised online (precision.fp8.pow2_scales rounds their scales up to powers of two) from bf16 when
 // the layer's compute dtype is bf16 (fp8 training: the producers write them in bf16, as DeepSeek-V3 quantises bf16
 // activations), else from fp32; either is taken. The saved input is x already quantised for wgrad: FP8 activations
-// cached for backward.
+// cached for backward. The layers prepare d_y the same way (prepare_output_grad): with FP8 they keep d_y^T quantised
+// for wgrad from backward_input to backward_weight, not d_y.
 //
 // Forward (F), input gradient (B) and weight gradient (W) are separate calls because zero-bubble and DualPipe
 // schedules run W later than B.
