@@ -50,7 +50,8 @@ void FeedForward::forward(Context& ctx, const Tensor& out, Linear::PreparedInput
 
 void FeedForward::backward_input(Context& ctx, const Tensor& d_x, const Tensor& d_out, bool accumulate) const {
   const int64_t rows = d_out.size(0);
-  ctx.d_out = to_compute_dtype(d_out, down_.output_grad_dtype());  // [N, H] a copy: the caller may reuse d_out
+  // [N, H] a copy (the caller may reuse d_out), rounded to the dtype of the layer's output gradients
+  ctx.d_out = down_.prepare_output_grad(to_compute_dtype(d_out, down_.output_grad_dtype()));
   OwnedTensor d_activation(Shape{rows, ffn_size()}, DType::f32, d_out.device());  // [N, F]
   down_.backward_input(d_activation, ctx.d_out);
   DType written = saved_activation_dtype(gate_.output_grad_dtype());  // bf16 in bf16 and fp8: no fp32 copies
@@ -59,8 +60,8 @@ void FeedForward::backward_input(Context& ctx, const Tensor& d_x, const Tensor& 
   swiglu_backward(d_gate, d_up, d_activation, ctx.gate, ctx.up);
   ctx.gate = OwnedTensor();
   ctx.up = OwnedTensor();
-  ctx.d_gate = in_dtype(std::move(d_gate), gate_.output_grad_dtype());
-  ctx.d_up = in_dtype(std::move(d_up), up_.output_grad_dtype());
+  ctx.d_gate = gate_.prepare_output_grad(in_dtype(std::move(d_gate), gate_.output_grad_dtype()));
+  ctx.d_up = up_.prepare_output_grad(in_dtype(std::move(d_up), up_.output_grad_dtype()));
   gate_.backward_input(d_x, ctx.d_gate, accumulate);
   up_.backward_input(d_x, ctx.d_up, /*accumulate=*/true);
 }

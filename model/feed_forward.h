@@ -27,9 +27,9 @@ class FeedForward {
     OwnedTensor gate;        // [N, F] gate_proj(x) in the saved dtype (SwiGLU backward; released by it)
     OwnedTensor up;          // [N, F] up_proj(x) in the saved dtype (SwiGLU backward; released by it)
     OwnedTensor activation;  // [N, F] silu(gate) * up in the compute dtype (wgrad of down_proj)
-    OwnedTensor d_out;       // [N, H] Linear::output_grad_dtype, saved by backward_input
-    OwnedTensor d_gate;      // [N, F] Linear::output_grad_dtype, saved by backward_input
-    OwnedTensor d_up;        // [N, F] Linear::output_grad_dtype, saved by backward_input
+    Linear::PreparedOutputGrad d_out;   // [N, H] prepared by backward_input for down_proj's weight gradient
+    Linear::PreparedOutputGrad d_gate;  // [N, F] the same for gate_proj
+    Linear::PreparedOutputGrad d_up;    // [N, F] the same for up_proj
   };
 
   // out: [N, H] <- x: [N, H], fp32 or input_dtype(); with accumulate, out (fp32) += the block's output. An x handed

@@ -51,11 +51,12 @@ Fp8Matrix saved_matrix(const Tensor& saved, int64_t in, int64_t tokens) {
           Fp8Scaling::tile_1x128};
 }
 
-// A prepared input without FP8 operands: x in the compute dtype, which the forward GEMM reads and wgrad needs.
-Linear::PreparedInput saved_only(OwnedTensor x) {
-  Linear::PreparedInput input;
-  input.saved = std::move(x);
-  return input;
+// A prepared operand without FP8: x (or d_y) in the compute dtype, which both of its GEMMs read.
+Linear::Prepared saved_only(OwnedTensor operand) {
+  Linear::Prepared prepared;
+  prepared.tokens = operand.tensor().size(0);
+  prepared.saved = std::move(operand);
+  return prepared;
 }
 
 }  // namespace
@@ -73,22 +74,26 @@ void Linear::with_compute_dtype(const Tensor& x, Use&& use) const {
   use(converted.tensor());
 }
 
-Linear::PreparedInput Linear::prepare_input(const Tensor& x) const {
-  if (!uses_fp8()) return saved_only(to_compute_dtype(x, compute_dtype()));
-  check_quantisable(x, "fp8 linear activation");
-  int64_t tokens = x.size(0), in = x.size(1);
-  OwnedTensor rows(x.shape(), DType::e4m3, x.device());                      // [T, in]
-  OwnedTensor row_scales(Shape{tokens, tiles(in)}, DType::f32, x.device());  // [T, in / 128]
-  OwnedTensor saved(Shape{saved_bytes(in, tokens)}, DType::u8, x.device());
-  Fp8Matrix saved_columns = saved_matrix(saved, in, tokens);  // x^T [in, T]
-  quantize_1x128_and_128x1_transposed(rows, row_scales, saved_columns.values, saved_columns.scales, x,
+Linear::Prepared Linear::prepared_fp8(const Tensor& operand) const {
+  check_quantisable(operand, "fp8 linear operand");
+  Fp8Operand rows{OwnedTensor(operand.shape(), DType::e4m3, operand.device()),  // [T, features]
+                  OwnedTensor(Shape{operand.size(0), tiles(operand.size(1))}, DType::f32, operand.device())};
+  int64_t tokens = operand.size(0), features = operand.size(1);
+  OwnedTensor saved(Shape{saved_bytes(features, tokens)}, DType::u8, operand.device());
+  Fp8Matrix columns = saved_matrix(saved, features, tokens);  // operand^T [features, T]
+  quantize_1x128_and_128x1_transposed(rows.values, rows.scales, columns.values, columns.scales, operand,
                                       weight_->fp8.pow2_activation_scales);
-  return {std::move(rows), std::move(row_scales), std::move(saved)};
+  return {std::move(rows.values), std::move(rows.scales), std::move(saved), tokens};
 }
 
-Linear::PreparedInput Linear::prepare_input(OwnedTensor&& x) const {
-  if (!uses_fp8() && x.tensor().dtype() == compute_dtype()) return saved_only(std::move(x));
-  return prepare_input(x.tensor());
+Linear::Prepared Linear::prepare(const Tensor& operand) const {
+  if (!uses_fp8()) return saved_only(to_compute_dtype(operand, compute_dtype()));
+  return prepared_fp8(operand);
+}
+
+Linear::Prepared Linear::prepare(OwnedTensor&& operand) const {
+  if (!uses_fp8() && operand.tensor().dtype() == compute_dtype()) return saved_only(std::move(operand));
+  return prepare(operand.tensor());
 }
 
 void Linear::forward(const Tensor& y, const Tensor& x, OwnedTensor& saved_input, bool accumulate) const {
@@ -115,34 +120,55 @@ void Linear::forward(const Tensor& y, const PreparedInput& input, bool accumulat
 }
 
 void Linear::backward_input(const Tensor& d_x, const Tensor& d_y, bool accumulate) const {
-  if (uses_fp8()) return backward_input_fp8(d_x, d_y, accumulate);
+  if (uses_fp8()) {
+    Fp8Operand d_y_rows = quantized_rows(d_y, weight_->fp8.pow2_activation_scales);  // [T, out]
+    return backward_input_fp8(d_x, d_y_rows.matrix(), accumulate);
+  }
   with_compute_dtype(d_y, [&](const Tensor& d_y_compute) {
     gemm(d_x, d_y_compute, weight_->compute, {.beta = accumulate ? 1.0f : 0.0f});
   });
 }
 
+void Linear::backward_input(const Tensor& d_x, PreparedOutputGrad& d_y, bool accumulate) const {
+  HAI_CHECK(uses_fp8() == (d_y.rows.tensor().raw() != nullptr),
+            "linear layer [{}, {}]: its output gradient was prepared for {} GEMMs", out_features(), in_features(),
+            uses_fp8() ? "non-FP8" : "FP8");
+  if (!uses_fp8()) return gemm(d_x, d_y.saved, weight_->compute, {.beta = accumulate ? 1.0f : 0.0f});
+  backward_input_fp8(d_x, {d_y.rows, d_y.row_scales, Fp8Scaling::tile_1x128}, accumulate);
+  d_y.rows = OwnedTensor();
+  d_y.row_scales = OwnedTensor();
+}
+
 void Linear::backward_weight(const Tensor& d_y, const Tensor& saved_input) const {
-  if (uses_fp8()) return backward_weight_fp8(d_y, saved_input);
+  if (uses_fp8()) {
+    check_quantisable(d_y, "fp8 linear output gradient");
+    int64_t tokens = d_y.size(0), out = out_features();
+    Fp8Operand d_y_columns{OwnedTensor(Shape{out, tokens}, DType::e4m3, d_y.device()),         // d_y^T [out, T]
+                           OwnedTensor(Shape{out, tiles(tokens)}, DType::f32, d_y.device())};  // [out, T / 128]
+    quantize_128x1_transposed(d_y_columns.values, d_y_columns.scales, d_y, weight_->fp8.pow2_activation_scales);
+    return backward_weight_fp8(d_y_columns.matrix(), saved_input);
+  }
   with_compute_dtype(d_y, [&](const Tensor& d_y_compute) {
     gemm(weight_->grad, d_y_compute, saved_input, {.transpose_a = true, .beta = weight_->take_grad_beta()});
   });
 }
 
-void Linear::backward_input_fp8(const Tensor& d_x, const Tensor& d_y, bool accumulate) const {
+void Linear::backward_weight(const PreparedOutputGrad& d_y, const Tensor& saved_input) const {
+  if (!uses_fp8()) {
+    return gemm(weight_->grad, d_y.saved, saved_input, {.transpose_a = true, .beta = weight_->take_grad_beta()});
+  }
+  backward_weight_fp8(saved_matrix(d_y.saved, out_features(), d_y.tokens), saved_input);
+}
+
+void Linear::backward_input_fp8(const Tensor& d_x, const Fp8Matrix& d_y_rows, bool accumulate) const {
   const Fp8Weight& weight = weight_->fp8;
-  Fp8Operand d_y_rows = quantized_rows(d_y, weight.pow2_activation_scales);  // [T, out]
-  fp8_gemm(d_x, d_y_rows.matrix(), {weight.transposed_values, weight.transposed_scales, Fp8Scaling::block_128x128},
+  fp8_gemm(d_x, d_y_rows, {weight.transposed_values, weight.transposed_scales, Fp8Scaling::block_128x128},
            accumulate ? 1.0f : 0.0f);
 }
 
-void Linear::backward_weight_fp8(const Tensor& d_y, const Tensor& saved_input) const {
-  check_quantisable(d_y, "fp8 linear output gradient");
-  int64_t tokens = d_y.size(0), out = out_features();
-  Fp8Operand d_y_columns{OwnedTensor(Shape{out, tokens}, DType::e4m3, d_y.device()),         // d_y^T [out, T]
-                         OwnedTensor(Shape{out, tiles(tokens)}, DType::f32, d_y.device())};  // [out, T / 128]
-  quantize_128x1_transposed(d_y_columns.values, d_y_columns.scales, d_y, weight_->fp8.pow2_activation_scales);
-  fp8_gemm(weight_->grad, d_y_columns.matrix(), saved_matrix(saved_input, in_features(), tokens),
-           weight_->take_grad_beta());
+void Linear::backward_weight_fp8(const Fp8Matrix& d_y_columns, const Tensor& saved_input) const {
+  int64_t tokens = d_y_columns.values.size(1);
+  fp8_gemm(weight_->grad, d_y_columns, saved_matrix(saved_input, in_features(), tokens), weight_->take_grad_beta());
 }
 
 }  // namespace hai

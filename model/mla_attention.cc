@@ -20,6 +20,12 @@ Tensor flatten_heads(const Tensor& per_head) {
   return per_head.reshape(Shape{per_head.size(0), per_head.size(1) * per_head.size(2)});
 }
 
+// The same for a tensor handed over: [T, H, W] reshaped to [T, H * W].
+OwnedTensor flatten_heads(OwnedTensor&& per_head) {
+  per_head.reshape(flatten_heads(per_head.tensor()).shape());
+  return per_head;
+}
+
 // [B, S, H, W] view of [T, H, W], T = B * S: the layout of the attention op.
 Tensor per_sequence(const Tensor& per_head, int64_t seq_len) {
   return per_head.reshape(Shape{per_head.size(0) / seq_len, seq_len, per_head.size(1), per_head.size(2)});
@@ -147,7 +153,8 @@ void MlaAttention::backward_input(Context& ctx, const Tensor& d_x, const Tensor&
   int64_t tokens = d_out.size(0);
   int64_t qk_dim = nope_dim_ + rope_dim_;
   Device device = d_out.device();
-  ctx.d_out = to_compute_dtype(d_out, o_proj_.output_grad_dtype());  // NOTE: a copy; the caller may reuse d_out.
+  // NOTE: a copy; the caller may reuse d_out.
+  ctx.d_out = o_proj_.prepare_output_grad(to_compute_dtype(d_out, o_proj_.output_grad_dtype()));
   // bf16 when the attention reads bf16, but fp32 with FP8 (the header says why)
   DType d_o_dtype = o_proj_.uses_fp8() ? DType::f32 : attention_dtype_;
   OwnedTensor d_o(Shape{tokens, heads_, value_dim_}, d_o_dtype, device);  // [T, H, d_v]
@@ -173,15 +180,16 @@ Tensor MlaAttention::attention_output(const Context& ctx) const {
 void MlaAttention::backward_query(Context& ctx, const Tensor& d_x, OwnedTensor d_q) const {
   int64_t tokens = d_x.size(0);
   int64_t q_lora_rank = q_a_proj_.out_features();
-  ctx.d_q = rotated(std::move(d_q), nope_dim_, q_b_proj_.output_grad_dtype(), ctx.positions, /*backward=*/true);
+  ctx.d_q = q_b_proj_.prepare_output_grad(flatten_heads(
+      rotated(std::move(d_q), nope_dim_, q_b_proj_.output_grad_dtype(), ctx.positions, /*backward=*/true)));
   OwnedTensor d_q_latent_normed = f32_tensor(Shape{tokens, q_lora_rank}, d_x.device());  // [T, q_lora]
-  q_b_proj_.backward_input(d_q_latent_normed, flatten_heads(ctx.d_q));
+  q_b_proj_.backward_input(d_q_latent_normed, ctx.d_q);
   OwnedTensor d_q_latent = f32_tensor(Shape{tokens, q_lora_rank}, d_x.device());  // [T, q_lora]
   rmsnorm_backward(d_q_latent, q_a_norm_->grad, d_q_latent_normed, ctx.q_latent, q_a_norm_->value,
                    ctx.q_latent_rstd, {.weight_grad_beta = q_a_norm_->take_grad_beta()});
   ctx.q_latent = OwnedTensor();
   ctx.q_latent_rstd = OwnedTensor();
-  ctx.d_q_latent = in_dtype(std::move(d_q_latent), q_a_proj_.output_grad_dtype());
+  ctx.d_q_latent = q_a_proj_.prepare_output_grad(in_dtype(std::move(d_q_latent), q_a_proj_.output_grad_dtype()));
   q_a_proj_.backward_input(d_x, ctx.d_q_latent);
 }
 
@@ -193,9 +201,9 @@ void MlaAttention::backward_key_value(Context& ctx, const Tensor& d_x, const Ten
   OwnedTensor d_kv(Shape{tokens, heads_, nope_dim_ + value_dim_}, assembled, d_x.device());  // [T, H, d_nope + d_v]
   copy_columns(d_kv, d_k, {.width = nope_dim_});
   copy_columns(d_kv, d_v, {.dst_offset = nope_dim_, .width = value_dim_});
-  ctx.d_kv = in_dtype(std::move(d_kv), d_kv_dtype);
+  ctx.d_kv = kv_b_proj_.prepare_output_grad(flatten_heads(in_dtype(std::move(d_kv), d_kv_dtype)));
   OwnedTensor d_kv_latent_normed = f32_tensor(Shape{tokens, kv_lora_rank_}, d_x.device());  // [T, kv_lora]
-  kv_b_proj_.backward_input(d_kv_latent_normed, flatten_heads(ctx.d_kv));
+  kv_b_proj_.backward_input(d_kv_latent_normed, ctx.d_kv);
   OwnedTensor d_kv_latent = f32_tensor(Shape{tokens, kv_lora_rank_}, d_x.device());  // [T, kv_lora]
   rmsnorm_backward(d_kv_latent, kv_a_norm_->grad, d_kv_latent_normed, ctx.kv_latent, kv_a_norm_->value,
                    ctx.kv_latent_rstd, {.weight_grad_beta = kv_a_norm_->take_grad_beta()});
@@ -205,16 +213,16 @@ void MlaAttention::backward_key_value(Context& ctx, const Tensor& d_x, const Ten
   copy_columns(d_ckv, d_kv_latent, {.width = kv_lora_rank_});
   // k_rope is shared by all heads: its gradient is the sum over them.
   sum_columns(d_ckv, d_k, {.dst_offset = kv_lora_rank_, .src_offset = nope_dim_, .width = rope_dim_});
-  ctx.d_ckv = rotated(std::move(d_ckv), kv_lora_rank_, kv_a_proj_.output_grad_dtype(), ctx.positions,
-                      /*backward=*/true);
+  ctx.d_ckv = kv_a_proj_.prepare_output_grad(
+      rotated(std::move(d_ckv), kv_lora_rank_, kv_a_proj_.output_grad_dtype(), ctx.positions, /*backward=*/true));
   kv_a_proj_.backward_input(d_x, ctx.d_ckv, /*accumulate=*/true);
 }
 
 void MlaAttention::backward_weight(Context& ctx) const {
   o_proj_.backward_weight(ctx.d_out, ctx.o_input);
-  kv_b_proj_.backward_weight(flatten_heads(ctx.d_kv), ctx.kv_latent_normed);
+  kv_b_proj_.backward_weight(ctx.d_kv, ctx.kv_latent_normed);
   kv_a_proj_.backward_weight(ctx.d_ckv, ctx.x);
-  q_b_proj_.backward_weight(flatten_heads(ctx.d_q), ctx.q_latent_normed);
+  q_b_proj_.backward_weight(ctx.d_q, ctx.q_latent_normed);
   q_a_proj_.backward_weight(ctx.d_q_latent, ctx.x);
   ctx = Context{};
 }

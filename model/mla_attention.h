@@ -53,14 +53,14 @@ class MlaAttention {
     OwnedTensor o;                 // [T, H, d_v], attention dtype; only when o_input is not o itself (FP8, fp16)
     OwnedTensor o_input;           // [T, H * d_v], o_proj's saved input (o itself, or FP8 in fp8 training)
     OwnedTensor lse;               // [B, H, S]
-    // Output gradients of the five projections in Linear::output_grad_dtype, saved by backward_input for
-    // backward_weight (which releases everything). backward_input releases what only it reads: q_latent,
-    // kv_latent, their rstd, q, k, v, o and lse.
-    OwnedTensor d_out;       // [T, hidden]
-    OwnedTensor d_q;         // [T, H, d_qk]
-    OwnedTensor d_kv;        // [T, H, d_nope + d_v]
-    OwnedTensor d_ckv;       // [T, kv_lora + d_rope]
-    OwnedTensor d_q_latent;  // [T, q_lora]
+    // Output gradients of the five projections (in Linear::output_grad_dtype, or with FP8 quantised for wgrad),
+    // prepared by backward_input for backward_weight (which releases everything). backward_input releases what
+    // only it reads: q_latent, kv_latent, their rstd, q, k, v, o and lse.
+    Linear::PreparedOutputGrad d_out;       // [T, hidden]
+    Linear::PreparedOutputGrad d_q;         // [T, H * d_qk]
+    Linear::PreparedOutputGrad d_kv;        // [T, H * (d_nope + d_v)]
+    Linear::PreparedOutputGrad d_ckv;       // [T, kv_lora + d_rope]
+    Linear::PreparedOutputGrad d_q_latent;  // [T, q_lora]
   };
 
   // out: [T, hidden] <- x: [T, hidden] fp32 or input_dtype() (kept for the weight gradients without a copy when it

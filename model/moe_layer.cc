@@ -94,14 +94,16 @@ void MoeLayer::route(Context& ctx, const Tensor& x, int64_t seq_len) const {
 
 OwnedTensor MoeLayer::expert_tokens(const Tensor& x) const {
   if (exchange_) return {};
-  OwnedTensor tripped;  // [T, H] fp32
   if (fp8_dispatch_) {
-    tripped = to_compute_dtype(x, DType::f32);
-    round_trip_fp8_rows(tripped, fp8_pow2_scales_);
+    // The rows as the dispatch quantises them, dequantised straight into the compute dtype (round_trip_fp8_rows's
+    // values, rounded as to_compute_dtype rounds them).
+    Fp8Rows rows = quantize_rows(x, fp8_pow2_scales_);                     // [T, H]
+    OwnedTensor tokens(x.shape(), experts_.compute_dtype(), x.device());  // [T, H]
+    dequantize_1x128(tokens, rows.values, rows.scales);
+    return tokens;
   }
-  const Tensor& tokens = fp8_dispatch_ ? tripped.tensor() : x;
-  if (tokens.dtype() == experts_.compute_dtype()) return tripped;
-  return to_compute_dtype(tokens, experts_.compute_dtype());
+  if (x.dtype() == experts_.compute_dtype()) return {};
+  return to_compute_dtype(x, experts_.compute_dtype());
 }
 
 bool MoeLayer::shared_reads_expert_tokens() const {
@@ -132,16 +134,16 @@ void MoeLayer::compute_experts(Context& ctx, const Tensor& x_sorted) const {
   mark_phase(profiler_, "forward.expert_exchange");
   route_to_owners(ctx);
   Shape local_rows{ctx.route.received_total(), x_sorted.size(1)};
-  OwnedTensor x_local(local_rows, DType::f32, x_sorted.device());       // [R, H] by local expert
   OwnedTensor output_local(local_rows, DType::f32, x_sorted.device());  // [R, H]
   if (fp8_dispatch_) {
     Fp8Rows rows = exchange_->dispatch_fp8(ctx.route, x_sorted, fp8_pow2_scales_);  // [R, H]
-    // The weight gradient's input: the rows as they arrived, dequantised and rounded to the compute dtype.
+    // The weight gradient's input: the rows as they arrived, dequantised into the compute dtype.
+    OwnedTensor x_local(local_rows, experts_.compute_dtype(), x_sorted.device());  // [R, H] by local expert
     dequantize_1x128(x_local, rows.values, rows.scales);
     mark_phase(profiler_, "forward.moe_experts");
-    experts_.forward_fp8(ctx.experts, output_local, rows.matrix(), ctx.local_offsets,
-                         to_compute_dtype(x_local, experts_.compute_dtype()));
+    experts_.forward_fp8(ctx.experts, output_local, rows.matrix(), ctx.local_offsets, std::move(x_local));
   } else {
+    OwnedTensor x_local(local_rows, DType::f32, x_sorted.device());  // [R, H] by local expert
     exchange_->dispatch(ctx.route, x_local, x_sorted);
     mark_phase(profiler_, "forward.moe_experts");
     experts_.forward(ctx.experts, output_local, x_local, ctx.local_offsets);

@@ -11,9 +11,10 @@
 // (ExpertExchange::dispatch_fp8, 1x128 tiles) and the experts' FP8 GEMMs read the e4m3 rows and scales that arrive;
 // without expert parallelism the T token rows are quantised the same way and their e4m3 rows and scales permuted
 // (per row and a copy: the same bits), so the results do not depend on ep. The experts' bf16 weight gradient reads
-// the rows dequantised (round_trip_fp8_rows on the T token rows before they are permuted, without expert
-// parallelism) and rounded to bf16. The combine sums in fp32; in bf16 training the expert outputs and their
-// gradients are rows of bf16 (the experts' compute dtype), rounded once, with or without an exchange.
+// the rows dequantised straight into bf16 (without expert parallelism the T token rows, quantised as the dispatch
+// quantises them, before they are permuted): round_trip_fp8_rows's values rounded once. The combine sums in fp32; in
+// bf16 training the expert outputs and their gradients are rows of bf16 (the experts' compute dtype), rounded once,
+// with or without an exchange.
 // Nothing here reads device memory on the host (but the exchange, which reads the per-expert row counts): the
 // balance loss stays a device tensor that the caller sums where it wants (accumulate_balance_loss).
 //

@@ -60,8 +60,9 @@ void MtpModule::backward_input(Context& ctx, const Tensor& d_previous, const Ten
   head_.backward_input(ctx.head, d_block_output);
   if (d_output.defined() && d_output.numel() > 0) add_scaled(d_block_output, d_output);
 
-  ctx.d_projected = OwnedTensor(d_previous.shape(), DType::f32, device);
-  block_.backward_input(ctx.block, ctx.d_projected, d_block_output, balance_loss_grad);
+  OwnedTensor d_projected(d_previous.shape(), DType::f32, device);  // [T, H]
+  block_.backward_input(ctx.block, d_projected, d_block_output, balance_loss_grad);
+  ctx.d_projected = projection_.prepare_output_grad(std::move(d_projected));
   OwnedTensor d_concatenated(Shape{d_previous.size(0), 2 * hidden}, DType::f32, device);
   projection_.backward_input(d_concatenated, ctx.d_projected);
 

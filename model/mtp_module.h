@@ -30,7 +30,7 @@ class MtpModule {
     DecoderLayer::Context block;
     OwnedTensor output;           // [T, H] h_k
     OutputHead::Context head;
-    OwnedTensor d_projected;      // [T, H] saved by backward_input for eh_proj's weight gradient
+    Linear::PreparedOutputGrad d_projected;  // [T, H] prepared by backward_input for eh_proj's weight gradient
     OwnedTensor d_embedded;       // [T, H] saved by backward_input for the embedding gradient
   };
 

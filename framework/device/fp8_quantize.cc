@@ -66,9 +66,16 @@ void quantize_bf16(const Tensor& q, const Tensor& scales, const Tensor& x, cpu::
 #endif
 }
 
+// x fp32, or bf16 for 1x128 tiles (the fp32 values rounded as cast_tensor rounds them).
 void dequantize(const Tensor& x, const Tensor& q, const Tensor& scales, cpu::Fp8Tile tile,
                 [[maybe_unused]] Stream stream, [[maybe_unused]] const char* op) {
-  check_operands(x, q, scales, tile);
+  bool bf16 = x.dtype() == DType::bf16 && tile.rows == kTile1x128.rows && tile.cols == kTile1x128.cols;
+  check_operands(x, q, scales, tile, false, bf16 ? DType::bf16 : DType::f32);
+  if (x.device().is_cpu() && bf16) {
+    OwnedTensor values(x.shape(), DType::f32);  // [M, K]
+    cpu::dequantize_tiles(values, q, scales, tile);
+    return cast_tensor(x, values);
+  }
   if (x.device().is_cpu()) return cpu::dequantize_tiles(x, q, scales, tile);
 #ifdef HAI_WITH_CUDA
   return cuda::dequantize_tiles(x, q, scales, {tile.rows, tile.cols}, stream);

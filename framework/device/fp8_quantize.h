@@ -62,7 +62,8 @@ void quantize_1x128_and_128x1_transposed(const Tensor& q, const Tensor& scales, 
                                          const Tensor& scales_t, const Tensor& x, bool pow2_scales = false,
                                          Stream stream = {});
 
-// x: [M, K] fp32 <- q: [M, K] e4m3 and the scales of the matching quantize_*.
+// x: [M, K] fp32 <- q: [M, K] e4m3 and the scales of the matching quantize_*. dequantize_1x128 also writes a bf16
+// x: the fp32 values rounded to nearest even, as cast_tensor rounds them (a NaN as 0x7fc0), without an fp32 pass.
 void dequantize_1x128(const Tensor& x, const Tensor& q, const Tensor& scales, Stream stream = {});
 void dequantize_128x1(const Tensor& x, const Tensor& q, const Tensor& scales, Stream stream = {});
 void dequantize_128x128(const Tensor& x, const Tensor& q, const Tensor& scales, Stream stream = {});

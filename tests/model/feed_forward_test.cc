@@ -128,7 +128,8 @@ TEST(FeedForward, RowSliceEqualsRowsOfTheWholeBatch) {
 // In fp8 training the three FP8 projections compute in bf16: x (written in bf16 by its producer, input_dtype) and
 // SwiGLU's activation are bf16 before their e4m3 quantisation, while gate and up reach SwiGLU in fp32, as the GEMMs
 // write them: the block's output is, bit for bit, the composition of its parts with exactly those roundings. The
-// output gradients kept for the weight gradients are bf16.
+// output gradients kept for the weight gradients are their FP8 transposes (one byte an element), the dgrad rows
+// released.
 TEST(FeedForward, Fp8RoundsOnlyTheProjectionInputsAndGradientsToBf16) {
   constexpr int64_t kRows = 9, kHidden = 200, kFfn = 136;
   ParameterStore store = feed_forward_store(kHidden, kFfn, 0.05, /*fp8=*/true);
@@ -152,7 +153,11 @@ TEST(FeedForward, Fp8RoundsOnlyTheProjectionInputsAndGradientsToBf16) {
 
   OwnedTensor d_x({kRows, kHidden}, DType::f32);
   ffn.backward_input(ctx, d_x, testing::random_tensor({kRows, kHidden}, 11));
-  for (const OwnedTensor* kept : {&ctx.d_out, &ctx.d_gate, &ctx.d_up}) EXPECT_EQ(kept->tensor().dtype(), DType::bf16);
+  for (const Linear::PreparedOutputGrad* kept : {&ctx.d_out, &ctx.d_gate, &ctx.d_up}) {
+    EXPECT_EQ(kept->saved.tensor().dtype(), DType::u8);
+    EXPECT_EQ(kept->tokens, kRows);
+    EXPECT_EQ(kept->rows.tensor().raw(), nullptr);
+  }
   ffn.backward_weight(ctx);
 }
 

@@ -227,8 +227,8 @@ TEST_F(MlaAttentionTest, Bf16ComputeStaysCloseToFp32) {
 }
 
 // In fp8 training (FP8 projections computing in bf16) the tensors between the projections and the attention core
-// are bf16, as in bf16 training: x, q, k, v, o and the output gradients the projections keep; d_o alone stays fp32
-// (the header says why). (tests/model/linear_fp8_test.cc checks the FP8 GEMMs' error, tests/apps/trainer_fp8_test.cc
+// are bf16, as in bf16 training: x, q, k, v and o; d_o alone stays fp32 (the header says why). The output gradients
+// the projections keep for wgrad are their FP8 transposes. (tests/model/linear_fp8_test.cc checks the FP8 GEMMs' error, tests/apps/trainer_fp8_test.cc
 // the training.)
 TEST_F(MlaAttentionTest, Fp8KeepsBf16ActivationsAndGradientsAroundTheProjections) {
   ParameterStore fp8_store(deepseek_v3_parameters(model_), Device::cpu(), DType::bf16, {.enabled = true});
@@ -245,8 +245,9 @@ TEST_F(MlaAttentionTest, Fp8KeepsBf16ActivationsAndGradientsAroundTheProjections
   for (const OwnedTensor* kept : {&ctx.q, &ctx.k, &ctx.v, &ctx.o}) EXPECT_EQ(kept->tensor().dtype(), DType::bf16);
   OwnedTensor d_x(x.shape(), DType::f32);
   fp8_attention.backward_input(ctx, d_x, out);
-  for (const OwnedTensor* kept : {&ctx.d_out, &ctx.d_q, &ctx.d_kv, &ctx.d_ckv, &ctx.d_q_latent}) {
-    EXPECT_EQ(kept->tensor().dtype(), DType::bf16);
+  for (const Linear::PreparedOutputGrad* kept : {&ctx.d_out, &ctx.d_q, &ctx.d_kv, &ctx.d_ckv, &ctx.d_q_latent}) {
+    EXPECT_EQ(kept->saved.tensor().dtype(), DType::u8);  // d_y^T in e4m3 and its scales, for wgrad
+    EXPECT_EQ(kept->rows.tensor().raw(), nullptr);       // dgrad's rows: released by backward_input
   }
   fp8_attention.backward_weight(ctx);
   fp8_store.zero_unwritten_grads();

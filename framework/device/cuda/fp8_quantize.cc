@@ -45,6 +45,12 @@ void quantize_1x128_and_128x1_transposed(const Tensor& q, const Tensor& scales, 
 
 void dequantize_tiles(const Tensor& x, const Tensor& q, const Tensor& scales, Fp8TileShape tile, Stream stream) {
   cudaStream_t cuda_stream = prepare_launch(x.device(), stream);
+  if (x.dtype() == DType::bf16) {
+    HAI_CHECK(tile.rows == 1 && tile.cols == 128, "fp8 dequantisation to bf16 takes 1x128 tiles only");
+    return check_launch(kernels::dequantize_1x128_bf16(x.raw(), &q.data<e4m3>()->bits, scales.data<float>(),
+                                                       x.size(0), x.size(1), cuda_stream),
+                        "fp8 dequantisation");
+  }
   kernels::Fp8Layout layout{x.size(0), x.size(1), tile.rows, tile.cols};
   check_launch(kernels::dequantize_tiles(x.data<float>(), &q.data<e4m3>()->bits, scales.data<float>(), layout,
                                          cuda_stream),

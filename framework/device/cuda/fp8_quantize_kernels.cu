@@ -359,11 +359,30 @@ __global__ void quantize_tiles_kernel(uint8_t* q, float* scales, const float* x,
 
 // ---- dequantisation ----
 
-// A thread per 4 consecutive columns of a row (one 4-byte load of q and one 16-byte store of x when aligned):
+// Where a dequantised value goes: fp32 as it is, or bf16 rounded to nearest even (a NaN as 0x7fc0, the CPU's
+// rounding of the canonical NaN dequantize_value makes).
+__device__ void store_dequantized(float* x, float value) { *x = value; }
+__device__ void store_dequantized(__nv_bfloat16* x, float value) {
+  *x = isnan(value) ? __ushort_as_bfloat16(0x7fc0) : __float2bfloat16_rn(value);
+}
+
+// Four consecutive dequantised values, in one 16-byte (fp32) or 8-byte (bf16) store.
+__device__ void store_four(float* x, const float (&values)[4]) {
+  *reinterpret_cast<float4*>(x) = {values[0], values[1], values[2], values[3]};
+}
+__device__ void store_four(__nv_bfloat16* x, const float (&values)[4]) {
+  __nv_bfloat16 rounded[4];
+#pragma unroll
+  for (int i = 0; i < 4; ++i) store_dequantized(&rounded[i], values[i]);
+  *reinterpret_cast<uint2*>(x) = *reinterpret_cast<const uint2*>(rounded);
+}
+
+// A thread per 4 consecutive columns of a row (one 4-byte load of q and one store of x's 4 elements when aligned):
 // columns along the grid's x, rows along its y (strided).
-// x: [rows, cols] <- q: [rows, cols] e4m3, scales: [ceil(rows / kTileRows), ceil(cols / kTileCols)]
-template <int kTileRows, int kTileCols>
-__global__ void __launch_bounds__(kThreads) dequantize_kernel(float* __restrict__ x, const uint8_t* __restrict__ q,
+// x: [rows, cols] Output (float, or bf16 rounded) <- q: [rows, cols] e4m3, scales: [ceil(rows / kTileRows),
+// ceil(cols / kTileCols)]
+template <int kTileRows, int kTileCols, typename Output>
+__global__ void __launch_bounds__(kThreads) dequantize_kernel(Output* __restrict__ x, const uint8_t* __restrict__ q,
                                                               const float* __restrict__ scales, int64_t rows,
                                                               int64_t cols) {
   int64_t col = 4 * (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x);
@@ -372,16 +391,17 @@ __global__ void __launch_bounds__(kThreads) dequantize_kernel(float* __restrict_
   for (int64_t row = blockIdx.y; row < rows; row += gridDim.y) {
     const float* row_scales = scales + row / kTileRows * tile_cols;
     int64_t offset = row * cols + col;
-    if (col + 4 <= cols && aligned(q + offset, 4) && aligned(x + offset, 16)) {
+    if (col + 4 <= cols && aligned(q + offset, 4) && aligned(x + offset, 4 * sizeof(Output))) {
       uint32_t bytes = *reinterpret_cast<const uint32_t*>(q + offset);
-      float4 values = {dequantize_value(static_cast<uint8_t>(bytes), row_scales[col / kTileCols]),
-                       dequantize_value(static_cast<uint8_t>(bytes >> 8), row_scales[(col + 1) / kTileCols]),
-                       dequantize_value(static_cast<uint8_t>(bytes >> 16), row_scales[(col + 2) / kTileCols]),
-                       dequantize_value(static_cast<uint8_t>(bytes >> 24), row_scales[(col + 3) / kTileCols])};
-      *reinterpret_cast<float4*>(x + offset) = values;
+      float values[4];
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        values[i] = dequantize_value(static_cast<uint8_t>(bytes >> (8 * i)), row_scales[(col + i) / kTileCols]);
+      }
+      store_four(x + offset, values);
     } else {
       for (int64_t c = col; c < min(col + 4, cols); ++c) {
-        x[row * cols + c] = dequantize_value(q[row * cols + c], row_scales[c / kTileCols]);
+        store_dequantized(x + row * cols + c, dequantize_value(q[row * cols + c], row_scales[c / kTileCols]));
       }
     }
   }
@@ -417,8 +437,8 @@ cudaError_t launch_quantize(Kernel kernel, int64_t blocks, unsigned int blocks_p
   return cudaGetLastError();
 }
 
-template <int kTileRows, int kTileCols>
-cudaError_t launch_dequantize(float* x, const uint8_t* q, const float* scales, const Fp8Layout& layout,
+template <int kTileRows, int kTileCols, typename Output>
+cudaError_t launch_dequantize(Output* x, const uint8_t* q, const float* scales, const Fp8Layout& layout,
                               cudaStream_t stream) {
   constexpr int64_t kMaxGridRows = 65535;
   dim3 grid(static_cast<unsigned int>(ceil_div(layout.cols, 4 * kThreads)),
@@ -489,6 +509,13 @@ cudaError_t dequantize_tiles(float* x, const uint8_t* q, const float* scales, Fp
   if (has_tiles(layout, kTile, kTile)) return launch_dequantize<kTile, kTile>(x, q, scales, layout, stream);
   dequantize_tiles_kernel<<<grid_for(n), kThreads, 0, stream>>>(x, q, scales, layout);
   return cudaGetLastError();
+}
+
+cudaError_t dequantize_1x128_bf16(void* x, const uint8_t* q, const float* scales, int64_t rows, int64_t cols,
+                                  cudaStream_t stream) {
+  if (rows == 0 || cols == 0) return cudaSuccess;
+  return launch_dequantize<1, kTile>(static_cast<__nv_bfloat16*>(x), q, scales, Fp8Layout{rows, cols, 1, kTile},
+                                     stream);
 }
 
 }  // namespace hai::cuda::kernels

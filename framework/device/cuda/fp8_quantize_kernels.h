@@ -41,5 +41,8 @@ struct Fp8WeightEntry {
 cudaError_t quantize_weight_batch(const Fp8WeightEntry* entries, int64_t count, int64_t tiles, cudaStream_t stream);
 // x = e4m3_to_float(q) * scale of its tile (a NaN written as 0x7fc00000).
 cudaError_t dequantize_tiles(float* x, const uint8_t* q, const float* scales, Fp8Layout layout, cudaStream_t stream);
+// x: [rows, cols] bf16 = dequantize_tiles' fp32 values with 1x128 tiles, rounded to nearest even (a NaN as 0x7fc0).
+cudaError_t dequantize_1x128_bf16(void* x, const uint8_t* q, const float* scales, int64_t rows, int64_t cols,
+                                  cudaStream_t stream);
 
 }  // namespace hai::cuda::kernels

@@ -268,6 +268,27 @@ TEST(Fp8Quantize, Bf16ColumnsQuantiseTransposedAsTheirFp32Widening) {
   EXPECT_THROW(quantize_128x1_transposed(q_t, plain_scales, x_bf16), Error);
 }
 
+// dequantize_1x128 into bf16 is its fp32 result rounded by cast_tensor, NaN elements (e4m3 0x7f and 0xff, and the
+// tile of an infinite scale) included; other tile shapes and other dtypes are refused.
+TEST(Fp8Quantize, DequantisedToBf16IsTheFp32ResultRounded) {
+  OwnedTensor x = testing::random_tensor(Shape{6, 300}, 11, 5.0f);  // [6, 300]: partial last tiles
+  OwnedTensor q(x.shape(), DType::e4m3), scales(Shape{6, 3}, DType::f32);
+  quantize_1x128(q, scales, x);
+  q.data<e4m3>()[7].bits = 0x7f;
+  q.data<e4m3>()[8].bits = 0xff;
+  q.data<e4m3>()[9].bits = 0x01;  // the smallest subnormal
+  scales.data<float>()[5] = std::numeric_limits<float>::infinity();
+  OwnedTensor values(x.shape(), DType::f32), rounded(x.shape(), DType::bf16), direct(x.shape(), DType::bf16);
+  dequantize_1x128(values, q, scales);
+  cast_tensor(rounded, values);
+  dequantize_1x128(direct, q, scales);
+  EXPECT_EQ(std::memcmp(direct.tensor().raw(), rounded.tensor().raw(), direct.tensor().bytes()), 0);
+  EXPECT_EQ(direct.data<bf16>()[7].bits, 0x7fc0);
+  OwnedTensor f16(x.shape(), DType::f16), columns(Shape{1, 300}, DType::f32);
+  EXPECT_THROW(dequantize_1x128(f16, q, scales), Error);
+  EXPECT_THROW(dequantize_128x1(rounded, q, columns), Error);
+}
+
 // quantize_1x128_and_128x1_transposed is quantize_1x128 and quantize_128x1_transposed of the same x, byte for
 // byte, on shapes with partial tiles along either dimension or both, fp32 and bf16 x, exact and power-of-two scales.
 TEST(Fp8Quantize, RowsAndColumnsInOneCallAreTheTwoQuantisations) {

@@ -287,13 +287,13 @@ TEST(Fp8QuantizeParity, RowsAndColumnsInOnePassThroughput) {
 using Dequantize = std::function<void(const Tensor& x, const Tensor& q, const Tensor& scales)>;
 
 void check_dequantize(const Quantize& quantize, const Dequantize& dequantize, bool tile_rows_128, bool tile_cols_128,
-                      const std::string& name) {
+                      const std::string& name, DType output = DType::f32) {
   for (auto [m, k] : kShapes) {
     OwnedTensor x = awkward_matrix(m, k);
     Shape scale_shape{tile_rows_128 ? tiles(m) : m, tile_cols_128 ? tiles(k) : k};
     OwnedTensor q(Shape{m, k}, DType::e4m3), scales(scale_shape, DType::f32);
     quantize(q, scales, x, false);
-    OwnedTensor back(Shape{m, k}, DType::f32), back_gpu(Shape{m, k}, DType::f32, Device::cuda(0));
+    OwnedTensor back(Shape{m, k}, output), back_gpu(Shape{m, k}, output, Device::cuda(0));
     dequantize(back, q, scales);
     dequantize(back_gpu, copy_to(q, Device::cuda(0)), copy_to(scales, Device::cuda(0)));
     ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
@@ -312,6 +312,7 @@ TEST(Fp8QuantizeParity, DequantisationIsBitExact) {
   check_dequantize(quantize(quantize_1x128), dequantize(dequantize_1x128), false, true, "1x128");
   check_dequantize(quantize(quantize_128x1), dequantize(dequantize_128x1), true, false, "128x1");
   check_dequantize(quantize(quantize_128x128), dequantize(dequantize_128x128), true, true, "128x128");
+  check_dequantize(quantize(quantize_1x128), dequantize(dequantize_1x128), false, true, "1x128 to bf16", DType::bf16);
 }
 
 }  // namespace
