@@ -80,9 +80,9 @@ __device__ inline void load_tile(unsigned char* tile, const OperandSource& sourc
   }
 }
 
-// The descriptor of a K-major operand tile's 32-deep slice `slice` (0..3) from outer row `outer` (0 or 64).
-__device__ inline uint64_t slice_descriptor(const unsigned char* tile, int outer, int slice) {
-  return sm90::matrix_descriptor(sm80::shared_address(tile) + outer * kRowBytes + slice * kSliceDepth, 0, 1024);
+// The descriptor of a K-major operand tile's first 32-deep slice from outer row `outer` (0 or 64).
+__device__ inline uint64_t operand_descriptor(const unsigned char* tile, int outer) {
+  return sm90::matrix_descriptor(sm80::shared_address(tile) + outer * kRowBytes, 0, 1024);
 }
 
 #if defined(HAI_WGMMA_AVAILABLE)
@@ -102,12 +102,16 @@ __device__ inline void promote(Accumulators& accumulators, const Accumulators& s
 }
 
 // stage_sums <- this warpgroup's 64 rows of the stage's A tile @ the B tile^T over its 128 depth.
+// NOTE: a slice's descriptor is the stage's plus the slice's 32 bytes in the start-address field (bits 0-13,
+// address / 16): one descriptor per operand and stage, not one per product.
 __device__ inline void multiply_stage(Accumulators& stage_sums, const unsigned char* stage, int warpgroup_outer) {
+  uint64_t a = operand_descriptor(stage, warpgroup_outer);
+  uint64_t b = operand_descriptor(stage + kOperandBytes, 0);
+  constexpr uint64_t kSliceStep = kSliceDepth / 16;
   sm90::warpgroup_fence();
 #pragma unroll
   for (int slice = 0; slice < kDepth / kSliceDepth; ++slice) {
-    sm90::mma_m64n128k32_e4m3(stage_sums.values, slice_descriptor(stage, warpgroup_outer, slice),
-                              slice_descriptor(stage + kOperandBytes, 0, slice), slice != 0);
+    sm90::mma_m64n128k32_e4m3(stage_sums.values, a + slice * kSliceStep, b + slice * kSliceStep, slice != 0);
   }
   sm90::warpgroup_commit();
   sm90::warpgroup_wait<0>();

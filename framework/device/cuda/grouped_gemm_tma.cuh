@@ -90,7 +90,9 @@ struct Bf16Math {
   using Accumulators = float[128];  // this thread's part of 64 x 256 in the m64nN layout (wgmma_sm90.cuh)
 
 #if defined(HAI_WGMMA_AVAILABLE)
-  __device__ static void clear(Accumulators& accumulators) {
+  // Before a tile's first stage.
+  template <typename Problem>
+  __device__ static void start_tile(Accumulators& accumulators, const Problem&, const typename Problem::Tile&, int) {
 #pragma unroll
     for (int i = 0; i < 128; ++i) accumulators[i] = 0.0f;
   }
@@ -260,10 +262,10 @@ __device__ inline void consume(const Problem& problem, unsigned char* stages, ui
   auto walk = problem.walk();
   typename Problem::Tile tile;
   while (walk.next(&tile)) {
-    Math::clear(accumulators);
-    int64_t steps = problem.depth_steps(tile);
+    Math::start_tile(accumulators, problem, tile, consumer);
+    auto steps = static_cast<int>(problem.depth_steps(tile));
     int previous = 0;
-    for (int64_t step = 0; step < steps; ++step) {
+    for (int step = 0; step < steps; ++step) {
       sm90::barrier_wait(&full[stage], phase);
       unsigned char* a = stages + stage * Math::kStageBytes;
       problem.prepare_stage(tile, step, a, a + kABytes, consumer);

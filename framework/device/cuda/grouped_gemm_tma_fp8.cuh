@@ -38,28 +38,41 @@ struct Fp8Math {
   static constexpr int kStageBytes = kABytes + kBlockColumns * kRowBytes;
   static_assert(kDepth == fp8_wgmma::kDepth && kABytes == fp8_wgmma::kOperandBytes &&
                 kStageBytes == fp8_wgmma::kStageBytes);
+  // The scales of a tile's rows: pointers to x's 1x128 scales of the thread's two rows (nullptr past the expert's
+  // rows: scale 0) and to W's 128x128 scales of the tile's column block, each indexed by the stage.
+  struct TileScales {
+    const float* top_row;
+    const float* bottom_row;
+    const float* columns;
+  };
   struct Accumulators {
     wgmma::Accumulators totals;      // this thread's part of 64 x 128 in the m64nN layout (wgmma_sm90.cuh)
     wgmma::Accumulators stage_sums;  // the current stage's products, the same layout
+    TileScales scales;               // the current tile's
   };
 
 #if defined(HAI_WGMMA_AVAILABLE)
-  __device__ static void clear(Accumulators& accumulators) {
+  template <typename Problem>
+  __device__ static void start_tile(Accumulators& accumulators, const Problem& problem,
+                                    const typename Problem::Tile& tile, int consumer) {
 #pragma unroll
     for (int i = 0; i < 64; ++i) accumulators.totals.values[i] = 0.0f;
+    accumulators.scales = problem.tile_scales(tile, consumer);
   }
-  // The stage's products, waited for, promoted with the problem's scales of the thread's rows: the cp.async FP8
-  // kernel's stage (its shared layout: A's 128 rows, then B's, 128 bytes each).
+  // The stage's products, waited for, promoted with the scales of the thread's rows: the cp.async FP8 kernel's
+  // stage (its shared layout: A's 128 rows, then B's, 128 bytes each).
+  // NOTE: the scales are loaded (through the read-only cache: a row's scales share a line) while the products run.
   template <typename Problem>
-  __device__ static void multiply_stage(Accumulators& accumulators, const Problem& problem,
-                                        const typename Problem::Tile& tile, int64_t step, const unsigned char* a,
-                                        const unsigned char*, int consumer) {
-    float top_scale, bottom_scale;  // loaded while the products run
-    problem.stage_scales(tile, step, consumer, &top_scale, &bottom_scale);
+  __device__ static void multiply_stage(Accumulators& accumulators, const Problem&, const typename Problem::Tile&,
+                                        int step, const unsigned char* a, const unsigned char*, int consumer) {
+    const TileScales& scales = accumulators.scales;
+    float column_scale = __ldg(scales.columns + step);
+    float top_scale = scales.top_row != nullptr ? __ldg(scales.top_row + step) * column_scale : 0.0f;
+    float bottom_scale = scales.bottom_row != nullptr ? __ldg(scales.bottom_row + step) * column_scale : 0.0f;
     fp8_wgmma::multiply_stage(accumulators.stage_sums, a, consumer * kConsumerRows);
     fp8_wgmma::promote(accumulators.totals, accumulators.stage_sums, top_scale, bottom_scale);
   }
-  __device__ static void stage_done(Accumulators&, int64_t) {}
+  __device__ static void stage_done(Accumulators&, int) {}
   __device__ static void finish(Accumulators&) {}
 #endif  // HAI_WGMMA_AVAILABLE
 };
@@ -97,18 +110,18 @@ struct Fp8RowTileProblem {
   }
   __device__ void prepare_stage(const Tile&, int64_t, unsigned char*, unsigned char*, int) const {}
 
-  // The promotion scales of this thread's rows (row r of its warp's 16 and r + 8) for scale block `step`: x's 1x128
-  // scale times W's 128x128 scale of the tile's column block; 0 for rows past the expert's.
-  __device__ void stage_scales(const Tile& tile, int64_t step, int consumer, float* top, float* bottom) const {
+  // Where the promotion scales of this thread's rows (row r of its warp's 16 and r + 8) are for the tile: x's 1x128
+  // scales and W's 128x128 scales of the tile's column block, one per scale block (stage); none for rows past the
+  // expert's (scale 0).
+  __device__ Math::TileScales tile_scales(const Tile& tile, int consumer) const {
     int64_t k_blocks = schedule.depth_steps;
     int lane = static_cast<int>(threadIdx.x) % 32;
     int warp = static_cast<int>(threadIdx.x) / 32 % 4;
     int64_t top_row = tile.rows.row_begin + consumer * kConsumerRows + warp * 16 + lane / 4;
     const float* weight_scales = arguments.weight_scales + tile.rows.expert * arguments.scale_stride;
-    float column_scale = weight_scales[tile.column_begin / Math::kBlockColumns * k_blocks + step];
-    *top = top_row < tile.rows.row_end ? arguments.x_scales[top_row * k_blocks + step] * column_scale : 0.0f;
-    *bottom =
-        top_row + 8 < tile.rows.row_end ? arguments.x_scales[(top_row + 8) * k_blocks + step] * column_scale : 0.0f;
+    return {top_row < tile.rows.row_end ? arguments.x_scales + top_row * k_blocks : nullptr,
+            top_row + 8 < tile.rows.row_end ? arguments.x_scales + (top_row + 8) * k_blocks : nullptr,
+            weight_scales + tile.column_begin / Math::kBlockColumns * k_blocks};
   }
 
   __device__ void write_out(const Tile& tile, const Math::Accumulators& accumulators, int consumer,
