@@ -9,7 +9,8 @@
 namespace hai::cuda::kernels {
 namespace {
 
-using fp8::quantize_pair;
+using fp8::quantize_quad;
+using fp8::ScaleDivisor;
 using fp8::scale_from_amax;
 using fp8::warp_max;
 
@@ -89,6 +90,12 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerMultiprocessor<Element>
   int height = static_cast<int>(min(rows - row_begin, int64_t{kTile}));
   int width = static_cast<int>(min(cols - col_begin, int64_t{kTile}));
 
+  // NOTE: every row of the tile is aligned where its first is and the row stride keeps the alignment: one test.
+  constexpr int kQuadBytes = sizeof(LaneQuad<Element>);
+  bool vector_loads = width == kTile && aligned(x + row_begin * cols + col_begin, kQuadBytes) &&
+                      cols * static_cast<int64_t>(sizeof(Element)) % kQuadBytes == 0;
+  bool vector_stores = width == kTile && aligned(out.q + row_begin * cols + col_begin, 4) && cols % 4 == 0;
+  bool vector_runs = aligned(out.q_t + col_begin * rows + row_begin, kRunBytes) && rows % kRunBytes == 0;
   LaneQuad<Element> quads[kRowsPerWarp];  // [i]: tile row first_row + i, columns first_col .. first_col + 3
 #pragma unroll
   for (int i = 0; i < kRowsPerWarp; ++i) {
@@ -97,7 +104,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerMultiprocessor<Element>
       continue;
     }
     const Element* x_tile_row = x + (row_begin + first_row + i) * cols + col_begin;
-    if (width == kTile && aligned(x_tile_row, sizeof(LaneQuad<Element>))) {
+    if (vector_loads) {
       quads[i].load(x_tile_row + first_col);
     } else {
       quads[i].load_partial(x_tile_row + first_col, width - first_col);
@@ -115,9 +122,9 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerMultiprocessor<Element>
     float scale = scale_from_amax(warp_max(amax), pow2_scales);
     int64_t row = row_begin + first_row + i;
     if (lane == 0) out.scales[row * tile_cols + tile_col] = scale;
-    uint32_t bytes = quantize_pair(quad[0], quad[1], scale) | quantize_pair(quad[2], quad[3], scale) << 16;
+    uint32_t bytes = quantize_quad(quad[0], quad[1], quad[2], quad[3], ScaleDivisor(scale));
     uint8_t* q_tile_row = out.q + row * cols + col_begin;
-    if (width == kTile && aligned(q_tile_row, 4)) {
+    if (vector_stores) {
       *reinterpret_cast<uint32_t*>(q_tile_row + first_col) = bytes;
     } else {
       for (int j = 0; j < kColsPerLane && first_col + j < width; ++j) {
@@ -152,11 +159,11 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerMultiprocessor<Element>
   // Each of the lane's columns: its 16 rows' bytes, one run of a q_t line, staged.
 #pragma unroll
   for (int j = 0; j < kColsPerLane; ++j) {
+    ScaleDivisor divisor(column_scales[j]);
     uint32_t words[4];
 #pragma unroll
     for (int k = 0; k < 4; ++k) {
-      words[k] = quantize_pair(quads[4 * k][j], quads[4 * k + 1][j], column_scales[j]) |
-                 quantize_pair(quads[4 * k + 2][j], quads[4 * k + 3][j], column_scales[j]) << 16;
+      words[k] = quantize_quad(quads[4 * k][j], quads[4 * k + 1][j], quads[4 * k + 2][j], quads[4 * k + 3][j], divisor);
     }
     int line = first_col + j;
     *reinterpret_cast<uint4*>(&stage[line][kRunBytes * staged_run(line, warp)]) = {words[0], words[1], words[2],
@@ -170,7 +177,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerMultiprocessor<Element>
     if (run_begin >= height) continue;
     const uint8_t* staged = &stage[line][kRunBytes * staged_run(line, run)];
     uint8_t* q_t_run = out.q_t + (col_begin + line) * rows + row_begin + run_begin;
-    if (run_begin + kRunBytes <= height && aligned(q_t_run, kRunBytes)) {
+    if (run_begin + kRunBytes <= height && vector_runs) {
       *reinterpret_cast<uint4*>(q_t_run) = *reinterpret_cast<const uint4*>(staged);
     } else {
       for (int k = 0; k < kRunBytes && run_begin + k < height; ++k) q_t_run[k] = staged[k];

@@ -13,6 +13,8 @@ namespace {
 
 using fp8::float2_to_e4m3x2;
 using fp8::quantize_pair;
+using fp8::quantize_quad;
+using fp8::ScaleDivisor;
 using fp8::scale_from_amax;
 using fp8::warp_max;
 
@@ -130,7 +132,7 @@ __global__ void __launch_bounds__(kThreads, 8)
     for (float value : v[t]) amax = fmaxf(amax, fabsf(value));
     float scale = scale_from_amax(warp_max(amax), pow2_scales);
     if (threadIdx.x % kWarpSize == 0) scales[row * tile_cols + first_tile + t] = scale;
-    tile_lane(t).store(quantize_pair(v[t][0], v[t][1], scale) | quantize_pair(v[t][2], v[t][3], scale) << 16);
+    tile_lane(t).store(quantize_quad(v[t][0], v[t][1], v[t][2], v[t][3], ScaleDivisor(scale)));
   }
 }
 
@@ -207,11 +209,14 @@ __device__ void store_panel(uint8_t* __restrict__ q, const PanelValues<kChunks>&
   constexpr int kPanelCols = kWarpSize * kChunks;
   constexpr int kLines = kTransposed ? kPanelCols : kTile, kLineBytes = kTransposed ? kTile : kPanelCols;
   __shared__ alignas(4) uint8_t stage[kLines][kLineBytes + 4];
+  ScaleDivisor divisors[kChunks];
+#pragma unroll
+  for (int j = 0; j < kChunks; ++j) divisors[j] = ScaleDivisor(scales[j]);
 #pragma unroll
   for (int i = 0; i < kRowsPerWarp; i += 2) {
 #pragma unroll
     for (int j = 0; j < kChunks; ++j) {
-      uint32_t pair = quantize_pair(values[i][j], values[i + 1][j], scales[j]);
+      uint32_t pair = quantize_pair(values[i][j], values[i + 1][j], divisors[j]);
       for (int k = 0; k < 2; ++k) {
         int row = at.row(i + k), col = at.col(j);
         (kTransposed ? stage[col][row] : stage[row][col]) = static_cast<uint8_t>(pair >> (8 * k));
@@ -287,7 +292,7 @@ __global__ void __launch_bounds__(kThreads) quantize_128x128_kernel(uint8_t* __r
 
 // One block per 128x128 tile of a batch of weights: the tile's weight found by a binary search over the entries'
 // first tiles, then quantize_128x128_kernel's work, written both as stored and transposed.
-__global__ void __launch_bounds__(kThreads) quantize_weight_batch_kernel(const Fp8WeightEntry* __restrict__ entries,
+__global__ void __launch_bounds__(kThreads, 3) quantize_weight_batch_kernel(const Fp8WeightEntry* __restrict__ entries,
                                                                          int64_t count) {
   auto tile = static_cast<int64_t>(blockIdx.x);
   int64_t low = 0, high = count - 1;  // the last entry whose first tile is <= tile

@@ -49,8 +49,7 @@ __global__ void __launch_bounds__(kThreads)
     }
     float scale = fp8::scale_from_amax(fp8::warp_max(amax), pow2_scales);
     if (lane == 0) scales[row * tile_cols + tile_col] = scale;
-    uint32_t bytes =
-        fp8::quantize_pair(values[0], values[1], scale) | fp8::quantize_pair(values[2], values[3], scale) << 16;
+    uint32_t bytes = fp8::quantize_quad(values[0], values[1], values[2], values[3], fp8::ScaleDivisor(scale));
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
       if (4 * lane + i < width) q[first + i] = static_cast<uint8_t>(bytes >> (8 * i));
