@@ -9,7 +9,9 @@
 #include <utility>
 #include <vector>
 
+#include "framework/core/dtype.h"
 #include "framework/core/error.h"
+#include "framework/core/rng.h"
 #include "framework/device/cast.h"
 #include "framework/device/fp8_quantize.h"
 #include "tests/framework/device/test_util.h"
@@ -330,6 +332,33 @@ TEST(Fp8Quantize, RowsAndColumnsInOneCallRejectSwappedLayouts) {
   EXPECT_THROW(quantize_1x128_and_128x1_transposed(q, scales, q_t, untransposed_scales, x), Error);
   OwnedTensor f16(x.shape(), DType::f16);
   EXPECT_THROW(quantize_1x128_and_128x1_transposed(q, scales, q_t, scales_t, f16), Error);
+}
+
+
+// The arithmetic of the CUDA quantisers' division by a tile's scale (framework/device/cuda/fp8_convert.cuh,
+// fp8::ScaleDivisor: x * RN(1 / scale), one fma correction of the remainder, the sign of x) gives the e4m3 byte of
+// IEEE division (the CPU quantiser's) for scales from scale_from_amax's range and dividends up to 448 scales: random
+// significands over every exponent, zeros, fp32 subnormals and all-ones scale significands among them.
+TEST(Fp8Quantize, ReciprocalDivisionGivesIeeeDivisionsE4m3) {
+  CounterRng rng(7, 0);
+  int64_t mismatches = 0;
+  constexpr int64_t kPairs = 2'000'000;
+  for (int64_t i = 0; i < kPairs; ++i) {
+    uint32_t scale_bits = rng.bits(4 * i), dividend_bits = rng.bits(4 * i + 1), choice = rng.bits(4 * i + 2);
+    uint32_t significand = i % 97 == 0 ? 0x7fffffu : scale_bits & 0x7fffffu;
+    float scale = std::ldexp(std::bit_cast<float>(0x3f800000u | significand), static_cast<int>(scale_bits >> 26) - 23);
+    float x = std::bit_cast<float>(0x3f800000u | (dividend_bits & 0x7fffffu)) * scale * 224.0f *
+              std::ldexp(1.0f, -static_cast<int>(choice % 40));
+    if (choice % 1000 == 1) x = 0.0f;
+    if (choice % 1000 == 2) x = std::bit_cast<float>(dividend_bits & 0x7fffffu);  // subnormal
+    if (dividend_bits >> 31) x = -x;
+    float reciprocal = 1.0f / scale;
+    float quotient = x * reciprocal;
+    float remainder = std::fma(-quotient, scale, x);
+    float divided = std::copysign(std::fma(remainder, reciprocal, quotient), x);
+    mismatches += float_to_e4m3(divided) != float_to_e4m3(x / scale);
+  }
+  EXPECT_EQ(mismatches, 0);
 }
 
 }  // namespace
