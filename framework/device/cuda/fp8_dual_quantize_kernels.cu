@@ -70,32 +70,59 @@ __device__ int staged_run(int line, int run) { return run ^ (line / kColsPerLane
 template <typename Element>
 constexpr int kMinBlocksPerMultiprocessor = sizeof(Element) == 2 ? 3 : 2;
 
-// One block per 128x128 tile of x, read once into registers (warp w: rows 16w .. 16w + 15, lane l: columns
-// 4l .. 4l + 3, so each load of a warp reads a run of one row). Each row's amax comes from a warp reduction and
-// its 1x128 bytes go straight to q; each column's amax from the 8 warps' partial ones in shared memory, and its
-// 128x1 bytes through a shared-memory transpose to q_t, in runs of 16 bytes. The tile's row is blockIdx.x /
-// tile_cols; rows and columns outside x are zeros, which leave every amax as it is, and are not written.
-// x: [rows, cols] Element (float, or bf16 widened exactly) ->
-// out.q: [rows, cols], out.scales: [rows, tile_cols], out.q_t: [cols, rows], out.scales_t: [cols, tile_rows]
-template <typename Element>
-__global__ void __launch_bounds__(kThreads, kMinBlocksPerMultiprocessor<Element>)
-    quantize_1x128_and_128x1_transposed_kernel(Fp8RowsAndColumns out, const Element* __restrict__ x, int64_t rows,
-                                               int64_t cols, unsigned int tile_cols, bool pow2_scales) {
-  __shared__ alignas(16) float column_amax_of_warp[kWarps][kTile];  // [warp, tile column]
-  __shared__ alignas(16) uint8_t stage[kTile][kTile];               // [tile column, staged run of tile rows]
+// Where a block's 128x128 tile of x lies: rows [row_begin, row_begin + height), columns [col_begin, col_begin +
+// width), and whether every access of it can be vectorised (a whole tile, its rows and runs aligned).
+struct TileSpan {
+  int64_t tile_row, tile_col, row_begin, col_begin, tile_rows;
+  int height, width;
+  bool vector_loads, vector_stores, vector_runs;
+
+  template <typename Element>
+  __device__ TileSpan(const Fp8RowsAndColumns& out, const Element* x, int64_t rows, int64_t cols,
+                      unsigned int tile_cols)
+      : tile_row(blockIdx.x / tile_cols),
+        tile_col(blockIdx.x % tile_cols),
+        row_begin(tile_row * kTile),
+        col_begin(tile_col * kTile),
+        tile_rows((rows + kTile - 1) / kTile),
+        height(static_cast<int>(min(rows - row_begin, int64_t{kTile}))),
+        width(static_cast<int>(min(cols - col_begin, int64_t{kTile}))) {
+    // NOTE: every row of the tile is aligned where its first is and the row stride keeps the alignment: one test.
+    constexpr int kQuadBytes = sizeof(LaneQuad<Element>);
+    vector_loads = width == kTile && aligned(x + row_begin * cols + col_begin, kQuadBytes) &&
+                   cols * static_cast<int64_t>(sizeof(Element)) % kQuadBytes == 0;
+    vector_stores = width == kTile && aligned(out.q + row_begin * cols + col_begin, 4) && cols % 4 == 0;
+    vector_runs = aligned(out.q_t + col_begin * rows + row_begin, kRunBytes) && rows % kRunBytes == 0;
+  }
+  __device__ bool whole() const {
+    return height == kTile && width == kTile && vector_loads && vector_stores && vector_runs;
+  }
+};
+
+// The shared memory of a block.
+struct TileScratch {
+  alignas(16) float column_amax_of_warp[kWarps][kTile];  // [warp, tile column]
+  alignas(16) uint8_t stage[kTile][kTile];               // [tile column, staged run of tile rows]
+};
+
+// A block's tile, read once into registers (warp w: rows 16w .. 16w + 15, lane l: columns 4l .. 4l + 3, so each
+// load of a warp reads a run of one row). Each row's amax comes from a warp reduction and its 1x128 bytes go
+// straight to q; each column's amax from the 8 warps' partial ones in shared memory, and its 128x1 bytes through a
+// shared-memory transpose to q_t, in runs of 16 bytes. Rows and columns outside x are zeros, which leave every amax
+// as it is, and are not written. kWhole: the span is whole() (every test below folds away).
+template <bool kWhole, typename Element>
+__device__ void quantize_tile(const Fp8RowsAndColumns& out, const Element* __restrict__ x, int64_t rows,
+                              int64_t cols, unsigned int tile_cols, bool pow2_scales, const TileSpan& span,
+                              TileScratch& scratch) {
+  auto& column_amax_of_warp = scratch.column_amax_of_warp;
+  auto& stage = scratch.stage;
   int warp = threadIdx.x / kWarpSize, lane = threadIdx.x % kWarpSize;
   int first_row = kRowsPerWarp * warp, first_col = kColsPerLane * lane;
-  int64_t tile_row = blockIdx.x / tile_cols, tile_col = blockIdx.x % tile_cols;
-  int64_t row_begin = tile_row * kTile, col_begin = tile_col * kTile, tile_rows = (rows + kTile - 1) / kTile;
-  int height = static_cast<int>(min(rows - row_begin, int64_t{kTile}));
-  int width = static_cast<int>(min(cols - col_begin, int64_t{kTile}));
-
-  // NOTE: every row of the tile is aligned where its first is and the row stride keeps the alignment: one test.
-  constexpr int kQuadBytes = sizeof(LaneQuad<Element>);
-  bool vector_loads = width == kTile && aligned(x + row_begin * cols + col_begin, kQuadBytes) &&
-                      cols * static_cast<int64_t>(sizeof(Element)) % kQuadBytes == 0;
-  bool vector_stores = width == kTile && aligned(out.q + row_begin * cols + col_begin, 4) && cols % 4 == 0;
-  bool vector_runs = aligned(out.q_t + col_begin * rows + row_begin, kRunBytes) && rows % kRunBytes == 0;
+  int64_t tile_col = span.tile_col, row_begin = span.row_begin, col_begin = span.col_begin;
+  int64_t tile_row = span.tile_row, tile_rows = span.tile_rows;
+  int height = kWhole ? kTile : span.height, width = kWhole ? kTile : span.width;
+  bool vector_loads = kWhole || span.vector_loads, vector_stores = kWhole || span.vector_stores;
+  bool vector_runs = kWhole || span.vector_runs;
   LaneQuad<Element> quads[kRowsPerWarp];  // [i]: tile row first_row + i, columns first_col .. first_col + 3
 #pragma unroll
   for (int i = 0; i < kRowsPerWarp; ++i) {
@@ -182,6 +209,30 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerMultiprocessor<Element>
     } else {
       for (int k = 0; k < kRunBytes && run_begin + k < height; ++k) q_t_run[k] = staged[k];
     }
+  }
+}
+
+// The partial and unaligned tiles: out of line, so that the whole tiles' code stays small.
+template <typename Element>
+__device__ __noinline__ void quantize_partial_tile(const Fp8RowsAndColumns& out, const Element* __restrict__ x,
+                                                   int64_t rows, int64_t cols, unsigned int tile_cols,
+                                                   bool pow2_scales, const TileSpan& span, TileScratch& scratch) {
+  quantize_tile<false>(out, x, rows, cols, tile_cols, pow2_scales, span, scratch);
+}
+
+// One block per 128x128 tile of x (quantize_tile); the tile's row is blockIdx.x / tile_cols.
+// x: [rows, cols] Element (float, or bf16 widened exactly) ->
+// out.q: [rows, cols], out.scales: [rows, tile_cols], out.q_t: [cols, rows], out.scales_t: [cols, tile_rows]
+template <typename Element>
+__global__ void __launch_bounds__(kThreads, kMinBlocksPerMultiprocessor<Element>)
+    quantize_1x128_and_128x1_transposed_kernel(Fp8RowsAndColumns out, const Element* __restrict__ x, int64_t rows,
+                                               int64_t cols, unsigned int tile_cols, bool pow2_scales) {
+  __shared__ TileScratch scratch;
+  TileSpan span(out, x, rows, cols, tile_cols);
+  if (span.whole()) {
+    quantize_tile<true>(out, x, rows, cols, tile_cols, pow2_scales, span, scratch);
+  } else {
+    quantize_partial_tile(out, x, rows, cols, tile_cols, pow2_scales, span, scratch);
   }
 }
 
