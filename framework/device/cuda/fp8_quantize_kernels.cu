@@ -157,6 +157,21 @@ template <int kChunks>
 using PanelValues = float[kRowsPerWarp][kChunks];  // [i, j] as PanelThread places them
 template <int kChunks>
 using ChunkScales = float[kChunks];  // the scale of each of a thread's columns
+template <int kChunks>
+using ChunkDivisors = ScaleDivisor[kChunks];  // division by each of them
+
+// divisors[j] <- division by scales[j], or by `scale` for every chunk.
+template <int kChunks>
+__device__ void set_divisors(ChunkDivisors<kChunks>& divisors, const ChunkScales<kChunks>& scales) {
+#pragma unroll
+  for (int j = 0; j < kChunks; ++j) divisors[j] = ScaleDivisor(scales[j]);
+}
+template <int kChunks>
+__device__ void set_divisors(ChunkDivisors<kChunks>& divisors, float scale) {
+  ScaleDivisor divisor(scale);
+#pragma unroll
+  for (int j = 0; j < kChunks; ++j) divisors[j] = divisor;
+}
 
 // The thread's elements of x [rows, cols] (Element float, or bf16 widened exactly); zero outside x, which leaves
 // every amax unchanged.
@@ -198,20 +213,18 @@ __device__ void column_scales(ChunkScales<kChunks>& scales, const PanelValues<kC
   }
 }
 
-// Quantises the thread's elements (column j with scales[j]) into q [rows, cols], or q_t [cols, rows] transposed.
+// Quantises the thread's elements (column j divided as divisors[j] says) into q [rows, cols], or q_t [cols, rows] transposed.
 // The bytes are staged in shared memory so that the block then writes whole runs of q's rows (of q_t's rows
 // transposed), 4 bytes a thread when a run is full and aligned.
 template <int kChunks, bool kTransposed>
 __device__ void store_panel(uint8_t* __restrict__ q, const PanelValues<kChunks>& values,
-                            const ChunkScales<kChunks>& scales, int64_t rows, int64_t cols, const PanelThread& at) {
+                            const ChunkDivisors<kChunks>& divisors, int64_t rows, int64_t cols,
+                            const PanelThread& at) {
   // A line is the panel's run of a q row (a panel row) or of a q_t row (a panel column). NOTE: 4 bytes of padding
   // per line put the bytes that a warp stages transposed, one per line, in 32 different banks.
   constexpr int kPanelCols = kWarpSize * kChunks;
   constexpr int kLines = kTransposed ? kPanelCols : kTile, kLineBytes = kTransposed ? kTile : kPanelCols;
   __shared__ alignas(4) uint8_t stage[kLines][kLineBytes + 4];
-  ScaleDivisor divisors[kChunks];
-#pragma unroll
-  for (int j = 0; j < kChunks; ++j) divisors[j] = ScaleDivisor(scales[j]);
 #pragma unroll
   for (int i = 0; i < kRowsPerWarp; i += 2) {
 #pragma unroll
@@ -262,7 +275,9 @@ __global__ void __launch_bounds__(kThreads) quantize_128x1_kernel(uint8_t* __res
       scales[kTransposed ? col * tile_rows + tile_row : tile_row * cols + col] = chunk_scales[j];
     }
   }
-  store_panel<kChunks, kTransposed>(q, values, chunk_scales, rows, cols, at);
+  ChunkDivisors<kChunks> divisors;
+  set_divisors<kChunks>(divisors, chunk_scales);
+  store_panel<kChunks, kTransposed>(q, values, divisors, rows, cols, at);
 }
 
 // One block per 128x128 tile; the tile's row is blockIdx.x / tile_cols.
@@ -285,9 +300,9 @@ __global__ void __launch_bounds__(kThreads) quantize_128x128_kernel(uint8_t* __r
   for (int j = 0; j < kChunks; ++j) amax = fmaxf(amax, column_amax<kChunks>(values, j));
   float scale = scale_from_amax(block_max(amax), pow2_scales);
   if (threadIdx.x == 0) scales[kTransposed ? tile_col * tile_rows + tile_row : tile_row * tile_cols + tile_col] = scale;
-  ChunkScales<kChunks> chunk_scales;
-  for (float& chunk_scale : chunk_scales) chunk_scale = scale;
-  store_panel<kChunks, kTransposed>(q, values, chunk_scales, rows, cols, at);
+  ChunkDivisors<kChunks> divisors;
+  set_divisors<kChunks>(divisors, scale);
+  store_panel<kChunks, kTransposed>(q, values, divisors, rows, cols, at);
 }
 
 // One block per 128x128 tile of a batch of weights: the tile's weight found by a binary search over the entries'
@@ -319,10 +334,10 @@ __global__ void __launch_bounds__(kThreads, 3) quantize_weight_batch_kernel(cons
     entry.scales[tile_row * tile_cols + tile_col] = scale;
     entry.scales_t[tile_col * tile_rows + tile_row] = scale;
   }
-  ChunkScales<kChunks> chunk_scales;
-  for (float& chunk_scale : chunk_scales) chunk_scale = scale;
-  store_panel<kChunks, false>(entry.q, values, chunk_scales, entry.rows, entry.cols, at);
-  store_panel<kChunks, true>(entry.q_t, values, chunk_scales, entry.rows, entry.cols, at);
+  ChunkDivisors<kChunks> divisors;
+  set_divisors<kChunks>(divisors, scale);
+  store_panel<kChunks, false>(entry.q, values, divisors, entry.rows, entry.cols, at);
+  store_panel<kChunks, true>(entry.q_t, values, divisors, entry.rows, entry.cols, at);
 }
 
 // ---- any other tile shape ----
