@@ -228,8 +228,8 @@ TEST_F(MlaAttentionTest, Bf16ComputeStaysCloseToFp32) {
 
 // In fp8 training (FP8 projections computing in bf16) the tensors between the projections and the attention core
 // are bf16, as in bf16 training: x, q, k, v and o; d_o alone stays fp32 (the header says why). The output gradients
-// the projections keep for wgrad are their FP8 transposes. (tests/model/linear_fp8_test.cc checks the FP8 GEMMs' error, tests/apps/trainer_fp8_test.cc
-// the training.)
+// the projections keep for wgrad are their FP8 transposes. (tests/model/linear_fp8_test.cc checks the FP8 GEMMs'
+// error, tests/apps/trainer_fp8_test.cc the training.)
 TEST_F(MlaAttentionTest, Fp8KeepsBf16ActivationsAndGradientsAroundTheProjections) {
   ParameterStore fp8_store(deepseek_v3_parameters(model_), Device::cpu(), DType::bf16, {.enabled = true});
   copy_tensor(fp8_store.values(), store_.values());

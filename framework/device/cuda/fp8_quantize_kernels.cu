@@ -213,7 +213,8 @@ __device__ void column_scales(ChunkScales<kChunks>& scales, const PanelValues<kC
   }
 }
 
-// Quantises the thread's elements (column j divided as divisors[j] says) into q [rows, cols], or q_t [cols, rows] transposed.
+// Quantises the thread's elements (column j divided as divisors[j] says) into q [rows, cols], or q_t [cols, rows]
+// transposed.
 // The bytes are staged in shared memory so that the block then writes whole runs of q's rows (of q_t's rows
 // transposed), 4 bytes a thread when a run is full and aligned.
 template <int kChunks, bool kTransposed>
