@@ -14,6 +14,19 @@
 #include "model/parameters.h"
 
 namespace hai {
+namespace {
+
+// offsets on the host -> an i32 tensor of them on `device`.
+OwnedTensor device_offsets(const std::vector<int64_t>& offsets, Device device) {
+  OwnedTensor host(Shape{static_cast<int64_t>(offsets.size())}, DType::i32);
+  for (size_t i = 0; i < offsets.size(); ++i) host.data<int32_t>()[i] = static_cast<int32_t>(offsets[i]);
+  OwnedTensor result(host.tensor().shape(), DType::i32, device);
+  copy_tensor(result, host);
+  return result;
+}
+
+}  // namespace
+
 MoeLayer::MoeLayer(const ModelConfig& config, const ParameterStore& store, int64_t layer, ExpertExchange* experts)
     : routed_experts_(config.moe.routed_experts),
       experts_per_token_(config.moe.experts_per_token),
@@ -176,12 +189,30 @@ void MoeLayer::route_to_owners(Context& ctx) const {
     expert_rows.push_back(offsets[expert + 1] - offsets[expert]);
   }
   ctx.route = exchange_->route(expert_rows);
-  OwnedTensor local_offsets(Shape{static_cast<int64_t>(ctx.route.local_offsets.size())}, DType::i32);  // [local + 1]
-  for (size_t i = 0; i < ctx.route.local_offsets.size(); ++i) {
-    local_offsets.data<int32_t>()[i] = static_cast<int32_t>(ctx.route.local_offsets[i]);
+  Device device = ctx.plan->plan().expert_offsets.device();
+  ctx.local_offsets = device_offsets(ctx.route.local_offsets, device);  // [local + 1]
+  if (experts_.uses_fp8()) split_by_source(ctx, device);
+}
+
+// The local rows of each expert by source rank (in the local order: expert by expert, rank 0 first), and the same
+// padded to 128 rows a segment: the FP8 weight gradient's tiles then hold one rank's tokens, as at ep 1.
+void MoeLayer::split_by_source(Context& ctx, Device device) const {
+  const int64_t sources = exchange_->ranks(), local = exchange_->local_experts();
+  std::vector<int64_t> segments{0}, padded_segments{0}, padded_experts{0};
+  for (int64_t expert = 0; expert < local; ++expert) {
+    for (int64_t source = 0; source < sources; ++source) {
+      int64_t rows = ctx.route.received[static_cast<size_t>(source * local + expert)];
+      segments.push_back(segments.back() + rows);
+      padded_segments.push_back(padded_segments.back() + (rows + kFp8TileSize - 1) / kFp8TileSize * kFp8TileSize);
+    }
+    padded_experts.push_back(padded_segments.back());
   }
-  ctx.local_offsets = OwnedTensor(local_offsets.shape(), DType::i32, ctx.plan->plan().expert_offsets.device());
-  copy_tensor(ctx.local_offsets, local_offsets);
+  ctx.token_segments = device_offsets(segments, device);              // [local * ep + 1]
+  ctx.padded_segments = device_offsets(padded_segments, device);      // [local * ep + 1]
+  ctx.padded_local_offsets = device_offsets(padded_experts, device);  // [local + 1]
+  ctx.experts.token_segments = ctx.token_segments;
+  ctx.experts.padded_segments = ctx.padded_segments;
+  ctx.experts.padded_expert_offsets = ctx.padded_local_offsets;
 }
 
 void MoeLayer::combine(const Context& ctx, const Tensor& out) const {

@@ -56,6 +56,9 @@ class MoeLayer {
     // Expert parallelism only: where the sorted rows went, and the bounds of the local experts' received rows.
     ExpertExchange::Route route;
     OwnedTensor local_offsets;  // [local experts + 1] i32
+    // FP8 only: each local expert's rows split by source rank, and padded (RoutedExperts::Context's segments).
+    OwnedTensor token_segments, padded_segments;  // [local experts * ep + 1] i32
+    OwnedTensor padded_local_offsets;             // [local experts + 1] i32
     // [T * K, H] routed outputs in sorted order, in model/in_dtype.h's saved_activation_dtype (bf16 in bf16/fp8
     // training): read by the combine's backward only, which releases it.
     OwnedTensor expert_output;
@@ -107,6 +110,7 @@ class MoeLayer {
   void compute_local_experts_fp8(Context& ctx, const Tensor& x) const;
   // Expert parallelism: exchanges the row counts into ctx.route and ctx.local_offsets.
   void route_to_owners(Context& ctx) const;
+  void split_by_source(Context& ctx, Device device) const;
   void combine(const Context& ctx, const Tensor& out) const;
 
   void combine_backward(const Context& ctx, const Tensor& d_expert_output, const Tensor& d_topk_weights,

@@ -190,10 +190,37 @@ void RoutedExperts::backward_weight(Context& ctx, const Tensor* x_sorted) const 
   // NOTE: the same rounding of the same rows as forward, so the recomputed input is forward's bit for bit.
   OwnedTensor rounded;
   Tensor input = x_sorted ? input_in_compute_dtype(*x_sorted, rounded) : ctx.input.tensor();  // [R, H]
-  grouped_gemm_weight_grad(down_grad_, ctx.d_out, ctx.activation, ctx.expert_offsets, take_grad_beta(down_parameters_));
-  grouped_gemm_weight_grad(gate_grad_, ctx.d_gate, input, ctx.expert_offsets, take_grad_beta(gate_parameters_));
-  grouped_gemm_weight_grad(up_grad_, ctx.d_up, input, ctx.expert_offsets, take_grad_beta(up_parameters_));
+  if (uses_fp8()) {
+    backward_weight_fp8(ctx, input);
+  } else {
+    grouped_gemm_weight_grad(down_grad_, ctx.d_out, ctx.activation, ctx.expert_offsets,
+                             take_grad_beta(down_parameters_));
+    grouped_gemm_weight_grad(gate_grad_, ctx.d_gate, input, ctx.expert_offsets, take_grad_beta(gate_parameters_));
+    grouped_gemm_weight_grad(up_grad_, ctx.d_up, input, ctx.expert_offsets, take_grad_beta(up_parameters_));
+  }
   ctx = Context{};
+}
+
+void RoutedExperts::backward_weight_fp8(const Context& ctx, const Tensor& input) const {
+  bool by_segment = ctx.token_segments.raw() != nullptr;
+  OwnedTensor padded_offsets;  // [E + 1] i32 without segments
+  if (!by_segment) {
+    padded_offsets = OwnedTensor(ctx.expert_offsets.shape(), DType::i32, input.device());
+    pad_expert_offsets(padded_offsets, ctx.expert_offsets);
+  }
+  const Tensor& segments = by_segment ? ctx.token_segments : ctx.expert_offsets;
+  const Tensor& padded_segments = by_segment ? ctx.padded_segments : padded_offsets.tensor();
+  const Tensor& padded = by_segment ? ctx.padded_expert_offsets : padded_offsets.tensor();
+  auto tokens = [&](const Tensor& sorted) {
+    return quantize_tokens_by_expert(sorted, segments, padded_segments, fp8_->pow2_activation_scales);
+  };
+  grouped_gemm_fp8_weight_grad(down_grad_, tokens(ctx.d_out).tokens(), tokens(ctx.activation).tokens(), padded,
+                               take_grad_beta(down_parameters_));
+  Fp8ExpertTokenBuffers input_tokens = tokens(input);  // [H, P]
+  grouped_gemm_fp8_weight_grad(gate_grad_, tokens(ctx.d_gate).tokens(), input_tokens.tokens(), padded,
+                               take_grad_beta(gate_parameters_));
+  grouped_gemm_fp8_weight_grad(up_grad_, tokens(ctx.d_up).tokens(), input_tokens.tokens(), padded,
+                               take_grad_beta(up_parameters_));
 }
 
 }  // namespace hai

@@ -16,9 +16,9 @@
 // DeepSeek-V3 recipe's tiles: gate_proj and up_proj read x as the dispatch quantised it (e4m3, 1x128 scales) and
 // write bf16; down_proj reads SwiGLU's fp32 activation quantised 1x128; the input gradient quantises d_out, d_gate
 // and d_up 1x128 as the weight gradient keeps them (bf16, widened exactly) and reads the transposed weight copies
-// (W_e^T, 128x128 blocks), accumulating d_x in fp32. The weight gradient stays the bf16 grouped GEMM on the bf16
-// tensors kept (x, the activation, d_out, d_gate, d_up): FP8 weight gradients need expert segments padded to 128
-// rows (not built).
+// (W_e^T, 128x128 blocks), accumulating d_x in fp32. The weight gradient is FP8 too: the bf16 tensors kept (x, the
+// activation, d_out, d_gate, d_up) are quantised in 128x1 tiles along the tokens, each expert's tokens padded to a
+// multiple of 128 so that no tile mixes two experts (framework/device/grouped_gemm_fp8_weight_grad.h).
 
 #include <optional>
 #include <string>
@@ -58,6 +58,13 @@ class RoutedExperts {
     OwnedTensor d_out;       // [R, H] compute dtype, saved by backward_input
     OwnedTensor d_gate;      // [R, F] compute dtype, saved by backward_input
     OwnedTensor d_up;        // [R, F] compute dtype, saved by backward_input
+    // The FP8 weight gradient's 128-token tiles (framework/device/grouped_gemm_fp8_weight_grad.h): by default every
+    // expert's rows padded to a multiple of 128 (from expert_offsets). Under expert parallelism the caller may split
+    // each expert's rows into S segments by source rank (token_segments [E * S + 1] i32, padded_segments the same
+    // padded, padded_expert_offsets [E + 1] = padded_segments[e * S]), so that no tile mixes two ranks' tokens and
+    // the quantisation is the one each rank would make of its own rows (ep gives ep 1's tiles). Views the caller
+    // keeps alive until backward_weight.
+    Tensor token_segments, padded_segments, padded_expert_offsets;
   };
 
   // out: [R, H] fp32 (or bf16, rounded once) <- x_sorted: [R, H] fp32 or in the compute dtype, expert_offsets:
@@ -89,6 +96,10 @@ class RoutedExperts {
     Fp8ExpertWeights gate_transposed, up_transposed, down_transposed;  // E x [H, F], E x [H, F], E x [F, H] (dgrad)
     bool pow2_activation_scales = false;  // precision.fp8.pow2_scales, for the activations quantised here
   };
+
+  // The weight gradients under FP8: every operand quantised token-padded in 128x1 tiles (the input once for gate and
+  // up), three FP8 grouped GEMMs (grouped_gemm_fp8_weight_grad.h). input: [R, H] in the compute dtype.
+  void backward_weight_fp8(const Context& ctx, const Tensor& input) const;
 
   // d_x: [R, K] (+)= d_y: [R, N] in the compute dtype @ W_e per expert, W_e: [N, K] (`weights`, the compute
   // copies), or under FP8 d_y quantised 1x128 times W_e^T's FP8 copy (fp8_->*transposed). beta 0 or 1.

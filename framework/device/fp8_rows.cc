@@ -15,4 +15,15 @@ Fp8Rows quantize_rows(const Tensor& rows, bool pow2_scales, Stream stream) {
   return fp8;
 }
 
+Fp8ExpertTokenBuffers quantize_tokens_by_expert(const Tensor& sorted, const Tensor& expert_offsets,
+                                                const Tensor& padded, bool pow2_scales, Stream stream) {
+  HAI_CHECK(sorted.rank() == 2, "fp8 expert tokens: {} must be a matrix", sorted.str());
+  int64_t padded_rows = padded_expert_rows(sorted.size(0), expert_offsets.numel() - 1);
+  Fp8ExpertTokenBuffers fp8{OwnedTensor(Shape{sorted.size(1), padded_rows}, DType::e4m3, sorted.device()),
+                            OwnedTensor(Shape{padded_rows / kFp8TileSize, sorted.size(1)}, DType::f32,
+                                        sorted.device())};
+  quantize_expert_tokens(fp8.tokens(), sorted, expert_offsets, padded, pow2_scales, stream);
+  return fp8;
+}
+
 }  // namespace hai

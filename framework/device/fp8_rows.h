@@ -4,6 +4,7 @@
 // allocates its result, for the layers and the expert exchange that quantise such rows.
 
 #include "framework/device/fp8_gemm.h"
+#include "framework/device/grouped_gemm_fp8_weight_grad.h"
 #include "framework/tensor/tensor.h"
 
 namespace hai {
@@ -20,5 +21,18 @@ struct Fp8Rows {
 // rows: [R, K] fp32, or bf16 (widened exactly first) -> its 1x128 quantisation. pow2_scales:
 // precision.fp8.pow2_scales.
 Fp8Rows quantize_rows(const Tensor& rows, bool pow2_scales, Stream stream = {});
+
+// Rows sorted by expert, quantised token-padded and transposed for the FP8 expert weight gradient
+// (grouped_gemm_fp8_weight_grad.h), with the buffers they own.
+struct Fp8ExpertTokenBuffers {
+  OwnedTensor values;  // [C, P] e4m3
+  OwnedTensor scales;  // [P / 128, C] fp32
+  Fp8ExpertTokens tokens() const { return {values, scales}; }
+};
+
+// sorted: [R, C] fp32 or bf16 (expert e's rows [offsets[e], offsets[e + 1]) of expert_offsets [E + 1] i32), padded:
+// pad_expert_offsets(expert_offsets) -> quantize_expert_tokens of it with P = padded_expert_rows(R, E).
+Fp8ExpertTokenBuffers quantize_tokens_by_expert(const Tensor& sorted, const Tensor& expert_offsets,
+                                                const Tensor& padded, bool pow2_scales, Stream stream = {});
 
 }  // namespace hai

@@ -21,7 +21,7 @@ void grouped_gemm_fp8_weight_grad(const ExpertWeights& grad, const Fp8ExpertToke
                                   GroupedGemmFp8WeightGradKernel kernel = GroupedGemmFp8WeightGradKernel::automatic);
 
 // Whether the TMA kernel can run these operands on the current device (an sm_90a build on a 9.x device, N and K
-// multiples of 128, P a multiple of 16, 16-byte aligned operands).
+// multiples of 128, P a multiple of 128, 16-byte aligned operands).
 bool grouped_gemm_fp8_weight_grad_tma_fits(const ExpertWeights& grad, const Fp8ExpertTokens& d_y,
                                            const Fp8ExpertTokens& x);
 
