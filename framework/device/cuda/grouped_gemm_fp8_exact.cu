@@ -20,12 +20,12 @@ __global__ void __launch_bounds__(fp8_exact::kThreads)
   ExpertRowTile rows;
   if (!find_expert_row_tile(arguments.offsets, arguments.experts, blockIdx.y, kTile, &rows)) return;
   int64_t column_begin = static_cast<int64_t>(blockIdx.x) * kTile;
-  fp8_exact::OperandSource a{arguments.x, arguments.x_scales, 1, rows.row_begin, rows.row_end};
+  fp8_exact::OperandSource a{arguments.x, arguments.x_scales, 1, rows.row_begin, rows.row_end, arguments.k};
   fp8_exact::OperandSource b{arguments.weights + rows.expert * arguments.weight_stride,
                              arguments.weight_scales + rows.expert * arguments.scale_stride, kWeightBlock,
-                             column_begin, arguments.n};
+                             column_begin, arguments.n, arguments.k};
   float sums[4][4];
-  fp8_exact::multiply_tiles(sums, a, b, arguments.k);
+  fp8_exact::multiply_tiles(sums, a, b, 0, arguments.k);
   fp8_output::OutputTile tile{&arguments, rows, column_begin};
   for (int i = 0; i < 4; ++i) {
     for (int j = 0; j < 4; ++j) {

@@ -14,6 +14,8 @@
 //   Bf16Math: 64-deep bf16 stages, 128 x 256 tiles, m64n256k16 into the accumulators; 4 stages of 48 KB.
 //   Fp8Math (grouped_gemm_tma_fp8.cuh): 128-deep e4m3 stages (one scale block), 128 x 128 tiles, m64n128k32 into a
 //     stage sum that is waited for and scaled into the fp32 totals (DeepSeek-V3's promotion); 6 stages of 32 KB.
+//   Fp8WeightGradMath (grouped_gemm_tma_fp8_weight_grad.cuh): Fp8Math's stages, each stage sum scaled by a scale of
+//     its row times a scale of its column.
 // A stage is freed once the next stage's products are issued and its own are complete; Math::stage_done(step) runs
 // just before.
 // Shared memory per stage, 128-byte swizzled as wgmma_sm90.cuh describes (the copy engine writes that swizzle): A,
@@ -22,7 +24,8 @@
 // (shared_bytes<Math>()).
 //
 // A Problem (grouped_gemm_tma_rows.cuh: bf16 forward and input gradient; grouped_gemm_tma_weight_grad.cuh: bf16
-// weight gradient; grouped_gemm_tma_fp8.cuh: e4m3 forward and input gradient) provides:
+// weight gradient; grouped_gemm_tma_fp8.cuh: e4m3 forward and input gradient; grouped_gemm_tma_fp8_weight_grad.cuh:
+// e4m3 weight gradient) provides:
 //   Math; Tile, and Walk, made by walk() and with bool next(Tile*): the block's tiles in order (the producer and each
 //     consumer walk the same sequence);
 //   kTransposeA, kTransposeB: 1 where that operand is MN-major in shared memory (bf16 only);
@@ -30,9 +33,10 @@
 //   load_stage(tile, step, a, b, full): the producer's copies of one stage, Math::kStageBytes completing on `full`;
 //   prepare_stage(tile, step, a, b, consumer): what the consumers change in a landed stage before its products
 //     (both consumers call it for every stage, in the same order);
-//   a_descriptor(a, consumer, slice), b_descriptor(b, slice): the wgmma descriptors of a slice;
+//   a_descriptor(a, consumer, slice), b_descriptor(b, slice): the wgmma descriptors of a slice (bf16 only);
 //   write_out(tile, accumulators, consumer, output_buffers): the consumer's results;
-//   with Fp8Math, stage_scales(tile, step, consumer, &top, &bottom): the promotion's scales of the thread's rows.
+//   with the e4m3 Maths, tile_scales(tile, consumer): where the tile's promotion scales of the thread's
+//     accumulators are (the Math's TileScales).
 // All of it exists only where nvcc compiles for sm_90a (HAI_WGMMA_AVAILABLE); the kernels trap elsewhere.
 
 #include <cuda.h>

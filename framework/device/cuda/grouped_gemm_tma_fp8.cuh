@@ -27,24 +27,21 @@
 
 namespace hai::cuda::kernels::tma {
 
-// e4m3 stages: 128 deep (one scale block), 128 x 128 tiles, m64n128k32 into a stage sum promoted to the totals.
+// What the e4m3 Maths share (Fp8Math below, Fp8WeightGradMath in grouped_gemm_tma_fp8_weight_grad.cuh): 128-deep
+// stages (one scale block), 128 x 128 tiles, m64n128k32 into a stage sum that multiply_stage waits for and promotes
+// into fp32 totals with the problem's scales (TileScales: where the tile's scales are, set once per tile).
 // NOTE: the stage's products are waited for inside multiply_stage. Two stage sums used in turn (one stage's products
 // running while the previous is promoted) need about 210 registers a consumer: ptxas then spilled (136 bytes) and
 // serialised the wgmmas under this kernel's 168-register entry cap.
-struct Fp8Math {
+struct Fp8Stages {
   static constexpr int kDepth = 128;
   static constexpr int kBlockColumns = 128;
   static constexpr int kStages = 6;
   static constexpr int kStageBytes = kABytes + kBlockColumns * kRowBytes;
   static_assert(kDepth == fp8_wgmma::kDepth && kABytes == fp8_wgmma::kOperandBytes &&
                 kStageBytes == fp8_wgmma::kStageBytes);
-  // The scales of a tile's rows: pointers to x's 1x128 scales of the thread's two rows (nullptr past the expert's
-  // rows: scale 0) and to W's 128x128 scales of the tile's column block, each indexed by the stage.
-  struct TileScales {
-    const float* top_row;
-    const float* bottom_row;
-    const float* columns;
-  };
+
+  template <typename TileScales>
   struct Accumulators {
     wgmma::Accumulators totals;      // this thread's part of 64 x 128 in the m64nN layout (wgmma_sm90.cuh)
     wgmma::Accumulators stage_sums;  // the current stage's products, the same layout
@@ -52,13 +49,33 @@ struct Fp8Math {
   };
 
 #if defined(HAI_WGMMA_AVAILABLE)
-  template <typename Problem>
-  __device__ static void start_tile(Accumulators& accumulators, const Problem& problem,
+  template <typename TileScales, typename Problem>
+  __device__ static void start_tile(Accumulators<TileScales>& accumulators, const Problem& problem,
                                     const typename Problem::Tile& tile, int consumer) {
 #pragma unroll
     for (int i = 0; i < 64; ++i) accumulators.totals.values[i] = 0.0f;
     accumulators.scales = problem.tile_scales(tile, consumer);
   }
+  template <typename State>
+  __device__ static void stage_done(State&, int) {}
+  template <typename State>
+  __device__ static void finish(State&) {}
+#endif  // HAI_WGMMA_AVAILABLE
+};
+
+// The forward's and input gradient's: a stage sum's promotion scale is x's 1x128 scale of the row times W's 128x128
+// scale of the tile's column block.
+struct Fp8Math : Fp8Stages {
+  // The scales of a tile's rows: pointers to x's 1x128 scales of the thread's two rows (nullptr past the expert's
+  // rows: scale 0) and to W's 128x128 scales of the tile's column block, each indexed by the stage.
+  struct TileScales {
+    const float* top_row;
+    const float* bottom_row;
+    const float* columns;
+  };
+  using Accumulators = Fp8Stages::Accumulators<TileScales>;
+
+#if defined(HAI_WGMMA_AVAILABLE)
   // The stage's products, waited for, promoted with the scales of the thread's rows: the cp.async FP8 kernel's
   // stage (its shared layout: A's 128 rows, then B's, 128 bytes each).
   // NOTE: the scales are loaded (through the read-only cache: a row's scales share a line) while the products run.
@@ -72,8 +89,6 @@ struct Fp8Math {
     fp8_wgmma::multiply_stage(accumulators.stage_sums, a, consumer * kConsumerRows);
     fp8_wgmma::promote(accumulators.totals, accumulators.stage_sums, top_scale, bottom_scale);
   }
-  __device__ static void stage_done(Accumulators&, int) {}
-  __device__ static void finish(Accumulators&) {}
 #endif  // HAI_WGMMA_AVAILABLE
 };
 

@@ -21,11 +21,13 @@
 
 namespace hai::cuda::kernels::tma {
 
+// The tiles of a weight gradient, also the FP8 one's (grouped_gemm_tma_fp8_weight_grad.cuh, whose operands are
+// token-padded: its offsets are the padded ones, its rows the padded tokens).
 struct WeightGradSchedule {
   const int32_t* offsets;  // [E + 1]
   int64_t experts;         // E
   int64_t row_tiles;       // N / kBlockRows
-  int64_t column_tiles;    // K / Bf16Math::kBlockColumns
+  int64_t column_tiles;    // K / the tile's columns
   bool add;                // beta 1: add to the gradients (else overwrite them)
 };
 
@@ -37,7 +39,9 @@ struct WeightGradTile {
   int32_t k_begin;    // first gradient column (of K)
 };
 
-// Walks tiles blockIdx.x, blockIdx.x + gridDim.x, ... of the E * row_tiles * column_tiles.
+// Walks tiles blockIdx.x, blockIdx.x + gridDim.x, ... of the E * row_tiles * column_tiles, tiles of kBlockRows x
+// kBlockColumns.
+template <int kBlockColumns>
 struct WeightGradWalk {
   const WeightGradSchedule& schedule;
   int64_t index = blockIdx.x;
@@ -51,7 +55,7 @@ struct WeightGradWalk {
     tile->row_begin = schedule.offsets[expert];
     tile->rows = schedule.offsets[expert + 1] - tile->row_begin;
     tile->n_begin = static_cast<int32_t>(within / schedule.column_tiles * kBlockRows);
-    tile->k_begin = static_cast<int32_t>(within % schedule.column_tiles * Bf16Math::kBlockColumns);
+    tile->k_begin = static_cast<int32_t>(within % schedule.column_tiles * kBlockColumns);
     index += gridDim.x;
     return true;
   }
@@ -72,7 +76,7 @@ struct WeightGradProblem {
   const CUtensorMap& gradient_map;
   WeightGradSchedule schedule;
 
-  __device__ WeightGradWalk walk() const { return WeightGradWalk{schedule}; }
+  __device__ WeightGradWalk<Math::kBlockColumns> walk() const { return {schedule}; }
   __device__ void prefetch() const {
     sm90::prefetch_tensor_map(&d_y_map);
     sm90::prefetch_tensor_map(&x_map);

@@ -20,7 +20,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <cstring>
 #include <limits>
 #include <numeric>
 #include <string>
@@ -31,6 +30,7 @@
 #include "framework/device/cast.h"
 #include "framework/device/fp8_quantize.h"
 #include "framework/device/cuda/grouped_gemm_fp8.h"
+#include "tests/framework/device/cuda/fp8_parity.h"
 #include "tests/framework/device/cuda/parity.h"
 #include "tests/framework/device/fp8_expert_inputs.h"
 #include "tests/framework/device/test_util.h"
@@ -39,6 +39,9 @@ namespace hai {
 namespace {
 
 using cuda::GroupedGemmFp8Kernel;
+using testing::clear_sign_bits;
+using testing::expect_same_bits;
+using testing::expect_within_promotion_bound;
 
 using Problem = testing::Fp8GroupedProblem;
 using Operands = testing::Fp8GroupedOperands;
@@ -72,11 +75,6 @@ Operands copied_to(const Operands& operands, Device device) {
 }
 
 // The same operands with every e4m3 sign bit cleared: the op then gives sum_k |x'[k] W'[k]|.
-void clear_sign_bits(const Tensor& values) {
-  auto* bytes = static_cast<uint8_t*>(values.raw());
-  for (int64_t i = 0; i < values.numel(); ++i) bytes[i] &= 0x7f;
-}
-
 Operands magnitudes_of(const Operands& operands) {
   Operands magnitudes = copied_to(operands, Device::cpu());
   clear_sign_bits(magnitudes.x_values);
@@ -106,23 +104,6 @@ OwnedTensor cpu_result(const Operands& host, const Tensor& y_initial, float beta
   OwnedTensor y = testing::copy_to(y_initial, Device::cpu());
   grouped_gemm_fp8(y, host.x(), host.weights(), host.offsets, beta);
   return y;
-}
-
-void expect_same_bits(const Tensor& gpu, const Tensor& cpu, const std::string& what) {
-  ASSERT_EQ(gpu.bytes(), cpu.bytes()) << what;
-  int64_t element_bytes = static_cast<int64_t>(dtype_size(cpu.dtype())), mismatches = 0, first = -1;
-  for (int64_t i = 0; i < cpu.numel(); ++i) {
-    if (std::memcmp(static_cast<const char*>(gpu.raw()) + i * element_bytes,
-                    static_cast<const char*>(cpu.raw()) + i * element_bytes, element_bytes) == 0) {
-      continue;
-    }
-    if (first < 0) first = i;
-    ++mismatches;
-  }
-  std::printf("[ parity ] %s: %lld elements, %lld differ in any bit\n", what.c_str(),
-              static_cast<long long>(cpu.numel()), static_cast<long long>(mismatches));
-  EXPECT_EQ(mismatches, 0) << what << ": first at " << first << ": gpu " << testing::element(gpu, first) << ", cpu "
-                           << testing::element(cpu, first);
 }
 
 void check_exact_kernel(const Problem& problem, float beta, DType y_dtype, uint64_t seed) {
@@ -156,30 +137,6 @@ TEST(CudaGroupedGemmFp8, OpOnUnalignedShapesMatchesCpuBitForBit) {
   grouped_gemm_fp8(y, device.x(), device.weights(), device.offsets, 1.0f);
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   expect_same_bits(testing::copy_to(y, Device::cpu()), cpu_result(host, y_initial, 1.0f), "grouped_gemm_fp8_op");
-}
-
-// Expects |gpu - cpu| <= 1e-3 * magnitude + slack * |cpu| elementwise (the header comment), NaN equal to NaN
-// (rows past offsets[E] with beta 0), and prints the largest fraction of the bound used.
-void expect_within_promotion_bound(const Tensor& gpu, const Tensor& cpu, const Tensor& magnitude, double slack,
-                                   const std::string& what) {
-  ASSERT_EQ(gpu.shape(), cpu.shape()) << what;
-  int64_t failures = 0, worst = -1;
-  double worst_fraction = 0.0;
-  for (int64_t i = 0; i < cpu.numel(); ++i) {
-    double a = testing::element(gpu, i), e = testing::element(cpu, i);
-    if (a == e || (std::isnan(a) && std::isnan(e))) continue;
-    double bound = 1e-3 * magnitude.data<float>()[i] + slack * std::fabs(e);
-    double fraction = std::isnan(a) || std::isnan(e) ? INFINITY : std::fabs(a - e) / bound;
-    failures += !(fraction <= 1.0);
-    if (worst < 0 || fraction > worst_fraction) {
-      worst = i;
-      worst_fraction = fraction;
-    }
-  }
-  std::printf("[ parity ] %s: %lld elements, at most %.3g of the bound 1e-3 * sum |terms| used\n", what.c_str(),
-              static_cast<long long>(cpu.numel()), worst_fraction);
-  EXPECT_EQ(failures, 0) << what << ": " << failures << " elements out of bound; worst at " << worst << ": gpu "
-                         << testing::element(gpu, worst) << ", cpu " << testing::element(cpu, worst);
 }
 
 // The sums of |terms| per element by the exact kernel (the CPU's bits, ExactKernelMatchesCpuBitForBit): the same
