@@ -5,6 +5,7 @@
 #include <climits>
 
 #include "framework/device/cuda/fp8_convert.cuh"
+#include "framework/device/cuda/fp8_panel.cuh"
 #include "framework/device/cuda/fp8_quantize_kernels.h"
 #include "framework/device/cuda/kernel_util.cuh"
 
@@ -12,17 +13,29 @@ namespace hai::cuda::kernels {
 namespace {
 
 using fp8::float2_to_e4m3x2;
-using fp8::quantize_pair;
 using fp8::quantize_quad;
 using fp8::ScaleDivisor;
 using fp8::scale_from_amax;
 using fp8::warp_max;
+using fp8_panel::aligned;
+using fp8_panel::ChunkDivisors;
+using fp8_panel::column_amax;
+using fp8_panel::k128x128Chunks;
+using fp8_panel::k128x1Chunks;
+using fp8_panel::kTile;
+using fp8_panel::kWarps;
+using fp8_panel::kWarpSize;
+using fp8_panel::load_panel;
+using fp8_panel::panel_rows;
+using fp8_panel::PanelScales;
+using fp8_panel::PanelThread;
+using fp8_panel::PanelValues;
+using fp8_panel::quantize_128x1_panel;
+using fp8_panel::set_divisors;
+using fp8_panel::store_panel;
+using fp8_panel::widened;
 
 constexpr int kCanonicalNan = 0x7fc00000;  // the CPU's quiet NaN; GPU arithmetic makes 0x7fffffff
-constexpr int kTile = 128;                 // the long side of every tile shape
-constexpr int kWarpSize = 32;
-constexpr int kWarps = kThreads / kWarpSize;  // warps per block
-constexpr int kRowsPerWarp = kTile / kWarps;  // rows of a 128-row panel held by each warp
 
 // e4m3_to_float(bits) * scale (framework/core/dtype.cc; every e4m3 value is exact in fp16), a NaN made canonical.
 __device__ float dequantize_value(uint8_t bits, float scale) {
@@ -41,12 +54,6 @@ __device__ float block_max(float value) {
   value = lane < warps ? scratch[lane] : 0.0f;
   return warp_max(value);
 }
-
-__device__ bool aligned(const void* pointer, int bytes) { return reinterpret_cast<uintptr_t>(pointer) % bytes == 0; }
-
-// An element of x as fp32: itself, or a bf16 widened exactly.
-__device__ float widened(float value) { return value; }
-__device__ float widened(__nv_bfloat16 value) { return __bfloat162float(value); }
 
 // ---- 1x128 tiles ----
 
@@ -136,122 +143,7 @@ __global__ void __launch_bounds__(kThreads, 8)
   }
 }
 
-// ---- 128-row panels: 128x1 and 128x128 tiles ----
-
-constexpr int k128x1Chunks = 2;                    // 32-column chunks of a 128x1 block's panel
-constexpr int k128x128Chunks = kTile / kWarpSize;  // a 128x128 block's panel is its tile
-
-// Thread (warp w, lane l) of a block over the 128 x (32 * chunks) panel of x at (row_begin, col_begin) holds the
-// elements at panel rows w + 8 i (i < 16) and panel columns l + 32 j (j < chunks): every warp reads runs of 32
-// consecutive elements of a row.
-struct PanelThread {
-  int64_t row_begin, col_begin;
-  int warp = threadIdx.x / kWarpSize, lane = threadIdx.x % kWarpSize;
-
-  __device__ PanelThread(int64_t row_begin, int64_t col_begin) : row_begin(row_begin), col_begin(col_begin) {}
-  __device__ int row(int i) const { return warp + kWarps * i; }
-  __device__ int col(int j) const { return lane + kWarpSize * j; }
-};
-
-template <int kChunks>
-using PanelValues = float[kRowsPerWarp][kChunks];  // [i, j] as PanelThread places them
-template <int kChunks>
-using ChunkScales = float[kChunks];  // the scale of each of a thread's columns
-template <int kChunks>
-using ChunkDivisors = ScaleDivisor[kChunks];  // division by each of them
-
-// divisors[j] <- division by scales[j], or by `scale` for every chunk.
-template <int kChunks>
-__device__ void set_divisors(ChunkDivisors<kChunks>& divisors, const ChunkScales<kChunks>& scales) {
-#pragma unroll
-  for (int j = 0; j < kChunks; ++j) divisors[j] = ScaleDivisor(scales[j]);
-}
-template <int kChunks>
-__device__ void set_divisors(ChunkDivisors<kChunks>& divisors, float scale) {
-  ScaleDivisor divisor(scale);
-#pragma unroll
-  for (int j = 0; j < kChunks; ++j) divisors[j] = divisor;
-}
-
-// The thread's elements of x [rows, cols] (Element float, or bf16 widened exactly); zero outside x, which leaves
-// every amax unchanged.
-template <int kChunks, typename Element>
-__device__ void load_panel(PanelValues<kChunks>& values, const Element* __restrict__ x, int64_t rows, int64_t cols,
-                           const PanelThread& at) {
-#pragma unroll
-  for (int i = 0; i < kRowsPerWarp; ++i) {
-    int64_t r = at.row_begin + at.row(i);
-#pragma unroll
-    for (int j = 0; j < kChunks; ++j) {
-      int64_t c = at.col_begin + at.col(j);
-      values[i][j] = r < rows && c < cols ? widened(x[r * cols + c]) : 0.0f;
-    }
-  }
-}
-
-template <int kChunks>
-__device__ float column_amax(const PanelValues<kChunks>& values, int j) {
-  float amax = 0.0f;
-#pragma unroll
-  for (int i = 0; i < kRowsPerWarp; ++i) amax = fmaxf(amax, fabsf(values[i][j]));
-  return amax;
-}
-
-// Each panel column's 128x1 scale, from the amax over the 8 warps' rows of it.
-template <int kChunks>
-__device__ void column_scales(ChunkScales<kChunks>& scales, const PanelValues<kChunks>& values, bool pow2_scales) {
-  __shared__ float partial[kWarps][kWarpSize * kChunks];  // [warp, panel column]
-  int warp = threadIdx.x / kWarpSize, lane = threadIdx.x % kWarpSize;
-#pragma unroll
-  for (int j = 0; j < kChunks; ++j) partial[warp][lane + kWarpSize * j] = column_amax<kChunks>(values, j);
-  __syncthreads();
-#pragma unroll
-  for (int j = 0; j < kChunks; ++j) {
-    float amax = 0.0f;
-    for (int w = 0; w < kWarps; ++w) amax = fmaxf(amax, partial[w][lane + kWarpSize * j]);
-    scales[j] = scale_from_amax(amax, pow2_scales);
-  }
-}
-
-// Quantises the thread's elements (column j divided as divisors[j] says) into q [rows, cols], or q_t [cols, rows]
-// transposed.
-// The bytes are staged in shared memory so that the block then writes whole runs of q's rows (of q_t's rows
-// transposed), 4 bytes a thread when a run is full and aligned.
-template <int kChunks, bool kTransposed>
-__device__ void store_panel(uint8_t* __restrict__ q, const PanelValues<kChunks>& values,
-                            const ChunkDivisors<kChunks>& divisors, int64_t rows, int64_t cols,
-                            const PanelThread& at) {
-  // A line is the panel's run of a q row (a panel row) or of a q_t row (a panel column). NOTE: 4 bytes of padding
-  // per line put the bytes that a warp stages transposed, one per line, in 32 different banks.
-  constexpr int kPanelCols = kWarpSize * kChunks;
-  constexpr int kLines = kTransposed ? kPanelCols : kTile, kLineBytes = kTransposed ? kTile : kPanelCols;
-  __shared__ alignas(4) uint8_t stage[kLines][kLineBytes + 4];
-#pragma unroll
-  for (int i = 0; i < kRowsPerWarp; i += 2) {
-#pragma unroll
-    for (int j = 0; j < kChunks; ++j) {
-      uint32_t pair = quantize_pair(values[i][j], values[i + 1][j], divisors[j]);
-      for (int k = 0; k < 2; ++k) {
-        int row = at.row(i + k), col = at.col(j);
-        (kTransposed ? stage[col][row] : stage[row][col]) = static_cast<uint8_t>(pair >> (8 * k));
-      }
-    }
-  }
-  __syncthreads();
-  int64_t height = min(rows - at.row_begin, int64_t{kTile}), width = min(cols - at.col_begin, int64_t{kPanelCols});
-  int64_t lines = kTransposed ? width : height, line_bytes = kTransposed ? height : width;
-  constexpr int kThreadsPerLine = kLineBytes / 4;
-  int begin = 4 * (threadIdx.x % kThreadsPerLine);
-  for (int line = threadIdx.x / kThreadsPerLine; line < lines; line += kThreads / kThreadsPerLine) {
-    uint8_t* q_line = q + (kTransposed ? (at.col_begin + line) * rows + at.row_begin
-                                       : (at.row_begin + line) * cols + at.col_begin);
-    if (line_bytes == kLineBytes && aligned(q_line, 4)) {
-      *reinterpret_cast<uint32_t*>(q_line + begin) = *reinterpret_cast<const uint32_t*>(&stage[line][begin]);
-    } else {
-      for (int k = begin; k < min(begin + 4, static_cast<int>(line_bytes)); ++k) q_line[k] = stage[line][k];
-    }
-  }
-}
+// ---- 128-row panels: 128x1 and 128x128 tiles (fp8_panel.cuh) ----
 
 // One block per 128 x (32 * k128x1Chunks) panel, a 128x1 tile per column; the panel's tile row is
 // blockIdx.x / panel_cols.
@@ -262,23 +154,11 @@ __global__ void __launch_bounds__(kThreads) quantize_128x1_kernel(uint8_t* __res
                                                                   const Element* __restrict__ x, int64_t rows,
                                                                   int64_t cols, unsigned int panel_cols,
                                                                   bool pow2_scales) {
-  constexpr int kChunks = k128x1Chunks;
   int64_t tile_row = blockIdx.x / panel_cols, tile_rows = (rows + kTile - 1) / kTile;
-  PanelThread at(tile_row * kTile, static_cast<int64_t>(blockIdx.x % panel_cols) * kWarpSize * kChunks);
-  PanelValues<kChunks> values;
-  load_panel<kChunks>(values, x, rows, cols, at);
-  ChunkScales<kChunks> chunk_scales;
-  column_scales<kChunks>(chunk_scales, values, pow2_scales);
-#pragma unroll
-  for (int j = 0; j < kChunks; ++j) {
-    int64_t col = at.col_begin + at.col(j);
-    if (at.warp == 0 && col < cols) {
-      scales[kTransposed ? col * tile_rows + tile_row : tile_row * cols + col] = chunk_scales[j];
-    }
-  }
-  ChunkDivisors<kChunks> divisors;
-  set_divisors<kChunks>(divisors, chunk_scales);
-  store_panel<kChunks, kTransposed>(q, values, divisors, rows, cols, at);
+  PanelThread at(tile_row * kTile, static_cast<int64_t>(blockIdx.x % panel_cols) * kWarpSize * k128x1Chunks);
+  PanelScales tile_row_scales = kTransposed ? PanelScales{scales, tile_row, tile_rows}
+                                            : PanelScales{scales, tile_row * cols, 1};
+  quantize_128x1_panel<kTransposed>(q, tile_row_scales, panel_rows(x, rows, at), rows, cols, pow2_scales, at);
 }
 
 // One block per 128x128 tile; the tile's row is blockIdx.x / tile_cols.
@@ -295,7 +175,7 @@ __global__ void __launch_bounds__(kThreads) quantize_128x128_kernel(uint8_t* __r
   PanelThread at(tile_row * kTile, tile_col * kTile);
   constexpr int kChunks = k128x128Chunks;
   PanelValues<kChunks> values;
-  load_panel<kChunks>(values, x, rows, cols, at);
+  load_panel<kChunks>(values, panel_rows(x, rows, at), cols, at);
   float amax = 0.0f;
 #pragma unroll
   for (int j = 0; j < kChunks; ++j) amax = fmaxf(amax, column_amax<kChunks>(values, j));
@@ -326,7 +206,7 @@ __global__ void __launch_bounds__(kThreads, 3) quantize_weight_batch_kernel(cons
   PanelThread at(tile_row * kTile, tile_col * kTile);
   constexpr int kChunks = k128x128Chunks;
   PanelValues<kChunks> values;
-  load_panel<kChunks>(values, entry.x, entry.rows, entry.cols, at);
+  load_panel<kChunks>(values, panel_rows(entry.x, entry.rows, at), entry.cols, at);
   float amax = 0.0f;
 #pragma unroll
   for (int j = 0; j < kChunks; ++j) amax = fmaxf(amax, column_amax<kChunks>(values, j));
