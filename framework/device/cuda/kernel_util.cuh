@@ -1,5 +1,6 @@
 #pragma once
-// Device-side helpers shared by the kernels: grid sizing for grid-stride loops and block-wide reductions.
+// Device-side helpers shared by the kernels: grid sizing for grid-stride loops, warp- and block-wide reductions and
+// a warp prefix sum.
 // Included only by .cu files (no hai headers: fmt's compile-time format checks do not build under nvcc).
 
 #include <cuda_bf16.h>
@@ -35,6 +36,15 @@ __device__ inline float quad_max(float value) {
 __device__ inline float quad_sum(float value) {
   value += __shfl_xor_sync(0xffffffffu, value, 1);
   return value + __shfl_xor_sync(0xffffffffu, value, 2);
+}
+
+// Inclusive prefix sum of `value` over the warp's lanes (lane: the caller's lane index).
+__device__ inline int warp_inclusive_scan(int value, int lane) {
+  for (int offset = 1; offset < 32; offset *= 2) {
+    int lower = __shfl_up_sync(0xffffffffu, value, offset);
+    if (lane >= offset) value += lower;
+  }
+  return value;
 }
 
 __device__ inline float warp_sum(float value) {

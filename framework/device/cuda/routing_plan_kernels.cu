@@ -26,15 +26,6 @@ __device__ int block_sum_int(int value, int* scratch) {
   return warp_sum_int(value);
 }
 
-// Inclusive prefix sum of `value` over the warp's lanes.
-__device__ int warp_inclusive_scan(int value, int lane) {
-  for (int offset = 1; offset < kWarpSize; offset *= 2) {
-    int lower = __shfl_up_sync(kFullMask, value, offset);
-    if (lane >= offset) value += lower;
-  }
-  return value;
-}
-
 // The number of valid assignments whose expert is below `expert`: where the expert's block of rows starts.
 __device__ int rows_before_expert(const int32_t* topk_indices, int64_t assignments, int expert, int* scratch) {
   int count = 0;
