@@ -1,0 +1,309 @@
+// The CUDA quantisation of the FP8 weight gradient's token-padded operands (framework/device/
+// grouped_gemm_fp8_weight_grad.h) is bit for bit the contract's definition: quantize_128x1 on the CPU of x_p, x's
+// rows moved to their token-padded positions with zeros elsewhere, its values transposed; and the CUDA padded offsets
+// are the counts rounded up to 128 and summed, as the contract says. Uneven experts (empty ones first, last and
+// between, 1, 127, 128, 129 and 300 rows), rows past the routed ones, partial column panels, fp32 and bf16, exact
+// and power-of-two scales, specials and trailing zero blocks; the benchmark shape bit for bit and timed. The CUDA entry
+// points (framework/device/cuda/grouped_gemm_fp8_weight_grad.h) are called directly, on operands the dispatcher
+// accepts (P at least padded_expert_rows).
+
+#include <gtest/gtest.h>
+
+#include <bit>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "apps/hai-bench/gpu_timer.h"
+#include "framework/core/rng.h"
+#include "framework/device/cast.h"
+#include "framework/device/cuda/grouped_gemm_fp8_weight_grad.h"
+#include "framework/device/fp8_quantize.h"
+#include "tests/framework/device/cuda/parity.h"
+#include "tests/framework/device/fp8_expert_inputs.h"
+#include "tests/framework/device/test_util.h"
+
+namespace hai {
+namespace {
+
+using testing::copy_to;
+
+int64_t rounded_up_to_block(int64_t rows) { return (rows + kFp8TileSize - 1) / kFp8TileSize * kFp8TileSize; }
+
+// P for R rows over E experts: the contract's padded_expert_rows (R + 127 E rounded up to 128, enough for any split)
+// and extra_blocks more 128-token blocks, which hold only zeros.
+int64_t padded_rows_for(int64_t rows, int64_t experts, int64_t extra_blocks) {
+  return rounded_up_to_block(rows + (kFp8TileSize - 1) * experts) + kFp8TileSize * extra_blocks;
+}
+
+// padded [E + 1] i32 <- offsets [E + 1] i32, on the host, as the contract defines them.
+OwnedTensor padded_offsets_of(const Tensor& offsets) {
+  OwnedTensor padded(offsets.shape(), DType::i32);
+  const int32_t* offset = offsets.data<int32_t>();
+  int32_t* padded_offset = padded.data<int32_t>();
+  padded_offset[0] = 0;
+  for (int64_t e = 0; e + 1 < offsets.numel(); ++e) {
+    padded_offset[e + 1] = padded_offset[e] + static_cast<int32_t>(rounded_up_to_block(offset[e + 1] - offset[e]));
+  }
+  return padded;
+}
+
+// A sorted x [rows, cols] in `dtype` (fp32, or rounded to bf16) for offsets [E + 1]: N(0, 1) times
+// 2^((r / 41 + c / 29) % 24 - 16), so that blocks and columns get different scales and many quotients land on e4m3
+// subnormals, with exact e4m3 ties under power-of-two scales (+-1.0625 times a power of two) and, in the routed rows,
+// specials: zeros of both signs, fp32 subnormals, infinities, quiet NaNs of both signs and with a payload, a
+// signalling NaN and a row of NaNs. Expert (E - 1) / 2's rows are all below 1e-4 in magnitude (the clamped scale).
+// The rows past offsets[E] hold 1e30 and infinities, which would change every scale that they reached.
+OwnedTensor sorted_rows(const Tensor& offsets, int64_t rows, int64_t cols, DType dtype) {
+  OwnedTensor x(Shape{rows, cols}, DType::f32);  // [R, C]
+  float* data = x.data<float>();
+  CounterRng rng(23, 0);
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t c = 0; c < cols; ++c) {
+      auto i = static_cast<uint64_t>(r * cols + c);
+      float& value = data[i];
+      value = std::ldexp(rng.normal(i), static_cast<int>((r / 41 + c / 29) % 24) - 16);
+      if ((r + c) % 97 == 0) value = std::copysign(std::ldexp(1.0625f, static_cast<int>((r + c) % 11) - 5), value);
+    }
+  }
+  const int64_t experts = offsets.numel() - 1;
+  const int32_t* offset = offsets.data<int32_t>();
+  const int64_t routed = offset[experts];
+  const float infinity = std::numeric_limits<float>::infinity();
+  if (routed > 0) {
+    const std::vector<float> specials = {0.0f,
+                                         -0.0f,
+                                         1e-42f,
+                                         -1e-42f,
+                                         infinity,
+                                         -infinity,
+                                         std::numeric_limits<float>::quiet_NaN(),
+                                         std::bit_cast<float>(0xffc00000u),   // negative quiet NaN
+                                         std::bit_cast<float>(0x7fc01234u),   // quiet NaN with a payload
+                                         std::bit_cast<float>(0x7f800001u)};  // signalling NaN
+    for (size_t k = 0; k < specials.size(); ++k) {
+      auto r = static_cast<int64_t>(97 * k + 5) % routed, c = static_cast<int64_t>(13 * k + 3) % cols;
+      data[r * cols + c] = specials[k];
+    }
+    for (int64_t c = 0; c < cols; ++c) data[routed / 2 * cols + c] = std::bit_cast<float>(0xffc00000u);
+  }
+  if (experts > 0) {
+    int64_t tiny = (experts - 1) / 2;
+    for (int64_t i = offset[tiny] * cols; i < offset[tiny + 1] * cols; ++i) data[i] = std::ldexp(data[i], -30);
+  }
+  for (int64_t r = routed; r < rows; ++r) {
+    for (int64_t c = 0; c < cols; ++c) data[r * cols + c] = (r + c) % 2 == 0 ? 1e30f : infinity;
+  }
+  OwnedTensor typed(x.shape(), dtype);
+  cast_tensor(typed, x);
+  return typed;
+}
+
+struct HostTokens {
+  OwnedTensor values;  // [C, P] e4m3
+  OwnedTensor scales;  // [P / 128, C] fp32
+};
+
+// The contract's definition of the tokens of x [R, C] (fp32 or bf16): quantize_128x1 on the CPU of x_p [P, C] fp32
+// (x widened exactly, row offsets[e] + i at row padded[e] + i, zeros elsewhere), whose scales are already [P / 128, C],
+// and its values [P, C] transposed.
+HostTokens expected_tokens(const Tensor& x, const Tensor& offsets, const Tensor& padded, int64_t padded_rows,
+                           bool pow2_scales) {
+  const int64_t cols = x.size(1);
+  OwnedTensor widened(x.shape(), DType::f32);  // [R, C]
+  cast_tensor(widened, x);
+  OwnedTensor x_p = zero_tensor(Shape{padded_rows, cols}, DType::f32);  // [P, C]
+  for (int64_t e = 0; e + 1 < offsets.numel(); ++e) {
+    int64_t first = offsets.data<int32_t>()[e], count = offsets.data<int32_t>()[e + 1] - first;
+    std::memcpy(x_p.data<float>() + padded.data<int32_t>()[e] * cols, widened.data<float>() + first * cols,
+                static_cast<size_t>(count * cols) * sizeof(float));
+  }
+  OwnedTensor q(Shape{padded_rows, cols}, DType::e4m3);  // [P, C]
+  HostTokens tokens{OwnedTensor(Shape{cols, padded_rows}, DType::e4m3),
+                    OwnedTensor(Shape{padded_rows / kFp8TileSize, cols}, DType::f32)};
+  quantize_128x1(q, tokens.scales, x_p, pow2_scales);
+  const e4m3* bytes = q.data<e4m3>();
+  e4m3* transposed = tokens.values.data<e4m3>();
+  for (int64_t p = 0; p < padded_rows; ++p) {
+    for (int64_t c = 0; c < cols; ++c) transposed[c * padded_rows + p] = bytes[p * cols + c];
+  }
+  return tokens;
+}
+
+// A GPU output of `shape` at the start of a buffer one element longer, every byte 0xa5 to begin with: a byte that the
+// op leaves unwritten shows in the comparison, one written past the end in the guard element.
+struct GuardedOutput {
+  OwnedTensor buffer;
+  Tensor output;
+
+  GuardedOutput(const Shape& shape, DType dtype)
+      : buffer(Shape{shape.numel() + 1}, dtype, Device::cuda(0)), output(buffer.tensor().raw(), shape, dtype,
+                                                                          Device::cuda(0)) {
+    EXPECT_EQ(cudaMemset(buffer.tensor().raw(), 0xa5, buffer.tensor().bytes()), cudaSuccess);
+  }
+
+  void expect_guard_untouched(const std::string& what) const {
+    OwnedTensor host = copy_to(buffer, Device::cpu());
+    const auto* bytes = static_cast<const unsigned char*>(host.tensor().raw());
+    for (size_t i = output.bytes(); i < host.tensor().bytes(); ++i) {
+      EXPECT_EQ(bytes[i], 0xa5) << what << ": a byte past the output was written";
+    }
+  }
+};
+
+// gpu (on the device) holds the bytes of expected (on the host).
+void expect_same_bytes(const Tensor& gpu, const Tensor& expected, const std::string& what) {
+  ASSERT_EQ(gpu.shape(), expected.shape()) << what;
+  OwnedTensor actual = copy_to(gpu, Device::cpu());
+  const auto* a = static_cast<const unsigned char*>(actual.tensor().raw());
+  const auto* b = static_cast<const unsigned char*>(expected.raw());
+  int64_t mismatches = 0, first = -1;
+  for (size_t i = 0; i < expected.bytes(); ++i) {
+    if (a[i] == b[i]) continue;
+    if (first < 0) first = static_cast<int64_t>(i);
+    ++mismatches;
+  }
+  std::printf("[ parity ] %s: %zu bytes, %lld differ\n", what.c_str(), expected.bytes(),
+              static_cast<long long>(mismatches));
+  EXPECT_EQ(mismatches, 0) << what << ": first at byte " << first;
+}
+
+// The CUDA padded offsets and tokens of sorted_rows over rows_per_expert (then unrouted_rows more rows), [R, cols]
+// in dtype, P = padded_rows_for(R, E, extra_blocks), against the contract's.
+void check_tokens(const std::vector<int32_t>& rows_per_expert, int64_t unrouted_rows, int64_t cols, DType dtype,
+                  bool pow2_scales, int64_t extra_blocks) {
+  OwnedTensor offsets = testing::offsets_for(rows_per_expert);  // [E + 1]
+  const auto experts = static_cast<int64_t>(rows_per_expert.size());
+  const int64_t rows = offsets.data<int32_t>()[experts] + unrouted_rows;
+  const int64_t padded_rows = padded_rows_for(rows, experts, extra_blocks);
+  OwnedTensor x = sorted_rows(offsets, rows, cols, dtype);  // [R, C]
+  OwnedTensor padded = padded_offsets_of(offsets);          // [E + 1]
+  HostTokens expected = expected_tokens(x, offsets, padded, padded_rows, pow2_scales);
+
+  Device gpu = Device::cuda(0);
+  OwnedTensor x_gpu = copy_to(x, gpu), offsets_gpu = copy_to(offsets, gpu);
+  GuardedOutput padded_gpu(offsets.shape(), DType::i32);
+  GuardedOutput values(Shape{cols, padded_rows}, DType::e4m3), scales(Shape{padded_rows / kFp8TileSize, cols},
+                                                                        DType::f32);
+  cuda::pad_expert_offsets(padded_gpu.output, offsets_gpu, Stream{});
+  cuda::quantize_expert_tokens({values.output, scales.output}, x_gpu, offsets_gpu, padded_gpu.output, pow2_scales,
+                               Stream{});
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+
+  std::string what = "expert tokens of [" + std::to_string(rows) + ", " + std::to_string(cols) + "] " +
+                     std::string(dtype_name(dtype)) + " over " + std::to_string(experts) + " experts, P " +
+                     std::to_string(padded_rows) + (pow2_scales ? " pow2" : "");
+  expect_same_bytes(padded_gpu.output, padded, what + ": padded offsets");
+  expect_same_bytes(values.output, expected.values, what + ": values");
+  expect_same_bytes(scales.output, expected.scales, what + ": scales");
+  for (const GuardedOutput* output : {&padded_gpu, &values, &scales}) output->expect_guard_untouched(what);
+}
+
+// Experts of 0, 1, 127, 128, 129 and 300 rows, empty ones first and last, 37 rows past the routed ones (P: 6 blocks
+// of zeros after padded[E]); C with a partial last panel (200), narrower than one panel (37) and wide (2048).
+TEST(Fp8ExpertTokensParity, UnevenExpertsAreBitExact) {
+  HAI_REQUIRE_CUDA_DEVICE();
+  const std::vector<int32_t> rows_per_expert = {0, 1, 127, 128, 0, 129, 300, 0};
+  for (int64_t cols : {200, 37, 2048}) {
+    for (DType dtype : {DType::f32, DType::bf16}) {
+      for (bool pow2 : {false, true}) check_tokens(rows_per_expert, 37, cols, dtype, pow2, /*extra_blocks=*/0);
+    }
+  }
+}
+
+// Experts whose rows already start at multiples of 128, a single expert, and experts without any row (every block
+// zeros, the scale of amax 1e-4), each with P two blocks larger than it needs to be.
+TEST(Fp8ExpertTokensParity, AlignedSingleAndEmptyExpertsAreBitExact) {
+  HAI_REQUIRE_CUDA_DEVICE();
+  struct Split {
+    std::vector<int32_t> rows_per_expert;
+    int64_t unrouted_rows;
+  };
+  const std::vector<Split> splits = {{{128, 256, 0, 384}, 0}, {{300}, 0}, {{0, 0, 0}, 50}};
+  for (const Split& split : splits) {
+    for (DType dtype : {DType::f32, DType::bf16}) {
+      for (bool pow2 : {false, true}) {
+        check_tokens(split.rows_per_expert, split.unrouted_rows, 200, dtype, pow2, /*extra_blocks=*/2);
+      }
+    }
+  }
+}
+
+// pad_expert_offsets alone: no experts, one, and 3000 experts (three rounds of the one-block scan) with random
+// counts, zeros and multiples of 128 among them.
+TEST(Fp8ExpertTokensParity, PaddedOffsetsMatchTheContract) {
+  HAI_REQUIRE_CUDA_DEVICE();
+  std::vector<int32_t> many(3000);
+  CounterRng rng(11, 0);
+  for (size_t e = 0; e < many.size(); ++e) {
+    many[e] = e % 7 == 0 ? 0 : e % 11 == 0 ? 256 : static_cast<int32_t>(rng.bits(e) % 400);
+  }
+  for (const std::vector<int32_t>& rows_per_expert : {std::vector<int32_t>{}, std::vector<int32_t>{5}, many}) {
+    OwnedTensor offsets = testing::offsets_for(rows_per_expert);  // [E + 1]
+    OwnedTensor offsets_gpu = copy_to(offsets, Device::cuda(0));
+    GuardedOutput padded(offsets.shape(), DType::i32);
+    cuda::pad_expert_offsets(padded.output, offsets_gpu, Stream{});
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    std::string what = "padded offsets of " + std::to_string(rows_per_expert.size()) + " experts";
+    expect_same_bytes(padded.output, padded_offsets_of(offsets), what);
+    padded.expect_guard_untouched(what);
+  }
+}
+
+constexpr int64_t kBenchmarkRows = 32768;
+constexpr int64_t kBenchmarkExperts = 32;
+
+// kBenchmarkRows rows over kBenchmarkExperts experts, unevenly: row t goes to expert floor(E u^2) of a uniform u
+// (expert 0 gets about 5800 rows, the last about 500).
+std::vector<int32_t> benchmark_rows_per_expert() {
+  std::vector<int32_t> rows_per_expert(kBenchmarkExperts, 0);
+  CounterRng rng(7, 0);
+  for (int64_t t = 0; t < kBenchmarkRows; ++t) {
+    float u = rng.uniform(static_cast<uint64_t>(t));
+    ++rows_per_expert[static_cast<size_t>(static_cast<float>(kBenchmarkExperts) * u * u)];
+  }
+  return rows_per_expert;
+}
+
+TEST(Fp8ExpertTokensParity, BenchmarkShapeIsBitExact) {
+  HAI_REQUIRE_CUDA_DEVICE();
+  for (int64_t cols : {2048, 1024}) check_tokens(benchmark_rows_per_expert(), 0, cols, DType::bf16, false, 0);
+}
+
+// Prints the padding's and the quantisation's times at the benchmark shape in bf16, the quantisation's bandwidth on
+// the bytes it moves, and quantize_128x1_transposed of the same x (no padding) for comparison (asserts nothing about
+// speed).
+TEST(Fp8ExpertTokensParity, BenchmarkShapeThroughput) {
+  HAI_REQUIRE_CUDA_DEVICE();
+  Device gpu = Device::cuda(0);
+  OwnedTensor offsets = copy_to(testing::offsets_for(benchmark_rows_per_expert()), gpu);  // [E + 1]
+  OwnedTensor padded(offsets.shape(), DType::i32, gpu);                                     // [E + 1]
+  const int64_t rows = kBenchmarkRows, padded_rows = padded_rows_for(rows, kBenchmarkExperts, 0);
+  for (int64_t cols : {2048, 1024}) {
+    OwnedTensor x = copy_to(testing::converted(testing::random_tensor(Shape{rows, cols}, 3, 2.0f), DType::bf16), gpu);
+    OwnedTensor values(Shape{cols, padded_rows}, DType::e4m3, gpu);
+    OwnedTensor scales(Shape{padded_rows / kFp8TileSize, cols}, DType::f32, gpu);
+    OwnedTensor q_t(Shape{cols, rows}, DType::e4m3, gpu), scales_t(Shape{cols, rows / kFp8TileSize}, DType::f32, gpu);
+    bench::TimingOptions options{.warmup = 3, .iterations = 20};
+    double pad_ms = bench::time_ms([&] { cuda::pad_expert_offsets(padded, offsets, Stream{}); }, options);
+    double tokens_ms = bench::time_ms(
+        [&] { cuda::quantize_expert_tokens({values, scales}, x, offsets, padded, false, Stream{}); }, options);
+    double plain_ms = bench::time_ms([&] { quantize_128x1_transposed(q_t, scales_t, x); }, options);
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    auto gb_per_s = [](double bytes, double ms) { return bytes / (ms * 1e6); };
+    double read_bytes = 2.0 * static_cast<double>(rows * cols);
+    double tokens_bytes = read_bytes + static_cast<double>(values.tensor().bytes() + scales.tensor().bytes());
+    double plain_bytes = read_bytes + static_cast<double>(q_t.tensor().bytes() + scales_t.tensor().bytes());
+    std::printf("[ timing ] fp8 expert tokens of bf16 x [%lld, %lld] over %lld experts, P %lld: padding %.1f us, "
+                "quantisation %.1f us = %.0f GB/s; quantize_128x1_transposed of x %.1f us = %.0f GB/s\n",
+                static_cast<long long>(rows), static_cast<long long>(cols),
+                static_cast<long long>(kBenchmarkExperts), static_cast<long long>(padded_rows), 1e3 * pad_ms,
+                1e3 * tokens_ms, gb_per_s(tokens_bytes, tokens_ms), 1e3 * plain_ms, gb_per_s(plain_bytes, plain_ms));
+  }
+}
+
+}  // namespace
+}  // namespace hai
