@@ -1,18 +1,14 @@
 // The CUDA quantisation of the FP8 weight gradient's token-padded operands (framework/device/
-// grouped_gemm_fp8_weight_grad.h) is bit for bit the contract's definition: quantize_128x1 on the CPU of x_p, x's
-// rows moved to their token-padded positions with zeros elsewhere, its values transposed; and the CUDA padded offsets
-// are the counts rounded up to 128 and summed, as the contract says. Uneven experts (empty ones first, last and
-// between, 1, 127, 128, 129 and 300 rows), rows past the routed ones, partial column panels, fp32 and bf16, exact
-// and power-of-two scales, specials and trailing zero blocks; the benchmark shape bit for bit and timed. The CUDA entry
-// points (framework/device/cuda/grouped_gemm_fp8_weight_grad.h) are called directly, on operands the dispatcher
-// accepts (P at least padded_expert_rows).
+// grouped_gemm_fp8_weight_grad.h) is bit for bit the CPU's: pad_expert_offsets and quantize_expert_tokens on device
+// tensors against the same ops on host tensors, e4m3 bytes and scale bits. Uneven experts (empty ones first, last
+// and between, 1, 127, 128, 129 and 300 rows), rows past the routed ones, partial column panels, fp32 and bf16, exact
+// and power-of-two scales, specials and trailing zero blocks; the benchmark shape bit for bit and timed.
 
 #include <gtest/gtest.h>
 
 #include <bit>
 #include <cmath>
 #include <cstdio>
-#include <cstring>
 #include <limits>
 #include <string>
 #include <vector>
@@ -20,8 +16,9 @@
 #include "apps/hai-bench/gpu_timer.h"
 #include "framework/core/rng.h"
 #include "framework/device/cast.h"
-#include "framework/device/cuda/grouped_gemm_fp8_weight_grad.h"
 #include "framework/device/fp8_quantize.h"
+#include "framework/device/grouped_gemm_fp8_weight_grad.h"
+#include "tests/framework/device/cuda/fp8_parity.h"
 #include "tests/framework/device/cuda/parity.h"
 #include "tests/framework/device/fp8_expert_inputs.h"
 #include "tests/framework/device/test_util.h"
@@ -30,26 +27,6 @@ namespace hai {
 namespace {
 
 using testing::copy_to;
-
-int64_t rounded_up_to_block(int64_t rows) { return (rows + kFp8TileSize - 1) / kFp8TileSize * kFp8TileSize; }
-
-// P for R rows over E experts: the contract's padded_expert_rows (R + 127 E rounded up to 128, enough for any split)
-// and extra_blocks more 128-token blocks, which hold only zeros.
-int64_t padded_rows_for(int64_t rows, int64_t experts, int64_t extra_blocks) {
-  return rounded_up_to_block(rows + (kFp8TileSize - 1) * experts) + kFp8TileSize * extra_blocks;
-}
-
-// padded [E + 1] i32 <- offsets [E + 1] i32, on the host, as the contract defines them.
-OwnedTensor padded_offsets_of(const Tensor& offsets) {
-  OwnedTensor padded(offsets.shape(), DType::i32);
-  const int32_t* offset = offsets.data<int32_t>();
-  int32_t* padded_offset = padded.data<int32_t>();
-  padded_offset[0] = 0;
-  for (int64_t e = 0; e + 1 < offsets.numel(); ++e) {
-    padded_offset[e + 1] = padded_offset[e] + static_cast<int32_t>(rounded_up_to_block(offset[e + 1] - offset[e]));
-  }
-  return padded;
-}
 
 // A sorted x [rows, cols] in `dtype` (fp32, or rounded to bf16) for offsets [E + 1]: N(0, 1) times
 // 2^((r / 41 + c / 29) % 24 - 16), so that blocks and columns get different scales and many quotients land on e4m3
@@ -102,37 +79,6 @@ OwnedTensor sorted_rows(const Tensor& offsets, int64_t rows, int64_t cols, DType
   return typed;
 }
 
-struct HostTokens {
-  OwnedTensor values;  // [C, P] e4m3
-  OwnedTensor scales;  // [P / 128, C] fp32
-};
-
-// The contract's definition of the tokens of x [R, C] (fp32 or bf16): quantize_128x1 on the CPU of x_p [P, C] fp32
-// (x widened exactly, row offsets[e] + i at row padded[e] + i, zeros elsewhere), whose scales are already [P / 128, C],
-// and its values [P, C] transposed.
-HostTokens expected_tokens(const Tensor& x, const Tensor& offsets, const Tensor& padded, int64_t padded_rows,
-                           bool pow2_scales) {
-  const int64_t cols = x.size(1);
-  OwnedTensor widened(x.shape(), DType::f32);  // [R, C]
-  cast_tensor(widened, x);
-  OwnedTensor x_p = zero_tensor(Shape{padded_rows, cols}, DType::f32);  // [P, C]
-  for (int64_t e = 0; e + 1 < offsets.numel(); ++e) {
-    int64_t first = offsets.data<int32_t>()[e], count = offsets.data<int32_t>()[e + 1] - first;
-    std::memcpy(x_p.data<float>() + padded.data<int32_t>()[e] * cols, widened.data<float>() + first * cols,
-                static_cast<size_t>(count * cols) * sizeof(float));
-  }
-  OwnedTensor q(Shape{padded_rows, cols}, DType::e4m3);  // [P, C]
-  HostTokens tokens{OwnedTensor(Shape{cols, padded_rows}, DType::e4m3),
-                    OwnedTensor(Shape{padded_rows / kFp8TileSize, cols}, DType::f32)};
-  quantize_128x1(q, tokens.scales, x_p, pow2_scales);
-  const e4m3* bytes = q.data<e4m3>();
-  e4m3* transposed = tokens.values.data<e4m3>();
-  for (int64_t p = 0; p < padded_rows; ++p) {
-    for (int64_t c = 0; c < cols; ++c) transposed[c * padded_rows + p] = bytes[p * cols + c];
-  }
-  return tokens;
-}
-
 // A GPU output of `shape` at the start of a buffer one element longer, every byte 0xa5 to begin with: a byte that the
 // op leaves unwritten shows in the comparison, one written past the end in the guard element.
 struct GuardedOutput {
@@ -154,52 +100,40 @@ struct GuardedOutput {
   }
 };
 
-// gpu (on the device) holds the bytes of expected (on the host).
-void expect_same_bytes(const Tensor& gpu, const Tensor& expected, const std::string& what) {
-  ASSERT_EQ(gpu.shape(), expected.shape()) << what;
-  OwnedTensor actual = copy_to(gpu, Device::cpu());
-  const auto* a = static_cast<const unsigned char*>(actual.tensor().raw());
-  const auto* b = static_cast<const unsigned char*>(expected.raw());
-  int64_t mismatches = 0, first = -1;
-  for (size_t i = 0; i < expected.bytes(); ++i) {
-    if (a[i] == b[i]) continue;
-    if (first < 0) first = static_cast<int64_t>(i);
-    ++mismatches;
-  }
-  std::printf("[ parity ] %s: %zu bytes, %lld differ\n", what.c_str(), expected.bytes(),
-              static_cast<long long>(mismatches));
-  EXPECT_EQ(mismatches, 0) << what << ": first at byte " << first;
+// gpu (a device tensor) holds the bits of cpu (a host tensor).
+void expect_bits_of_cpu(const Tensor& gpu, const Tensor& cpu, const std::string& what) {
+  testing::expect_same_bits(copy_to(gpu, Device::cpu()), cpu, what);
 }
 
-// The CUDA padded offsets and tokens of sorted_rows over rows_per_expert (then unrouted_rows more rows), [R, cols]
-// in dtype, P = padded_rows_for(R, E, extra_blocks), against the contract's.
+// The padded offsets and tokens of sorted_rows over rows_per_expert (then unrouted_rows more rows), [R, cols] in
+// dtype, P = padded_expert_rows(R, E) and extra_blocks more blocks, on the GPU against the CPU's.
 void check_tokens(const std::vector<int32_t>& rows_per_expert, int64_t unrouted_rows, int64_t cols, DType dtype,
                   bool pow2_scales, int64_t extra_blocks) {
   OwnedTensor offsets = testing::offsets_for(rows_per_expert);  // [E + 1]
   const auto experts = static_cast<int64_t>(rows_per_expert.size());
   const int64_t rows = offsets.data<int32_t>()[experts] + unrouted_rows;
-  const int64_t padded_rows = padded_rows_for(rows, experts, extra_blocks);
+  const int64_t padded_rows = padded_expert_rows(rows, experts) + kFp8TileSize * extra_blocks;
+  const Shape values_shape{cols, padded_rows}, scales_shape{padded_rows / kFp8TileSize, cols};
   OwnedTensor x = sorted_rows(offsets, rows, cols, dtype);  // [R, C]
-  OwnedTensor padded = padded_offsets_of(offsets);          // [E + 1]
-  HostTokens expected = expected_tokens(x, offsets, padded, padded_rows, pow2_scales);
+  OwnedTensor padded(offsets.shape(), DType::i32);          // [E + 1]
+  OwnedTensor values(values_shape, DType::e4m3), scales(scales_shape, DType::f32);
+  pad_expert_offsets(padded, offsets);
+  quantize_expert_tokens({values, scales}, x, offsets, padded, pow2_scales);
 
-  Device gpu = Device::cuda(0);
-  OwnedTensor x_gpu = copy_to(x, gpu), offsets_gpu = copy_to(offsets, gpu);
+  OwnedTensor x_gpu = copy_to(x, Device::cuda(0)), offsets_gpu = copy_to(offsets, Device::cuda(0));
   GuardedOutput padded_gpu(offsets.shape(), DType::i32);
-  GuardedOutput values(Shape{cols, padded_rows}, DType::e4m3), scales(Shape{padded_rows / kFp8TileSize, cols},
-                                                                        DType::f32);
-  cuda::pad_expert_offsets(padded_gpu.output, offsets_gpu, Stream{});
-  cuda::quantize_expert_tokens({values.output, scales.output}, x_gpu, offsets_gpu, padded_gpu.output, pow2_scales,
-                               Stream{});
+  GuardedOutput values_gpu(values_shape, DType::e4m3), scales_gpu(scales_shape, DType::f32);
+  pad_expert_offsets(padded_gpu.output, offsets_gpu);
+  quantize_expert_tokens({values_gpu.output, scales_gpu.output}, x_gpu, offsets_gpu, padded_gpu.output, pow2_scales);
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
 
   std::string what = "expert tokens of [" + std::to_string(rows) + ", " + std::to_string(cols) + "] " +
                      std::string(dtype_name(dtype)) + " over " + std::to_string(experts) + " experts, P " +
                      std::to_string(padded_rows) + (pow2_scales ? " pow2" : "");
-  expect_same_bytes(padded_gpu.output, padded, what + ": padded offsets");
-  expect_same_bytes(values.output, expected.values, what + ": values");
-  expect_same_bytes(scales.output, expected.scales, what + ": scales");
-  for (const GuardedOutput* output : {&padded_gpu, &values, &scales}) output->expect_guard_untouched(what);
+  expect_bits_of_cpu(padded_gpu.output, padded, what + ": padded offsets");
+  expect_bits_of_cpu(values_gpu.output, values, what + ": values");
+  expect_bits_of_cpu(scales_gpu.output, scales, what + ": scales");
+  for (const GuardedOutput* output : {&padded_gpu, &values_gpu, &scales_gpu}) output->expect_guard_untouched(what);
 }
 
 // Experts of 0, 1, 127, 128, 129 and 300 rows, empty ones first and last, 37 rows past the routed ones (P: 6 blocks
@@ -234,7 +168,7 @@ TEST(Fp8ExpertTokensParity, AlignedSingleAndEmptyExpertsAreBitExact) {
 
 // pad_expert_offsets alone: no experts, one, and 3000 experts (three rounds of the one-block scan) with random
 // counts, zeros and multiples of 128 among them.
-TEST(Fp8ExpertTokensParity, PaddedOffsetsMatchTheContract) {
+TEST(Fp8ExpertTokensParity, PaddedOffsetsAreExact) {
   HAI_REQUIRE_CUDA_DEVICE();
   std::vector<int32_t> many(3000);
   CounterRng rng(11, 0);
@@ -243,13 +177,15 @@ TEST(Fp8ExpertTokensParity, PaddedOffsetsMatchTheContract) {
   }
   for (const std::vector<int32_t>& rows_per_expert : {std::vector<int32_t>{}, std::vector<int32_t>{5}, many}) {
     OwnedTensor offsets = testing::offsets_for(rows_per_expert);  // [E + 1]
+    OwnedTensor padded(offsets.shape(), DType::i32);                // [E + 1]
+    pad_expert_offsets(padded, offsets);
     OwnedTensor offsets_gpu = copy_to(offsets, Device::cuda(0));
-    GuardedOutput padded(offsets.shape(), DType::i32);
-    cuda::pad_expert_offsets(padded.output, offsets_gpu, Stream{});
+    GuardedOutput padded_gpu(offsets.shape(), DType::i32);
+    pad_expert_offsets(padded_gpu.output, offsets_gpu);
     ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
     std::string what = "padded offsets of " + std::to_string(rows_per_expert.size()) + " experts";
-    expect_same_bytes(padded.output, padded_offsets_of(offsets), what);
-    padded.expect_guard_untouched(what);
+    expect_bits_of_cpu(padded_gpu.output, padded, what);
+    padded_gpu.expect_guard_untouched(what);
   }
 }
 
@@ -281,16 +217,15 @@ TEST(Fp8ExpertTokensParity, BenchmarkShapeThroughput) {
   Device gpu = Device::cuda(0);
   OwnedTensor offsets = copy_to(testing::offsets_for(benchmark_rows_per_expert()), gpu);  // [E + 1]
   OwnedTensor padded(offsets.shape(), DType::i32, gpu);                                     // [E + 1]
-  const int64_t rows = kBenchmarkRows, padded_rows = padded_rows_for(rows, kBenchmarkExperts, 0);
+  const int64_t rows = kBenchmarkRows, padded_rows = padded_expert_rows(rows, kBenchmarkExperts);
   for (int64_t cols : {2048, 1024}) {
     OwnedTensor x = copy_to(testing::converted(testing::random_tensor(Shape{rows, cols}, 3, 2.0f), DType::bf16), gpu);
     OwnedTensor values(Shape{cols, padded_rows}, DType::e4m3, gpu);
     OwnedTensor scales(Shape{padded_rows / kFp8TileSize, cols}, DType::f32, gpu);
     OwnedTensor q_t(Shape{cols, rows}, DType::e4m3, gpu), scales_t(Shape{cols, rows / kFp8TileSize}, DType::f32, gpu);
     bench::TimingOptions options{.warmup = 3, .iterations = 20};
-    double pad_ms = bench::time_ms([&] { cuda::pad_expert_offsets(padded, offsets, Stream{}); }, options);
-    double tokens_ms = bench::time_ms(
-        [&] { cuda::quantize_expert_tokens({values, scales}, x, offsets, padded, false, Stream{}); }, options);
+    double pad_ms = bench::time_ms([&] { pad_expert_offsets(padded, offsets); }, options);
+    double tokens_ms = bench::time_ms([&] { quantize_expert_tokens({values, scales}, x, offsets, padded); }, options);
     double plain_ms = bench::time_ms([&] { quantize_128x1_transposed(q_t, scales_t, x); }, options);
     ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
     auto gb_per_s = [](double bytes, double ms) { return bytes / (ms * 1e6); };
