@@ -1,5 +1,7 @@
 #include "framework/device/cuda/fp8_gemm.h"
 
+#include <optional>
+
 #include "framework/device/cuda/blaslt_algorithm.h"
 #include "framework/device/cuda/fp8_scale_layout_kernels.h"
 #include "framework/device/cuda/launch.h"
@@ -20,8 +22,9 @@ namespace {
 // reference read A's scales transposed; 1x128 x 1x128 within 1.75e-4 reading both transposed; 160x272x384 (3 K
 // blocks: a row stride of 3, not a multiple of 4) off by 3.6e5. PyTorch's _scaled_mm asks the same of the scales it
 // hands to cuBLASLt's blockwise modes (1x128: outer-dimension-major; 128x128: a 16-byte aligned row stride).
-// The launcher therefore rewrites both scale tensors into scratch from the stream-ordered pool before each GEMM
-// (one kernel for the two).
+// The launcher therefore rewrites the scale tensors into scratch from the stream-ordered pool before each GEMM (one
+// kernel for the two), except 128x128 scales whose rows already are a multiple of 4 floats, which cuBLASLt reads
+// where they are.
 //
 // A bf16 C (beta 0 only: the dispatcher checks) is cuBLASLt's C and D type CUDA_R_16BF, the pairing PyTorch's
 // _scaled_mm uses with these scale modes on sm_90: the epilogue rounds the fp32 accumulators once, and split-K
@@ -57,14 +60,37 @@ CublasLtScaleLayout cublaslt_scale_layout(const Fp8Matrix& matrix) {
   return {padded_columns, 1, rows * padded_columns};
 }
 
-// The copy of matrix.scales ([R, ceil(K / 128)] or [ceil(R / 128), ceil(K / 128)] row-major) into scratch in
-// cuBLASLt's layout.
-// NOTE: the padding of a 128x128 layout stays uninitialised: it lies past K, where no product reads it.
-kernels::StridedScaleCopy cublaslt_scale_copy(const Scratch& scratch, const Fp8Matrix& matrix,
-                                              const CublasLtScaleLayout& layout) {
-  return {static_cast<float*>(scratch.data()), matrix.scales.data<float>(), matrix.scales.size(0),
-          matrix.scales.size(1), layout.row_stride, layout.column_stride};
+// Whether matrix.scales already are in cuBLASLt's layout: 128x128 blocks whose rows are a multiple of 16 bytes
+// (every weight whose K is a multiple of 512), at a 16-byte aligned address.
+bool scales_in_cublaslt_layout(const Fp8Matrix& matrix) {
+  return matrix.scaling == Fp8Scaling::block_128x128 && matrix.scales.size(1) % 4 == 0 &&
+         reinterpret_cast<uintptr_t>(matrix.scales.raw()) % 16 == 0;
 }
+
+// The scales of one operand as cuBLASLt reads them: matrix.scales as they are, or a copy of them in scratch that
+// copy_into_scratch describes.
+class CublasLtScales {
+ public:
+  CublasLtScales(const Fp8Matrix& matrix, cudaStream_t stream)
+      : matrix_(matrix), layout_(cublaslt_scale_layout(matrix)), as_is_(scales_in_cublaslt_layout(matrix)) {
+    if (!as_is_) scratch_.emplace(layout_.count * static_cast<int64_t>(sizeof(float)), stream);
+  }
+  const void* data() const { return as_is_ ? matrix_.scales.raw() : scratch_->data(); }
+  // The copy of matrix.scales ([R, ceil(K / 128)] or [ceil(R / 128), ceil(K / 128)] row-major) into the scratch in
+  // cuBLASLt's layout; nothing to copy (rows 0) when the scales are used as they are.
+  // NOTE: the padding of a 128x128 layout stays uninitialised: it lies past K, where no product reads it.
+  kernels::StridedScaleCopy copy_into_scratch() const {
+    if (as_is_) return {nullptr, nullptr, 0, 0, 1, 1};
+    return {static_cast<float*>(scratch_->data()), matrix_.scales.data<float>(), matrix_.scales.size(0),
+            matrix_.scales.size(1), layout_.row_stride, layout_.column_stride};
+  }
+
+ private:
+  const Fp8Matrix& matrix_;
+  CublasLtScaleLayout layout_;
+  bool as_is_;
+  std::optional<Scratch> scratch_;
+};
 
 cublasLtMatmulMatrixScale_t scale_mode(Fp8Scaling scaling) {
   return scaling == Fp8Scaling::tile_1x128 ? CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F
@@ -93,9 +119,9 @@ void set_attribute(const MatmulDescriptor& descriptor, cublasLtMatmulDescAttribu
   HAI_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(descriptor.get(), attribute, &value, sizeof(value)));
 }
 
-// cuBLASLt's A scales (our B's, rewritten), its B scales (our A's).
-void set_scales(const MatmulDescriptor& descriptor, const GemmProblem& problem, const Scratch& cublaslt_a,
-                const Scratch& cublaslt_b) {
+// cuBLASLt's A scales (our B's), its B scales (our A's).
+void set_scales(const MatmulDescriptor& descriptor, const GemmProblem& problem, const CublasLtScales& cublaslt_a,
+                const CublasLtScales& cublaslt_b) {
   int32_t mode_a = problem.scale_mode_a, mode_b = problem.scale_mode_b;
   set_attribute(descriptor, CUBLASLT_MATMUL_DESC_A_SCALE_MODE, mode_a);
   set_attribute(descriptor, CUBLASLT_MATMUL_DESC_B_SCALE_MODE, mode_b);
@@ -123,11 +149,8 @@ void fp8_gemm(const Tensor& c, const Fp8Matrix& a, const Fp8Matrix& b, float bet
   }
   GemmProblem problem = column_major_problem(c, a, b);
   BlasLtContext& context = blaslt_context(c.device(), stream);
-  CublasLtScaleLayout scale_layout_a = cublaslt_scale_layout(b), scale_layout_b = cublaslt_scale_layout(a);
-  Scratch scales_a(scale_layout_a.count * static_cast<int64_t>(sizeof(float)), cuda_stream),
-      scales_b(scale_layout_b.count * static_cast<int64_t>(sizeof(float)), cuda_stream);
-  check_launch(kernels::copy_scales_strided(cublaslt_scale_copy(scales_a, b, scale_layout_a),
-                                            cublaslt_scale_copy(scales_b, a, scale_layout_b), cuda_stream),
+  CublasLtScales scales_a(b, cuda_stream), scales_b(a, cuda_stream);
+  check_launch(kernels::copy_scales_strided(scales_a.copy_into_scratch(), scales_b.copy_into_scratch(), cuda_stream),
                "fp8_gemm scale layout");
   MatmulDescriptor descriptor(problem.transpose_a, problem.transpose_b);
   set_scales(descriptor, problem, scales_a, scales_b);

@@ -4,9 +4,13 @@
 namespace hai::cuda::kernels {
 namespace {
 
+// Entry i in the order of the output, so that a warp's writes are consecutive: column-major when the output's rows
+// are adjacent (row_stride 1: cuBLASLt's 1x128 layout, our transpose), else row-major.
 __device__ void copy_entry(const StridedScaleCopy& copy, int64_t i) {
-  int64_t r = i / copy.columns, c = i % copy.columns;
-  copy.out[r * copy.row_stride + c * copy.column_stride] = copy.scales[i];
+  bool column_major = copy.row_stride == 1;
+  int64_t r = column_major ? i % copy.rows : i / copy.columns;
+  int64_t c = column_major ? i / copy.rows : i % copy.columns;
+  copy.out[r * copy.row_stride + c * copy.column_stride] = copy.scales[r * copy.columns + c];
 }
 
 // A grid-stride loop over the first copy's entries and then the second's.
