@@ -50,21 +50,30 @@ __global__ void __launch_bounds__(kScanThreads) pad_expert_offsets_kernel(int32_
   }
 }
 
+// The last e <= experts with padded[e] <= row_begin, searched by the calling warp (every lane, the same row_begin):
+// each round the lanes probe evenly spaced entries of the range left, and the range shrinks to the part from the last
+// probe <= row_begin (padded is non-decreasing, so those probes are lanes 0 .. n - 1; lane 0's is <= row_begin). Two
+// rounds of dependent loads for up to 32 * 32 experts, where a binary search takes log2(experts + 1).
+__device__ int64_t last_expert_at_or_before(const int32_t* padded, int64_t experts, int64_t row_begin) {
+  uint64_t lane = threadIdx.x % kWarpSize;
+  uint64_t first = 0, count = experts + 1;  // the answer is in [first, first + count)
+  while (count > 1) {
+    uint64_t step = (count + kWarpSize - 1) / kWarpSize, probe = lane * step;
+    bool at_or_before = probe < count && padded[first + probe] <= row_begin;
+    uint64_t skipped = (__popc(__ballot_sync(0xffffffffu, at_or_before)) - 1) * step;
+    first += skipped;
+    count = min(step, count - skipped);
+  }
+  return static_cast<int64_t>(first);
+}
+
 // The rows of x that the 128 token-padded rows from row_begin (a multiple of 128) hold: those of the expert e with
 // padded[e] <= row_begin < padded[e + 1], found as the last e with padded[e] <= row_begin (an expert without rows
 // shares its padded[e] with the next), from row offsets[e] + row_begin - padded[e] up to offsets[e + 1]; none at or
-// past padded[experts].
+// past padded[experts]. Called by whole warps.
 template <typename Element>
 __device__ PanelRows<Element> expert_rows(const Element* x, const ExpertRowOffsets& experts, int64_t row_begin) {
-  int64_t low = 0, high = experts.experts;
-  while (low < high) {
-    int64_t middle = (low + high + 1) / 2;
-    if (experts.padded[middle] <= row_begin) {
-      low = middle;
-    } else {
-      high = middle - 1;
-    }
-  }
+  int64_t low = last_expert_at_or_before(experts.padded, experts.experts, row_begin);
   bool past_experts = low == experts.experts;
   int64_t first = past_experts ? 0 : experts.offsets[low] + row_begin - experts.padded[low];
   // NOTE: one return: with an early one for the blocks past the experts, nvcc 13 loaded x with generic loads, not
