@@ -278,10 +278,13 @@ __device__ void stage_quantized(TokenPanelShared& shared, const TokenBits& bits,
 // The staged columns within x's into out.values, 16 bytes a thread (a warp's store: 4 whole 128-byte runs of value
 // rows), byte by byte where out.values is not 16-byte aligned.
 __device__ void write_staged(const TokenPanelShared& shared, const Fp8ExpertTokensOut& out, const TokenPanel& panel) {
+  constexpr int kColsPerPass = kTokenThreads / kStageChunks;
   bool values_aligned = aligned(out.values, 16);
   int chunk = static_cast<int>(threadIdx.x % kStageChunks);
-  for (int col = static_cast<int>(threadIdx.x / kStageChunks); col < panel.columns;
-       col += kTokenThreads / kStageChunks) {
+#pragma unroll
+  for (int pass = 0; pass < kPanelCols / kColsPerPass; ++pass) {
+    int col = static_cast<int>(threadIdx.x / kStageChunks) + kColsPerPass * pass;
+    if (col >= panel.columns) return;
     const uint32_t* staged = &shared.stage[col][staged_word(col, 4 * chunk)];
     uint8_t* values = out.values + (panel.col_begin + col) * out.padded_rows + panel.token_begin + 16 * chunk;
     if (values_aligned) {
