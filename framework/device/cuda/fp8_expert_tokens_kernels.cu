@@ -9,6 +9,10 @@
 namespace hai::cuda::kernels {
 namespace {
 
+using fp8::quantize_quad;
+using fp8::scale_from_amax;
+using fp8::ScaleDivisor;
+using fp8_panel::aligned;
 using fp8_panel::k128x1Chunks;
 using fp8_panel::kTile;
 using fp8_panel::kWarpSize;
@@ -46,21 +50,30 @@ __global__ void __launch_bounds__(kScanThreads) pad_expert_offsets_kernel(int32_
   }
 }
 
+// The last e <= experts with padded[e] <= row_begin, searched by the calling warp (every lane, the same row_begin):
+// each round the lanes probe evenly spaced entries of the range left, and the range shrinks to the part from the last
+// probe <= row_begin (padded is non-decreasing, so those probes are lanes 0 .. n - 1; lane 0's is <= row_begin). Two
+// rounds of dependent loads for up to 32 * 32 experts, where a binary search takes log2(experts + 1).
+__device__ int64_t last_expert_at_or_before(const int32_t* padded, int64_t experts, int64_t row_begin) {
+  uint64_t lane = threadIdx.x % kWarpSize;
+  uint64_t first = 0, count = experts + 1;  // the answer is in [first, first + count)
+  while (count > 1) {
+    uint64_t step = (count + kWarpSize - 1) / kWarpSize, probe = lane * step;
+    bool at_or_before = probe < count && padded[first + probe] <= row_begin;
+    uint64_t skipped = (__popc(__ballot_sync(0xffffffffu, at_or_before)) - 1) * step;
+    first += skipped;
+    count = min(step, count - skipped);
+  }
+  return static_cast<int64_t>(first);
+}
+
 // The rows of x that the 128 token-padded rows from row_begin (a multiple of 128) hold: those of the expert e with
 // padded[e] <= row_begin < padded[e + 1], found as the last e with padded[e] <= row_begin (an expert without rows
 // shares its padded[e] with the next), from row offsets[e] + row_begin - padded[e] up to offsets[e + 1]; none at or
-// past padded[experts].
+// past padded[experts]. Called by whole warps.
 template <typename Element>
 __device__ PanelRows<Element> expert_rows(const Element* x, const ExpertRowOffsets& experts, int64_t row_begin) {
-  int64_t low = 0, high = experts.experts;
-  while (low < high) {
-    int64_t middle = (low + high + 1) / 2;
-    if (experts.padded[middle] <= row_begin) {
-      low = middle;
-    } else {
-      high = middle - 1;
-    }
-  }
+  int64_t low = last_expert_at_or_before(experts.padded, experts.experts, row_begin);
   bool past_experts = low == experts.experts;
   int64_t first = past_experts ? 0 : experts.offsets[low] + row_begin - experts.padded[low];
   // NOTE: one return: with an early one for the blocks past the experts, nvcc 13 loaded x with generic loads, not
@@ -71,28 +84,250 @@ __device__ PanelRows<Element> expert_rows(const Element* x, const ExpertRowOffse
 // One block per 128-row block of x_p and kPanelCols-column panel, the panel index fastest (panel_cols panels a
 // block): the block's rows of x, then the 128x1 quantisation of quantize_128x1_kernel (fp8_quantize_kernels.cu),
 // values written transposed, the scales to the block's row of out.scales.
-// out.values: [cols, padded_rows] e4m3, out.scales: [padded_rows / 128, cols] <- x: [rows, cols] Element (float, or
-// bf16 widened exactly)
-template <typename Element>
-__global__ void __launch_bounds__(kThreads) quantize_expert_tokens_kernel(Fp8ExpertTokensOut out,
-                                                                          const Element* __restrict__ x,
-                                                                          ExpertRowOffsets experts,
-                                                                          unsigned int panel_cols, bool pow2_scales) {
+// out.values: [cols, padded_rows] e4m3, out.scales: [padded_rows / 128, cols] <- x: [rows, cols] fp32
+__global__ void __launch_bounds__(kThreads) quantize_fp32_tokens_kernel(Fp8ExpertTokensOut out,
+                                                                        const float* __restrict__ x,
+                                                                        ExpertRowOffsets experts,
+                                                                        unsigned int panel_cols, bool pow2_scales) {
   int64_t block = blockIdx.x / panel_cols;
   PanelThread at(block * kTile, static_cast<int64_t>(blockIdx.x % panel_cols) * kPanelCols);
   quantize_128x1_panel<true>(out.values, PanelScales{out.scales, block * out.cols, 1},
                              expert_rows(x, experts, at.row_begin), out.padded_rows, out.cols, pow2_scales, at);
 }
 
-// The grid comes from padded_rows, known on the host: the offsets are read by the blocks only.
+// The bf16 kernel takes the same blocks as the fp32 one with a layout for bf16: thread t holds tokens
+// kThreadTokens * (t / kColGroups) + [0, 8) of the panel's columns kThreadCols * (t % kColGroups) + [0, 8), so that
+// one 16-byte load brings a token's 8 columns (a warp's load: 4 whole 128-byte runs of x's rows), the amax over its
+// tokens is taken on bf16 pairs, and the e4m3 bytes of 4 consecutive tokens of a column make one 32-bit word of the
+// transposed staging.
+constexpr int kTokenThreads = 128;
+constexpr int kTokenWarps = kTokenThreads / kWarpSize;
+constexpr int kTokenBlocksPerSm = 8;  // NOTE: 8 blocks of 128 threads an SM cap the registers at 64 a thread
+constexpr int kThreadTokens = 8;      // consecutive tokens of a thread
+constexpr int kThreadCols = 8;        // consecutive columns of a thread: 16 bytes of a token's bf16 row
+constexpr int kColPairs = kThreadCols / 2;            // bf16 pairs (32-bit words) of a thread's token
+constexpr int kColGroups = kPanelCols / kThreadCols;  // threads across a panel's row
+constexpr int kTokenQuads = kTile / 4;                // 32-bit words of a staged panel column
+constexpr int kStageChunks = kTile / 16;              // 16-byte chunks of a staged panel column
+static_assert(kTokenThreads * kThreadTokens * kThreadCols == kTile * kPanelCols, "a thread per 8 x 8 elements");
+static_assert(kTokenThreads >= kPanelCols, "a thread per panel column sets the scales");
+static_assert(kThreadTokens == 8, "a column's 8 tokens are staged as two words with one 8-byte store");
+static_assert(kColGroups <= kStageChunks, "staged_word permutes the chunks by column group");
+
+// Thread t's elements of its block's panel: tokens first_token() + [0, 8) of columns first_col() + [0, 8).
+struct TokenThread {
+  int col_group, token_group;
+
+  __device__ int first_col() const { return kThreadCols * col_group; }
+  __device__ int first_token() const { return kThreadTokens * token_group; }
+};
+
+__device__ TokenThread token_thread() {
+  return {static_cast<int>(threadIdx.x % kColGroups), static_cast<int>(threadIdx.x / kColGroups)};
+}
+
+// A block's panel of x_p [P, cols]: tokens [token_begin, token_begin + 128) and columns [col_begin, col_begin + 64).
+struct TokenPanel {
+  const uint16_t* x;  // x's bf16 bits at the panel's first token and column: x + first * cols + col_begin
+  int64_t cols, token_begin, col_begin;
+  int tokens;   // the panel's first `tokens` tokens are rows of x, the rest zeros (0 .. 128)
+  int columns;  // the panel's columns within x's (1 .. 64)
+};
+
+__device__ TokenPanel token_panel(const uint16_t* x, const ExpertRowOffsets& experts, int64_t cols,
+                                  int64_t token_begin, int64_t col_begin) {
+  PanelRows<uint16_t> rows = expert_rows(x, experts, token_begin);
+  int64_t tokens = min(max(rows.end - rows.first, int64_t{0}), int64_t{kTile});
+  int64_t columns = min(cols - col_begin, int64_t{kPanelCols});
+  return {x + rows.first * cols + col_begin, cols, token_begin, col_begin, static_cast<int>(tokens),
+          static_cast<int>(columns)};
+}
+
+// A thread's elements as bf16 bits: [token, column pair], the pair's even column in the low half.
+using TokenBits = uint32_t[kThreadTokens][kColPairs];
+
+// The thread's elements by one 16-byte load per token (x's rows 16-byte aligned, cols a multiple of 8: a thread's 8
+// columns are all within x's or all past them). kChecked: tokens past panel.tokens and columns past panel.columns
+// read as zeros, without a load; otherwise the panel is whole.
+template <bool kChecked>
+__device__ void load_token_vectors(TokenBits& bits, const TokenPanel& panel, const TokenThread& at) {
+  const uint16_t* first = panel.x + at.first_token() * panel.cols + at.first_col();
+  bool cols_within = at.first_col() < panel.columns;
+#pragma unroll
+  for (int j = 0; j < kThreadTokens; ++j) {
+    uint4 loaded = make_uint4(0, 0, 0, 0);
+    if (!kChecked || (cols_within && at.first_token() + j < panel.tokens)) {
+      loaded = __ldg(reinterpret_cast<const uint4*>(first + j * panel.cols));
+    }
+    bits[j][0] = loaded.x;
+    bits[j][1] = loaded.y;
+    bits[j][2] = loaded.z;
+    bits[j][3] = loaded.w;
+  }
+}
+
+// The same element by element, for any cols and alignment of x.
+__device__ void load_token_elements(TokenBits& bits, const TokenPanel& panel, const TokenThread& at) {
+#pragma unroll
+  for (int j = 0; j < kThreadTokens; ++j) {
+#pragma unroll
+    for (int p = 0; p < kColPairs; ++p) {
+      uint32_t pair = 0;
+#pragma unroll
+      for (int half = 0; half < 2; ++half) {
+        int token = at.first_token() + j, col = at.first_col() + 2 * p + half;
+        if (token < panel.tokens && col < panel.columns) {
+          pair |= uint32_t{__ldg(panel.x + token * panel.cols + col)} << (16 * half);
+        }
+      }
+      bits[j][p] = pair;
+    }
+  }
+}
+
+// The thread's elements of the panel, zeros past its tokens and columns.
+__device__ void load_tokens(TokenBits& bits, const TokenPanel& panel, const TokenThread& at) {
+  if (panel.cols % kThreadCols != 0 || !aligned(panel.x, 16)) {
+    load_token_elements(bits, panel, at);
+  } else if (panel.tokens == kTile && panel.columns == kPanelCols) {
+    load_token_vectors<false>(bits, panel, at);
+  } else {
+    load_token_vectors<true>(bits, panel, at);
+  }
+}
+
+// max(a, b) of two bf16 pairs, half by half, a NaN losing to a number as in fmaxf (max.bf16x2).
+__device__ uint32_t bf16x2_max(uint32_t a, uint32_t b) {
+  __nv_bfloat162 max = __hmax2(*reinterpret_cast<const __nv_bfloat162*>(&a),
+                               *reinterpret_cast<const __nv_bfloat162*>(&b));
+  return *reinterpret_cast<const uint32_t*>(&max);
+}
+
+__device__ uint32_t bf16x2_abs(uint32_t pair) { return pair & 0x7fff7fffu; }
+
+// The bf16 of a pair's low or high half, widened exactly.
+__device__ float widened_half(uint32_t pair, bool high) {
+  return __uint_as_float(high ? pair & 0xffff0000u : pair << 16);
+}
+
+// A block's shared memory.
+struct TokenPanelShared {
+  uint32_t warp_amax[kTokenWarps][kPanelCols / 2];  // [warp, column pair]: the amax over the warp's tokens, bf16
+  // [column group, column]: division by the column's scale. NOTE: the padding divisor puts the 8 divisors that a
+  // warp's column groups read at once in different banks.
+  ScaleDivisor divisors[kColGroups][kThreadCols + 1];
+  // [panel column, token quad]: e4m3 bytes, 4 tokens a word, the first in the low byte; chunks permuted (staged_word)
+  alignas(16) uint32_t stage[kPanelCols][kTokenQuads];
+};
+
+// Each of the warp's columns' amax over the warp's tokens, into shared.warp_amax: max.bf16x2 of the elements' |.|
+// over the thread's tokens from 0 (fmaxf of fabsf, NaNs ignored, exact as widening is), then over the lanes of the
+// same columns.
+__device__ void store_warp_amax(TokenPanelShared& shared, const TokenBits& bits, const TokenThread& at) {
+  uint32_t amax[kColPairs];
+#pragma unroll
+  for (int p = 0; p < kColPairs; ++p) {
+    amax[p] = 0;
+#pragma unroll
+    for (int j = 0; j < kThreadTokens; ++j) amax[p] = bf16x2_max(amax[p], bf16x2_abs(bits[j][p]));
+#pragma unroll
+    for (int lanes = kColGroups; lanes < kWarpSize; lanes *= 2) {
+      amax[p] = bf16x2_max(amax[p], __shfl_xor_sync(0xffffffffu, amax[p], lanes));
+    }
+  }
+  if (threadIdx.x % kWarpSize < kColGroups) {
+    *reinterpret_cast<uint4*>(&shared.warp_amax[threadIdx.x / kWarpSize][kColPairs * at.col_group]) =
+        make_uint4(amax[0], amax[1], amax[2], amax[3]);
+  }
+}
+
+// Each panel column's 128x1 scale from the warps' amaxes, a thread a column: into out.scales (the columns within
+// x's) and, as a divisor, into shared.divisors.
+__device__ void set_column_scales(TokenPanelShared& shared, const Fp8ExpertTokensOut& out, const TokenPanel& panel,
+                                  bool pow2_scales) {
+  int col = static_cast<int>(threadIdx.x);
+  if (col >= kPanelCols) return;
+  float amax = 0.0f;
+#pragma unroll
+  for (int w = 0; w < kTokenWarps; ++w) amax = fmaxf(amax, widened_half(shared.warp_amax[w][col / 2], col % 2 == 1));
+  float scale = scale_from_amax(amax, pow2_scales);
+  if (col < panel.columns) out.scales[panel.token_begin / kTile * out.cols + panel.col_begin + col] = scale;
+  shared.divisors[col / kThreadCols][col % kThreadCols] = ScaleDivisor(scale);
+}
+
+// The word of staged panel column `col` that holds token quad `quad`. NOTE: a column's 16-byte chunks are permuted
+// by an xor with its column group, so that the 8 column groups of a warp, which stage the same chunk of 8 columns
+// at once, hit different banks; the chunks stay whole for the 16-byte reads of write_staged.
+__device__ int staged_word(int col, int quad) { return quad ^ 4 * (col / kThreadCols); }
+
+// The e4m3 bytes of the thread's elements into shared.stage, column by column: the column's 8 tokens as two words
+// of 4 (quantize_quad), one 8-byte store.
+__device__ void stage_quantized(TokenPanelShared& shared, const TokenBits& bits, const TokenThread& at) {
+#pragma unroll
+  for (int k = 0; k < kThreadCols; ++k) {
+    ScaleDivisor divisor = shared.divisors[at.col_group][k];
+    float v[kThreadTokens];
+#pragma unroll
+    for (int j = 0; j < kThreadTokens; ++j) v[j] = widened_half(bits[j][k / 2], k % 2 == 1);
+    int col = at.first_col() + k;
+    *reinterpret_cast<uint2*>(&shared.stage[col][staged_word(col, at.first_token() / 4)]) =
+        make_uint2(quantize_quad(v[0], v[1], v[2], v[3], divisor), quantize_quad(v[4], v[5], v[6], v[7], divisor));
+  }
+}
+
+// The staged columns within x's into out.values, 16 bytes a thread (a warp's store: 4 whole 128-byte runs of value
+// rows), byte by byte where out.values is not 16-byte aligned.
+__device__ void write_staged(const TokenPanelShared& shared, const Fp8ExpertTokensOut& out, const TokenPanel& panel) {
+  constexpr int kColsPerPass = kTokenThreads / kStageChunks;
+  bool values_aligned = aligned(out.values, 16);
+  int chunk = static_cast<int>(threadIdx.x % kStageChunks);
+#pragma unroll
+  for (int pass = 0; pass < kPanelCols / kColsPerPass; ++pass) {
+    int col = static_cast<int>(threadIdx.x / kStageChunks) + kColsPerPass * pass;
+    if (col >= panel.columns) return;
+    const uint32_t* staged = &shared.stage[col][staged_word(col, 4 * chunk)];
+    uint8_t* values = out.values + (panel.col_begin + col) * out.padded_rows + panel.token_begin + 16 * chunk;
+    if (values_aligned) {
+      *reinterpret_cast<uint4*>(values) = *reinterpret_cast<const uint4*>(staged);
+    } else {
+      for (int k = 0; k < 16; ++k) values[k] = reinterpret_cast<const uint8_t*>(staged)[k];
+    }
+  }
+}
+
+// The bf16 kernel (layout above): the block's rows of x (expert_rows); each column's amax over the thread's tokens,
+// the warp's (shuffles) and the block's (shared memory); the scales; the e4m3 bytes staged transposed and written
+// as the fp32 kernel writes them.
+// out.values: [cols, padded_rows] e4m3, out.scales: [padded_rows / 128, cols] <- x: [rows, cols] bf16 bits
+__global__ void __launch_bounds__(kTokenThreads, kTokenBlocksPerSm)
+    quantize_bf16_tokens_kernel(Fp8ExpertTokensOut out, const uint16_t* __restrict__ x, ExpertRowOffsets experts,
+                                unsigned int panel_cols, bool pow2_scales) {
+  __shared__ TokenPanelShared shared;
+  TokenThread at = token_thread();
+  TokenPanel panel = token_panel(x, experts, out.cols, static_cast<int64_t>(blockIdx.x / panel_cols) * kTile,
+                                 static_cast<int64_t>(blockIdx.x % panel_cols) * kPanelCols);
+  TokenBits bits;
+  load_tokens(bits, panel, at);
+  store_warp_amax(shared, bits, at);
+  __syncthreads();
+  set_column_scales(shared, out, panel, pow2_scales);
+  __syncthreads();
+  stage_quantized(shared, bits, at);
+  __syncthreads();
+  write_staged(shared, out, panel);
+}
+
+// The grid comes from padded_rows, known on the host: the offsets are read by the blocks only. Both kernels take a
+// block per 128-token block and kPanelCols-column panel.
 template <typename Element>
-cudaError_t launch_quantize(const Fp8ExpertTokensOut& out, const Element* x, const ExpertRowOffsets& experts,
-                            bool pow2_scales, cudaStream_t stream) {
+cudaError_t launch_quantize(void (*kernel)(Fp8ExpertTokensOut, const Element*, ExpertRowOffsets, unsigned int, bool),
+                            int threads, const Fp8ExpertTokensOut& out, const Element* x,
+                            const ExpertRowOffsets& experts, bool pow2_scales, cudaStream_t stream) {
   if (out.padded_rows == 0 || out.cols == 0) return cudaSuccess;
   int64_t panel_cols = (out.cols + kPanelCols - 1) / kPanelCols, blocks = out.padded_rows / kTile * panel_cols;
   if (blocks > INT_MAX) return cudaErrorInvalidConfiguration;
-  quantize_expert_tokens_kernel<Element><<<static_cast<unsigned int>(blocks), kThreads, 0, stream>>>(
-      out, x, experts, static_cast<unsigned int>(panel_cols), pow2_scales);
+  kernel<<<static_cast<unsigned int>(blocks), threads, 0, stream>>>(out, x, experts,
+                                                                    static_cast<unsigned int>(panel_cols), pow2_scales);
   return cudaGetLastError();
 }
 
@@ -105,12 +340,13 @@ cudaError_t pad_expert_offsets(int32_t* padded, const int32_t* expert_offsets, i
 
 cudaError_t quantize_expert_tokens(const Fp8ExpertTokensOut& out, const float* x, const ExpertRowOffsets& experts,
                                    bool pow2_scales, cudaStream_t stream) {
-  return launch_quantize(out, x, experts, pow2_scales, stream);
+  return launch_quantize(quantize_fp32_tokens_kernel, kThreads, out, x, experts, pow2_scales, stream);
 }
 
 cudaError_t quantize_expert_tokens_bf16(const Fp8ExpertTokensOut& out, const void* x, const ExpertRowOffsets& experts,
                                         bool pow2_scales, cudaStream_t stream) {
-  return launch_quantize(out, static_cast<const __nv_bfloat16*>(x), experts, pow2_scales, stream);
+  return launch_quantize(quantize_bf16_tokens_kernel, kTokenThreads, out, static_cast<const uint16_t*>(x), experts,
+                         pow2_scales, stream);
 }
 
 }  // namespace hai::cuda::kernels
