@@ -92,6 +92,80 @@ __global__ void rmsnorm_weight_grad_sum_kernel(float* d_weight, const float* par
   d_weight[d] = beta == 0.0f ? total : d_weight[d] + total;
 }
 
+// d_x[at, at + 4) = rstd * (weight * d_out - x * correction) (+ residual_grad), rmsnorm_input_grad_kernel's
+// operations on 4 columns.
+__device__ inline void store_input_grad(const RmsnormBackwardArguments& arguments, int64_t at, float4 weight,
+                                        float4 d_out, float4 x, float r, float correction) {
+  float4 gradient{r * (weight.x * d_out.x - x.x * correction), r * (weight.y * d_out.y - x.y * correction),
+                  r * (weight.z * d_out.z - x.z * correction), r * (weight.w * d_out.w - x.w * correction)};
+  if (arguments.residual_grad) {
+    float4 residual = *reinterpret_cast<const float4*>(arguments.residual_grad + at);
+    gradient = float4{__fadd_rn(gradient.x, residual.x), __fadd_rn(gradient.y, residual.y),
+                      __fadd_rn(gradient.z, residual.z), __fadd_rn(gradient.w, residual.w)};
+  }
+  *reinterpret_cast<float4*>(arguments.d_x + at) = gradient;
+}
+
+// sums += d_out * x * rstd, per column.
+__device__ inline void add_weight_grad(float4& sums, float4 d_out, float4 x, float r) {
+  sums.x += d_out.x * x.x * r;
+  sums.y += d_out.y * x.y * r;
+  sums.z += d_out.z * x.z * r;
+  sums.w += d_out.w * x.w * r;
+}
+
+// The whole backward in one pass over the rows where the width is a multiple of 4 floats (16-byte rows): a block
+// owns one chunk of kWeightGradChunkRows rows; per row it reads x and d_out once (float4s, thread t holding
+// columns 4 (t + kThreads v) + [0, 4) for v < kVectors), writes d_x as rmsnorm_input_grad_kernel does, and adds
+// d_out * x * rstd into per-column sums kept in registers, which go to the chunk's row of partial in the end (the
+// rows in order: deterministic). rmsnorm_weight_grad_sum_kernel then adds the chunks in order.
+template <int kVectors>
+__global__ void __launch_bounds__(kThreads) rmsnorm_backward_chunk_kernel(RmsnormBackwardArguments arguments) {
+  __shared__ float scratch[32];
+  const int64_t width = arguments.width;
+  const auto* weight = reinterpret_cast<const float4*>(arguments.weight);  // [width / 4]
+  float4 weights[kVectors], weight_grad[kVectors];
+  bool active[kVectors];
+#pragma unroll
+  for (int v = 0; v < kVectors; ++v) {
+    int64_t vector = threadIdx.x + static_cast<int64_t>(kThreads) * v;
+    active[v] = vector * 4 < width;
+    weights[v] = active[v] ? weight[vector] : float4{0.0f, 0.0f, 0.0f, 0.0f};
+    weight_grad[v] = float4{0.0f, 0.0f, 0.0f, 0.0f};
+  }
+  int64_t first = static_cast<int64_t>(blockIdx.x) * kWeightGradChunkRows;
+  int64_t end = min(arguments.rows, first + kWeightGradChunkRows);
+  for (int64_t n = first; n < end; ++n) {
+    const auto* row = reinterpret_cast<const float4*>(arguments.x + n * width);        // [width / 4]
+    const auto* d_row = reinterpret_cast<const float4*>(arguments.d_out + n * width);  // [width / 4]
+    float4 xs[kVectors], d_outs[kVectors];
+    float projection = 0.0f;
+#pragma unroll
+    for (int v = 0; v < kVectors; ++v) {
+      int64_t vector = threadIdx.x + static_cast<int64_t>(kThreads) * v;
+      xs[v] = active[v] ? row[vector] : float4{0.0f, 0.0f, 0.0f, 0.0f};
+      d_outs[v] = active[v] ? d_row[vector] : float4{0.0f, 0.0f, 0.0f, 0.0f};
+      projection += weights[v].x * d_outs[v].x * xs[v].x + weights[v].y * d_outs[v].y * xs[v].y +
+                    weights[v].z * d_outs[v].z * xs[v].z + weights[v].w * d_outs[v].w * xs[v].w;
+    }
+    projection = block_sum(projection, scratch);
+    float r = arguments.rstd[n];
+    float correction = r * r * projection / static_cast<float>(width);
+#pragma unroll
+    for (int v = 0; v < kVectors; ++v) {
+      if (!active[v]) continue;
+      int64_t column = 4 * (threadIdx.x + static_cast<int64_t>(kThreads) * v);
+      store_input_grad(arguments, n * width + column, weights[v], d_outs[v], xs[v], r, correction);
+      add_weight_grad(weight_grad[v], d_outs[v], xs[v], r);
+    }
+  }
+#pragma unroll
+  for (int v = 0; v < kVectors; ++v) {
+    int64_t vector = threadIdx.x + static_cast<int64_t>(kThreads) * v;
+    if (active[v]) reinterpret_cast<float4*>(arguments.partial + blockIdx.x * width)[vector] = weight_grad[v];
+  }
+}
+
 // rmsnorm_forward_kernel over the rows, for either output dtype.
 cudaError_t launch_forward(void* out, bool bf16_out, float* rstd, const float* x, const float* addend, float* sum,
                            const float* weight, float eps, int64_t rows, int64_t width, cudaStream_t stream) {
@@ -119,6 +193,45 @@ cudaError_t add_rmsnorm_forward(float* sum, void* out, bool bf16_out, float* rst
   return launch_forward(out, bf16_out, rstd, a, b, sum, weight, eps, rows, width, stream);
 }
 
+namespace {
+
+// The chunk kernel's float4 rows need 16-byte aligned tensors and widths, and at most kMaxVectors float4s a thread.
+constexpr int kMaxVectors = 8;
+
+bool rows_of_float4(const RmsnormBackwardArguments& arguments) {
+  auto aligned = [](const float* pointer) { return pointer == nullptr || reinterpret_cast<uintptr_t>(pointer) % 16 == 0; };
+  return arguments.width % 4 == 0 && arguments.width <= 4 * kThreads * kMaxVectors && aligned(arguments.d_x) &&
+         aligned(arguments.partial) && aligned(arguments.residual_grad) && aligned(arguments.d_out) &&
+         aligned(arguments.x) && aligned(arguments.weight);
+}
+
+template <int kVectors>
+cudaError_t launch_chunk_kernel(const RmsnormBackwardArguments& arguments, int64_t chunks, cudaStream_t stream) {
+  rmsnorm_backward_chunk_kernel<kVectors><<<static_cast<unsigned int>(chunks), kThreads, 0, stream>>>(arguments);
+  return cudaGetLastError();
+}
+
+// d_x and the chunks' weight-gradient sums in partial: in one pass where the rows are float4s, else the row kernel
+// and the column kernel.
+cudaError_t launch_chunks(const RmsnormBackwardArguments& arguments, int64_t chunks, cudaStream_t stream) {
+  if (rows_of_float4(arguments)) {
+    int64_t vectors = (arguments.width / 4 + kThreads - 1) / kThreads;
+    if (vectors <= 1) return launch_chunk_kernel<1>(arguments, chunks, stream);
+    if (vectors <= 2) return launch_chunk_kernel<2>(arguments, chunks, stream);
+    if (vectors <= 4) return launch_chunk_kernel<4>(arguments, chunks, stream);
+    return launch_chunk_kernel<kMaxVectors>(arguments, chunks, stream);
+  }
+  rmsnorm_input_grad_kernel<<<static_cast<unsigned int>(arguments.rows), kThreads, 0, stream>>>(arguments);
+  cudaError_t status = cudaGetLastError();
+  if (status != cudaSuccess) return status;
+  dim3 grid(static_cast<unsigned int>((arguments.width + kColumns - 1) / kColumns), static_cast<unsigned int>(chunks));
+  rmsnorm_weight_grad_partial_kernel<<<grid, dim3(kColumns, kRowLanes), 0, stream>>>(
+      arguments.partial, arguments.d_out, arguments.x, arguments.rstd, arguments.rows, arguments.width);
+  return cudaGetLastError();
+}
+
+}  // namespace
+
 int64_t rmsnorm_weight_grad_chunks(int64_t rows) { return (rows + kWeightGradChunkRows - 1) / kWeightGradChunkRows; }
 
 cudaError_t rmsnorm_backward(const RmsnormBackwardArguments& arguments, cudaStream_t stream) {
@@ -129,14 +242,8 @@ cudaError_t rmsnorm_backward(const RmsnormBackwardArguments& arguments, cudaStre
     if (arguments.weight_grad_beta != 0.0f) return cudaSuccess;
     return cudaMemsetAsync(arguments.d_weight, 0, width * sizeof(float), stream);
   }
-  rmsnorm_input_grad_kernel<<<static_cast<unsigned int>(rows), kThreads, 0, stream>>>(arguments);
-  cudaError_t status = cudaGetLastError();
-  if (status != cudaSuccess) return status;
   int64_t chunks = rmsnorm_weight_grad_chunks(rows);
-  dim3 grid(static_cast<unsigned int>((width + kColumns - 1) / kColumns), static_cast<unsigned int>(chunks));
-  rmsnorm_weight_grad_partial_kernel<<<grid, dim3(kColumns, kRowLanes), 0, stream>>>(
-      arguments.partial, arguments.d_out, arguments.x, arguments.rstd, rows, width);
-  status = cudaGetLastError();
+  cudaError_t status = launch_chunks(arguments, chunks, stream);
   if (status != cudaSuccess) return status;
   rmsnorm_weight_grad_sum_kernel<<<grid_for(width), kThreads, 0, stream>>>(arguments.d_weight, arguments.partial,
                                                                             chunks, width, arguments.weight_grad_beta);

@@ -15,9 +15,9 @@ cudaError_t rmsnorm_forward(void* out, bool bf16_out, float* rstd, const float* 
 cudaError_t add_rmsnorm_forward(float* sum, void* out, bool bf16_out, float* rstd, const float* a, const float* b,
                                 const float* weight, float eps, int64_t rows, int64_t width, cudaStream_t stream);
 
-// Rows per chunk of the weight gradient's first pass, and the chunks of `rows` rows: the backward's partial buffer
-// holds [chunks, width] fp32.
-inline constexpr int64_t kWeightGradChunkRows = 256;
+// Rows per chunk of the weight gradient's first pass (a block of the one-pass backward: 512 blocks at 8192 rows), and
+// the chunks of `rows` rows: the backward's partial buffer holds [chunks, width] fp32.
+inline constexpr int64_t kWeightGradChunkRows = 16;
 int64_t rmsnorm_weight_grad_chunks(int64_t rows);
 
 struct RmsnormBackwardArguments {
