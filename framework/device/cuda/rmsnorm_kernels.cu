@@ -199,7 +199,9 @@ namespace {
 constexpr int kMaxVectors = 8;
 
 bool rows_of_float4(const RmsnormBackwardArguments& arguments) {
-  auto aligned = [](const float* pointer) { return pointer == nullptr || reinterpret_cast<uintptr_t>(pointer) % 16 == 0; };
+  auto aligned = [](const float* pointer) {
+    return pointer == nullptr || reinterpret_cast<uintptr_t>(pointer) % 16 == 0;
+  };
   return arguments.width % 4 == 0 && arguments.width <= 4 * kThreads * kMaxVectors && aligned(arguments.d_x) &&
          aligned(arguments.partial) && aligned(arguments.residual_grad) && aligned(arguments.d_out) &&
          aligned(arguments.x) && aligned(arguments.weight);
