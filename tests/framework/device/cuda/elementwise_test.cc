@@ -123,6 +123,39 @@ TEST(CudaSwiglu, ForwardAndBackwardMatchCpu) {
                      "swiglu_backward bf16 gradients");
 }
 
+// SwiGLU's forward and backward four elements at a time (n a multiple of 4, aligned arrays) give the bits of their
+// element loops, which the same values take one element into arrays of n + 1 (not 4-element aligned): fp32 and bf16
+// outputs.
+TEST(CudaSwiglu, VectorisedLoopsAreTheElementLoopsBits) {
+  HAI_REQUIRE_CUDA_DEVICE();
+  Device gpu = Device::cuda(0);
+  constexpr int64_t kElements = 4 * 12345;
+  const Shape padded{kElements + 1};
+  OwnedTensor d_out = testing::copy_to(testing::random_tensor(padded, 31), gpu);  // [n + 1]
+  OwnedTensor gate = testing::copy_to(testing::converted(testing::random_tensor(padded, 32, 4.0f), DType::bf16), gpu);
+  OwnedTensor up = testing::copy_to(testing::converted(testing::random_tensor(padded, 33), DType::bf16), gpu);
+  auto aligned = [](const OwnedTensor& t) { return t.tensor().slice(0, kElements); };      // [0, n)
+  auto shifted = [](const OwnedTensor& t) { return t.tensor().slice(1, kElements + 1); };  // [1, n + 1)
+  OwnedTensor shifted_d_out(padded, DType::f32, gpu), shifted_gate(padded, DType::bf16, gpu),
+      shifted_up(padded, DType::bf16, gpu);
+  copy_tensor(shifted(shifted_d_out), aligned(d_out));
+  copy_tensor(shifted(shifted_gate), aligned(gate));
+  copy_tensor(shifted(shifted_up), aligned(up));
+  for (DType gradient_dtype : {DType::f32, DType::bf16}) {
+    OwnedTensor vector_gate(padded, gradient_dtype, gpu), vector_up(padded, gradient_dtype, gpu);
+    OwnedTensor loop_gate(padded, gradient_dtype, gpu), loop_up(padded, gradient_dtype, gpu);
+    swiglu_backward(aligned(vector_gate), aligned(vector_up), aligned(d_out), aligned(gate), aligned(up));
+    swiglu_backward(shifted(loop_gate), shifted(loop_up), shifted(shifted_d_out), shifted(shifted_gate),
+                    shifted(shifted_up));
+    EXPECT_TRUE(testing::same_bytes(host_copy(aligned(vector_gate)), host_copy(shifted(loop_gate))));
+    EXPECT_TRUE(testing::same_bytes(host_copy(aligned(vector_up)), host_copy(shifted(loop_up))));
+    OwnedTensor vector_out(padded, gradient_dtype, gpu), loop_out(padded, gradient_dtype, gpu);
+    swiglu_forward(aligned(vector_out), aligned(gate), aligned(up));
+    swiglu_forward(shifted(loop_out), shifted(shifted_gate), shifted(shifted_up));
+    EXPECT_TRUE(testing::same_bytes(host_copy(aligned(vector_out)), host_copy(shifted(loop_out))));
+  }
+}
+
 // Every pair of fp32, bf16 and fp16, on values that overflow fp16 (scale 3e4) and sit between bf16 steps: the
 // conversions round to nearest even on both sides, so they agree bit for bit.
 TEST(CudaCast, EveryDtypePairIsExact) {
