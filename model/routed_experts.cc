@@ -161,7 +161,7 @@ void RoutedExperts::backward_input(Context& ctx, const Tensor& d_x_sorted, Owned
   const Device device = d_out.tensor().device();
   ctx.d_out = in_dtype(std::move(d_out), compute_dtype());  // [R, H]
   OwnedTensor d_activation(Shape{rows, ffn_size()}, DType::f32, device);  // [R, F]
-  input_gradient(d_activation, ctx.d_out, down_, &Fp8Projections::down_transposed, ctx.expert_offsets, 0.0f);
+  input_gradient(ctx, d_activation, ctx.d_out, down_, &Fp8Projections::down_transposed, &Context::d_out_tokens, 0.0f);
   DType written = saved_activation_dtype(compute_dtype());            // bf16 in bf16 training: no fp32 copies
   OwnedTensor d_gate(Shape{rows, ffn_size()}, written, device);      // [R, F]
   OwnedTensor d_up(Shape{rows, ffn_size()}, written, device);        // [R, F]
@@ -170,20 +170,39 @@ void RoutedExperts::backward_input(Context& ctx, const Tensor& d_x_sorted, Owned
   ctx.up = OwnedTensor();
   ctx.d_gate = in_dtype(std::move(d_gate), compute_dtype());
   ctx.d_up = in_dtype(std::move(d_up), compute_dtype());
-  input_gradient(d_x_sorted, ctx.d_gate, gate_, &Fp8Projections::gate_transposed, ctx.expert_offsets, 0.0f);
-  input_gradient(d_x_sorted, ctx.d_up, up_, &Fp8Projections::up_transposed, ctx.expert_offsets, 1.0f);
+  input_gradient(ctx, d_x_sorted, ctx.d_gate, gate_, &Fp8Projections::gate_transposed, &Context::d_gate_tokens, 0.0f);
+  input_gradient(ctx, d_x_sorted, ctx.d_up, up_, &Fp8Projections::up_transposed, &Context::d_up_tokens, 1.0f);
+  if (uses_fp8()) {  // NOTE: the weight gradient reads their FP8 copies
+    ctx.d_out = OwnedTensor();
+    ctx.d_gate = OwnedTensor();
+    ctx.d_up = OwnedTensor();
+  }
 }
 
-void RoutedExperts::input_gradient(const Tensor& d_x, const Tensor& d_y, const ExpertWeights& weights,
-                                   Fp8ExpertWeights Fp8Projections::*transposed, const Tensor& expert_offsets,
+void RoutedExperts::input_gradient(Context& ctx, const Tensor& d_x, const Tensor& d_y, const ExpertWeights& weights,
+                                   Fp8ExpertWeights Fp8Projections::*transposed, Fp8ExpertTokenBuffers Context::*kept,
                                    float beta) const {
   if (!uses_fp8()) {
-    grouped_gemm(d_x, d_y, weights, expert_offsets, {.transpose_weights = false, .beta = beta});
+    grouped_gemm(d_x, d_y, weights, ctx.expert_offsets, {.transpose_weights = false, .beta = beta});
     return;
   }
-  // NOTE: d_y is what the weight gradient keeps (bf16 in fp8 training), widened exactly and quantised.
-  Fp8Rows d_y_rows = quantize_rows(d_y, fp8_->pow2_activation_scales);  // [R, N]
-  grouped_gemm_fp8(d_x, d_y_rows.matrix(), (*fp8_).*transposed, expert_offsets, beta);
+  // NOTE: d_y is what the bf16 weight gradient would keep (bf16 in fp8 training), widened exactly and quantised.
+  TokenTiles tiles = token_tiles(ctx);
+  Fp8RowsAndExpertTokens fp8 = quantize_rows_and_tokens_by_expert(d_y, tiles.segments, tiles.padded_segments,
+                                                                  fp8_->pow2_activation_scales);  // [R, N], [N, P]
+  grouped_gemm_fp8(d_x, fp8.rows.matrix(), (*fp8_).*transposed, ctx.expert_offsets, beta);
+  ctx.*kept = std::move(fp8.tokens);
+}
+
+RoutedExperts::TokenTiles RoutedExperts::token_tiles(Context& ctx) const {
+  if (ctx.token_segments.raw() != nullptr) {
+    return {ctx.token_segments, ctx.padded_segments, ctx.padded_expert_offsets};
+  }
+  if (ctx.padded_offsets.tensor().raw() == nullptr) {
+    ctx.padded_offsets = OwnedTensor(ctx.expert_offsets.shape(), DType::i32, ctx.expert_offsets.device());
+    pad_expert_offsets(ctx.padded_offsets, ctx.expert_offsets);
+  }
+  return {ctx.expert_offsets, ctx.padded_offsets, ctx.padded_offsets};
 }
 
 void RoutedExperts::backward_weight(Context& ctx, const Tensor* x_sorted) const {
@@ -201,25 +220,17 @@ void RoutedExperts::backward_weight(Context& ctx, const Tensor* x_sorted) const 
   ctx = Context{};
 }
 
-void RoutedExperts::backward_weight_fp8(const Context& ctx, const Tensor& input) const {
-  bool by_segment = ctx.token_segments.raw() != nullptr;
-  OwnedTensor padded_offsets;  // [E + 1] i32 without segments
-  if (!by_segment) {
-    padded_offsets = OwnedTensor(ctx.expert_offsets.shape(), DType::i32, input.device());
-    pad_expert_offsets(padded_offsets, ctx.expert_offsets);
-  }
-  const Tensor& segments = by_segment ? ctx.token_segments : ctx.expert_offsets;
-  const Tensor& padded_segments = by_segment ? ctx.padded_segments : padded_offsets.tensor();
-  const Tensor& padded = by_segment ? ctx.padded_expert_offsets : padded_offsets.tensor();
+void RoutedExperts::backward_weight_fp8(Context& ctx, const Tensor& input) const {
+  TokenTiles tiles = token_tiles(ctx);
   auto tokens = [&](const Tensor& sorted) {
-    return quantize_tokens_by_expert(sorted, segments, padded_segments, fp8_->pow2_activation_scales);
+    return quantize_tokens_by_expert(sorted, tiles.segments, tiles.padded_segments, fp8_->pow2_activation_scales);
   };
-  grouped_gemm_fp8_weight_grad(down_grad_, tokens(ctx.d_out).tokens(), tokens(ctx.activation).tokens(), padded,
-                               take_grad_beta(down_parameters_));
+  grouped_gemm_fp8_weight_grad(down_grad_, ctx.d_out_tokens.tokens(), tokens(ctx.activation).tokens(),
+                               tiles.padded_experts, take_grad_beta(down_parameters_));
   Fp8ExpertTokenBuffers input_tokens = tokens(input);  // [H, P]
-  grouped_gemm_fp8_weight_grad(gate_grad_, tokens(ctx.d_gate).tokens(), input_tokens.tokens(), padded,
+  grouped_gemm_fp8_weight_grad(gate_grad_, ctx.d_gate_tokens.tokens(), input_tokens.tokens(), tiles.padded_experts,
                                take_grad_beta(gate_parameters_));
-  grouped_gemm_fp8_weight_grad(up_grad_, tokens(ctx.d_up).tokens(), input_tokens.tokens(), padded,
+  grouped_gemm_fp8_weight_grad(up_grad_, ctx.d_up_tokens.tokens(), input_tokens.tokens(), tiles.padded_experts,
                                take_grad_beta(up_parameters_));
 }
 

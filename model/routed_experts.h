@@ -16,15 +16,17 @@
 // DeepSeek-V3 recipe's tiles: gate_proj and up_proj read x as the dispatch quantised it (e4m3, 1x128 scales) and
 // write bf16; down_proj reads SwiGLU's fp32 activation quantised 1x128; the input gradient quantises d_out, d_gate
 // and d_up 1x128 as the weight gradient keeps them (bf16, widened exactly) and reads the transposed weight copies
-// (W_e^T, 128x128 blocks), accumulating d_x in fp32. The weight gradient is FP8 too: the bf16 tensors kept (x, the
-// activation, d_out, d_gate, d_up) are quantised in 128x1 tiles along the tokens, each expert's tokens padded to a
-// multiple of 128 so that no tile mixes two experts (framework/device/grouped_gemm_fp8_weight_grad.h).
+// (W_e^T, 128x128 blocks), accumulating d_x in fp32. The weight gradient is FP8 too: x, the activation, d_out, d_gate
+// and d_up are quantised in 128x1 tiles along the tokens, each expert's tokens padded to a multiple of 128 so that no
+// tile mixes two experts (framework/device/grouped_gemm_fp8_weight_grad.h); the output gradients in backward_input,
+// with their 1x128 rows, so that only their FP8 copies are kept.
 
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "framework/device/fp8_gemm.h"
+#include "framework/device/fp8_rows.h"
 #include "framework/device/grouped_gemm.h"
 #include "framework/device/grouped_gemm_fp8.h"
 #include "framework/params/parameter_store.h"
@@ -55,9 +57,13 @@ class RoutedExperts {
     OwnedTensor gate;        // [R, F] gate_proj(x) in the saved dtype (SwiGLU backward; released by it)
     OwnedTensor up;          // [R, F] up_proj(x) in the saved dtype (SwiGLU backward; released by it)
     OwnedTensor activation;  // [R, F] silu(gate) * up in the compute dtype (wgrad of down_proj)
-    OwnedTensor d_out;       // [R, H] compute dtype, saved by backward_input
-    OwnedTensor d_gate;      // [R, F] compute dtype, saved by backward_input
-    OwnedTensor d_up;        // [R, F] compute dtype, saved by backward_input
+    OwnedTensor d_out;       // [R, H] compute dtype, saved by backward_input (not under FP8)
+    OwnedTensor d_gate;      // [R, F] compute dtype, saved by backward_input (not under FP8)
+    OwnedTensor d_up;        // [R, F] compute dtype, saved by backward_input (not under FP8)
+    // Under FP8, what backward_input keeps of them instead: their token-padded FP8 copies (the weight gradient's
+    // operands, quantised with their 1x128 rows for the input gradient), [H, P], [F, P], [F, P].
+    Fp8ExpertTokenBuffers d_out_tokens, d_gate_tokens, d_up_tokens;
+    OwnedTensor padded_offsets;  // [E + 1] i32 under FP8 without token_segments: expert_offsets padded to 128
     // The FP8 weight gradient's 128-token tiles (framework/device/grouped_gemm_fp8_weight_grad.h): by default every
     // expert's rows padded to a multiple of 128 (from expert_offsets). Under expert parallelism the caller may split
     // each expert's rows into S segments by source rank (token_segments [E * S + 1] i32, padded_segments the same
@@ -97,14 +103,24 @@ class RoutedExperts {
     bool pow2_activation_scales = false;  // precision.fp8.pow2_scales, for the activations quantised here
   };
 
-  // The weight gradients under FP8: every operand quantised token-padded in 128x1 tiles (the input once for gate and
-  // up), three FP8 grouped GEMMs (grouped_gemm_fp8_weight_grad.h). input: [R, H] in the compute dtype.
-  void backward_weight_fp8(const Context& ctx, const Tensor& input) const;
+  // The weight gradients under FP8: the input and the activation quantised token-padded in 128x1 tiles (the input
+  // once for gate and up), the output gradients as backward_input kept them, three FP8 grouped GEMMs
+  // (grouped_gemm_fp8_weight_grad.h). input: [R, H] in the compute dtype.
+  void backward_weight_fp8(Context& ctx, const Tensor& input) const;
+
+  // The FP8 weight gradient's tiles of ctx's rows: the segments quantisation pads (each expert's rows, or the
+  // caller's token_segments), their padded offsets, and the experts' padded offsets (the GEMM's).
+  struct TokenTiles {
+    Tensor segments, padded_segments, padded_experts;
+  };
+  TokenTiles token_tiles(Context& ctx) const;  // pads expert_offsets into ctx.padded_offsets on first use
 
   // d_x: [R, K] (+)= d_y: [R, N] in the compute dtype @ W_e per expert, W_e: [N, K] (`weights`, the compute
-  // copies), or under FP8 d_y quantised 1x128 times W_e^T's FP8 copy (fp8_->*transposed). beta 0 or 1.
-  void input_gradient(const Tensor& d_x, const Tensor& d_y, const ExpertWeights& weights,
-                      Fp8ExpertWeights Fp8Projections::*transposed, const Tensor& expert_offsets, float beta) const;
+  // copies), or under FP8 d_y quantised 1x128 times W_e^T's FP8 copy (fp8_->*transposed), d_y's token-padded copy
+  // then kept in ctx.*kept for the weight gradient. beta 0 or 1.
+  void input_gradient(Context& ctx, const Tensor& d_x, const Tensor& d_y, const ExpertWeights& weights,
+                      Fp8ExpertWeights Fp8Projections::*transposed, Fp8ExpertTokenBuffers Context::*kept,
+                      float beta) const;
 
   std::vector<const Parameter*> gate_parameters_, up_parameters_, down_parameters_;  // E each
   DType compute_dtype_;

@@ -26,4 +26,10 @@ Fp8ExpertTokenBuffers quantize_tokens_by_expert(const Tensor& sorted, const Tens
   return fp8;
 }
 
+Fp8RowsAndExpertTokens quantize_rows_and_tokens_by_expert(const Tensor& sorted, const Tensor& expert_offsets,
+                                                          const Tensor& padded, bool pow2_scales, Stream stream) {
+  return {quantize_rows(sorted, pow2_scales, stream),
+          quantize_tokens_by_expert(sorted, expert_offsets, padded, pow2_scales, stream)};
+}
+
 }  // namespace hai

@@ -35,4 +35,15 @@ struct Fp8ExpertTokenBuffers {
 Fp8ExpertTokenBuffers quantize_tokens_by_expert(const Tensor& sorted, const Tensor& expert_offsets,
                                                 const Tensor& padded, bool pow2_scales, Stream stream = {});
 
+// An output gradient of the routed experts in both layouts their backward reads: 1x128 rows for the input gradient,
+// token-padded columns for the weight gradient.
+struct Fp8RowsAndExpertTokens {
+  Fp8Rows rows;                  // [R, C] 1x128
+  Fp8ExpertTokenBuffers tokens;  // [C, P]
+};
+
+// quantize_rows(sorted) and quantize_tokens_by_expert(sorted, expert_offsets, padded), the same bits.
+Fp8RowsAndExpertTokens quantize_rows_and_tokens_by_expert(const Tensor& sorted, const Tensor& expert_offsets,
+                                                          const Tensor& padded, bool pow2_scales, Stream stream = {});
+
 }  // namespace hai

@@ -1,7 +1,8 @@
 // RoutedExperts in precision.mode fp8: the forward and the input gradient are FP8 grouped GEMMs on the store's FP8
 // weight copies, bit for bit the per-expert dense FP8 products (framework/device/fp8_gemm.h's CPU op) of the recipe's
 // operands: x as given (e4m3, 1x128), SwiGLU's fp32 activation quantised 1x128, d_out rounded to bf16 and quantised
-// 1x128, the bf16 gradients of gate and up quantised 1x128, and the transposed weight copies for the input gradient.
+// 1x128, the bf16 gradients of gate and up quantised 1x128, and the transposed weight copies for the input gradient;
+// the output gradients are kept for the weight gradient as their token-padded FP8 copies only.
 // Experts are uneven and one is empty; H and F are not multiples of 128 (partial tiles and blocks). The results also
 // stay near the fp32 experts on the same master weights (the FP8 copies are the weights, not a transposition of
 // them), and the weight gradient is the FP8 grouped GEMM of the tensors kept, quantised along the tokens.
@@ -98,6 +99,11 @@ void expect_same_bits(const Tensor& actual, const Tensor& expected, const char* 
   EXPECT_TRUE(testing::same_bytes(actual, expected)) << what;
 }
 
+void expect_same_tokens(const Fp8ExpertTokenBuffers& actual, const Fp8ExpertTokenBuffers& expected, const char* what) {
+  expect_same_bits(actual.values, expected.values, what);
+  expect_same_bits(actual.scales, expected.scales, what);
+}
+
 // ||actual - expected|| / ||expected|| over fp32 tensors.
 double relative_error(const Tensor& actual, const Tensor& expected) {
   double error = 0, norm = 0;
@@ -120,6 +126,20 @@ class RoutedExpertsFp8 : public ::testing::Test {
         d_out_(random_tensor(Shape{kRows, kHidden}, 22, 0.01f)) {}
 
   void forward(const Tensor& out) { experts_.forward_fp8(ctx_, out, x_rows_.matrix(), offsets_, {}); }
+
+  // The output gradients in bf16 that the experts' backward quantises, from forward's kept gate and up: d_out rounded
+  // to bf16; d_gate and d_up from SwiGLU's backward of down_proj's FP8 input gradient.
+  struct KeptGradients {
+    OwnedTensor d_out, d_gate, d_up;  // [R, H], [R, F], [R, F] bf16
+  };
+  KeptGradients expected_gradients() const {
+    KeptGradients kept{converted(d_out_, DType::bf16), OwnedTensor(Shape{kRows, kFfn}, DType::bf16),
+                       OwnedTensor(Shape{kRows, kFfn}, DType::bf16)};
+    OwnedTensor d_activation(Shape{kRows, kFfn}, DType::f32);  // [R, F]
+    per_expert_fp8(d_activation, quantize_rows(kept.d_out, false), store_, "down_proj", true);
+    swiglu_backward(kept.d_gate, kept.d_up, d_activation, ctx_.gate, ctx_.up);
+    return kept;
+  }
 
   ParameterStore store_;
   RoutedExperts experts_;
@@ -170,23 +190,24 @@ TEST_F(RoutedExpertsFp8, ForwardIsThePerExpertFp8Products) {
 TEST_F(RoutedExpertsFp8, InputGradientIsThePerExpertFp8Products) {
   OwnedTensor out(Shape{kRows, kHidden}, DType::f32);
   forward(out);
-  OwnedTensor gate = converted(ctx_.gate, DType::bf16), up = converted(ctx_.up, DType::bf16);  // copies
+  KeptGradients expected = expected_gradients();
   OwnedTensor d_x(Shape{kRows, kHidden}, DType::f32);  // [R, H]
   experts_.backward_input(ctx_, d_x, converted(d_out_, DType::f32));
-  // d_out is kept in bf16; that rounding is quantised for down_proj's input gradient (W_down^T's FP8 copy).
-  OwnedTensor d_out_bf16 = converted(d_out_, DType::bf16);
-  expect_same_bits(ctx_.d_out, d_out_bf16, "d_out");
-  OwnedTensor d_activation(Shape{kRows, kFfn}, DType::f32);  // [R, F]
-  per_expert_fp8(d_activation, quantize_rows(d_out_bf16, false), store_, "down_proj", true);
-  OwnedTensor d_gate(Shape{kRows, kFfn}, DType::bf16), d_up(Shape{kRows, kFfn}, DType::bf16);
-  swiglu_backward(d_gate, d_up, d_activation, gate, up);
-  expect_same_bits(ctx_.d_gate, d_gate, "d_gate");
-  expect_same_bits(ctx_.d_up, d_up, "d_up");
   // d_x = d_gate (1x128) @ W_gate^T's copy, plus d_up (1x128) @ W_up^T's copy, accumulated in fp32.
-  OwnedTensor expected(Shape{kRows, kHidden}, DType::f32);
-  per_expert_fp8(expected, quantize_rows(d_gate, false), store_, "gate_proj", true);
-  per_expert_fp8(expected, quantize_rows(d_up, false), store_, "up_proj", true, 1.0f);
-  expect_same_bits(d_x, expected, "d_x");
+  OwnedTensor expected_d_x(Shape{kRows, kHidden}, DType::f32);
+  per_expert_fp8(expected_d_x, quantize_rows(expected.d_gate, false), store_, "gate_proj", true);
+  per_expert_fp8(expected_d_x, quantize_rows(expected.d_up, false), store_, "up_proj", true, 1.0f);
+  expect_same_bits(d_x, expected_d_x, "d_x");
+  // What is kept for the weight gradient: the three output gradients' token-padded FP8 copies, not the bf16 ones.
+  OwnedTensor padded(Shape{kExperts + 1}, DType::i32);
+  pad_expert_offsets(padded, offsets_);
+  auto tokens = [&](const Tensor& gradient) { return quantize_tokens_by_expert(gradient, offsets_, padded, false); };
+  expect_same_tokens(ctx_.d_out_tokens, tokens(expected.d_out), "d_out");
+  expect_same_tokens(ctx_.d_gate_tokens, tokens(expected.d_gate), "d_gate");
+  expect_same_tokens(ctx_.d_up_tokens, tokens(expected.d_up), "d_up");
+  EXPECT_EQ(ctx_.d_out.tensor().raw(), nullptr);
+  EXPECT_EQ(ctx_.d_gate.tensor().raw(), nullptr);
+  EXPECT_EQ(ctx_.d_up.tensor().raw(), nullptr);
 }
 
 // The fp32 experts on the same master weights (and x as the FP8 rows give it): FP8 keeps 3 mantissa bits, so the
@@ -221,6 +242,7 @@ TEST_F(RoutedExpertsFp8, StaysNearTheFp32Experts) {
 TEST_F(RoutedExpertsFp8, WeightGradientIsTheFp8ProductOfTheKeptTensors) {
   OwnedTensor out(Shape{kRows, kHidden}, DType::f32);
   forward(out);
+  KeptGradients expected = expected_gradients();
   OwnedTensor d_x(Shape{kRows, kHidden}, DType::f32);
   experts_.backward_input(ctx_, d_x, converted(d_out_, DType::f32));
   OwnedTensor x_bf16 = converted(x_, DType::bf16);
@@ -229,9 +251,9 @@ TEST_F(RoutedExpertsFp8, WeightGradientIsTheFp8ProductOfTheKeptTensors) {
     OwnedTensor d_y, input;  // [R, N], [R, K] bf16 as kept
   };
   Projection projections[] = {
-      {"down_proj", converted(ctx_.d_out, DType::bf16), converted(ctx_.activation, DType::bf16)},
-      {"gate_proj", converted(ctx_.d_gate, DType::bf16), converted(x_bf16, DType::bf16)},
-      {"up_proj", converted(ctx_.d_up, DType::bf16), converted(x_bf16, DType::bf16)}};
+      {"down_proj", converted(expected.d_out, DType::bf16), converted(ctx_.activation, DType::bf16)},
+      {"gate_proj", converted(expected.d_gate, DType::bf16), converted(x_bf16, DType::bf16)},
+      {"up_proj", converted(expected.d_up, DType::bf16), converted(x_bf16, DType::bf16)}};
   experts_.backward_weight(ctx_, &x_bf16.tensor());
   OwnedTensor padded(Shape{kExperts + 1}, DType::i32);
   pad_expert_offsets(padded, offsets_);
