@@ -101,6 +101,10 @@ void quantize_1x128(const Tensor& q, const Tensor& scales, const Tensor& x, bool
   quantize(q, scales, x, kTile1x128, pow2_scales, false, stream, op);
 }
 
+void check_quantize_1x128_operands(const Tensor& q, const Tensor& scales, const Tensor& x) {
+  check_operands(x, q, scales, kTile1x128, false, x.dtype() == DType::bf16 ? DType::bf16 : DType::f32);
+}
+
 void quantize_128x1(const Tensor& q, const Tensor& scales, const Tensor& x, bool pow2_scales, Stream stream) {
   quantize(q, scales, x, kTile128x1, pow2_scales, false, stream, "quantize_128x1");
 }

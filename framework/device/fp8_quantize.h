@@ -35,6 +35,8 @@ float fp8_scale_from_amax(float amax, bool pow2_scales);
 // first, without that pass on the GPU)
 void quantize_1x128(const Tensor& q, const Tensor& scales, const Tensor& x, bool pow2_scales = false,
                     Stream stream = {});
+// Throws unless quantize_1x128(q, scales, x) has valid operands (for ops that fuse it with another quantisation).
+void check_quantize_1x128_operands(const Tensor& q, const Tensor& scales, const Tensor& x);
 // q: [M, K] e4m3, scales: [ceil(M / 128), K] fp32 <- x: [M, K] fp32
 void quantize_128x1(const Tensor& q, const Tensor& scales, const Tensor& x, bool pow2_scales = false,
                     Stream stream = {});

@@ -31,6 +31,25 @@ void check_tokens(const Fp8ExpertTokens& tokens, const char* what) {
   check_same_device(tokens.scales, tokens.values, what);
 }
 
+// quantize_expert_tokens' operands: x [R, C] fp32 or bf16, tokens [C, P >= padded_expert_rows(R, E)], offsets and
+// padded offsets [E + 1], all on x's device.
+void check_expert_token_operands(const Fp8ExpertTokens& tokens, const Tensor& x, const Tensor& expert_offsets,
+                                 const Tensor& padded) {
+  HAI_CHECK(x.rank() == 2 && (x.dtype() == DType::f32 || x.dtype() == DType::bf16),
+            "quantize_expert_tokens: x must be an fp32 or bf16 [R, C] matrix, got {}", x.str());
+  check_tokens(tokens, "quantize_expert_tokens output");
+  HAI_CHECK(tokens.values.size(0) == x.size(1), "quantize_expert_tokens: output {} for x {} (must be [C, P])",
+            tokens.values.str(), x.str());
+  int64_t experts = expert_offsets.numel() - 1;
+  HAI_CHECK(tokens.values.size(1) >= padded_expert_rows(x.size(0), experts),
+            "quantize_expert_tokens: P {} is less than padded_expert_rows({}, {}) = {}", tokens.values.size(1),
+            x.size(0), experts, padded_expert_rows(x.size(0), experts));
+  check_same_device(tokens.values, x, "quantize_expert_tokens");
+  check_offsets(expert_offsets, x.device(), "expert_offsets");
+  check_offsets(padded, x.device(), "padded offsets");
+  check_shape(padded, expert_offsets.shape(), "padded offsets");
+}
+
 }  // namespace
 
 int64_t padded_expert_rows(int64_t rows, int64_t experts) {
@@ -52,24 +71,28 @@ void pad_expert_offsets(const Tensor& padded, const Tensor& expert_offsets, [[ma
 
 void quantize_expert_tokens(const Fp8ExpertTokens& tokens, const Tensor& x, const Tensor& expert_offsets,
                             const Tensor& padded, bool pow2_scales, [[maybe_unused]] Stream stream) {
-  HAI_CHECK(x.rank() == 2 && (x.dtype() == DType::f32 || x.dtype() == DType::bf16),
-            "quantize_expert_tokens: x must be an fp32 or bf16 [R, C] matrix, got {}", x.str());
-  check_tokens(tokens, "quantize_expert_tokens output");
-  HAI_CHECK(tokens.values.size(0) == x.size(1), "quantize_expert_tokens: output {} for x {} (must be [C, P])",
-            tokens.values.str(), x.str());
-  int64_t experts = expert_offsets.numel() - 1;
-  HAI_CHECK(tokens.values.size(1) >= padded_expert_rows(x.size(0), experts),
-            "quantize_expert_tokens: P {} is less than padded_expert_rows({}, {}) = {}", tokens.values.size(1),
-            x.size(0), experts, padded_expert_rows(x.size(0), experts));
-  check_same_device(tokens.values, x, "quantize_expert_tokens");
-  check_offsets(expert_offsets, x.device(), "expert_offsets");
-  check_offsets(padded, x.device(), "padded offsets");
-  check_shape(padded, expert_offsets.shape(), "padded offsets");
+  check_expert_token_operands(tokens, x, expert_offsets, padded);
   if (x.device().is_cpu()) return cpu::quantize_expert_tokens(tokens, x, expert_offsets, padded, pow2_scales);
 #ifdef HAI_WITH_CUDA
   return cuda::quantize_expert_tokens(tokens, x, expert_offsets, padded, pow2_scales, stream);
 #else
   throw_no_backend("quantize_expert_tokens", x.device());
+#endif
+}
+
+void quantize_rows_and_expert_tokens(const Tensor& q, const Tensor& scales, const Fp8ExpertTokens& tokens,
+                                     const Tensor& x, const Tensor& expert_offsets, const Tensor& padded,
+                                     bool pow2_scales, Stream stream) {
+  check_quantize_1x128_operands(q, scales, x);
+  check_expert_token_operands(tokens, x, expert_offsets, padded);
+  if (x.device().is_cpu()) {
+    quantize_1x128(q, scales, x, pow2_scales, stream);
+    return quantize_expert_tokens(tokens, x, expert_offsets, padded, pow2_scales, stream);
+  }
+#ifdef HAI_WITH_CUDA
+  cuda::quantize_rows_and_expert_tokens(q, scales, tokens, x, expert_offsets, padded, pow2_scales, stream);
+#else
+  throw_no_backend("quantize_rows_and_expert_tokens", x.device());
 #endif
 }
 

@@ -49,6 +49,14 @@ void pad_expert_offsets(const Tensor& padded, const Tensor& expert_offsets, Stre
 void quantize_expert_tokens(const Fp8ExpertTokens& tokens, const Tensor& x, const Tensor& expert_offsets,
                             const Tensor& padded, bool pow2_scales = false, Stream stream = {});
 
+// quantize_1x128(q, scales, x) and quantize_expert_tokens(tokens, x, expert_offsets, padded), bit for bit, in one
+// pass over a bf16 x on the GPU (the routed experts' backward quantises its output gradients both ways: rows for the
+// input gradient, tokens for the weight gradient). q: [R, C] e4m3, scales: [R, ceil(C / 128)] fp32, every row of x
+// (those past offsets[E] too); tokens and the rest as quantize_expert_tokens.
+void quantize_rows_and_expert_tokens(const Tensor& q, const Tensor& scales, const Fp8ExpertTokens& tokens,
+                                     const Tensor& x, const Tensor& expert_offsets, const Tensor& padded,
+                                     bool pow2_scales = false, Stream stream = {});
+
 // grad: E x [N, K] fp32 (+)= for every expert e: dequant(d_y.values[:, padded[e]:padded[e+1]]) @
 // dequant(x.values[:, padded[e]:padded[e+1]])^T, d_y: [N, P] and x: [K, P] token-padded (quantize_expert_tokens of
 // the sorted [R, N] output gradient and [R, K] input), padded: [E + 1] i32. beta 0 writes every expert's gradient

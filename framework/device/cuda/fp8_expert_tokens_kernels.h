@@ -28,6 +28,13 @@ struct Fp8ExpertTokensOut {
   int64_t padded_rows, cols;
 };
 
+// Where quantize_rows_and_expert_tokens_bf16 writes x's 1x128 quantisation (quantize_1x128's q and scales).
+struct Fp8RowsOut {
+  uint8_t* q;     // [rows, cols] e4m3
+  float* scales;  // [rows, ceil(cols / 128)]
+  int64_t rows;
+};
+
 // out <- the 128x1 quantisation of x_p (x's rows moved as `experts` says, zeros elsewhere), values written
 // transposed: the bits of quantize_tiles' 128x1 tiles of x_p (fp8_quantize_kernels.h), whose scales are already
 // out.scales' layout. x: [rows, cols] fp32; rows past offsets[experts] are not read.
@@ -36,5 +43,12 @@ cudaError_t quantize_expert_tokens(const Fp8ExpertTokensOut& out, const float* x
 // The same of a bf16 x, each element widened exactly: the bits of widening x to fp32 first.
 cudaError_t quantize_expert_tokens_bf16(const Fp8ExpertTokensOut& out, const void* x, const ExpertRowOffsets& experts,
                                         bool pow2_scales, cudaStream_t stream);
+
+// quantize_expert_tokens_bf16 into out and quantize_1x128_bf16 (fp8_quantize_kernels.h) into rows, in one pass over
+// x: [rows.rows, out.cols] bf16, every row of it, those past offsets[experts] included (out.padded_rows must be at
+// least padded_expert_rows(rows.rows, experts)). out.cols a multiple of 8; x, rows.q and out.values 16-byte aligned.
+cudaError_t quantize_rows_and_expert_tokens_bf16(const Fp8RowsOut& rows, const Fp8ExpertTokensOut& out, const void* x,
+                                                const ExpertRowOffsets& experts, bool pow2_scales,
+                                                cudaStream_t stream);
 
 }  // namespace hai::cuda::kernels

@@ -12,6 +12,12 @@ void pad_expert_offsets(const Tensor& padded, const Tensor& expert_offsets, Stre
 void quantize_expert_tokens(const Fp8ExpertTokens& tokens, const Tensor& x, const Tensor& expert_offsets,
                             const Tensor& padded, bool pow2_scales, Stream stream);
 
+// One kernel for a bf16 x with C a multiple of 8 and x, q and tokens.values 16-byte aligned; otherwise
+// quantize_1x128's kernel and quantize_expert_tokens' one after the other.
+void quantize_rows_and_expert_tokens(const Tensor& q, const Tensor& scales, const Fp8ExpertTokens& tokens,
+                                     const Tensor& x, const Tensor& expert_offsets, const Tensor& padded,
+                                     bool pow2_scales, Stream stream);
+
 // Which kernel runs: tma where it fits, else exact (automatic, the op's choice), or one asked for by a test: tma
 // throws where it cannot run; exact runs anywhere.
 enum class GroupedGemmFp8WeightGradKernel { automatic, tma, exact };

@@ -136,6 +136,33 @@ TEST(Fp8ExpertTokens, AlignedExpertsGiveThe128x1TransposedQuantisation) {
   }
 }
 
+// On the CPU quantize_rows_and_expert_tokens is quantize_1x128 and quantize_expert_tokens, fp32 and bf16, with rows
+// past offsets[E] (quantised as rows, ignored as tokens) and C not a multiple of 128.
+TEST(Fp8ExpertTokens, RowsAndTokensAreTheTwoQuantisations) {
+  std::vector<int32_t> counts{0, 1, 127, 130, 0};
+  OwnedTensor offsets = offsets_from_counts(counts);
+  OwnedTensor padded = padded_offsets(offsets);
+  OwnedTensor x = testing::random_tensor(Shape{270, 200}, 13, 3.0f);  // [R, C]: 12 rows past offsets[E]
+  OwnedTensor x_bf16(x.shape(), DType::bf16);
+  cast_tensor(x_bf16, x);
+  int64_t padded_rows = padded_expert_rows(270, 5);
+  for (const Tensor& input : {x.tensor(), x_bf16.tensor()}) {
+    for (bool pow2_scales : {false, true}) {
+      OwnedTensor q(Shape{270, 200}, DType::e4m3), scales(Shape{270, 2}, DType::f32);
+      TokenBuffers tokens{OwnedTensor(Shape{200, padded_rows}, DType::e4m3),
+                          OwnedTensor(Shape{padded_rows / kFp8TileSize, 200}, DType::f32)};
+      quantize_rows_and_expert_tokens(q, scales, tokens.tokens(), input, offsets, padded, pow2_scales);
+      OwnedTensor q_expected(q.shape(), DType::e4m3), scales_expected(scales.shape(), DType::f32);
+      quantize_1x128(q_expected, scales_expected, input, pow2_scales);
+      TokenBuffers expected = quantized_tokens(input, offsets, padded, padded_rows, pow2_scales);
+      EXPECT_TRUE(testing::same_bytes(q, q_expected)) << dtype_name(input.dtype()) << " pow2 " << pow2_scales;
+      EXPECT_TRUE(testing::same_bytes(scales, scales_expected)) << dtype_name(input.dtype()) << " pow2 " << pow2_scales;
+      EXPECT_TRUE(testing::same_bytes(tokens.values, expected.values)) << dtype_name(input.dtype());
+      EXPECT_TRUE(testing::same_bytes(tokens.scales, expected.scales)) << dtype_name(input.dtype());
+    }
+  }
+}
+
 TEST(Fp8ExpertTokens, TooFewPaddedColumnsAreRejected) {
   OwnedTensor offsets = offsets_from_counts({1, 1});
   OwnedTensor padded = padded_offsets(offsets);

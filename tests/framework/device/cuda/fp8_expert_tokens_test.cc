@@ -2,7 +2,8 @@
 // grouped_gemm_fp8_weight_grad.h) is bit for bit the CPU's: pad_expert_offsets and quantize_expert_tokens on device
 // tensors against the same ops on host tensors, e4m3 bytes and scale bits. Uneven experts (empty ones first, last
 // and between, 1, 127, 128, 129 and 300 rows), rows past the routed ones, partial column panels, fp32 and bf16, exact
-// and power-of-two scales, specials and trailing zero blocks; the benchmark shape bit for bit and timed.
+// and power-of-two scales, specials and trailing zero blocks; the benchmark shape bit for bit and timed. The same
+// cases for quantize_rows_and_expert_tokens against quantize_1x128 and quantize_expert_tokens on host tensors.
 
 #include <gtest/gtest.h>
 
@@ -136,6 +137,46 @@ void check_tokens(const std::vector<int32_t>& rows_per_expert, int64_t unrouted_
   for (const GuardedOutput* output : {&padded_gpu, &values_gpu, &scales_gpu}) output->expect_guard_untouched(what);
 }
 
+// The rows' and tokens' quantisation of sorted_rows (as check_tokens) by quantize_rows_and_expert_tokens on the GPU
+// against quantize_1x128 and quantize_expert_tokens on the CPU: every byte of q, its scales, the token values and
+// their scales, every row of x's (those past offsets[E] too) in q.
+void check_rows_and_tokens(const std::vector<int32_t>& rows_per_expert, int64_t unrouted_rows, int64_t cols,
+                           DType dtype, bool pow2_scales, int64_t extra_blocks) {
+  OwnedTensor offsets = testing::offsets_for(rows_per_expert);  // [E + 1]
+  const auto experts = static_cast<int64_t>(rows_per_expert.size());
+  const int64_t rows = offsets.data<int32_t>()[experts] + unrouted_rows;
+  const int64_t padded_rows = padded_expert_rows(rows, experts) + kFp8TileSize * extra_blocks;
+  const Shape q_shape{rows, cols}, row_scales_shape{rows, (cols + kFp8TileSize - 1) / kFp8TileSize};
+  const Shape values_shape{cols, padded_rows}, scales_shape{padded_rows / kFp8TileSize, cols};
+  OwnedTensor x = sorted_rows(offsets, rows, cols, dtype);  // [R, C]
+  OwnedTensor padded(offsets.shape(), DType::i32);          // [E + 1]
+  OwnedTensor q(q_shape, DType::e4m3), row_scales(row_scales_shape, DType::f32);
+  OwnedTensor values(values_shape, DType::e4m3), scales(scales_shape, DType::f32);
+  pad_expert_offsets(padded, offsets);
+  quantize_1x128(q, row_scales, x, pow2_scales);
+  quantize_expert_tokens({values, scales}, x, offsets, padded, pow2_scales);
+
+  OwnedTensor x_gpu = copy_to(x, Device::cuda(0)), offsets_gpu = copy_to(offsets, Device::cuda(0));
+  OwnedTensor padded_gpu(offsets.shape(), DType::i32, Device::cuda(0));  // [E + 1]
+  GuardedOutput q_gpu(q_shape, DType::e4m3), row_scales_gpu(row_scales_shape, DType::f32);
+  GuardedOutput values_gpu(values_shape, DType::e4m3), scales_gpu(scales_shape, DType::f32);
+  pad_expert_offsets(padded_gpu, offsets_gpu);
+  quantize_rows_and_expert_tokens(q_gpu.output, row_scales_gpu.output, {values_gpu.output, scales_gpu.output}, x_gpu,
+                                  offsets_gpu, padded_gpu, pow2_scales);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+
+  std::string what = "rows and expert tokens of [" + std::to_string(rows) + ", " + std::to_string(cols) + "] " +
+                     std::string(dtype_name(dtype)) + " over " + std::to_string(experts) + " experts, P " +
+                     std::to_string(padded_rows) + (pow2_scales ? " pow2" : "");
+  expect_bits_of_cpu(q_gpu.output, q, what + ": q");
+  expect_bits_of_cpu(row_scales_gpu.output, row_scales, what + ": row scales");
+  expect_bits_of_cpu(values_gpu.output, values, what + ": values");
+  expect_bits_of_cpu(scales_gpu.output, scales, what + ": scales");
+  for (const GuardedOutput* output : {&q_gpu, &row_scales_gpu, &values_gpu, &scales_gpu}) {
+    output->expect_guard_untouched(what);
+  }
+}
+
 // Experts of 0, 1, 127, 128, 129 and 300 rows, empty ones first and last, 37 rows past the routed ones (P: 6 blocks
 // of zeros after padded[E]); C with a partial last panel (200), narrower than one panel (37) and wide (2048).
 TEST(Fp8ExpertTokensParity, UnevenExpertsAreBitExact) {
@@ -162,6 +203,31 @@ TEST(Fp8ExpertTokensParity, AlignedSingleAndEmptyExpertsAreBitExact) {
       for (bool pow2 : {false, true}) {
         check_tokens(split.rows_per_expert, split.unrouted_rows, 200, dtype, pow2, /*extra_blocks=*/2);
       }
+    }
+  }
+}
+
+// quantize_rows_and_expert_tokens on UnevenExpertsAreBitExact's cases (C 37 and fp32 take the two kernels, bf16 with
+// C 200 and 2048 the dual one) and AlignedSingleAndEmptyExpertsAreBitExact's, plus only unrouted rows (more of them
+// than one block) and a single expert of 5 rows before 400 unrouted ones.
+TEST(Fp8ExpertTokensParity, RowsAndTokensAreBitExact) {
+  HAI_REQUIRE_CUDA_DEVICE();
+  const std::vector<int32_t> rows_per_expert = {0, 1, 127, 128, 0, 129, 300, 0};
+  for (int64_t cols : {200, 37, 2048}) {
+    for (DType dtype : {DType::f32, DType::bf16}) {
+      for (bool pow2 : {false, true}) {
+        check_rows_and_tokens(rows_per_expert, 37, cols, dtype, pow2, /*extra_blocks=*/0);
+      }
+    }
+  }
+  struct Split {
+    std::vector<int32_t> rows_per_expert;
+    int64_t unrouted_rows;
+  };
+  const std::vector<Split> splits = {{{128, 256, 0, 384}, 0}, {{300}, 0}, {{0, 0, 0}, 50}, {{0, 0}, 300}, {{5}, 400}};
+  for (const Split& split : splits) {
+    for (bool pow2 : {false, true}) {
+      check_rows_and_tokens(split.rows_per_expert, split.unrouted_rows, 200, DType::bf16, pow2, /*extra_blocks=*/2);
     }
   }
 }
@@ -209,6 +275,13 @@ TEST(Fp8ExpertTokensParity, BenchmarkShapeIsBitExact) {
   for (int64_t cols : {2048, 1024}) check_tokens(benchmark_rows_per_expert(), 0, cols, DType::bf16, false, 0);
 }
 
+TEST(Fp8ExpertTokensParity, BenchmarkShapeRowsAndTokensAreBitExact) {
+  HAI_REQUIRE_CUDA_DEVICE();
+  for (int64_t cols : {2048, 1024}) {
+    check_rows_and_tokens(benchmark_rows_per_expert(), 0, cols, DType::bf16, false, 0);
+  }
+}
+
 // Prints the padding's and the quantisation's times at the benchmark shape in bf16, the quantisation's bandwidth on
 // the bytes it moves, and quantize_128x1_transposed of the same x (no padding) for comparison (asserts nothing about
 // speed).
@@ -237,6 +310,39 @@ TEST(Fp8ExpertTokensParity, BenchmarkShapeThroughput) {
                 static_cast<long long>(rows), static_cast<long long>(cols),
                 static_cast<long long>(kBenchmarkExperts), static_cast<long long>(padded_rows), 1e3 * pad_ms,
                 1e3 * tokens_ms, gb_per_s(tokens_bytes, tokens_ms), 1e3 * plain_ms, gb_per_s(plain_bytes, plain_ms));
+  }
+}
+
+// Prints quantize_rows_and_expert_tokens' time at the benchmark shape in bf16 and its bandwidth on the bytes it
+// moves, next to quantize_1x128 and quantize_expert_tokens one after the other (asserts nothing about speed).
+TEST(Fp8ExpertTokensParity, BenchmarkShapeRowsAndTokensThroughput) {
+  HAI_REQUIRE_CUDA_DEVICE();
+  Device gpu = Device::cuda(0);
+  OwnedTensor offsets = copy_to(testing::offsets_for(benchmark_rows_per_expert()), gpu);  // [E + 1]
+  OwnedTensor padded(offsets.shape(), DType::i32, gpu);                                     // [E + 1]
+  pad_expert_offsets(padded, offsets);
+  const int64_t rows = kBenchmarkRows, padded_rows = padded_expert_rows(rows, kBenchmarkExperts);
+  for (int64_t cols : {2048, 1024}) {
+    OwnedTensor x = copy_to(testing::converted(testing::random_tensor(Shape{rows, cols}, 3, 2.0f), DType::bf16), gpu);
+    OwnedTensor q(Shape{rows, cols}, DType::e4m3, gpu);
+    OwnedTensor row_scales(Shape{rows, cols / kFp8TileSize}, DType::f32, gpu);
+    OwnedTensor values(Shape{cols, padded_rows}, DType::e4m3, gpu);
+    OwnedTensor scales(Shape{padded_rows / kFp8TileSize, cols}, DType::f32, gpu);
+    Fp8ExpertTokens tokens{values, scales};
+    bench::TimingOptions options{.warmup = 3, .iterations = 20};
+    double dual_ms = bench::time_ms(
+        [&] { quantize_rows_and_expert_tokens(q, row_scales, tokens, x, offsets, padded); }, options);
+    double rows_ms = bench::time_ms([&] { quantize_1x128(q, row_scales, x); }, options);
+    double tokens_ms = bench::time_ms([&] { quantize_expert_tokens(tokens, x, offsets, padded); }, options);
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    double bytes = 2.0 * static_cast<double>(rows * cols) +
+                   static_cast<double>(q.tensor().bytes() + row_scales.tensor().bytes() + values.tensor().bytes() +
+                                       scales.tensor().bytes());
+    std::printf("[ timing ] fp8 rows and expert tokens of bf16 x [%lld, %lld] over %lld experts, P %lld: one kernel "
+                "%.1f us = %.0f GB/s; quantize_1x128 %.1f us + quantize_expert_tokens %.1f us = %.1f us\n",
+                static_cast<long long>(rows), static_cast<long long>(cols),
+                static_cast<long long>(kBenchmarkExperts), static_cast<long long>(padded_rows), 1e3 * dual_ms,
+                bytes / (dual_ms * 1e6), 1e3 * rows_ms, 1e3 * tokens_ms, 1e3 * (rows_ms + tokens_ms));
   }
 }
 
