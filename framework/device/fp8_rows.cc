@@ -15,21 +15,34 @@ Fp8Rows quantize_rows(const Tensor& rows, bool pow2_scales, Stream stream) {
   return fp8;
 }
 
+namespace {
+
+// Unfilled buffers for the token-padded quantisation of sorted [R, C] over expert_offsets' E experts: [C, P] and
+// [P / 128, C], P = padded_expert_rows(R, E).
+Fp8ExpertTokenBuffers expert_token_buffers(const Tensor& sorted, const Tensor& expert_offsets) {
+  int64_t padded_rows = padded_expert_rows(sorted.size(0), expert_offsets.numel() - 1);
+  return {OwnedTensor(Shape{sorted.size(1), padded_rows}, DType::e4m3, sorted.device()),
+          OwnedTensor(Shape{padded_rows / kFp8TileSize, sorted.size(1)}, DType::f32, sorted.device())};
+}
+
+}  // namespace
+
 Fp8ExpertTokenBuffers quantize_tokens_by_expert(const Tensor& sorted, const Tensor& expert_offsets,
                                                 const Tensor& padded, bool pow2_scales, Stream stream) {
   HAI_CHECK(sorted.rank() == 2, "fp8 expert tokens: {} must be a matrix", sorted.str());
-  int64_t padded_rows = padded_expert_rows(sorted.size(0), expert_offsets.numel() - 1);
-  Fp8ExpertTokenBuffers fp8{OwnedTensor(Shape{sorted.size(1), padded_rows}, DType::e4m3, sorted.device()),
-                            OwnedTensor(Shape{padded_rows / kFp8TileSize, sorted.size(1)}, DType::f32,
-                                        sorted.device())};
+  Fp8ExpertTokenBuffers fp8 = expert_token_buffers(sorted, expert_offsets);
   quantize_expert_tokens(fp8.tokens(), sorted, expert_offsets, padded, pow2_scales, stream);
   return fp8;
 }
 
 Fp8RowsAndExpertTokens quantize_rows_and_tokens_by_expert(const Tensor& sorted, const Tensor& expert_offsets,
                                                           const Tensor& padded, bool pow2_scales, Stream stream) {
-  return {quantize_rows(sorted, pow2_scales, stream),
-          quantize_tokens_by_expert(sorted, expert_offsets, padded, pow2_scales, stream)};
+  HAI_CHECK(sorted.rank() == 2, "fp8 rows and expert tokens: {} must be a matrix", sorted.str());
+  Fp8RowsAndExpertTokens fp8{Fp8Rows(sorted.size(0), sorted.size(1), sorted.device()),
+                             expert_token_buffers(sorted, expert_offsets)};
+  quantize_rows_and_expert_tokens(fp8.rows.values, fp8.rows.scales, fp8.tokens.tokens(), sorted, expert_offsets,
+                                  padded, pow2_scales, stream);
+  return fp8;
 }
 
 }  // namespace hai

@@ -42,7 +42,8 @@ struct Fp8RowsAndExpertTokens {
   Fp8ExpertTokenBuffers tokens;  // [C, P]
 };
 
-// quantize_rows(sorted) and quantize_tokens_by_expert(sorted, expert_offsets, padded), the same bits.
+// quantize_rows(sorted) and quantize_tokens_by_expert(sorted, expert_offsets, padded), the same bits, from one read
+// of sorted on the GPU (quantize_rows_and_expert_tokens).
 Fp8RowsAndExpertTokens quantize_rows_and_tokens_by_expert(const Tensor& sorted, const Tensor& expert_offsets,
                                                           const Tensor& padded, bool pow2_scales, Stream stream = {});
 
