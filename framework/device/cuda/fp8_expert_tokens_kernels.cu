@@ -2,6 +2,7 @@
 
 #include <climits>
 
+#include "framework/device/cuda/fp8_bf16_pairs.cuh"
 #include "framework/device/cuda/fp8_expert_tokens_kernels.h"
 #include "framework/device/cuda/fp8_panel.cuh"
 #include "framework/device/cuda/kernel_util.cuh"
@@ -9,9 +10,12 @@
 namespace hai::cuda::kernels {
 namespace {
 
+using fp8::bf16x2_abs;
+using fp8::bf16x2_max;
 using fp8::quantize_quad;
 using fp8::scale_from_amax;
 using fp8::ScaleDivisor;
+using fp8::widened_half;
 using fp8_panel::aligned;
 using fp8_panel::k128x1Chunks;
 using fp8_panel::kTile;
@@ -194,20 +198,6 @@ __device__ void load_tokens(TokenBits& bits, const TokenPanel& panel, const Toke
   } else {
     load_token_vectors<true>(bits, panel, at);
   }
-}
-
-// max(a, b) of two bf16 pairs, half by half, a NaN losing to a number as in fmaxf (max.bf16x2).
-__device__ uint32_t bf16x2_max(uint32_t a, uint32_t b) {
-  __nv_bfloat162 max = __hmax2(*reinterpret_cast<const __nv_bfloat162*>(&a),
-                               *reinterpret_cast<const __nv_bfloat162*>(&b));
-  return *reinterpret_cast<const uint32_t*>(&max);
-}
-
-__device__ uint32_t bf16x2_abs(uint32_t pair) { return pair & 0x7fff7fffu; }
-
-// The bf16 of a pair's low or high half, widened exactly.
-__device__ float widened_half(uint32_t pair, bool high) {
-  return __uint_as_float(high ? pair & 0xffff0000u : pair << 16);
 }
 
 // A block's shared memory.

@@ -4,6 +4,7 @@
 
 #include <climits>
 
+#include "framework/device/cuda/fp8_bf16_pairs.cuh"
 #include "framework/device/cuda/fp8_convert.cuh"
 #include "framework/device/cuda/fp8_panel.cuh"
 #include "framework/device/cuda/fp8_quantize_kernels.h"
@@ -12,11 +13,16 @@
 namespace hai::cuda::kernels {
 namespace {
 
+using fp8::bf16x2_abs;
+using fp8::bf16x2_high_halves;
+using fp8::bf16x2_low_halves;
+using fp8::bf16x2_max;
 using fp8::float2_to_e4m3x2;
 using fp8::quantize_quad;
 using fp8::ScaleDivisor;
 using fp8::scale_from_amax;
 using fp8::warp_max;
+using fp8::widened_half;
 using fp8_panel::aligned;
 using fp8_panel::ChunkDivisors;
 using fp8_panel::column_amax;
@@ -59,9 +65,8 @@ __device__ float block_max(float value) {
 
 constexpr int kTilesPerWarp = 4;  // 1x128 tiles of a row per warp: 64 bytes of loads in flight per lane
 
-// Lane l's four columns 4l .. 4l + 3 of a 1x128 tile of Element (float, or bf16 widened exactly): one 16-byte
-// (bf16: 8-byte) load and one 4-byte store of its 4 elements when the tile is full and aligned, else element by
-// element up to the tile's width.
+// Lane l's four columns 4l .. 4l + 3 of a 1x128 tile of Element (float): one 16-byte load and one 4-byte store of
+// its 4 elements when the tile is full and aligned, else element by element up to the tile's width.
 template <typename Element>
 struct TileLane {
   int lane_begin = 4 * (threadIdx.x % kWarpSize), width;
@@ -97,15 +102,8 @@ struct TileLane {
 
  private:
   __device__ void load_four(float (&v)[4]) const {
-    if constexpr (sizeof(Element) == 4) {
-      float4 loaded = *reinterpret_cast<const float4*>(x_lane);
-      v[0] = loaded.x, v[1] = loaded.y, v[2] = loaded.z, v[3] = loaded.w;
-    } else {
-      uint2 loaded = *reinterpret_cast<const uint2*>(x_lane);
-      float2 low = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&loaded.x));
-      float2 high = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&loaded.y));
-      v[0] = low.x, v[1] = low.y, v[2] = high.x, v[3] = high.y;
-    }
+    float4 loaded = *reinterpret_cast<const float4*>(x_lane);
+    v[0] = loaded.x, v[1] = loaded.y, v[2] = loaded.z, v[3] = loaded.w;
   }
 };
 
@@ -113,7 +111,7 @@ struct TileLane {
 // scale and conversion); a block per 8 consecutive rows, its tile group blockIdx.x % tile_groups.
 // NOTE: at most 32 registers (8 blocks per multiprocessor, full occupancy): on an H200, 10% faster than with the 40
 // it takes unbounded, for a few bytes of spill.
-// q: [rows, cols] e4m3, scales: [rows, tile_cols] <- x: [rows, cols] Element (float, or bf16 widened exactly)
+// q: [rows, cols] e4m3, scales: [rows, tile_cols] <- x: [rows, cols] Element (float)
 template <typename Element>
 __global__ void __launch_bounds__(kThreads, 8)
     quantize_1x128_kernel(uint8_t* __restrict__ q, float* __restrict__ scales, const Element* __restrict__ x,
@@ -140,6 +138,131 @@ __global__ void __launch_bounds__(kThreads, 8)
     float scale = scale_from_amax(warp_max(amax), pow2_scales);
     if (threadIdx.x % kWarpSize == 0) scales[row * tile_cols + first_tile + t] = scale;
     tile_lane(t).store(quantize_quad(v[t][0], v[t][1], v[t][2], v[t][3], ScaleDivisor(scale)));
+  }
+}
+
+// ---- 1x128 tiles of bf16: a layout of its own ----
+// A warp per 8 consecutive rows and 2 adjacent 1x128 tiles of them; half-warp h holds tile 2 * pair + h, lane l of
+// it (l = lane % 16) its columns 8l .. 8l + 7 of each of the 8 rows as bf16 pairs: one 16-byte load per row (a
+// warp's load: 512 consecutive bytes of a row), each row's amax on bf16 pairs over the thread's columns and the
+// half-warp's 16 threads (shuffles), a lane per row takes the scale, shuffled to the half-warp, and each row's e4m3
+// bytes go to q in one 8-byte store per thread.
+constexpr int kBf16RowBlocksPerSm = 4;  // NOTE: 4 blocks of 256 threads an SM cap the registers at 64 a thread
+constexpr int kWarpRows = 8;            // consecutive rows of a warp
+constexpr int kLaneCols = 8;            // consecutive columns of a lane: 16 bytes of a bf16 row
+constexpr int kLanePairs = kLaneCols / 2;       // bf16 pairs (32-bit words) of a lane's row
+constexpr int kTileLanes = kTile / kLaneCols;   // lanes across a tile: a half-warp
+constexpr int kWarpTiles = kWarpSize / kTileLanes;  // tiles across a warp
+static_assert(kWarpRows <= kTileLanes, "a lane per row takes its scale");
+
+// A lane's elements: rows first_row + [0, 8) of tile `tile`'s columns first_col + [0, 8), as bf16 bits [row, pair].
+struct RowTileLane {
+  int64_t first_row, tile, first_col;
+  int rows_within, cols_within;  // the lane's rows and columns within x's (0 .. 8)
+  bool whole;                    // all 64 within x's, every load and the stores vectorised
+};
+
+__device__ RowTileLane row_tile_lane(const uint8_t* q, const uint16_t* x, int64_t rows, int64_t cols,
+                                     int64_t tile_cols, unsigned int tile_pairs) {
+  unsigned int warp = blockIdx.x * kWarps + threadIdx.x / kWarpSize;  // NOTE: the launcher checks it fits
+  int lane = static_cast<int>(threadIdx.x % kWarpSize);
+  RowTileLane at;
+  at.first_row = static_cast<int64_t>(warp / tile_pairs) * kWarpRows;
+  at.tile = static_cast<int64_t>(warp % tile_pairs) * kWarpTiles + lane / kTileLanes;
+  at.first_col = at.tile * kTile + kLaneCols * (lane % kTileLanes);
+  at.rows_within = static_cast<int>(min(max(rows - at.first_row, int64_t{0}), int64_t{kWarpRows}));
+  at.cols_within = at.tile < tile_cols ? static_cast<int>(min(max(cols - at.first_col, int64_t{0}),
+                                                             int64_t{kLaneCols}))
+                                       : 0;
+  at.whole = at.rows_within == kWarpRows && at.cols_within == kLaneCols && cols % kLaneCols == 0 && aligned(x, 16) &&
+             aligned(q, 8);
+  return at;
+}
+
+using RowBits = uint32_t[kWarpRows][kLanePairs];  // [row, column pair], the pair's even column in the low half
+
+// The lane's elements, zeros past x's rows and columns (which leave every amax as it is): 16-byte loads where whole,
+// else element by element.
+__device__ void load_row_tiles(RowBits& bits, const uint16_t* x, int64_t cols, const RowTileLane& at) {
+  const uint16_t* first = x + at.first_row * cols + at.first_col;
+#pragma unroll
+  for (int j = 0; j < kWarpRows; ++j) {
+    if (at.whole) {
+      uint4 loaded = __ldg(reinterpret_cast<const uint4*>(first + j * cols));
+      bits[j][0] = loaded.x, bits[j][1] = loaded.y, bits[j][2] = loaded.z, bits[j][3] = loaded.w;
+      continue;
+    }
+#pragma unroll
+    for (int p = 0; p < kLanePairs; ++p) {
+      uint32_t pair = 0;
+#pragma unroll
+      for (int half = 0; half < 2; ++half) {
+        if (j < at.rows_within && 2 * p + half < at.cols_within) {
+          pair |= uint32_t{__ldg(first + j * cols + 2 * p + half)} << (16 * half);
+        }
+      }
+      bits[j][p] = pair;
+    }
+  }
+}
+
+// Each row's amax over the half-warp, for the row `lane % 8`: max.bf16x2 of |.| from 0 over the lane's columns (fmaxf
+// of fabsf, NaNs ignored, exact as widening is), a row's halves folded (two rows a word), then over the 16 lanes.
+__device__ float lane_row_amax(const RowBits& bits) {
+  uint32_t row_pairs[kWarpRows / 2];  // [row pair]: the even row's amax low
+#pragma unroll
+  for (int r = 0; r < kWarpRows / 2; ++r) {
+    uint32_t even = 0, odd = 0;
+#pragma unroll
+    for (int p = 0; p < kLanePairs; ++p) {
+      even = bf16x2_max(even, bf16x2_abs(bits[2 * r][p]));
+      odd = bf16x2_max(odd, bf16x2_abs(bits[2 * r + 1][p]));
+    }
+    row_pairs[r] = bf16x2_max(bf16x2_low_halves(even, odd), bf16x2_high_halves(even, odd));
+#pragma unroll
+    for (int lanes = 1; lanes < kTileLanes; lanes *= 2) {
+      row_pairs[r] = bf16x2_max(row_pairs[r], __shfl_xor_sync(0xffffffffu, row_pairs[r], lanes));
+    }
+  }
+  int row = static_cast<int>(threadIdx.x % kWarpRows);
+  uint32_t low_rows = row & 2 ? row_pairs[1] : row_pairs[0], high_rows = row & 2 ? row_pairs[3] : row_pairs[2];
+  return widened_half(row & 4 ? high_rows : low_rows, row & 1);
+}
+
+// A warp per 8 rows and 2 tiles (layout above): the rows' amax and scales, then each row's e4m3 bytes (quantize_quad
+// twice) with its scale shuffled from the lane that took it; 8-byte stores where whole, else byte by byte.
+// q: [rows, cols] e4m3, scales: [rows, tile_cols] <- x: [rows, cols] bf16 bits
+__global__ void __launch_bounds__(kThreads, kBf16RowBlocksPerSm)
+    quantize_bf16_1x128_kernel(uint8_t* __restrict__ q, float* __restrict__ scales, const uint16_t* __restrict__ x,
+                               int64_t rows, int64_t cols, unsigned int tile_pairs, bool pow2_scales) {
+  int64_t tile_cols = (cols + kTile - 1) / kTile;
+  RowTileLane at = row_tile_lane(q, x, rows, cols, tile_cols, tile_pairs);
+  RowBits bits;
+  load_row_tiles(bits, x, cols, at);
+  float scale = scale_from_amax(lane_row_amax(bits), pow2_scales);
+  int lane_row = static_cast<int>(threadIdx.x % kTileLanes);
+  if (lane_row < at.rows_within && at.tile < tile_cols) {
+    scales[(at.first_row + lane_row) * tile_cols + at.tile] = scale;
+  }
+  ScaleDivisor lane_divisor(scale);
+  uint8_t* first = q + at.first_row * cols + at.first_col;
+#pragma unroll
+  for (int j = 0; j < kWarpRows; ++j) {
+    ScaleDivisor divisor;
+    divisor.scale = __shfl_sync(0xffffffffu, lane_divisor.scale, j, kTileLanes);
+    divisor.reciprocal = __shfl_sync(0xffffffffu, lane_divisor.reciprocal, j, kTileLanes);
+    float v[kLaneCols];
+#pragma unroll
+    for (int k = 0; k < kLaneCols; ++k) v[k] = widened_half(bits[j][k / 2], k % 2 == 1);
+    uint2 bytes =
+        make_uint2(quantize_quad(v[0], v[1], v[2], v[3], divisor), quantize_quad(v[4], v[5], v[6], v[7], divisor));
+    if (at.whole) {
+      *reinterpret_cast<uint2*>(first + j * cols) = bytes;
+    } else if (j < at.rows_within) {
+      for (int k = 0; k < at.cols_within; ++k) {
+        first[j * cols + k] = static_cast<uint8_t>((k < 4 ? bytes.x : bytes.y) >> (8 * (k % 4)));
+      }
+    }
   }
 }
 
@@ -380,10 +503,12 @@ cudaError_t quantize_tiles(uint8_t* q, float* scales, const float* x, Fp8Layout 
 cudaError_t quantize_1x128_bf16(uint8_t* q, float* scales, const void* x, int64_t rows, int64_t cols,
                                 bool pow2_scales, cudaStream_t stream) {
   if (rows == 0 || cols == 0) return cudaSuccess;
-  int64_t tile_groups = ceil_div(ceil_div(cols, kTile), kTilesPerWarp);
-  return launch_quantize(quantize_1x128_kernel<__nv_bfloat16>, ceil_div(rows, kWarps) * tile_groups,
-                         static_cast<unsigned int>(tile_groups), q, scales, static_cast<const __nv_bfloat16*>(x),
-                         Fp8Layout{rows, cols, 1, kTile}, pow2_scales, stream);
+  int64_t tile_pairs = ceil_div(ceil_div(cols, kTile), kWarpTiles);
+  int64_t warps = ceil_div(rows, kWarpRows) * tile_pairs;
+  if (warps > UINT_MAX) return cudaErrorInvalidConfiguration;
+  return launch_quantize(quantize_bf16_1x128_kernel, ceil_div(warps, kWarps), static_cast<unsigned int>(tile_pairs),
+                         q, scales, static_cast<const uint16_t*>(x), Fp8Layout{rows, cols, 1, kTile}, pow2_scales,
+                         stream);
 }
 
 cudaError_t quantize_128x1_transposed_bf16(uint8_t* q_t, float* scales_t, const void* x, int64_t rows, int64_t cols,
