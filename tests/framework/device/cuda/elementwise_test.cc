@@ -130,7 +130,7 @@ TEST(CudaSwiglu, VectorisedLoopsAreTheElementLoopsBits) {
   HAI_REQUIRE_CUDA_DEVICE();
   Device gpu = Device::cuda(0);
   constexpr int64_t kElements = 4 * 12345;
-  const Shape padded{kElements + 1};
+  const Shape padded{kElements + 1, 1};  // the op takes [N, F] matrices: rows of one element
   OwnedTensor d_out = testing::copy_to(testing::random_tensor(padded, 31), gpu);  // [n + 1]
   OwnedTensor gate = testing::copy_to(testing::converted(testing::random_tensor(padded, 32, 4.0f), DType::bf16), gpu);
   OwnedTensor up = testing::copy_to(testing::converted(testing::random_tensor(padded, 33), DType::bf16), gpu);
