@@ -83,12 +83,22 @@ __global__ void rmsnorm_weight_grad_partial_kernel(float* partial, const float* 
   partial[blockIdx.y * width + d] = total;
 }
 
+// d_weight = the sum over the chunks of partial [chunks, width] (+ d_weight with beta 1): a block owns kColumns
+// columns, its kRowLanes lanes take every kRowLanes-th chunk, and the lanes' sums are added in a fixed order
+// (deterministic; hundreds of chunks would be a long serial chain for one thread per column).
 __global__ void rmsnorm_weight_grad_sum_kernel(float* d_weight, const float* partial, int64_t chunks,
                                                int64_t width, float beta) {
-  int64_t d = grid_index();
-  if (d >= width) return;
+  __shared__ float lane_sums[kRowLanes][kColumns + 1];
+  int64_t d = static_cast<int64_t>(blockIdx.x) * kColumns + threadIdx.x;
+  float sum = 0.0f;
+  if (d < width) {
+    for (int64_t chunk = threadIdx.y; chunk < chunks; chunk += kRowLanes) sum += partial[chunk * width + d];
+  }
+  lane_sums[threadIdx.y][threadIdx.x] = sum;
+  __syncthreads();
+  if (threadIdx.y != 0 || d >= width) return;
   float total = 0.0f;
-  for (int64_t chunk = 0; chunk < chunks; ++chunk) total += partial[chunk * width + d];
+  for (int lane = 0; lane < kRowLanes; ++lane) total += lane_sums[lane][threadIdx.x];
   d_weight[d] = beta == 0.0f ? total : d_weight[d] + total;
 }
 
@@ -118,7 +128,7 @@ __device__ inline void add_weight_grad(float4& sums, float4 d_out, float4 x, flo
 // owns one chunk of kWeightGradChunkRows rows; per row it reads x and d_out once (float4s, thread t holding
 // columns 4 (t + kThreads v) + [0, 4) for v < kVectors), writes d_x as rmsnorm_input_grad_kernel does, and adds
 // d_out * x * rstd into per-column sums kept in registers, which go to the chunk's row of partial in the end (the
-// rows in order: deterministic). rmsnorm_weight_grad_sum_kernel then adds the chunks in order.
+// rows in order: deterministic). rmsnorm_weight_grad_sum_kernel then adds the chunks in a fixed order.
 template <int kVectors>
 __global__ void __launch_bounds__(kThreads) rmsnorm_backward_chunk_kernel(RmsnormBackwardArguments arguments) {
   __shared__ float scratch[32];
@@ -247,8 +257,9 @@ cudaError_t rmsnorm_backward(const RmsnormBackwardArguments& arguments, cudaStre
   int64_t chunks = rmsnorm_weight_grad_chunks(rows);
   cudaError_t status = launch_chunks(arguments, chunks, stream);
   if (status != cudaSuccess) return status;
-  rmsnorm_weight_grad_sum_kernel<<<grid_for(width), kThreads, 0, stream>>>(arguments.d_weight, arguments.partial,
-                                                                            chunks, width, arguments.weight_grad_beta);
+  auto column_blocks = static_cast<unsigned int>((width + kColumns - 1) / kColumns);
+  rmsnorm_weight_grad_sum_kernel<<<column_blocks, dim3(kColumns, kRowLanes), 0, stream>>>(
+      arguments.d_weight, arguments.partial, chunks, width, arguments.weight_grad_beta);
   return cudaGetLastError();
 }
 
