@@ -106,6 +106,13 @@ void expect_bits_of_cpu(const Tensor& gpu, const Tensor& cpu, const std::string&
   testing::expect_same_bits(copy_to(gpu, Device::cpu()), cpu, what);
 }
 
+// "[R, C] dtype over E experts, P p (pow2)": a case's shape in the printed parity lines.
+std::string case_name(int64_t rows, int64_t cols, DType dtype, int64_t experts, int64_t padded_rows,
+                      bool pow2_scales) {
+  return "[" + std::to_string(rows) + ", " + std::to_string(cols) + "] " + std::string(dtype_name(dtype)) + " over " +
+         std::to_string(experts) + " experts, P " + std::to_string(padded_rows) + (pow2_scales ? " pow2" : "");
+}
+
 // The padded offsets and tokens of sorted_rows over rows_per_expert (then unrouted_rows more rows), [R, cols] in
 // dtype, P = padded_expert_rows(R, E) and extra_blocks more blocks, on the GPU against the CPU's.
 void check_tokens(const std::vector<int32_t>& rows_per_expert, int64_t unrouted_rows, int64_t cols, DType dtype,
@@ -128,9 +135,7 @@ void check_tokens(const std::vector<int32_t>& rows_per_expert, int64_t unrouted_
   quantize_expert_tokens({values_gpu.output, scales_gpu.output}, x_gpu, offsets_gpu, padded_gpu.output, pow2_scales);
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
 
-  std::string what = "expert tokens of [" + std::to_string(rows) + ", " + std::to_string(cols) + "] " +
-                     std::string(dtype_name(dtype)) + " over " + std::to_string(experts) + " experts, P " +
-                     std::to_string(padded_rows) + (pow2_scales ? " pow2" : "");
+  std::string what = "expert tokens of " + case_name(rows, cols, dtype, experts, padded_rows, pow2_scales);
   expect_bits_of_cpu(padded_gpu.output, padded, what + ": padded offsets");
   expect_bits_of_cpu(values_gpu.output, values, what + ": values");
   expect_bits_of_cpu(scales_gpu.output, scales, what + ": scales");
@@ -165,9 +170,7 @@ void check_rows_and_tokens(const std::vector<int32_t>& rows_per_expert, int64_t 
                                   offsets_gpu, padded_gpu, pow2_scales);
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
 
-  std::string what = "rows and expert tokens of [" + std::to_string(rows) + ", " + std::to_string(cols) + "] " +
-                     std::string(dtype_name(dtype)) + " over " + std::to_string(experts) + " experts, P " +
-                     std::to_string(padded_rows) + (pow2_scales ? " pow2" : "");
+  std::string what = "rows and expert tokens of " + case_name(rows, cols, dtype, experts, padded_rows, pow2_scales);
   expect_bits_of_cpu(q_gpu.output, q, what + ": q");
   expect_bits_of_cpu(row_scales_gpu.output, row_scales, what + ": row scales");
   expect_bits_of_cpu(values_gpu.output, values, what + ": values");
