@@ -142,18 +142,20 @@ void RoutedExperts::forward_fp8(Context& ctx, const Tensor& out, const Fp8Matrix
   const int64_t rows = x_sorted.values.size(0);
   const Device device = x_sorted.values.device();
   ctx.expert_offsets = expert_offsets;
-  ctx.input = std::move(kept_input);
+  if (kept_input.tensor().raw() != nullptr) ctx.input_tokens = token_copy(ctx, kept_input);
   DType saved = saved_activation_dtype(compute_dtype());
   ctx.gate = OwnedTensor(Shape{rows, ffn_size()}, saved, device);  // [R, F]
   ctx.up = OwnedTensor(Shape{rows, ffn_size()}, saved, device);    // [R, F]
   grouped_gemm_fp8(ctx.gate, x_sorted, fp8_->gate, expert_offsets);
   grouped_gemm_fp8(ctx.up, x_sorted, fp8_->up, expert_offsets);
-  // NOTE: the activation is quantised from fp32 (SwiGLU's math), and kept rounded to bf16 for W.
-  ctx.activation = OwnedTensor(Shape{rows, ffn_size()}, DType::bf16, device);  // [R, F]
-  Fp8Rows activation_rows(rows, ffn_size(), device);                           // [R, F]
-  swiglu_forward_fp8(ctx.activation, activation_rows.values, activation_rows.scales, ctx.gate, ctx.up,
+  // NOTE: the activation is quantised from fp32 (SwiGLU's math) for down_proj, and rounded to bf16 for W, whose
+  // token-padded FP8 copy is what is kept.
+  OwnedTensor activation(Shape{rows, ffn_size()}, DType::bf16, device);  // [R, F]
+  Fp8Rows activation_rows(rows, ffn_size(), device);                     // [R, F]
+  swiglu_forward_fp8(activation, activation_rows.values, activation_rows.scales, ctx.gate, ctx.up,
                      fp8_->pow2_activation_scales);
   grouped_gemm_fp8(out, activation_rows.matrix(), fp8_->down, expert_offsets);
+  ctx.activation_tokens = token_copy(ctx, activation);
 }
 
 void RoutedExperts::backward_input(Context& ctx, const Tensor& d_x_sorted, OwnedTensor d_out) const {
@@ -210,7 +212,7 @@ void RoutedExperts::backward_weight(Context& ctx, const Tensor* x_sorted) const 
   OwnedTensor rounded;
   Tensor input = x_sorted ? input_in_compute_dtype(*x_sorted, rounded) : ctx.input.tensor();  // [R, H]
   if (uses_fp8()) {
-    backward_weight_fp8(ctx, input);
+    backward_weight_fp8(ctx, x_sorted ? &input : nullptr);
   } else {
     grouped_gemm_weight_grad(down_grad_, ctx.d_out, ctx.activation, ctx.expert_offsets,
                              take_grad_beta(down_parameters_));
@@ -220,18 +222,20 @@ void RoutedExperts::backward_weight(Context& ctx, const Tensor* x_sorted) const 
   ctx = Context{};
 }
 
-void RoutedExperts::backward_weight_fp8(Context& ctx, const Tensor& input) const {
-  TokenTiles tiles = token_tiles(ctx);
-  auto tokens = [&](const Tensor& sorted) {
-    return quantize_tokens_by_expert(sorted, tiles.segments, tiles.padded_segments, fp8_->pow2_activation_scales);
-  };
-  grouped_gemm_fp8_weight_grad(down_grad_, ctx.d_out_tokens.tokens(), tokens(ctx.activation).tokens(),
-                               tiles.padded_experts, take_grad_beta(down_parameters_));
-  Fp8ExpertTokenBuffers input_tokens = tokens(input);  // [H, P]
-  grouped_gemm_fp8_weight_grad(gate_grad_, ctx.d_gate_tokens.tokens(), input_tokens.tokens(), tiles.padded_experts,
+void RoutedExperts::backward_weight_fp8(Context& ctx, const Tensor* input) const {
+  if (input != nullptr) ctx.input_tokens = token_copy(ctx, *input);
+  const Tensor& padded = token_tiles(ctx).padded_experts;
+  grouped_gemm_fp8_weight_grad(down_grad_, ctx.d_out_tokens.tokens(), ctx.activation_tokens.tokens(), padded,
+                               take_grad_beta(down_parameters_));
+  grouped_gemm_fp8_weight_grad(gate_grad_, ctx.d_gate_tokens.tokens(), ctx.input_tokens.tokens(), padded,
                                take_grad_beta(gate_parameters_));
-  grouped_gemm_fp8_weight_grad(up_grad_, ctx.d_up_tokens.tokens(), input_tokens.tokens(), tiles.padded_experts,
+  grouped_gemm_fp8_weight_grad(up_grad_, ctx.d_up_tokens.tokens(), ctx.input_tokens.tokens(), padded,
                                take_grad_beta(up_parameters_));
+}
+
+Fp8ExpertTokenBuffers RoutedExperts::token_copy(Context& ctx, const Tensor& sorted) const {
+  TokenTiles tiles = token_tiles(ctx);
+  return quantize_tokens_by_expert(sorted, tiles.segments, tiles.padded_segments, fp8_->pow2_activation_scales);
 }
 
 }  // namespace hai

@@ -53,10 +53,13 @@ class RoutedExperts {
   // saved_activation_dtype (bf16 in bf16/fp8 training).
   struct Context {
     Tensor expert_offsets;   // [E + 1] i32, the caller's routing plan (kept alive by it until backward_weight)
-    OwnedTensor input;       // [R, H] x in the compute dtype (wgrad of gate_proj and up_proj), if kept
+    OwnedTensor input;       // [R, H] x in the compute dtype (wgrad of gate_proj and up_proj), if kept; not under FP8
     OwnedTensor gate;        // [R, F] gate_proj(x) in the saved dtype (SwiGLU backward; released by it)
     OwnedTensor up;          // [R, F] up_proj(x) in the saved dtype (SwiGLU backward; released by it)
-    OwnedTensor activation;  // [R, F] silu(gate) * up in the compute dtype (wgrad of down_proj)
+    OwnedTensor activation;  // [R, F] silu(gate) * up in the compute dtype (wgrad of down_proj); not under FP8
+    // Under FP8, what forward keeps of the input (if kept) and the activation instead: the token-padded FP8 copies
+    // of their rounding to the compute dtype (the weight gradient's operands), [H, P] and [F, P].
+    Fp8ExpertTokenBuffers input_tokens, activation_tokens;
     OwnedTensor d_out;       // [R, H] compute dtype, saved by backward_input (not under FP8)
     OwnedTensor d_gate;      // [R, F] compute dtype, saved by backward_input (not under FP8)
     OwnedTensor d_up;        // [R, F] compute dtype, saved by backward_input (not under FP8)
@@ -80,7 +83,8 @@ class RoutedExperts {
                bool keep_input = true) const;
   // FP8 (uses_fp8()): the same from x_sorted as the dispatch quantised it (e4m3 [R, H] with 1x128 scales
   // [R, ceil(H / 128)]). kept_input: the rows in the compute dtype for backward_weight (the dequantised rows
-  // rounded), or empty when the caller recomputes them.
+  // rounded), of which only the token-padded FP8 copy is kept, or empty when the caller recomputes them. Under
+  // expert parallelism the caller sets ctx's token segments first (they decide the copies' tiles).
   void forward_fp8(Context& ctx, const Tensor& out, const Fp8Matrix& x_sorted, const Tensor& expert_offsets,
                    OwnedTensor kept_input) const;
   // d_x_sorted: [R, H] fp32 (overwritten) <- d_out: [R, H] fp32 or in the compute dtype, kept for backward_weight
@@ -103,10 +107,12 @@ class RoutedExperts {
     bool pow2_activation_scales = false;  // precision.fp8.pow2_scales, for the activations quantised here
   };
 
-  // The weight gradients under FP8: the input and the activation quantised token-padded in 128x1 tiles (the input
-  // once for gate and up), the output gradients as backward_input kept them, three FP8 grouped GEMMs
-  // (grouped_gemm_fp8_weight_grad.h). input: [R, H] in the compute dtype.
-  void backward_weight_fp8(Context& ctx, const Tensor& input) const;
+  // The weight gradients under FP8 from the token-padded operands forward and backward_input kept (the input's
+  // made here from input, [R, H] in the compute dtype, when forward did not keep it): three FP8 grouped GEMMs
+  // (grouped_gemm_fp8_weight_grad.h).
+  void backward_weight_fp8(Context& ctx, const Tensor* input) const;
+  // sorted: [R, C] -> its token-padded FP8 copy over ctx's token tiles.
+  Fp8ExpertTokenBuffers token_copy(Context& ctx, const Tensor& sorted) const;
 
   // The FP8 weight gradient's tiles of ctx's rows: the segments quantisation pads (each expert's rows, or the
   // caller's token_segments), their padded offsets, and the experts' padded offsets (the GEMM's).

@@ -99,7 +99,8 @@ void expect_same_bits(const Tensor& actual, const Tensor& expected, const char* 
   EXPECT_TRUE(testing::same_bytes(actual, expected)) << what;
 }
 
-void expect_same_tokens(const Fp8ExpertTokenBuffers& actual, const Fp8ExpertTokenBuffers& expected, const char* what) {
+void expect_same_tokens(const Fp8ExpertTokenBuffers& actual, const Fp8ExpertTokenBuffers& expected,
+                        const char* what) {
   expect_same_bits(actual.values, expected.values, what);
   expect_same_bits(actual.scales, expected.scales, what);
 }
@@ -131,10 +132,12 @@ class RoutedExpertsFp8 : public ::testing::Test {
   // to bf16; d_gate and d_up from SwiGLU's backward of down_proj's FP8 input gradient.
   struct KeptGradients {
     OwnedTensor d_out, d_gate, d_up;  // [R, H], [R, F], [R, F] bf16
+    OwnedTensor activation;           // [R, F] bf16: SwiGLU of forward's gate and up, rounded
   };
   KeptGradients expected_gradients() const {
     KeptGradients kept{converted(d_out_, DType::bf16), OwnedTensor(Shape{kRows, kFfn}, DType::bf16),
-                       OwnedTensor(Shape{kRows, kFfn}, DType::bf16)};
+                       OwnedTensor(Shape{kRows, kFfn}, DType::bf16), OwnedTensor(Shape{kRows, kFfn}, DType::bf16)};
+    swiglu_forward(kept.activation, ctx_.gate, ctx_.up);
     OwnedTensor d_activation(Shape{kRows, kFfn}, DType::f32);  // [R, F]
     per_expert_fp8(d_activation, quantize_rows(kept.d_out, false), store_, "down_proj", true);
     swiglu_backward(kept.d_gate, kept.d_up, d_activation, ctx_.gate, ctx_.up);
@@ -174,11 +177,18 @@ TEST_F(RoutedExpertsFp8, ForwardIsThePerExpertFp8Products) {
   // down_proj: the fp32 activation quantised 1x128; the activation is kept in bf16 for the weight gradient.
   OwnedTensor activation(Shape{kRows, kFfn}, DType::f32);
   swiglu_forward(activation, gate_bf16, up_bf16);
-  expect_same_bits(ctx_.activation, converted(activation, DType::bf16), "activation");
+  // Kept for the weight gradient: the bf16 activation's token-padded FP8 copy only.
+  OwnedTensor padded(Shape{kExperts + 1}, DType::i32);
+  pad_expert_offsets(padded, offsets_);
+  expect_same_tokens(ctx_.activation_tokens,
+                     quantize_tokens_by_expert(converted(activation, DType::bf16), offsets_, padded, false),
+                     "activation");
+  EXPECT_EQ(ctx_.activation.tensor().raw(), nullptr);
   OwnedTensor expected(Shape{kRows, kHidden}, DType::f32);
   per_expert_fp8(expected, quantize_rows(activation, false), store_, "down_proj", false);
   expect_same_bits(out, expected, "out");
   EXPECT_EQ(ctx_.input.tensor().raw(), nullptr);  // not kept: the caller recomputes it
+  EXPECT_EQ(ctx_.input_tokens.values.tensor().raw(), nullptr);
 
   // bf16 output: the same sums rounded once.
   RoutedExperts::Context bf16_ctx;
@@ -251,7 +261,7 @@ TEST_F(RoutedExpertsFp8, WeightGradientIsTheFp8ProductOfTheKeptTensors) {
     OwnedTensor d_y, input;  // [R, N], [R, K] bf16 as kept
   };
   Projection projections[] = {
-      {"down_proj", converted(expected.d_out, DType::bf16), converted(ctx_.activation, DType::bf16)},
+      {"down_proj", converted(expected.d_out, DType::bf16), converted(expected.activation, DType::bf16)},
       {"gate_proj", converted(expected.d_gate, DType::bf16), converted(x_bf16, DType::bf16)},
       {"up_proj", converted(expected.d_up, DType::bf16), converted(x_bf16, DType::bf16)}};
   experts_.backward_weight(ctx_, &x_bf16.tensor());
