@@ -32,7 +32,8 @@ namespace hai::cuda::kernels::tma {
 // into fp32 totals with the problem's scales (TileScales: where the tile's scales are, set once per tile).
 // NOTE: the stage's products are waited for inside multiply_stage. Two stage sums used in turn (one stage's products
 // running while the previous is promoted) need about 210 registers a consumer: ptxas then spilled (136 bytes) and
-// serialised the wgmmas under this kernel's 168-register entry cap.
+// serialised the wgmmas. (ptxas budgets the consumers' code by their setmaxnreg.inc 232, not by the 168 registers of
+// the kernel's entry: a test kernel with 200 live floats spilled only without the raise.)
 struct Fp8Stages {
   static constexpr int kDepth = 128;
   static constexpr int kBlockColumns = 128;
