@@ -4,7 +4,6 @@
 
 #include "framework/device/cuda/grouped_gemm_fp8_kernels.h"
 #include "framework/device/cuda/launch.h"
-#include "framework/device/cuda/wgmma_support.h"
 
 namespace hai::cuda {
 namespace {
@@ -36,12 +35,6 @@ kernels::GroupedGemmFp8Arguments arguments_for(const Tensor& y, const Fp8Matrix&
 bool wgmma_shapes_fit(const kernels::GroupedGemmFp8Arguments& arguments) {
   return arguments.k > 0 && arguments.k % 16 == 0 && arguments.n % 2 == 0 && arguments.weight_stride % 16 == 0 &&
          aligned(arguments.x, 16) && aligned(arguments.weights, 16) && aligned(arguments.y, 8);
-}
-
-bool wgmma_runs_here() {
-  bool applies = false;
-  HAI_CUDA_CHECK(kernels::wgmma_applies(&applies));
-  return applies;
 }
 
 }  // namespace

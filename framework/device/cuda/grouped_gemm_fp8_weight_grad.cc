@@ -4,7 +4,6 @@
 
 #include "framework/device/cuda/grouped_gemm_fp8_weight_grad_kernels.h"
 #include "framework/device/cuda/launch.h"
-#include "framework/device/cuda/wgmma_support.h"
 
 namespace hai::cuda {
 namespace {
@@ -26,12 +25,6 @@ kernels::GroupedGemmFp8WeightGradArguments arguments_for(const ExpertWeights& gr
       .tokens = x.values.size(1),
       .beta = beta,
   };
-}
-
-bool wgmma_runs_here() {
-  bool applies = false;
-  HAI_CUDA_CHECK(kernels::wgmma_applies(&applies));
-  return applies;
 }
 
 }  // namespace

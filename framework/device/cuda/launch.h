@@ -6,6 +6,7 @@
 #include <cuda_runtime_api.h>
 
 #include "framework/core/check.h"
+#include "framework/device/cuda/wgmma_support.h"
 #include "framework/tensor/tensor.h"
 
 namespace hai::cuda {
@@ -18,6 +19,13 @@ inline cudaStream_t prepare_launch(Device device, Stream stream) {
 
 inline void check_launch(cudaError_t status, const char* op) {
   if (status != cudaSuccess) HAI_THROW("CUDA {} failed to launch: {}", op, cudaGetErrorString(status));
+}
+
+// Whether the wgmma (sm_90a) kernels run on the current device (kernels::wgmma_applies, checked).
+inline bool wgmma_runs_here() {
+  bool applies = false;
+  HAI_CUDA_CHECK(kernels::wgmma_applies(&applies));
+  return applies;
 }
 
 }  // namespace hai::cuda
