@@ -1,6 +1,7 @@
 #include <cuda_bf16.h>
 
 #include <climits>
+#include <type_traits>
 
 #include "framework/device/cuda/fp8_bf16_pairs.cuh"
 #include "framework/device/cuda/fp8_expert_tokens_kernels.h"
@@ -232,14 +233,18 @@ __device__ void store_warp_amax(TokenPanelShared& shared, const TokenBits& bits,
 }
 
 // Each panel column's 128x1 scale from the warps' amaxes, a thread a column: into out.scales (the columns within
-// x's) and, as a divisor, into shared.divisors.
-__device__ void set_column_scales(TokenPanelShared& shared, const Fp8ExpertTokensOut& out, const TokenPanel& panel,
+// x's) and, as a divisor, into shared.divisors. Shared: either kernel's shared memory, whose warp_amax is
+// [warps, panel columns / 2].
+template <typename Shared>
+__device__ void set_column_scales(Shared& shared, const Fp8ExpertTokensOut& out, const TokenPanel& panel,
                                   bool pow2_scales) {
+  constexpr int kWarps = std::extent_v<decltype(Shared::warp_amax), 0>;
+  constexpr int kColumns = 2 * std::extent_v<decltype(Shared::warp_amax), 1>;
   int col = static_cast<int>(threadIdx.x);
-  if (col >= kPanelCols) return;
+  if (col >= kColumns) return;
   float amax = 0.0f;
 #pragma unroll
-  for (int w = 0; w < kTokenWarps; ++w) amax = fmaxf(amax, widened_half(shared.warp_amax[w][col / 2], col % 2 == 1));
+  for (int w = 0; w < kWarps; ++w) amax = fmaxf(amax, widened_half(shared.warp_amax[w][col / 2], col % 2 == 1));
   float scale = scale_from_amax(amax, pow2_scales);
   if (col < panel.columns) out.scales[panel.token_begin / kTile * out.cols + panel.col_begin + col] = scale;
   shared.divisors[col / kThreadCols][col % kThreadCols] = ScaleDivisor(scale);
@@ -477,19 +482,6 @@ __device__ void store_row_panel_warp_amax(RowTokenPanelShared& shared, const Tok
   }
 }
 
-// set_column_scales on the dual panel.
-__device__ void set_row_panel_column_scales(RowTokenPanelShared& shared, const Fp8ExpertTokensOut& out,
-                                            const TokenPanel& panel, bool pow2_scales) {
-  int col = static_cast<int>(threadIdx.x);
-  if (col >= kRowPanelCols) return;
-  float amax = 0.0f;
-#pragma unroll
-  for (int w = 0; w < kRowWarps; ++w) amax = fmaxf(amax, widened_half(shared.warp_amax[w][col / 2], col % 2 == 1));
-  float scale = scale_from_amax(amax, pow2_scales);
-  if (col < panel.columns) out.scales[panel.token_begin / kTile * out.cols + panel.col_begin + col] = scale;
-  shared.divisors[col / kThreadCols][col % kThreadCols] = ScaleDivisor(scale);
-}
-
 // The position of token granule `granule` of staged panel column `col`. NOTE: the granules are permuted by an xor with
 // the column group, so that the 16 column groups of a half-warp, which stage the same granule of 8 columns at once,
 // hit different banks; a 16-byte chunk's two granules stay together (in either order) for write_row_panel_staged.
@@ -546,7 +538,7 @@ __global__ void __launch_bounds__(kRowThreads, kRowBlocksPerSm)
   if (!panel.routed) clear(bits);
   store_row_panel_warp_amax(shared, bits, at);
   __syncthreads();
-  set_row_panel_column_scales(shared, out, panel.tokens, pow2_scales);
+  set_column_scales(shared, out, panel.tokens, pow2_scales);
   __syncthreads();
   stage_row_panel_quantized(shared, bits, at);
   __syncthreads();
