@@ -29,4 +29,25 @@ __device__ inline float widened_half(uint32_t pair, bool high) {
 __device__ inline uint32_t bf16x2_low_halves(uint32_t a, uint32_t b) { return __byte_perm(a, b, 0x5410); }
 __device__ inline uint32_t bf16x2_high_halves(uint32_t a, uint32_t b) { return __byte_perm(a, b, 0x7632); }
 
+// Each row's amax of a thread's [kRows, kPairs] bf16 pairs, two rows a word (row_pairs[r]: row 2 r's in the low half,
+// row 2 r + 1's in the high), over the thread's columns and then over the kLanes lanes (xor shuffles over the low
+// lane bits) that hold the rest of the rows' columns. From 0: NaNs are ignored.
+template <int kLanes, int kRows, int kPairs>
+__device__ inline void row_pair_amax(uint32_t (&row_pairs)[kRows / 2], const uint32_t (&bits)[kRows][kPairs]) {
+#pragma unroll
+  for (int r = 0; r < kRows / 2; ++r) {
+    uint32_t even = 0, odd = 0;
+#pragma unroll
+    for (int p = 0; p < kPairs; ++p) {
+      even = bf16x2_max(even, bf16x2_abs(bits[2 * r][p]));
+      odd = bf16x2_max(odd, bf16x2_abs(bits[2 * r + 1][p]));
+    }
+    row_pairs[r] = bf16x2_max(bf16x2_low_halves(even, odd), bf16x2_high_halves(even, odd));
+#pragma unroll
+    for (int lanes = 1; lanes < kLanes; lanes *= 2) {
+      row_pairs[r] = bf16x2_max(row_pairs[r], __shfl_xor_sync(0xffffffffu, row_pairs[r], lanes));
+    }
+  }
+}
+
 }  // namespace hai::cuda::kernels::fp8

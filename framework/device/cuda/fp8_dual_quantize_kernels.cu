@@ -11,10 +11,9 @@ namespace hai::cuda::kernels {
 namespace {
 
 using fp8::bf16x2_abs;
-using fp8::bf16x2_high_halves;
-using fp8::bf16x2_low_halves;
 using fp8::bf16x2_max;
 using fp8::quantize_quad;
+using fp8::row_pair_amax;
 using fp8::ScaleDivisor;
 using fp8::scale_from_amax;
 using fp8::warp_max;
@@ -350,20 +349,7 @@ __device__ void load_partial_tile(Bf16Bits& bits, const Bf16Tile& tile, const Bf
 // NaNs ignored, exact as widening is); a row's pair of halves folded into one, two rows a word.
 __device__ void store_amax(Bf16TileShared& shared, const Bf16Bits& bits, const Bf16Thread& at) {
   uint32_t row_pairs[kThreadRows / 2];  // [row pair]: the even row's amax low
-#pragma unroll
-  for (int r = 0; r < kThreadRows / 2; ++r) {
-    uint32_t even = 0, odd = 0;
-#pragma unroll
-    for (int p = 0; p < kColPairs; ++p) {
-      even = bf16x2_max(even, bf16x2_abs(bits[2 * r][p]));
-      odd = bf16x2_max(odd, bf16x2_abs(bits[2 * r + 1][p]));
-    }
-    row_pairs[r] = bf16x2_max(bf16x2_low_halves(even, odd), bf16x2_high_halves(even, odd));
-#pragma unroll
-    for (int lanes = 1; lanes < kColGroups; lanes *= 2) {
-      row_pairs[r] = bf16x2_max(row_pairs[r], __shfl_xor_sync(0xffffffffu, row_pairs[r], lanes));
-    }
-  }
+  row_pair_amax<kColGroups>(row_pairs, bits);
   uint32_t column_pairs[kColPairs];  // [column pair]
 #pragma unroll
   for (int p = 0; p < kColPairs; ++p) {

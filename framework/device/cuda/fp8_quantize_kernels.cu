@@ -13,12 +13,9 @@
 namespace hai::cuda::kernels {
 namespace {
 
-using fp8::bf16x2_abs;
-using fp8::bf16x2_high_halves;
-using fp8::bf16x2_low_halves;
-using fp8::bf16x2_max;
 using fp8::float2_to_e4m3x2;
 using fp8::quantize_quad;
+using fp8::row_pair_amax;
 using fp8::ScaleDivisor;
 using fp8::scale_from_amax;
 using fp8::warp_max;
@@ -210,20 +207,7 @@ __device__ void load_row_tiles(RowBits& bits, const uint16_t* x, int64_t cols, c
 // of fabsf, NaNs ignored, exact as widening is), a row's halves folded (two rows a word), then over the 16 lanes.
 __device__ float lane_row_amax(const RowBits& bits) {
   uint32_t row_pairs[kWarpRows / 2];  // [row pair]: the even row's amax low
-#pragma unroll
-  for (int r = 0; r < kWarpRows / 2; ++r) {
-    uint32_t even = 0, odd = 0;
-#pragma unroll
-    for (int p = 0; p < kLanePairs; ++p) {
-      even = bf16x2_max(even, bf16x2_abs(bits[2 * r][p]));
-      odd = bf16x2_max(odd, bf16x2_abs(bits[2 * r + 1][p]));
-    }
-    row_pairs[r] = bf16x2_max(bf16x2_low_halves(even, odd), bf16x2_high_halves(even, odd));
-#pragma unroll
-    for (int lanes = 1; lanes < kTileLanes; lanes *= 2) {
-      row_pairs[r] = bf16x2_max(row_pairs[r], __shfl_xor_sync(0xffffffffu, row_pairs[r], lanes));
-    }
-  }
+  row_pair_amax<kTileLanes>(row_pairs, bits);
   int row = static_cast<int>(threadIdx.x % kWarpRows);
   uint32_t low_rows = row & 2 ? row_pairs[1] : row_pairs[0], high_rows = row & 2 ? row_pairs[3] : row_pairs[2];
   return widened_half(row & 4 ? high_rows : low_rows, row & 1);
