@@ -172,5 +172,32 @@ TEST(CudaCast, EveryDtypePairIsExact) {
   }
 }
 
+// The GPU converts 8 elements at a time where both arrays are 16-byte aligned, the rest one by one: an aligned
+// array whose length is not a multiple of 8 (groups and a tail) and views one element in (the element loop) give
+// the CPU's bits for every pair of formats.
+TEST(CudaCast, GroupsTailAndUnalignedViewsAreExact) {
+  HAI_REQUIRE_CUDA_DEVICE();
+  constexpr int64_t kElements = 37003;
+  uint64_t seed = 20;
+  for (DType from : {DType::f32, DType::bf16, DType::f16}) {
+    for (DType to : {DType::f32, DType::bf16, DType::f16}) {
+      if (from == to) continue;
+      OwnedTensor x = testing::converted(testing::random_tensor(Shape{kElements + 1}, ++seed, 3e4f), from);
+      OwnedTensor x_gpu = testing::copy_to(x, Device::cuda(0));
+      for (int64_t offset : {0, 1}) {
+        SCOPED_TRACE(std::string(dtype_name(from)) + " to " + std::string(dtype_name(to)) + " offset " +
+                     std::to_string(offset));
+        OwnedTensor expected(Shape{kElements + 1}, to), out_gpu(Shape{kElements + 1}, to, Device::cuda(0));
+        cast_tensor(expected.tensor().slice(offset, offset + kElements), x.tensor().slice(offset, offset + kElements));
+        cast_tensor(out_gpu.tensor().slice(offset, offset + kElements),
+                    x_gpu.tensor().slice(offset, offset + kElements));
+        OwnedTensor out = testing::copy_to(out_gpu, Device::cpu());
+        EXPECT_TRUE(testing::same_bytes(expected.tensor().slice(offset, offset + kElements),
+                                        out.tensor().slice(offset, offset + kElements)));
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace hai
