@@ -27,19 +27,69 @@ void check_fp32_or_bf16(const Tensor& tensor, const char* what) {
             what, dtype_name(tensor.dtype()));
 }
 
-}  // namespace
+// The checked operands of a SwiGLU on any layout.
+struct SwigluOperands {
+  const void* gate;
+  const void* up;
+  DType input_dtype;
+  SwigluRows rows;
+};
 
-void swiglu_forward(const Tensor& out, const Tensor& gate, const Tensor& up, [[maybe_unused]] Stream stream) {
+// gate, up: [N, F] separate tensors.
+SwigluOperands separate(const Tensor& gate, const Tensor& up) {
   check_fp32_or_bf16(gate, "gate and up");
-  check_fp32_or_bf16(out, "out");
   check_operands({&gate, &up}, gate, gate.dtype());
-  check_operands({&out}, gate, out.dtype());
-  if (out.device().is_cpu()) return cpu::swiglu_forward(out, gate, up);
+  int64_t width = gate.size(1);
+  return {gate.raw(), up.raw(), gate.dtype(), {gate.size(0), width, width, width}};
+}
+
+// gate_up: [N, 2F], gate and up its halves.
+SwigluOperands halves(const Tensor& gate_up) {
+  check_fp32_or_bf16(gate_up, "gate_up");
+  HAI_CHECK(gate_up.rank() == 2 && gate_up.size(1) % 2 == 0, "swiglu: gate_up must be [N, 2F], got {}",
+            gate_up.str());
+  int64_t width = gate_up.size(1) / 2;
+  const char* first = static_cast<const char*>(gate_up.raw());
+  return {first, first + width * dtype_size(gate_up.dtype()), gate_up.dtype(),
+          {gate_up.size(0), width, 2 * width, 2 * width}};
+}
+
+void forward(const Tensor& out, const SwigluOperands& in, [[maybe_unused]] Stream stream) {
+  check_fp32_or_bf16(out, "out");
+  check_shape(out, Shape{in.rows.rows, in.rows.width}, "swiglu out");
+  if (out.device().is_cpu()) return cpu::swiglu_forward(out, in.gate, in.up, in.input_dtype, in.rows);
 #ifdef HAI_WITH_CUDA
-  return cuda::swiglu_forward(out, gate, up, stream);
+  return cuda::swiglu_forward(out, in.gate, in.up, in.input_dtype, in.rows, stream);
 #else
   throw_no_backend("swiglu_forward", out.device());
 #endif
+}
+
+// d_gate and d_up (rows gradient_stride apart, of gradient_dtype) <- d_out, in.
+void backward(void* d_gate, void* d_up, DType gradient_dtype, const Tensor& d_out, const SwigluOperands& in,
+              [[maybe_unused]] Stream stream) {
+  check_shape(d_out, Shape{in.rows.rows, in.rows.width}, "swiglu d_out");
+  check_dtype(d_out, DType::f32, "swiglu d_out");
+  if (d_out.device().is_cpu()) {
+    return cpu::swiglu_backward(d_gate, d_up, gradient_dtype, d_out, in.gate, in.up, in.input_dtype, in.rows);
+  }
+#ifdef HAI_WITH_CUDA
+  return cuda::swiglu_backward(d_gate, d_up, gradient_dtype, d_out, in.gate, in.up, in.input_dtype, in.rows, stream);
+#else
+  throw_no_backend("swiglu_backward", d_out.device());
+#endif
+}
+
+}  // namespace
+
+void swiglu_forward(const Tensor& out, const Tensor& gate, const Tensor& up, Stream stream) {
+  check_same_device(out, gate, "swiglu");
+  forward(out, separate(gate, up), stream);
+}
+
+void swiglu_forward(const Tensor& out, const Tensor& gate_up, Stream stream) {
+  check_same_device(out, gate_up, "swiglu");
+  forward(out, halves(gate_up), stream);
 }
 
 void swiglu_forward_fp8(const Tensor& out, const Tensor& q, const Tensor& scales, const Tensor& gate,
@@ -51,7 +101,7 @@ void swiglu_forward_fp8(const Tensor& out, const Tensor& q, const Tensor& scales
   check_same_device(scales, gate, "swiglu");
   if (gate.device().is_cpu()) {
     OwnedTensor activation(gate.shape(), DType::f32);  // [N, F]
-    cpu::swiglu_forward(activation, gate, up);
+    forward(activation, separate(gate, up), stream);
     quantize_1x128(q, scales, activation, pow2_scales);
     return cast_tensor(out, activation);
   }
@@ -63,18 +113,22 @@ void swiglu_forward_fp8(const Tensor& out, const Tensor& q, const Tensor& scales
 }
 
 void swiglu_backward(const Tensor& d_gate, const Tensor& d_up, const Tensor& d_out, const Tensor& gate,
-                     const Tensor& up, [[maybe_unused]] Stream stream) {
-  check_fp32_or_bf16(gate, "gate and up");
+                     const Tensor& up, Stream stream) {
+  SwigluOperands in = separate(gate, up);
   check_fp32_or_bf16(d_gate, "d_gate and d_up");
-  check_operands({&d_out}, gate, DType::f32);
-  check_operands({&gate, &up}, gate, gate.dtype());
   check_operands({&d_gate, &d_up}, gate, d_gate.dtype());
-  if (gate.device().is_cpu()) return cpu::swiglu_backward(d_gate, d_up, d_out, gate, up);
-#ifdef HAI_WITH_CUDA
-  return cuda::swiglu_backward(d_gate, d_up, d_out, gate, up, stream);
-#else
-  throw_no_backend("swiglu_backward", gate.device());
-#endif
+  check_same_device(d_out, gate, "swiglu");
+  backward(d_gate.raw(), d_up.raw(), d_gate.dtype(), d_out, in, stream);
+}
+
+void swiglu_backward(const Tensor& d_gate_up, const Tensor& d_out, const Tensor& gate_up, Stream stream) {
+  SwigluOperands in = halves(gate_up);
+  check_fp32_or_bf16(d_gate_up, "d_gate_up");
+  check_shape(d_gate_up, gate_up.shape(), "swiglu d_gate_up");
+  check_same_device(d_gate_up, gate_up, "swiglu");
+  check_same_device(d_out, gate_up, "swiglu");
+  char* first = static_cast<char*>(d_gate_up.raw());
+  backward(first, first + in.rows.width * dtype_size(d_gate_up.dtype()), d_gate_up.dtype(), d_out, in, stream);
 }
 
 }  // namespace hai

@@ -9,6 +9,8 @@ namespace hai {
 
 // out: [N, F] <- gate: [N, F], up: [N, F]
 void swiglu_forward(const Tensor& out, const Tensor& gate, const Tensor& up, Stream stream = {});
+// out: [N, F] <- gate_up: [N, 2F], gate in its first F columns and up in its last F (one GEMM's output).
+void swiglu_forward(const Tensor& out, const Tensor& gate_up, Stream stream = {});
 
 // The SwiGLU before an FP8 GEMM (the routed experts' down_proj in fp8 training), in one pass: out: [N, F] bf16 and
 // q: [N, F] e4m3, scales: [N, ceil(F / 128)] fp32 <- gate, up: [N, F] bf16. The bits of swiglu_forward into fp32,
@@ -20,5 +22,7 @@ void swiglu_forward_fp8(const Tensor& out, const Tensor& q, const Tensor& scales
 // d_gate, d_up: [N, F] <- d_out: [N, F] fp32, gate, up: [N, F]. Overwrites d_gate and d_up.
 void swiglu_backward(const Tensor& d_gate, const Tensor& d_up, const Tensor& d_out, const Tensor& gate,
                      const Tensor& up, Stream stream = {});
+// d_gate_up: [N, 2F] (d_gate in its first F columns, d_up in its last F) <- d_out: [N, F] fp32, gate_up: [N, 2F].
+void swiglu_backward(const Tensor& d_gate_up, const Tensor& d_out, const Tensor& gate_up, Stream stream = {});
 
 }  // namespace hai

@@ -7,16 +7,17 @@ namespace hai::cuda {
 namespace {
 
 // The dispatcher accepts fp32 and bf16 operands only.
-kernels::SwigluElement element_of(const Tensor& tensor) {
-  return tensor.dtype() == DType::bf16 ? kernels::SwigluElement::bf16 : kernels::SwigluElement::f32;
+kernels::SwigluElement element_of(DType dtype) {
+  return dtype == DType::bf16 ? kernels::SwigluElement::bf16 : kernels::SwigluElement::f32;
 }
 
 }  // namespace
 
-void swiglu_forward(const Tensor& out, const Tensor& gate, const Tensor& up, Stream stream) {
+void swiglu_forward(const Tensor& out, const void* gate, const void* up, DType input_dtype, const SwigluRows& rows,
+                    Stream stream) {
   cudaStream_t cuda_stream = prepare_launch(out.device(), stream);
-  check_launch(kernels::swiglu_forward(out.raw(), element_of(out), gate.raw(), up.raw(), element_of(gate),
-                                       gate.numel(), cuda_stream),
+  check_launch(kernels::swiglu_forward(out.raw(), element_of(out.dtype()), gate, up, element_of(input_dtype), rows,
+                                       cuda_stream),
                "swiglu_forward");
 }
 
@@ -28,11 +29,11 @@ void swiglu_forward_fp8(const Tensor& out, const Tensor& q, const Tensor& scales
                "swiglu_forward_fp8");
 }
 
-void swiglu_backward(const Tensor& d_gate, const Tensor& d_up, const Tensor& d_out, const Tensor& gate,
-                     const Tensor& up, Stream stream) {
-  cudaStream_t cuda_stream = prepare_launch(gate.device(), stream);
-  check_launch(kernels::swiglu_backward(d_gate.raw(), d_up.raw(), element_of(d_gate), d_out.data<float>(),
-                                        gate.raw(), up.raw(), element_of(gate), gate.numel(), cuda_stream),
+void swiglu_backward(void* d_gate, void* d_up, DType gradient_dtype, const Tensor& d_out, const void* gate,
+                     const void* up, DType input_dtype, const SwigluRows& rows, Stream stream) {
+  cudaStream_t cuda_stream = prepare_launch(d_out.device(), stream);
+  check_launch(kernels::swiglu_backward(d_gate, d_up, element_of(gradient_dtype), d_out.data<float>(), gate, up,
+                                        element_of(input_dtype), rows, cuda_stream),
                "swiglu_backward");
 }
 

@@ -15,9 +15,18 @@ __device__ float widened(__nv_bfloat16 x) { return __bfloat162float(x); }
 
 __device__ inline float swiglu(float g, float up) { return g * sigmoid(g) * up; }
 
+// The element loops walk rows blockIdx.y, blockIdx.y + gridDim.y, ... and, in each, columns from grid_index() in
+// steps of grid_stride() (times 4 in the vector kernels).
 template <typename Input, typename Output>
-__global__ void swiglu_forward_kernel(Output* out, const Input* gate, const Input* up, int64_t n) {
-  for (int64_t i = grid_index(); i < n; i += grid_stride()) store(out + i, swiglu(widened(gate[i]), widened(up[i])));
+__global__ void swiglu_forward_kernel(Output* out, const Input* gate, const Input* up, SwigluRows rows) {
+  for (int64_t r = blockIdx.y; r < rows.rows; r += gridDim.y) {
+    const Input* gate_row = gate + r * rows.input_stride;  // [width]
+    const Input* up_row = up + r * rows.input_stride;      // [width]
+    Output* out_row = out + r * rows.width;                // [width]
+    for (int64_t c = grid_index(); c < rows.width; c += grid_stride()) {
+      store(out_row + c, swiglu(widened(gate_row[c]), widened(up_row[c])));
+    }
+  }
 }
 
 // A warp per 1x128 tile of [rows, cols] (a grid-stride loop over the tiles): lane l computes columns 4l .. 4l + 3 of
@@ -65,13 +74,34 @@ __device__ inline SwigluGradients swiglu_gradients(float d_out, float g, float u
   return {d_out * up * s * (1.0f + g * (1.0f - s)), d_out * g * s};
 }
 
+// The operands' rows r: gate and up, d_gate and d_up (strided), d_out (contiguous).
+template <typename Input, typename Gradient>
+struct BackwardRow {
+  Gradient* d_gate;
+  Gradient* d_up;
+  const float* d_out;
+  const Input* gate;
+  const Input* up;
+};
+
+template <typename Input, typename Gradient>
+__device__ BackwardRow<Input, Gradient> backward_row(Gradient* d_gate, Gradient* d_up, const float* d_out,
+                                                     const Input* gate, const Input* up, const SwigluRows& rows,
+                                                     int64_t r) {
+  return {d_gate + r * rows.gradient_stride, d_up + r * rows.gradient_stride, d_out + r * rows.width,
+          gate + r * rows.input_stride, up + r * rows.input_stride};
+}
+
 template <typename Input, typename Gradient>
 __global__ void swiglu_backward_kernel(Gradient* d_gate, Gradient* d_up, const float* d_out, const Input* gate,
-                                       const Input* up, int64_t n) {
-  for (int64_t i = grid_index(); i < n; i += grid_stride()) {
-    SwigluGradients gradients = swiglu_gradients(d_out[i], widened(gate[i]), widened(up[i]));
-    store(d_gate + i, gradients.d_gate);
-    store(d_up + i, gradients.d_up);
+                                       const Input* up, SwigluRows rows) {
+  for (int64_t r = blockIdx.y; r < rows.rows; r += gridDim.y) {
+    BackwardRow<Input, Gradient> row = backward_row(d_gate, d_up, d_out, gate, up, rows, r);
+    for (int64_t c = grid_index(); c < rows.width; c += grid_stride()) {
+      SwigluGradients gradients = swiglu_gradients(row.d_out[c], widened(row.gate[c]), widened(row.up[c]));
+      store(row.d_gate + c, gradients.d_gate);
+      store(row.d_up + c, gradients.d_up);
+    }
   }
 }
 
@@ -89,26 +119,34 @@ __device__ inline void store4(__nv_bfloat16* out, float4 value) {
   *reinterpret_cast<uint2*>(out) = uint2{*reinterpret_cast<uint32_t*>(&low), *reinterpret_cast<uint32_t*>(&high)};
 }
 
-// swiglu_backward_kernel four elements at a time (n a multiple of 4, every array aligned to 4 elements): each
-// element's operations are the same, so the bits are.
+// swiglu_backward_kernel four elements at a time (width and strides multiples of 4, every array aligned to 4
+// elements): each element's operations are the same, so the bits are.
 template <typename Input, typename Gradient>
 __global__ void swiglu_backward_vector_kernel(Gradient* d_gate, Gradient* d_up, const float* d_out,
-                                              const Input* gate, const Input* up, int64_t n) {
-  for (int64_t i = 4 * grid_index(); i < n; i += 4 * grid_stride()) {
-    float4 d = load4(d_out + i), g = load4(gate + i), u = load4(up + i);
-    SwigluGradients x = swiglu_gradients(d.x, g.x, u.x), y = swiglu_gradients(d.y, g.y, u.y);
-    SwigluGradients z = swiglu_gradients(d.z, g.z, u.z), w = swiglu_gradients(d.w, g.w, u.w);
-    store4(d_gate + i, float4{x.d_gate, y.d_gate, z.d_gate, w.d_gate});
-    store4(d_up + i, float4{x.d_up, y.d_up, z.d_up, w.d_up});
+                                              const Input* gate, const Input* up, SwigluRows rows) {
+  for (int64_t r = blockIdx.y; r < rows.rows; r += gridDim.y) {
+    BackwardRow<Input, Gradient> row = backward_row(d_gate, d_up, d_out, gate, up, rows, r);
+    for (int64_t c = 4 * grid_index(); c < rows.width; c += 4 * grid_stride()) {
+      float4 d = load4(row.d_out + c), g = load4(row.gate + c), u = load4(row.up + c);
+      SwigluGradients x = swiglu_gradients(d.x, g.x, u.x), y = swiglu_gradients(d.y, g.y, u.y);
+      SwigluGradients z = swiglu_gradients(d.z, g.z, u.z), w = swiglu_gradients(d.w, g.w, u.w);
+      store4(row.d_gate + c, float4{x.d_gate, y.d_gate, z.d_gate, w.d_gate});
+      store4(row.d_up + c, float4{x.d_up, y.d_up, z.d_up, w.d_up});
+    }
   }
 }
 
 // swiglu_forward_kernel four elements at a time, as swiglu_backward_vector_kernel.
 template <typename Input, typename Output>
-__global__ void swiglu_forward_vector_kernel(Output* out, const Input* gate, const Input* up, int64_t n) {
-  for (int64_t i = 4 * grid_index(); i < n; i += 4 * grid_stride()) {
-    float4 g = load4(gate + i), u = load4(up + i);
-    store4(out + i, float4{swiglu(g.x, u.x), swiglu(g.y, u.y), swiglu(g.z, u.z), swiglu(g.w, u.w)});
+__global__ void swiglu_forward_vector_kernel(Output* out, const Input* gate, const Input* up, SwigluRows rows) {
+  for (int64_t r = blockIdx.y; r < rows.rows; r += gridDim.y) {
+    const Input* gate_row = gate + r * rows.input_stride;  // [width]
+    const Input* up_row = up + r * rows.input_stride;      // [width]
+    Output* out_row = out + r * rows.width;                // [width]
+    for (int64_t c = 4 * grid_index(); c < rows.width; c += 4 * grid_stride()) {
+      float4 g = load4(gate_row + c), u = load4(up_row + c);
+      store4(out_row + c, float4{swiglu(g.x, u.x), swiglu(g.y, u.y), swiglu(g.z, u.z), swiglu(g.w, u.w)});
+    }
   }
 }
 
@@ -126,22 +164,41 @@ cudaError_t with_elements(SwigluElement input, SwigluElement output, Launch&& la
   return output == SwigluElement::bf16 ? launch(0.0f, __nv_bfloat16{}) : launch(0.0f, 0.0f);
 }
 
+// Rows with no gap between them (every stride the width) as one row, so that a long flat array fills the grid's x.
+SwigluRows flattened(const SwigluRows& rows) {
+  if (rows.input_stride != rows.width || rows.gradient_stride != rows.width) return rows;
+  int64_t n = rows.rows * rows.width;
+  return {1, n, n, n};
+}
+
+bool vector_rows(const SwigluRows& rows) {
+  return rows.width % 4 == 0 && rows.input_stride % 4 == 0 && rows.gradient_stride % 4 == 0;
+}
+
+// The element loops' grid: columns (elements_per_thread each) along x, rows along y.
+dim3 grid_of(const SwigluRows& rows, int64_t elements_per_thread) {
+  constexpr int64_t kMaxRowBlocks = 65535;
+  return dim3(grid_for((rows.width + elements_per_thread - 1) / elements_per_thread),
+              static_cast<unsigned int>(rows.rows < kMaxRowBlocks ? rows.rows : kMaxRowBlocks));
+}
+
 }  // namespace
 
 cudaError_t swiglu_forward(void* out, SwigluElement out_element, const void* gate, const void* up,
-                           SwigluElement input_element, int64_t n, cudaStream_t stream) {
-  if (n == 0) return cudaSuccess;
+                           SwigluElement input_element, const SwigluRows& layout, cudaStream_t stream) {
+  if (layout.rows * layout.width == 0) return cudaSuccess;
+  SwigluRows rows = flattened(layout);
   return with_elements(input_element, out_element, [&](auto input, auto output) {
     using Input = decltype(input);
     using Output = decltype(output);
     auto* activation = static_cast<Output*>(out);
     const auto* gate_input = static_cast<const Input*>(gate);
     const auto* up_input = static_cast<const Input*>(up);
-    if (n % 4 == 0 && aligned_to_4(out, sizeof(Output)) && aligned_to_4(gate, sizeof(Input)) &&
+    if (vector_rows(rows) && aligned_to_4(out, sizeof(Output)) && aligned_to_4(gate, sizeof(Input)) &&
         aligned_to_4(up, sizeof(Input))) {
-      swiglu_forward_vector_kernel<<<grid_for(n / 4), kThreads, 0, stream>>>(activation, gate_input, up_input, n);
+      swiglu_forward_vector_kernel<<<grid_of(rows, 4), kThreads, 0, stream>>>(activation, gate_input, up_input, rows);
     } else {
-      swiglu_forward_kernel<<<grid_for(n), kThreads, 0, stream>>>(activation, gate_input, up_input, n);
+      swiglu_forward_kernel<<<grid_of(rows, 1), kThreads, 0, stream>>>(activation, gate_input, up_input, rows);
     }
     return cudaGetLastError();
   });
@@ -158,9 +215,10 @@ cudaError_t swiglu_forward_fp8(void* out, uint8_t* q, float* scales, const void*
 }
 
 cudaError_t swiglu_backward(void* d_gate, void* d_up, SwigluElement gradient_element, const float* d_out,
-                            const void* gate, const void* up, SwigluElement input_element, int64_t n,
+                            const void* gate, const void* up, SwigluElement input_element, const SwigluRows& layout,
                             cudaStream_t stream) {
-  if (n == 0) return cudaSuccess;
+  if (layout.rows * layout.width == 0) return cudaSuccess;
+  SwigluRows rows = flattened(layout);
   return with_elements(input_element, gradient_element, [&](auto input, auto gradient) {
     using Input = decltype(input);
     using Gradient = decltype(gradient);
@@ -168,15 +226,15 @@ cudaError_t swiglu_backward(void* d_gate, void* d_up, SwigluElement gradient_ele
     auto* up_gradient = static_cast<Gradient*>(d_up);
     const auto* gate_input = static_cast<const Input*>(gate);
     const auto* up_input = static_cast<const Input*>(up);
-    bool vectors = n % 4 == 0 && aligned_to_4(d_gate, sizeof(Gradient)) && aligned_to_4(d_up, sizeof(Gradient)) &&
-                   aligned_to_4(d_out, sizeof(float)) && aligned_to_4(gate, sizeof(Input)) &&
-                   aligned_to_4(up, sizeof(Input));
+    bool vectors = vector_rows(rows) && aligned_to_4(d_gate, sizeof(Gradient)) &&
+                   aligned_to_4(d_up, sizeof(Gradient)) && aligned_to_4(d_out, sizeof(float)) &&
+                   aligned_to_4(gate, sizeof(Input)) && aligned_to_4(up, sizeof(Input));
     if (vectors) {
-      swiglu_backward_vector_kernel<<<grid_for(n / 4), kThreads, 0, stream>>>(gate_gradient, up_gradient, d_out,
-                                                                             gate_input, up_input, n);
+      swiglu_backward_vector_kernel<<<grid_of(rows, 4), kThreads, 0, stream>>>(gate_gradient, up_gradient, d_out,
+                                                                              gate_input, up_input, rows);
     } else {
-      swiglu_backward_kernel<<<grid_for(n), kThreads, 0, stream>>>(gate_gradient, up_gradient, d_out, gate_input,
-                                                                   up_input, n);
+      swiglu_backward_kernel<<<grid_of(rows, 1), kThreads, 0, stream>>>(gate_gradient, up_gradient, d_out,
+                                                                       gate_input, up_input, rows);
     }
     return cudaGetLastError();
   });

@@ -131,5 +131,39 @@ TEST(Swiglu, RejectsMismatchedShapes) {
   EXPECT_THROW(swiglu_forward(a, a, b), Error);
 }
 
+// Columns [begin, begin + width) of every row of x: [N, C] (any dtype) as a new [N, width] tensor.
+OwnedTensor columns(const Tensor& x, int64_t begin, int64_t width) {
+  OwnedTensor result(Shape{x.size(0), width}, x.dtype());
+  int64_t element = dtype_size(x.dtype());
+  for (int64_t r = 0; r < x.size(0); ++r) {
+    std::memcpy(static_cast<char*>(result.tensor().raw()) + r * width * element,
+                static_cast<const char*>(x.raw()) + (r * x.size(1) + begin) * element, width * element);
+  }
+  return result;
+}
+
+// gate and up as the two halves of one [N, 2F] tensor (the routed experts' one GEMM) give the separate ops' bits,
+// and the gradients land in the same halves.
+TEST(Swiglu, HalvesOfOneTensorGiveTheSeparateOpsBits) {
+  constexpr int64_t kRows = 5, kWidth = 7;
+  OwnedTensor d_out = testing::random_tensor(Shape{kRows, kWidth}, 9);
+  for (DType dtype : {DType::f32, DType::bf16}) {
+    OwnedTensor gate_up = converted(testing::random_tensor(Shape{kRows, 2 * kWidth}, 8, 3.0f), dtype);
+    OwnedTensor gate = columns(gate_up, 0, kWidth), up = columns(gate_up, kWidth, kWidth);
+    OwnedTensor out(Shape{kRows, kWidth}, dtype), out_separate(Shape{kRows, kWidth}, dtype);
+    swiglu_forward(out, gate_up);
+    swiglu_forward(out_separate, gate, up);
+    EXPECT_TRUE(testing::same_bytes(out, out_separate)) << dtype_name(dtype);
+    OwnedTensor d_gate_up(Shape{kRows, 2 * kWidth}, dtype);
+    OwnedTensor d_gate(Shape{kRows, kWidth}, dtype), d_up(Shape{kRows, kWidth}, dtype);
+    swiglu_backward(d_gate_up, d_out, gate_up);
+    swiglu_backward(d_gate, d_up, d_out, gate, up);
+    EXPECT_TRUE(testing::same_bytes(columns(d_gate_up, 0, kWidth), d_gate)) << dtype_name(dtype);
+    EXPECT_TRUE(testing::same_bytes(columns(d_gate_up, kWidth, kWidth), d_up)) << dtype_name(dtype);
+  }
+  OwnedTensor odd(Shape{kRows, 2 * kWidth + 1}, DType::f32), out(Shape{kRows, kWidth}, DType::f32);
+  EXPECT_THROW(swiglu_forward(out, odd), Error);
+}
+
 }  // namespace
 }  // namespace hai

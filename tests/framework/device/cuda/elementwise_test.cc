@@ -156,6 +156,52 @@ TEST(CudaSwiglu, VectorisedLoopsAreTheElementLoopsBits) {
   }
 }
 
+// gate and up as the halves of one [N, 2F] tensor give the separate ops' bits on the GPU: F 1024 (the model's; four
+// elements at a time along strided rows) and 1031 (element loops), fp32 and bf16.
+TEST(CudaSwiglu, HalvesOfOneTensorGiveTheSeparateOpsBits) {
+  HAI_REQUIRE_CUDA_DEVICE();
+  Device gpu = Device::cuda(0);
+  auto host = [](const Tensor& t) { return testing::copy_to(t, Device::cpu()); };
+  for (int64_t width : {1024, 1031}) {
+    OwnedTensor d_out = testing::copy_to(testing::random_tensor(Shape{kRows, width}, 41), gpu);
+    for (DType dtype : {DType::f32, DType::bf16}) {
+      SCOPED_TRACE(std::string(dtype_name(dtype)) + " width " + std::to_string(width));
+      OwnedTensor gate_up = testing::converted(testing::random_tensor(Shape{kRows, 2 * width}, 42, 3.0f), dtype);
+      OwnedTensor gate(Shape{kRows, width}, dtype), up(Shape{kRows, width}, dtype);
+      int64_t element = dtype_size(dtype);
+      for (int64_t r = 0; r < kRows; ++r) {
+        const char* row = static_cast<const char*>(gate_up.tensor().raw()) + r * 2 * width * element;
+        std::memcpy(static_cast<char*>(gate.tensor().raw()) + r * width * element, row, width * element);
+        std::memcpy(static_cast<char*>(up.tensor().raw()) + r * width * element, row + width * element,
+                    width * element);
+      }
+      OwnedTensor gate_up_gpu = testing::copy_to(gate_up, gpu), gate_gpu = testing::copy_to(gate, gpu),
+                  up_gpu = testing::copy_to(up, gpu);
+      OwnedTensor out(Shape{kRows, width}, dtype, gpu), out_separate(Shape{kRows, width}, dtype, gpu);
+      swiglu_forward(out, gate_up_gpu);
+      swiglu_forward(out_separate, gate_gpu, up_gpu);
+      EXPECT_TRUE(testing::same_bytes(host(out), host(out_separate)));
+      OwnedTensor d_gate_up(Shape{kRows, 2 * width}, dtype, gpu);
+      OwnedTensor d_gate(Shape{kRows, width}, dtype, gpu), d_up(Shape{kRows, width}, dtype, gpu);
+      swiglu_backward(d_gate_up, d_out, gate_up_gpu);
+      swiglu_backward(d_gate, d_up, d_out, gate_gpu, up_gpu);
+      OwnedTensor halves = host(d_gate_up), d_gate_host = host(d_gate), d_up_host = host(d_up);
+      for (int64_t r = 0; r < kRows; ++r) {
+        const char* row = static_cast<const char*>(halves.tensor().raw()) + r * 2 * width * element;
+        EXPECT_EQ(std::memcmp(row, static_cast<const char*>(d_gate_host.tensor().raw()) + r * width * element,
+                              width * element),
+                  0)
+            << "d_gate row " << r;
+        EXPECT_EQ(std::memcmp(row + width * element,
+                              static_cast<const char*>(d_up_host.tensor().raw()) + r * width * element,
+                              width * element),
+                  0)
+            << "d_up row " << r;
+      }
+    }
+  }
+}
+
 // Every pair of fp32, bf16 and fp16, on values that overflow fp16 (scale 3e4) and sit between bf16 steps: the
 // conversions round to nearest even on both sides, so they agree bit for bit.
 TEST(CudaCast, EveryDtypePairIsExact) {
