@@ -43,6 +43,18 @@ ExpertWeights gradients(const std::vector<const Parameter*>& parameters) {
   return equally_spaced(parameters, [](const Parameter& parameter) -> const Tensor& { return parameter.grad; });
 }
 
+// gate_proj's and up_proj's E x [F, H] matrices as one E x [2F, H] (each expert's up_proj right after its gate_proj,
+// as the ParameterStore lays out the experts' weights and gradients), so that one grouped GEMM does both.
+ExpertWeights stacked(const ExpertWeights& gate, const ExpertWeights& up) {
+  const Tensor& first = gate.first;
+  const char* up_expected = static_cast<const char*>(first.raw()) + first.bytes();
+  HAI_CHECK(up.first.raw() == up_expected && up.expert_stride == gate.expert_stride && up.first.shape() == first.shape(),
+            "routed experts: each expert's up_proj does not follow its gate_proj in the parameter store");
+  return {.first = Tensor(first.raw(), Shape{2 * first.size(0), first.size(1)}, first.dtype(), first.device()),
+          .expert_stride = gate.expert_stride,
+          .experts = gate.experts};
+}
+
 // The FP8 copies of `parameters` as stored (forward) or transposed (input gradient).
 Fp8ExpertWeights fp8_copies(const std::vector<const Parameter*>& parameters, bool transposed) {
   return {
@@ -98,8 +110,7 @@ RoutedExperts::RoutedExperts(const ParameterStore& store, const std::string& pre
                           .down_transposed = fp8_copies(down_parameters_, true),
                           .pow2_activation_scales = gate_parameters_.front()->fp8.pow2_activation_scales};
   } else {
-    gate_ = compute_copies(gate_parameters_);
-    up_ = compute_copies(up_parameters_);
+    gate_up_ = stacked(compute_copies(gate_parameters_), compute_copies(up_parameters_));
     down_ = compute_copies(down_parameters_);
   }
   gate_grad_ = gradients(gate_parameters_);
@@ -119,19 +130,17 @@ void RoutedExperts::forward(Context& ctx, const Tensor& out, const Tensor& x_sor
   const int64_t rows = x_sorted.size(0);
   const Device device = x_sorted.device();
   ctx.expert_offsets = expert_offsets;
-  // NOTE: in bf16 the GEMMs write gate and up, and SwiGLU its activation, in bf16 straight away (no fp32 copies):
+  // NOTE: in bf16 the GEMM writes gate and up, and SwiGLU its activation, in bf16 straight away (no fp32 copies):
   // SwiGLU's forward reads the rounded gate and up that its backward reads.
   DType saved = saved_activation_dtype(compute_dtype());
   OwnedTensor rounded;
-  Tensor input = input_in_compute_dtype(x_sorted, rounded);           // [R, H]
-  ctx.gate = OwnedTensor(Shape{rows, ffn_size()}, saved, device);    // [R, F]
-  ctx.up = OwnedTensor(Shape{rows, ffn_size()}, saved, device);      // [R, F]
-  grouped_gemm(ctx.gate, input, gate_, expert_offsets);
-  grouped_gemm(ctx.up, input, up_, expert_offsets);
+  Tensor input = input_in_compute_dtype(x_sorted, rounded);                // [R, H]
+  ctx.gate_up = OwnedTensor(Shape{rows, 2 * ffn_size()}, saved, device);  // [R, 2F]
+  grouped_gemm(ctx.gate_up, input, gate_up_, expert_offsets);
   if (keep_input) ctx.input = x_sorted.dtype() == compute_dtype() ? to_compute_dtype(x_sorted, compute_dtype())
                                                                   : std::move(rounded);
   OwnedTensor activation(Shape{rows, ffn_size()}, saved, device);  // [R, F]
-  swiglu_forward(activation, ctx.gate, ctx.up);
+  swiglu_forward(activation, ctx.gate_up);
   ctx.activation = in_dtype(std::move(activation), compute_dtype());
   grouped_gemm(out, ctx.activation, down_, expert_offsets);
 }
@@ -164,21 +173,26 @@ void RoutedExperts::backward_input(Context& ctx, const Tensor& d_x_sorted, Owned
   ctx.d_out = in_dtype(std::move(d_out), compute_dtype());  // [R, H]
   OwnedTensor d_activation(Shape{rows, ffn_size()}, DType::f32, device);  // [R, F]
   input_gradient(ctx, d_activation, ctx.d_out, down_, &Fp8Projections::down_transposed, &Context::d_out_tokens, 0.0f);
-  DType written = saved_activation_dtype(compute_dtype());            // bf16 in bf16 training: no fp32 copies
-  OwnedTensor d_gate(Shape{rows, ffn_size()}, written, device);      // [R, F]
-  OwnedTensor d_up(Shape{rows, ffn_size()}, written, device);        // [R, F]
+  DType written = saved_activation_dtype(compute_dtype());  // bf16 in bf16 training: no fp32 copies
+  if (!uses_fp8()) {
+    // One GEMM over gate_proj's and up_proj's 2F inputs: d_x is written once, not written and then added to.
+    OwnedTensor d_gate_up(Shape{rows, 2 * ffn_size()}, written, device);  // [R, 2F]
+    swiglu_backward(d_gate_up, d_activation, ctx.gate_up);
+    ctx.gate_up = OwnedTensor();
+    ctx.d_gate_up = in_dtype(std::move(d_gate_up), compute_dtype());
+    grouped_gemm(d_x_sorted, ctx.d_gate_up, gate_up_, ctx.expert_offsets, {.transpose_weights = false});
+    return;
+  }
+  OwnedTensor d_gate(Shape{rows, ffn_size()}, written, device);  // [R, F]
+  OwnedTensor d_up(Shape{rows, ffn_size()}, written, device);    // [R, F]
   swiglu_backward(d_gate, d_up, d_activation, ctx.gate, ctx.up);
   ctx.gate = OwnedTensor();
   ctx.up = OwnedTensor();
-  ctx.d_gate = in_dtype(std::move(d_gate), compute_dtype());
-  ctx.d_up = in_dtype(std::move(d_up), compute_dtype());
-  input_gradient(ctx, d_x_sorted, ctx.d_gate, gate_, &Fp8Projections::gate_transposed, &Context::d_gate_tokens, 0.0f);
-  input_gradient(ctx, d_x_sorted, ctx.d_up, up_, &Fp8Projections::up_transposed, &Context::d_up_tokens, 1.0f);
-  if (uses_fp8()) {  // NOTE: the weight gradient reads their FP8 copies
-    ctx.d_out = OwnedTensor();
-    ctx.d_gate = OwnedTensor();
-    ctx.d_up = OwnedTensor();
-  }
+  input_gradient(ctx, d_x_sorted, in_dtype(std::move(d_gate), compute_dtype()), {}, &Fp8Projections::gate_transposed,
+                 &Context::d_gate_tokens, 0.0f);
+  input_gradient(ctx, d_x_sorted, in_dtype(std::move(d_up), compute_dtype()), {}, &Fp8Projections::up_transposed,
+                 &Context::d_up_tokens, 1.0f);
+  ctx.d_out = OwnedTensor();  // NOTE: the weight gradient reads the FP8 copies
 }
 
 void RoutedExperts::input_gradient(Context& ctx, const Tensor& d_x, const Tensor& d_y, const ExpertWeights& weights,
@@ -216,8 +230,9 @@ void RoutedExperts::backward_weight(Context& ctx, const Tensor* x_sorted) const 
   } else {
     grouped_gemm_weight_grad(down_grad_, ctx.d_out, ctx.activation, ctx.expert_offsets,
                              take_grad_beta(down_parameters_));
-    grouped_gemm_weight_grad(gate_grad_, ctx.d_gate, input, ctx.expert_offsets, take_grad_beta(gate_parameters_));
-    grouped_gemm_weight_grad(up_grad_, ctx.d_up, input, ctx.expert_offsets, take_grad_beta(up_parameters_));
+    float gate_beta = take_grad_beta(gate_parameters_), up_beta = take_grad_beta(up_parameters_);
+    HAI_CHECK(gate_beta == up_beta, "routed experts: gate_proj's and up_proj's gradients written apart this step");
+    grouped_gemm_weight_grad(stacked(gate_grad_, up_grad_), ctx.d_gate_up, input, ctx.expert_offsets, gate_beta);
   }
   ctx = Context{};
 }

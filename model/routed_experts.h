@@ -7,9 +7,12 @@
 //
 // The weights stay in the ParameterStore: "<prefix><e>.{gate,up,down}_proj.weight" for e in [0, E), which the
 // store lays out at a constant distance from one expert to the next (checked here). GEMM inputs are rounded to
-// the compute dtype like model/linear.h does; products accumulate in fp32. In bf16 training gate_proj and up_proj
-// write their outputs in bf16, SwiGLU reads those and writes its activation in bf16, and SwiGLU's backward writes
-// the gradients of gate and up in bf16: no fp32 intermediate of [R, F]. Layer contract: docs/design/model-layers.md.
+// the compute dtype like model/linear.h does; products accumulate in fp32. Each expert's up_proj follows its
+// gate_proj in the store, so the two are one E x [2F, H] operand: one grouped GEMM writes both outputs ([R, 2F]), one
+// computes d_x from both gradients (written once, where two GEMMs would write and then add to it), one computes both
+// weight gradients. In bf16 training that output is bf16, SwiGLU reads it and writes its activation in bf16, and
+// SwiGLU's backward writes the gradients of gate and up in bf16: no fp32 intermediate of [R, F]. Layer contract:
+// docs/design/model-layers.md.
 //
 // FP8 (precision.mode fp8: the weights have FP8 copies and no compute copy, parameter_store.h): the forward and the
 // input gradient are FP8 grouped GEMMs (framework/device/grouped_gemm_fp8.h, docs/design/fp8-experts.md) with the
@@ -54,15 +57,14 @@ class RoutedExperts {
   struct Context {
     Tensor expert_offsets;   // [E + 1] i32, the caller's routing plan (kept alive by it until backward_weight)
     OwnedTensor input;       // [R, H] x in the compute dtype (wgrad of gate_proj and up_proj), if kept; not under FP8
-    OwnedTensor gate;        // [R, F] gate_proj(x) in the saved dtype (SwiGLU backward; released by it)
-    OwnedTensor up;          // [R, F] up_proj(x) in the saved dtype (SwiGLU backward; released by it)
+    OwnedTensor gate_up;     // [R, 2F] gate_proj(x), up_proj(x) in the saved dtype (SwiGLU backward; released by it)
+    OwnedTensor gate, up;    // [R, F] each: the same under FP8 (two FP8 GEMMs)
     OwnedTensor activation;  // [R, F] silu(gate) * up in the compute dtype (wgrad of down_proj); not under FP8
     // Under FP8, what forward keeps of the input (if kept) and the activation instead: the token-padded FP8 copies
     // of their rounding to the compute dtype (the weight gradient's operands), [H, P] and [F, P].
     Fp8ExpertTokenBuffers input_tokens, activation_tokens;
     OwnedTensor d_out;       // [R, H] compute dtype, saved by backward_input (not under FP8)
-    OwnedTensor d_gate;      // [R, F] compute dtype, saved by backward_input (not under FP8)
-    OwnedTensor d_up;        // [R, F] compute dtype, saved by backward_input (not under FP8)
+    OwnedTensor d_gate_up;   // [R, 2F] compute dtype, saved by backward_input (not under FP8)
     // Under FP8, what backward_input keeps of them instead: their token-padded FP8 copies (the weight gradient's
     // operands, quantised with their 1x128 rows for the input gradient), [H, P], [F, P], [F, P].
     Fp8ExpertTokenBuffers d_out_tokens, d_gate_tokens, d_up_tokens;
@@ -130,7 +132,9 @@ class RoutedExperts {
 
   std::vector<const Parameter*> gate_parameters_, up_parameters_, down_parameters_;  // E each
   DType compute_dtype_;
-  ExpertWeights gate_, up_, down_;  // the compute copies: E x [F, H], E x [F, H], E x [H, F]; not under FP8
+  // The compute copies, not under FP8: gate_proj and up_proj stacked (E x [2F, H], each expert's up_proj after its
+  // gate_proj in the store: one GEMM for both), down_proj E x [H, F].
+  ExpertWeights gate_up_, down_;
   std::optional<Fp8Projections> fp8_;  // under FP8 only
   ExpertWeights gate_grad_, up_grad_, down_grad_;  // the fp32 gradients, same shapes
 };
