@@ -1,7 +1,10 @@
 #pragma once
-// Launchers of the cross-entropy kernels behind framework/device/cross_entropy.h: one block per row of logits, one
-// pass of online softmax (running maximum and rescaled sum) in fp32, no buffer beyond the logits. Targets are not
-// range-checked on the host: a target outside [0, classes) that is not ignore_index gives a NaN loss / NaN row.
+// Launchers of the cross-entropy kernels behind framework/device/cross_entropy.h: one block per row of logits, in
+// fp32, no buffer beyond the logits. A row of up to 32768 classes is held in registers and read once (16-byte loads,
+// its maximum, then its sum of exponentials, then its gradients from the registers); a longer one is read once per
+// pass. Each thread sums its share in a fixed order, the block adds the shares in a fixed order: the same bits every
+// run, and the forward's losses are those of the backward. Targets are not range-checked on the host: a target
+// outside [0, classes) that is not ignore_index gives a NaN loss / NaN row.
 
 #include <cuda_runtime_api.h>
 
