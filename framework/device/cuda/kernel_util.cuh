@@ -1,6 +1,6 @@
 #pragma once
-// Device-side helpers shared by the kernels: grid sizing for grid-stride loops, warp- and block-wide reductions and
-// a warp prefix sum.
+// Device-side helpers shared by the kernels: grid sizing for grid-stride loops and for blocks over rows of vectors,
+// vector accesses (Vector), warp- and block-wide reductions and a warp prefix sum.
 // Included only by .cu files (no hai headers: fmt's compile-time format checks do not build under nvcc).
 
 #include <cuda_bf16.h>
@@ -21,6 +21,41 @@ inline unsigned int grid_for(int64_t n) {
   constexpr int64_t kMaxBlocks = 8192;
   int64_t blocks = (n + kThreads - 1) / kThreads;
   return static_cast<unsigned int>(blocks < 1 ? 1 : (blocks > kMaxBlocks ? kMaxBlocks : blocks));
+}
+
+// A block of kThreads threads over rows of `row_vectors` vectors each: threadIdx.x takes a row's vectors (striding
+// past blockDim.x), threadIdx.y picks the row; and the blocks for `rows` rows.
+inline dim3 row_vector_block(int64_t row_vectors) {
+  int x = static_cast<int>(row_vectors < 1 ? 1 : (row_vectors > kThreads ? kThreads : row_vectors));
+  return dim3(x, kThreads / x);
+}
+inline unsigned int row_vector_blocks(int64_t rows, dim3 block) {
+  return static_cast<unsigned int>((rows + block.y - 1) / block.y);
+}
+
+// The row of this thread in a row_vector_block.
+__device__ inline int64_t block_row() { return static_cast<int64_t>(blockIdx.x) * blockDim.y + threadIdx.y; }
+
+// N consecutive elements of T read or written as one access of up to 16 bytes (16-byte accesses beyond); the address
+// must be aligned to alignof(Vector).
+template <typename T, int N>
+struct alignas(N * sizeof(T) < 16 ? N * sizeof(T) : 16) Vector {
+  T values[N];
+};
+
+template <typename T, int N>
+inline bool vector_aligned(const void* pointer) {
+  return reinterpret_cast<uintptr_t>(pointer) % alignof(Vector<T, N>) == 0;
+}
+
+template <typename T, int N>
+__device__ inline Vector<T, N> load_vector(const T* at) {
+  return *reinterpret_cast<const Vector<T, N>*>(at);
+}
+
+template <typename T, int N>
+__device__ inline void store_vector(T* at, const Vector<T, N>& vector) {
+  *reinterpret_cast<Vector<T, N>*>(at) = vector;
 }
 
 // Index of this thread in a grid-stride loop, and the stride.

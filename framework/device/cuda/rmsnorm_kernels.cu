@@ -6,6 +6,39 @@
 namespace hai::cuda::kernels {
 namespace {
 
+// The sum of squares of a row, added as rmsnorm_forward_kernel adds it (the rounding order of its rstd): its
+// thread t = 32 w + v (warp w < 8, lane v) adds the squares of columns t + 256 j in turn (fused multiply-adds), then
+// block_sum adds the threads' sums within each warp (xor butterfly: v offsets 16, 8, 4, 2, 1) and the 8 warps'
+// sums (the 24 zero lanes change nothing: w offsets 4, 2, 1). Here lane l's columns 128 m + 4 l + k are that
+// kernel's thread 128 (m % 2) + 4 l + k, so w = 4 (m % 2) + l / 8 and v = 4 (l % 8) + k: the v offsets 16, 8, 4
+// are lane offsets 4, 2, 1, the v offsets 2, 1 stay within a float4, the w offset 4 within a lane, and the w
+// offsets 2, 1 are lane offsets 16, 8. Zeros past the row add nothing.
+template <int kVectors>
+__device__ inline float block_order_sum_of_squares(const float4 (&values)[kVectors]) {
+  float4 partial[2] = {{0, 0, 0, 0}, {0, 0, 0, 0}};  // [m % 2]: the sums of threads 128 (m % 2) + 4 lane + [0, 4)
+#pragma unroll
+  for (int m = 0; m < kVectors; ++m) {
+    float4& p = partial[m % 2];
+    p = float4{__fmaf_rn(values[m].x, values[m].x, p.x), __fmaf_rn(values[m].y, values[m].y, p.y),
+               __fmaf_rn(values[m].z, values[m].z, p.z), __fmaf_rn(values[m].w, values[m].w, p.w)};
+  }
+  float warp_sums[2];  // of warps lane / 8 and 4 + lane / 8
+#pragma unroll
+  for (int half = 0; half < 2; ++half) {
+    float4 p = partial[half];
+    for (int offset = 4; offset > 0; offset /= 2) {
+      p.x += __shfl_xor_sync(0xffffffffu, p.x, offset);
+      p.y += __shfl_xor_sync(0xffffffffu, p.y, offset);
+      p.z += __shfl_xor_sync(0xffffffffu, p.z, offset);
+      p.w += __shfl_xor_sync(0xffffffffu, p.w, offset);
+    }
+    warp_sums[half] = (p.x + p.z) + (p.y + p.w);
+  }
+  float total = warp_sums[0] + warp_sums[1];
+  total += __shfl_xor_sync(0xffffffffu, total, 16);
+  return total + __shfl_xor_sync(0xffffffffu, total, 8);
+}
+
 // out, rstd <- the norm of x's row, one block per row. With an addend, the norm of sum = x + addend, whose row the
 // block writes first (each thread reads back only the elements it wrote, so sum may be x or the addend).
 template <typename Out>
@@ -33,6 +66,73 @@ __global__ void rmsnorm_forward_kernel(Out* out, float* rstd, const float* x, co
   if (threadIdx.x == 0) rstd[blockIdx.x] = r;
   Out* out_row = out + blockIdx.x * width;  // [width]
   for (int64_t d = threadIdx.x; d < width; d += blockDim.x) store(out_row + d, row[d] * r * weight[d]);
+}
+
+// Row `row` of a [rows, width] tensor as lane `lane` of its warp holds it: the float4s at columns 128 m + 4 lane,
+// zeros past the row. All are loaded before any is used.
+template <int kVectors>
+__device__ inline void load_row(float4 (&values)[kVectors], const float* rows, int64_t row, int64_t width, int lane) {
+#pragma unroll
+  for (int m = 0; m < kVectors; ++m) {
+    int64_t column = 128 * m + 4 * lane;
+    values[m] = column < width ? *reinterpret_cast<const float4*>(rows + row * width + column) : float4{0, 0, 0, 0};
+  }
+}
+
+// values (as load_row holds them) stored to row `row` of a [rows, width] tensor, each rounded once to Out.
+template <typename Out, int kVectors>
+__device__ inline void store_row(Out* rows, const float4 (&values)[kVectors], int64_t row, int64_t width, int lane) {
+#pragma unroll
+  for (int m = 0; m < kVectors; ++m) {
+    int64_t column = 128 * m + 4 * lane;
+    if (column >= width) continue;
+    Vector<Out, 4> normed;
+    store(&normed.values[0], values[m].x);
+    store(&normed.values[1], values[m].y);
+    store(&normed.values[2], values[m].z);
+    store(&normed.values[3], values[m].w);
+    store_vector(rows + row * width + column, normed);
+  }
+}
+
+// The forward where the rows are float4s and at most 128 * kVectors wide: a warp per row (kThreads / 32 rows a
+// block) holding the row as load_row does, so x (and the addend) is read once. Its rstd, out and sum are
+// rmsnorm_forward_kernel's bit for bit (block_order_sum_of_squares).
+// NOTE: each row's loads all come before its stores (sum may be x or the addend, out may be anything), so that
+// they are in flight together.
+template <typename Out, int kVectors>
+__global__ void __launch_bounds__(kThreads) rmsnorm_forward_warp_kernel(Out* out, float* rstd, const float* x,
+                                                                        const float* addend, float* sum,
+                                                                        const float* weight, float eps, int64_t rows,
+                                                                        int64_t width) {
+  int64_t row = static_cast<int64_t>(blockIdx.x) * (kThreads / 32) + threadIdx.x / 32;
+  if (row >= rows) return;
+  int lane = threadIdx.x % 32;
+  float4 values[kVectors];  // x's row, or x + addend's
+  load_row(values, x, row, width, lane);
+  if (addend) {
+    float4 added[kVectors];
+    load_row(added, addend, row, width, lane);
+#pragma unroll
+    for (int m = 0; m < kVectors; ++m) {
+      // NOTE: __fadd_rn: one rounded add, never contracted, as add_scaled's y + 1 * x.
+      values[m] = float4{__fadd_rn(values[m].x, added[m].x), __fadd_rn(values[m].y, added[m].y),
+                         __fadd_rn(values[m].z, added[m].z), __fadd_rn(values[m].w, added[m].w)};
+    }
+    store_row(sum, values, row, width, lane);
+  }
+  float sum_of_squares = block_order_sum_of_squares(values);
+  float mean_square = width > 0 ? sum_of_squares / static_cast<float>(width) : 0.0f;
+  float r = rsqrtf(mean_square + eps);
+  if (lane == 0) rstd[row] = r;
+  float4 weights[kVectors];
+  load_row(weights, weight, 0, width, lane);
+#pragma unroll
+  for (int m = 0; m < kVectors; ++m) {
+    values[m] = float4{values[m].x * r * weights[m].x, values[m].y * r * weights[m].y,
+                       values[m].z * r * weights[m].z, values[m].w * r * weights[m].w};
+  }
+  store_row(out, values, row, width, lane);
 }
 
 // d_x = rstd * (weight * d_out - x * rstd^2 * mean(weight * d_out * x)) (+ residual_grad), one block per row.
@@ -176,19 +276,47 @@ __global__ void __launch_bounds__(kThreads) rmsnorm_backward_chunk_kernel(Rmsnor
   }
 }
 
-// rmsnorm_forward_kernel over the rows, for either output dtype.
-cudaError_t launch_forward(void* out, bool bf16_out, float* rstd, const float* x, const float* addend, float* sum,
+// The warp kernel's rows: float4s of 16-byte aligned tensors (4 bf16 of 8-byte aligned ones), at most
+// kMaxRowVectors float4s a lane.
+constexpr int kMaxRowVectors = 16;
+
+template <typename Out>
+bool rows_of_float4(const Out* out, const float* x, const float* addend, const float* sum, const float* weight,
+                    int64_t width) {
+  auto aligned = [](const float* pointer) { return pointer == nullptr || vector_aligned<float, 4>(pointer); };
+  return width % 4 == 0 && width <= 128 * kMaxRowVectors && vector_aligned<Out, 4>(out) && aligned(x) &&
+         aligned(addend) && aligned(sum) && aligned(weight);
+}
+
+// The forward over the rows: the warp kernel where the rows allow it, else the block kernel.
+template <typename Out>
+cudaError_t launch_forward(Out* out, float* rstd, const float* x, const float* addend, float* sum,
                            const float* weight, float eps, int64_t rows, int64_t width, cudaStream_t stream) {
   if (rows == 0) return cudaSuccess;
-  auto blocks = static_cast<unsigned int>(rows);
-  if (bf16_out) {
-    rmsnorm_forward_kernel<<<blocks, kThreads, 0, stream>>>(static_cast<__nv_bfloat16*>(out), rstd, x, addend, sum,
-                                                            weight, eps, width);
-  } else {
-    rmsnorm_forward_kernel<<<blocks, kThreads, 0, stream>>>(static_cast<float*>(out), rstd, x, addend, sum, weight,
-                                                            eps, width);
+  if (!rows_of_float4(out, x, addend, sum, weight, width)) {
+    rmsnorm_forward_kernel<<<static_cast<unsigned int>(rows), kThreads, 0, stream>>>(out, rstd, x, addend, sum,
+                                                                                     weight, eps, width);
+    return cudaGetLastError();
   }
+  int64_t vectors = (width + 127) / 128;
+  auto kernel = vectors <= 1   ? rmsnorm_forward_warp_kernel<Out, 1>
+                : vectors <= 2 ? rmsnorm_forward_warp_kernel<Out, 2>
+                : vectors <= 4 ? rmsnorm_forward_warp_kernel<Out, 4>
+                : vectors <= 8 ? rmsnorm_forward_warp_kernel<Out, 8>
+                               : rmsnorm_forward_warp_kernel<Out, kMaxRowVectors>;
+  constexpr int kRowsPerBlock = kThreads / 32;
+  kernel<<<static_cast<unsigned int>((rows + kRowsPerBlock - 1) / kRowsPerBlock), kThreads, 0, stream>>>(
+      out, rstd, x, addend, sum, weight, eps, rows, width);
   return cudaGetLastError();
+}
+
+// launch_forward for either output dtype.
+cudaError_t launch_forward(void* out, bool bf16_out, float* rstd, const float* x, const float* addend, float* sum,
+                           const float* weight, float eps, int64_t rows, int64_t width, cudaStream_t stream) {
+  if (bf16_out) {
+    return launch_forward(static_cast<__nv_bfloat16*>(out), rstd, x, addend, sum, weight, eps, rows, width, stream);
+  }
+  return launch_forward(static_cast<float*>(out), rstd, x, addend, sum, weight, eps, rows, width, stream);
 }
 
 }  // namespace

@@ -7,11 +7,12 @@
 
 namespace hai::cuda::kernels {
 
-// out [rows, width] fp32 (or bf16 with bf16_out), rstd [rows] <- x [rows, width], weight [width]; one block per row.
+// out [rows, width] fp32 (or bf16 with bf16_out), rstd [rows] <- x [rows, width], weight [width]; a warp per row
+// where the rows are 16-byte aligned float4s at most 2048 wide, else a block per row (the same bits either way).
 cudaError_t rmsnorm_forward(void* out, bool bf16_out, float* rstd, const float* x, const float* weight, float eps,
                             int64_t rows, int64_t width, cudaStream_t stream);
 
-// sum [rows, width] = a + b (sum may be a or b), then out and rstd as rmsnorm_forward of sum; one block per row.
+// sum [rows, width] = a + b (sum may be a or b), then out and rstd as rmsnorm_forward of sum, in the same pass.
 cudaError_t add_rmsnorm_forward(float* sum, void* out, bool bf16_out, float* rstd, const float* a, const float* b,
                                 const float* weight, float eps, int64_t rows, int64_t width, cudaStream_t stream);
 

@@ -8,45 +8,77 @@
 namespace hai::cuda::kernels {
 namespace {
 
-// One thread per rotated pair; every product and sum rounded separately, as the CPU op does.
+// Pair i of the rotated block, (real, imaginary), rotated by sin_sign * angle (NaN for a position outside the
+// table): every product and sum rounded separately, as the CPU op does.
+__device__ inline float2 rotated_pair(float real, float imaginary, int64_t i, int32_t position, const float* cos,
+                                      const float* sin, const RopeLayout& layout, float sin_sign) {
+  if (position < 0 || position >= layout.table_positions) return float2{NAN, NAN};
+  float c = cos[position * layout.pairs + i];
+  float s = sin_sign * sin[position * layout.pairs + i];
+  return float2{__fsub_rn(__fmul_rn(real, c), __fmul_rn(imaginary, s)),
+                __fadd_rn(__fmul_rn(real, s), __fmul_rn(imaginary, c))};
+}
+
+// One thread per rotated pair.
 __global__ void rope_kernel(float* out, const float* x, const int32_t* positions, const float* cos, const float* sin,
                             RopeLayout layout, float sin_sign) {
   int64_t total = layout.tokens * layout.heads * layout.pairs;
   for (int64_t index = grid_index(); index < total; index += grid_stride()) {
     int64_t row = index / layout.pairs;  // token * heads + head
     int64_t i = index % layout.pairs;
-    int32_t position = positions[row / layout.heads];
     int64_t column = row * layout.width + layout.column_offset + 2 * i;
-    if (position < 0 || position >= layout.table_positions) {
-      out[column] = out[column + 1] = NAN;
-      continue;
-    }
-    float c = cos[position * layout.pairs + i];
-    float s = sin_sign * sin[position * layout.pairs + i];
-    float real = x[column];
-    float imaginary = x[column + 1];
-    out[column] = __fsub_rn(__fmul_rn(real, c), __fmul_rn(imaginary, s));
-    out[column + 1] = __fadd_rn(__fmul_rn(real, s), __fmul_rn(imaginary, c));
+    float2 pair = rotated_pair(x[column], x[column + 1], i, positions[row / layout.heads], cos, sin, layout, sin_sign);
+    out[column] = pair.x;
+    out[column + 1] = pair.y;
   }
 }
 
-// The value of column `column` of a rotated head vector `row` [W] (x's own value outside the rotated block): the
-// same fp32 products and sums as rope_kernel.
+// Columns per thread of rope_to_bf16_vector_kernel: two 16-byte fp32 loads, one 16-byte bf16 store.
+constexpr int kVector = 8;
+
+// Whether every head vector [W] is whole, aligned Vectors of kVector columns, none splitting a pair.
+bool rotates_vectors(const uint16_t* out, const float* x, const RopeLayout& layout) {
+  return layout.width % kVector == 0 && layout.column_offset % 2 == 0 && vector_aligned<float, kVector>(x) &&
+         vector_aligned<__nv_bfloat16, kVector>(out);
+}
+
+// A row_vector_block over the head vectors [W] of x and out, a Vector of kVector columns a thread: it holds both
+// halves of its pairs, since Vectors and pairs start on even columns.
+__global__ void rope_to_bf16_vector_kernel(__nv_bfloat16* out, const float* x, const int32_t* positions,
+                                           const float* cos, const float* sin, RopeLayout layout, float sin_sign) {
+  int64_t row = block_row();  // token * heads + head
+  if (row >= layout.tokens * layout.heads) return;
+  int32_t position = positions[row / layout.heads];
+  const float* in_row = x + row * layout.width;       // [W]
+  __nv_bfloat16* out_row = out + row * layout.width;  // [W]
+  for (int64_t column = kVector * threadIdx.x; column < layout.width; column += kVector * blockDim.x) {
+    Vector<float, kVector> in = load_vector<float, kVector>(in_row + column);
+    Vector<__nv_bfloat16, kVector> result;
+#pragma unroll
+    for (int k = 0; k < kVector; k += 2) {
+      int64_t offset = column + k - layout.column_offset;  // of the pair's real column in the rotated block
+      float2 pair{in.values[k], in.values[k + 1]};
+      if (offset >= 0 && offset < 2 * layout.pairs) {
+        pair = rotated_pair(pair.x, pair.y, offset / 2, position, cos, sin, layout, sin_sign);
+      }
+      result.values[k] = __float2bfloat16_rn(pair.x);
+      result.values[k + 1] = __float2bfloat16_rn(pair.y);
+    }
+    store_vector(out_row + column, result);
+  }
+}
+
+// The value of column `column` of a rotated head vector `row` [W] (x's own value outside the rotated block).
 __device__ inline float rotated_value(const float* row, int64_t column, int32_t position, const float* cos,
                                       const float* sin, const RopeLayout& layout, float sin_sign) {
   int64_t offset = column - layout.column_offset;
   if (offset < 0 || offset >= 2 * layout.pairs) return row[column];
-  if (position < 0 || position >= layout.table_positions) return NAN;
-  int64_t i = offset / 2;
-  float c = cos[position * layout.pairs + i];
-  float s = sin_sign * sin[position * layout.pairs + i];
-  float real = row[layout.column_offset + 2 * i];
-  float imaginary = row[layout.column_offset + 2 * i + 1];
-  return offset % 2 == 0 ? __fsub_rn(__fmul_rn(real, c), __fmul_rn(imaginary, s))
-                         : __fadd_rn(__fmul_rn(real, s), __fmul_rn(imaginary, c));
+  int64_t real = column - offset % 2;
+  float2 pair = rotated_pair(row[real], row[real + 1], offset / 2, position, cos, sin, layout, sin_sign);
+  return offset % 2 == 0 ? pair.x : pair.y;
 }
 
-// A warp per head vector (kRowsPerBlock per block), its lanes striding over the columns.
+// Any layout: a warp per head vector (kRowsPerBlock per block), its lanes striding over the columns.
 constexpr int kRowsPerBlock = 8;
 
 __global__ void rope_to_bf16_kernel(__nv_bfloat16* out, const float* x, const int32_t* positions, const float* cos,
@@ -67,6 +99,12 @@ cudaError_t rope_rotate_to_bf16(uint16_t* out, const float* x, const int32_t* po
                                 const float* sin, const RopeLayout& layout, float sin_sign, cudaStream_t stream) {
   int64_t rows = layout.tokens * layout.heads;
   if (rows == 0 || layout.width == 0) return cudaSuccess;
+  if (rotates_vectors(out, x, layout)) {
+    dim3 block = row_vector_block(layout.width / kVector);
+    rope_to_bf16_vector_kernel<<<row_vector_blocks(rows, block), block, 0, stream>>>(
+        reinterpret_cast<__nv_bfloat16*>(out), x, positions, cos, sin, layout, sin_sign);
+    return cudaGetLastError();
+  }
   auto blocks = static_cast<unsigned int>((rows + kRowsPerBlock - 1) / kRowsPerBlock);
   rope_to_bf16_kernel<<<blocks, dim3(32, kRowsPerBlock), 0, stream>>>(reinterpret_cast<__nv_bfloat16*>(out), x,
                                                                       positions, cos, sin, layout, sin_sign);

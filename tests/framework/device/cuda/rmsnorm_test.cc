@@ -2,9 +2,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <cstring>
 #include <string>
 #include <utility>
 
+#include "apps/hai-bench/gpu_timer.h"
 #include "framework/device/elementwise.h"
 #include "framework/device/rmsnorm.h"
 #include "tests/framework/device/cuda/parity.h"
@@ -156,11 +159,98 @@ void check_fused_rmsnorm_bitwise(int64_t rows, int64_t width, uint64_t seed) {
   EXPECT_TRUE(testing::same_bytes(host_copy(fused_d_weight), host_copy(separate_d_weight)));
 }
 
+// A GPU copy of host `values` placed from element `first` of a flat [numel + 1], and that view of it (first = 1:
+// not 16-byte aligned).
+struct Placed {
+  OwnedTensor flat;
+  Tensor view;
+};
+
+Placed placed(const Tensor& values, int64_t first) {
+  OwnedTensor flat(Shape{values.numel() + 1}, values.dtype());
+  std::memcpy(static_cast<char*>(flat.tensor().raw()) + first * dtype_size(values.dtype()), values.raw(),
+              values.bytes());
+  OwnedTensor gpu = copy_to(flat, Device::cuda(0));
+  Tensor view = gpu.tensor().slice(first, first + values.numel()).reshape(values.shape());
+  return {std::move(gpu), view};
+}
+
+// The forward's warp kernel (16-byte aligned rows of float4s, at most 2048 wide) against its block kernel (the same
+// rows shifted by one element): the same bytes of rstd, out and, with the residual add (in place, as the decoder
+// layer), sum.
+void check_warp_kernel_is_the_block_kernel(int64_t rows, int64_t width, DType out_dtype, bool add, uint64_t seed) {
+  Shape shape{rows, width};
+  OwnedTensor x = testing::random_tensor(shape, seed, 2.0f);
+  OwnedTensor addend = testing::random_tensor(shape, seed + 1);
+  OwnedTensor weight = testing::random_tensor(Shape{width}, seed + 2);
+  std::vector<OwnedTensor> results[2];  // [first]: (sum,) out, rstd
+  for (int64_t first : {0, 1}) {
+    Placed placed_x = placed(x, first), placed_addend = placed(addend, first), placed_weight = placed(weight, first);
+    Placed out = placed(OwnedTensor(shape, out_dtype), first), rstd = placed(OwnedTensor(Shape{rows}, DType::f32), 0);
+    if (add) {
+      add_rmsnorm_forward(placed_x.view, out.view, rstd.view, placed_x.view, placed_addend.view, placed_weight.view,
+                          kEps);
+      results[first].push_back(host_copy(placed_x.view));
+    } else {
+      rmsnorm_forward(out.view, rstd.view, placed_x.view, placed_weight.view, kEps);
+    }
+    results[first].push_back(host_copy(out.view));
+    results[first].push_back(host_copy(rstd.view));
+  }
+  std::string what = std::string(add ? "add_rmsnorm_forward_" : "rmsnorm_forward_") +
+                     std::string(dtype_name(out_dtype)) + "_" + std::to_string(rows) + "x" + std::to_string(width);
+  for (size_t i = 0; i < results[0].size(); ++i) {
+    EXPECT_TRUE(testing::same_bytes(results[0][i], results[1][i])) << what << ", result " << i;
+  }
+}
+
+TEST(CudaRmsnorm, WarpKernelIsBitwiseTheBlockKernel) {
+  HAI_REQUIRE_CUDA_DEVICE();
+  for (int64_t width : {4, 132, 256, 512, 1000, 2048}) {  // the model's 256, 512, 2048; partial float4 rows
+    for (DType dtype : {DType::f32, DType::bf16}) {
+      for (bool add : {false, true}) check_warp_kernel_is_the_block_kernel(67, width, dtype, add, 70);
+    }
+  }
+}
+
+// Prints the forward's time per call at the shapes of configs/bench_moe_1p7b.yaml (8192 tokens: the layers' norms of
+// hidden 2048, the fused residual add, MLA's q and kv latents) and the bandwidth it reaches on the bytes it moves
+// (asserts nothing about speed).
+TEST(CudaRmsnorm, ForwardThroughput) {
+  HAI_REQUIRE_CUDA_DEVICE();
+  Device gpu = Device::cuda(0);
+  struct Case {
+    int64_t width;
+    DType out;
+    bool add;
+  };
+  for (Case c : {Case{2048, DType::f32, false}, Case{2048, DType::f32, true}, Case{2048, DType::bf16, false},
+                 Case{2048, DType::bf16, true}, Case{512, DType::bf16, false}, Case{256, DType::bf16, false}}) {
+    Shape shape{8192, c.width};
+    OwnedTensor x = copy_to(testing::random_tensor(shape, 1), gpu);
+    OwnedTensor addend = copy_to(testing::random_tensor(shape, 2), gpu);
+    OwnedTensor weight = copy_to(testing::random_tensor(Shape{c.width}, 3), gpu);
+    OwnedTensor out(shape, c.out, gpu), rstd(Shape{8192}, DType::f32, gpu);
+    double ms = bench::time_ms(
+        [&] {
+          if (c.add) return add_rmsnorm_forward(x, out, rstd, x, addend, weight, kEps);
+          rmsnorm_forward(out, rstd, x, weight, kEps);
+        },
+        {});
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    double bytes = static_cast<double>(shape.numel()) * ((c.add ? 12.0 : 4.0) + static_cast<double>(dtype_size(c.out)));
+    std::printf("[ timing ] %s [8192, %lld] -> %s: %.1f us = %.0f GB/s\n",
+                c.add ? "add_rmsnorm_forward" : "rmsnorm_forward", static_cast<long long>(c.width),
+                std::string(dtype_name(c.out)).c_str(), 1e3 * ms, bytes / (ms * 1e6));
+  }
+}
+
 TEST(CudaRmsnorm, FusedFormsMatchCpu) {
   HAI_REQUIRE_CUDA_DEVICE();
   check_fused_rmsnorm(77, 1000, 41);
   check_fused_rmsnorm(515, 33, 42);
   check_fused_rmsnorm(2049, 512, 43);
+  check_fused_rmsnorm(130, 2048, 44);
 }
 
 TEST(CudaRmsnorm, FusedFormsAreBitwiseTheSeparateOps) {
@@ -175,6 +265,8 @@ TEST(CudaRmsnorm, ForwardAndBackwardMatchCpu) {
   check_rmsnorm(3, 7168, 10);
   check_rmsnorm(515, 33, 20);
   check_rmsnorm(2049, 512, 30);  // 129 chunks of the weight gradient's first pass, the last of one row
+  check_rmsnorm(130, 2048, 31);  // the model's hidden size: the forward's widest warp kernel
+  check_rmsnorm(130, 256, 32);
 }
 
 }  // namespace
