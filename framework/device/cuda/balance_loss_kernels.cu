@@ -52,10 +52,26 @@ __global__ void balance_forward_kernel(float* loss, float* expert_fraction, cons
                               reinterpret_cast<int*>(fraction + shape.experts),
                               topk_indices + first_token * shape.experts_per_token, shape);
   int lane = threadIdx.x % kWarpSize, warp = threadIdx.x / kWarpSize, warps = blockDim.x / kWarpSize;
-  float warp_total = 0.0f;  // sum over this warp's tokens of sum_i f_i s[t, i] / Z_t
-  for (int64_t t = warp; t < shape.tokens_per_sequence; t += warps) {
-    TokenSums sums = token_sums(scores + (first_token + t) * shape.experts, fraction, shape.experts, lane);
-    warp_total += sums.fraction_weighted / sums.score_sum;
+  // sum over this warp's tokens (warp, warp + warps, ...) of sum_i f_i s[t, i] / Z_t, in that order; kTokenBatch of
+  // them at a time, each lane's loads of the batch in flight together (token_sums' sums, term by term).
+  constexpr int kTokenBatch = 8;
+  float warp_total = 0.0f;
+  for (int64_t first = warp; first < shape.tokens_per_sequence; first += kTokenBatch * warps) {
+    float score_sum[kTokenBatch] = {}, fraction_weighted[kTokenBatch] = {};
+    for (int64_t e = lane; e < shape.experts; e += kWarpSize) {
+#pragma unroll
+      for (int i = 0; i < kTokenBatch; ++i) {
+        int64_t t = first + i * warps;
+        float score = t < shape.tokens_per_sequence ? scores[(first_token + t) * shape.experts + e] : 0.0f;
+        score_sum[i] += score;
+        fraction_weighted[i] += fraction[e] * score;
+      }
+    }
+#pragma unroll
+    for (int i = 0; i < kTokenBatch; ++i) {
+      float sum = warp_sum(score_sum[i]), weighted = warp_sum(fraction_weighted[i]);
+      if (first + i * warps < shape.tokens_per_sequence) warp_total += weighted / sum;
+    }
   }
   float total = block_sum(lane == 0 ? warp_total : 0.0f, scratch);
   if (threadIdx.x == 0) loss[sequence] = alpha / static_cast<float>(shape.tokens_per_sequence) * total;
