@@ -21,7 +21,7 @@ kernels::RowElement row_element(const Tensor& rows) {
 void permute_tokens(const Tensor& x_sorted, const Tensor& x, const RoutingPlan& plan, Stream stream) {
   cudaStream_t cuda_stream = prepare_launch(x.device(), stream);
   check_launch(kernels::permute_tokens(x_sorted.raw(), x.raw(), static_cast<int64_t>(dtype_size(x.dtype())),
-                                       plan.sources.data<int32_t>(), shape_of(x, plan), cuda_stream),
+                                       plan.positions.data<int32_t>(), shape_of(x, plan), cuda_stream),
                "permute_tokens");
 }
 

@@ -6,101 +6,230 @@
 namespace hai::cuda::kernels {
 namespace {
 
-// One block per sorted row, copying the token's row in pieces (16 bytes where rows and pointers allow, else 2 where
-// the rows allow, else 1: e4m3 rows of odd width).
-template <typename Piece>
-__global__ void permute_kernel(Piece* x_sorted, const Piece* x, const int32_t* sources, int64_t experts_per_token,
-                               int64_t pieces_per_row) {
-  int64_t row = blockIdx.x;
-  const Piece* token = x + (sources[row] / experts_per_token) * pieces_per_row;
-  Piece* sorted = x_sorted + row * pieces_per_row;
-  for (int64_t i = threadIdx.x; i < pieces_per_row; i += blockDim.x) sorted[i] = token[i];
+// Every kernel gives a warp to a token (kWarps tokens a block). The warp takes the token's experts in passes of up
+// to kExpertsPerPass, whose sorted rows and weights it keeps in registers, and in each pass walks the token's row in
+// pieces of consecutive elements, lane l taking pieces l, 32 + l, ...: it loads the piece of every expert of the
+// pass before using any, so each lane has all of them in flight at once.
+// __launch_bounds__ caps the registers so that kResidentBlocks blocks fit on a multiprocessor (3 for
+// unpermute_backward_kernel, whose loads take more): enough loads in flight to cover memory latency, without spills.
+constexpr int kWarpSize = 32;
+constexpr int kWarps = kThreads / kWarpSize;
+constexpr int kExpertsPerPass = 4;
+constexpr int kResidentBlocks = 4;
+
+unsigned int blocks_for_tokens(int64_t tokens) { return static_cast<unsigned int>((tokens + kWarps - 1) / kWarps); }
+
+__device__ inline int64_t warp_token() { return static_cast<int64_t>(blockIdx.x) * kWarps + threadIdx.x / kWarpSize; }
+__device__ inline int lane() { return static_cast<int>(threadIdx.x % kWarpSize); }
+
+// The experts of a pass that begins at the token's first-th: at most kExpertsPerPass.
+__device__ inline int pass_size(int64_t first, int64_t experts_per_token) {
+  return static_cast<int>(min(experts_per_token - first, static_cast<int64_t>(kExpertsPerPass)));
 }
 
-// One block per token: d_x[token] = the sum of its experts' rows of d_x_sorted, in the order of its experts.
-__global__ void permute_backward_kernel(float* d_x, const float* d_x_sorted, const int32_t* positions,
-                                        PermutationShape shape) {
-  int64_t token = blockIdx.x;
-  const int32_t* token_positions = positions + token * shape.experts_per_token;  // [K]
-  float* d_token = d_x + token * shape.width;                                   // [D]
-  for (int64_t d = threadIdx.x; d < shape.width; d += blockDim.x) {
-    float sum = 0.0f;
-    for (int64_t k = 0; k < shape.experts_per_token; ++k) {
-      sum = __fadd_rn(sum, d_x_sorted[token_positions[k] * shape.width + d]);
+// values[e] = token_values[e] for the pass's count experts (positions or weights of a token, from the pass's first).
+template <typename T>
+__device__ inline void load_pass(T (&values)[kExpertsPerPass], const T* token_values, int count) {
+#pragma unroll
+  for (int e = 0; e < kExpertsPerPass; ++e) values[e] = e < count ? token_values[e] : T{};
+}
+
+// N consecutive elements of a row: fp32, or uint16_t holding bf16 bits. Vector pieces (16 bytes' worth, or 32 for
+// fp32 pieces of 8) load and store in 16-byte accesses, and need the address 16-byte aligned.
+template <typename Element, int N>
+struct alignas(sizeof(Element) * N < 16 ? sizeof(Element) * N : 16) Piece {
+  Element elements[N];
+};
+
+template <int N, typename Element>
+__device__ inline Piece<Element, N> load_piece(const Element* row_elements) {
+  return *reinterpret_cast<const Piece<Element, N>*>(row_elements);
+}
+
+template <int N, typename Element>
+__device__ inline void store_piece(Element* row_elements, const Piece<Element, N>& piece) {
+  *reinterpret_cast<Piece<Element, N>*>(row_elements) = piece;
+}
+
+__device__ inline float widened(float x) { return x; }
+__device__ inline float widened(uint16_t bf16_bits) { return __bfloat162float(__ushort_as_bfloat16(bf16_bits)); }
+
+// An fp32 value as an element: itself, or its bf16 bits rounded to nearest even.
+__device__ inline void round_into(float& element, float value) { element = value; }
+__device__ inline void round_into(uint16_t& element, float value) {
+  element = __bfloat16_as_ushort(__float2bfloat16_rn(value));
+}
+
+// x_sorted[positions[t, k]] = x[t]: each pass reads the token's row once and writes it to the pass's sorted rows,
+// in units of 16 bytes where rows and pointers allow, else 2 where the rows allow, else 1 (e4m3 rows of odd width).
+template <typename Unit>
+__global__ void __launch_bounds__(kThreads, kResidentBlocks)
+    permute_kernel(Unit* __restrict__ x_sorted, const Unit* __restrict__ x, const int32_t* __restrict__ positions,
+                   int64_t tokens, int64_t experts_per_token, int64_t units_per_row) {
+  int64_t token = warp_token();
+  if (token >= tokens) return;
+  const Unit* token_row = x + token * units_per_row;                       // [units_per_row]
+  const int32_t* token_positions = positions + token * experts_per_token;  // [K]
+  for (int64_t first = 0; first < experts_per_token; first += kExpertsPerPass) {
+    int count = pass_size(first, experts_per_token);
+    int32_t rows[kExpertsPerPass];
+    load_pass(rows, token_positions + first, count);
+    for (int64_t i = lane(); i < units_per_row; i += kWarpSize) {
+      Unit unit = token_row[i];
+#pragma unroll
+      for (int e = 0; e < kExpertsPerPass; ++e) {
+        if (e < count) x_sorted[rows[e] * units_per_row + i] = unit;
+      }
     }
-    d_token[d] = sum;
   }
 }
 
-__device__ float widened(float x) { return x; }
-__device__ float widened(uint16_t bf16_bits) { return __bfloat162float(__ushort_as_bfloat16(bf16_bits)); }
-
-// One block per token: out[token] = the weighted sum of its experts' rows, in the order of its experts. Rows:
-// float, or uint16_t holding bf16 bits (widened exactly).
-template <typename Rows>
-__global__ void unpermute_kernel(float* out, const Rows* y_sorted, const float* topk_weights,
-                                 const int32_t* positions, PermutationShape shape) {
-  int64_t token = blockIdx.x;
+// d_x[token] = the sum of its experts' rows of d_x_sorted, from 0 in the order of its experts (a pass after the first
+// resumes from the sums it reads back from d_x). Pieces of N = 4 elements, or 1.
+template <int N>
+__global__ void __launch_bounds__(kThreads, kResidentBlocks)
+    permute_backward_kernel(float* __restrict__ d_x, const float* __restrict__ d_x_sorted,
+                            const int32_t* __restrict__ positions, PermutationShape shape) {
+  int64_t token = warp_token();
+  if (token >= shape.tokens) return;
   const int32_t* token_positions = positions + token * shape.experts_per_token;  // [K]
-  const float* token_weights = topk_weights + token * shape.experts_per_token;  // [K]
-  float* out_token = out + token * shape.width;                                 // [D]
-  for (int64_t d = threadIdx.x; d < shape.width; d += blockDim.x) {
-    float sum = 0.0f;
-    for (int64_t k = 0; k < shape.experts_per_token; ++k) {
-      float y = widened(y_sorted[token_positions[k] * shape.width + d]);
-      sum = __fadd_rn(sum, __fmul_rn(token_weights[k], y));
+  float* d_token = d_x + token * shape.width;                                    // [D]
+  // NOTE: a token without experts still takes a pass, which writes its zeros.
+  for (int64_t first = 0; first == 0 || first < shape.experts_per_token; first += kExpertsPerPass) {
+    int count = pass_size(first, shape.experts_per_token);
+    int32_t rows[kExpertsPerPass];
+    load_pass(rows, token_positions + first, count);
+    for (int64_t d = N * lane(); d < shape.width; d += N * kWarpSize) {
+      Piece<float, N> pieces[kExpertsPerPass];
+#pragma unroll
+      for (int e = 0; e < kExpertsPerPass; ++e) {
+        if (e < count) pieces[e] = load_piece<N>(d_x_sorted + rows[e] * shape.width + d);
+      }
+      Piece<float, N> sums = first == 0 ? Piece<float, N>{} : load_piece<N>(d_token + d);
+#pragma unroll
+      for (int e = 0; e < kExpertsPerPass; ++e) {
+        if (e >= count) continue;
+#pragma unroll
+        for (int i = 0; i < N; ++i) sums.elements[i] = __fadd_rn(sums.elements[i], pieces[e].elements[i]);
+      }
+      store_piece(d_token + d, sums);
     }
-    out_token[d] = sum;
   }
 }
 
-__device__ void store(float* out, float value) { *out = value; }
-__device__ void store(uint16_t* out_bf16_bits, float value) {
-  *out_bf16_bits = __bfloat16_as_ushort(__float2bfloat16_rn(value));
+// out[token] = the weighted sum of its experts' rows, from 0 in the order of its experts (a pass after the first
+// resumes from the sums it reads back from out). Rows: float, or uint16_t holding bf16 bits (widened exactly), in
+// pieces of N = 16 bytes' worth of Rows, or 1.
+template <int N, typename Rows>
+__global__ void __launch_bounds__(kThreads, kResidentBlocks)
+    unpermute_kernel(float* __restrict__ out, const Rows* __restrict__ y_sorted, const float* __restrict__ topk_weights,
+                     const int32_t* __restrict__ positions, PermutationShape shape) {
+  int64_t token = warp_token();
+  if (token >= shape.tokens) return;
+  const int32_t* token_positions = positions + token * shape.experts_per_token;  // [K]
+  const float* token_weights = topk_weights + token * shape.experts_per_token;   // [K]
+  float* out_token = out + token * shape.width;                                  // [D]
+  // NOTE: a token without experts still takes a pass, which writes its zeros.
+  for (int64_t first = 0; first == 0 || first < shape.experts_per_token; first += kExpertsPerPass) {
+    int count = pass_size(first, shape.experts_per_token);
+    int32_t rows[kExpertsPerPass];
+    float weights[kExpertsPerPass];
+    load_pass(rows, token_positions + first, count);
+    load_pass(weights, token_weights + first, count);
+    for (int64_t d = N * lane(); d < shape.width; d += N * kWarpSize) {
+      Piece<Rows, N> pieces[kExpertsPerPass];
+#pragma unroll
+      for (int e = 0; e < kExpertsPerPass; ++e) {
+        if (e < count) pieces[e] = load_piece<N>(y_sorted + rows[e] * shape.width + d);
+      }
+      Piece<float, N> sums = first == 0 ? Piece<float, N>{} : load_piece<N>(out_token + d);
+#pragma unroll
+      for (int e = 0; e < kExpertsPerPass; ++e) {
+        if (e >= count) continue;
+#pragma unroll
+        for (int i = 0; i < N; ++i) {
+          sums.elements[i] = __fadd_rn(sums.elements[i], __fmul_rn(weights[e], widened(pieces[e].elements[i])));
+        }
+      }
+      store_piece(out_token + d, sums);
+    }
+  }
 }
 
-// One block per assignment (a token's k-th expert), reading the token's d_out row once for both gradients:
+// For each of a token's assignments (its k-th expert), reading the token's d_out row once a pass for both gradients:
 // d_y_sorted[row] = weight * d_out[token] (Gradient: float, or uint16_t for bf16 bits, rounded once) and
-// d_topk_weights[assignment] = dot(d_out[token], y_sorted[row]). Rows: float, or uint16_t holding bf16 bits.
-template <typename Gradient, typename Rows>
-__global__ void unpermute_backward_kernel(Gradient* d_y_sorted, float* d_topk_weights, const float* d_out,
-                                          const Rows* y_sorted, const float* topk_weights, const int32_t* positions,
-                                          PermutationShape shape) {
-  __shared__ float scratch[32];
-  int64_t assignment = blockIdx.x;
-  const float* d_token = d_out + (assignment / shape.experts_per_token) * shape.width;  // [D]
-  int64_t row = positions[assignment];
-  const Rows* y_row = y_sorted + row * shape.width;   // [D]
-  Gradient* d_y_row = d_y_sorted + row * shape.width;  // [D]
-  float weight = topk_weights[assignment];
-  float dot = 0.0f;
-  for (int64_t d = threadIdx.x; d < shape.width; d += blockDim.x) {
-    float d_value = d_token[d], y = widened(y_row[d]);
-    store(d_y_row + d, weight * d_value);
-    dot += d_value * y;
+// d_topk_weights[assignment] = dot(d_out[token], y_sorted[row]), each lane's products fused into its sum piece by
+// piece, element by element, then the lanes' sums added in a warp's xor tree. Rows: float, or uint16_t holding bf16
+// bits. Pieces of N = 16 bytes' worth of the narrower of Gradient and Rows, or 1.
+template <int N, typename Gradient, typename Rows>
+__global__ void __launch_bounds__(kThreads, kResidentBlocks - 1)
+    unpermute_backward_kernel(Gradient* __restrict__ d_y_sorted, float* __restrict__ d_topk_weights,
+                              const float* __restrict__ d_out, const Rows* __restrict__ y_sorted,
+                              const float* __restrict__ topk_weights, const int32_t* __restrict__ positions,
+                              PermutationShape shape) {
+  int64_t token = warp_token();
+  if (token >= shape.tokens) return;
+  const int64_t first_assignment = token * shape.experts_per_token;
+  const float* d_token = d_out + token * shape.width;  // [D]
+  for (int64_t first = 0; first < shape.experts_per_token; first += kExpertsPerPass) {
+    int count = pass_size(first, shape.experts_per_token);
+    int32_t rows[kExpertsPerPass];
+    float weights[kExpertsPerPass];
+    load_pass(rows, positions + first_assignment + first, count);
+    load_pass(weights, topk_weights + first_assignment + first, count);
+    float dots[kExpertsPerPass] = {};
+    for (int64_t d = N * lane(); d < shape.width; d += N * kWarpSize) {
+      Piece<float, N> d_values = load_piece<N>(d_token + d);
+      Piece<Rows, N> pieces[kExpertsPerPass];
+#pragma unroll
+      for (int e = 0; e < kExpertsPerPass; ++e) {
+        if (e < count) pieces[e] = load_piece<N>(y_sorted + rows[e] * shape.width + d);
+      }
+#pragma unroll
+      for (int e = 0; e < kExpertsPerPass; ++e) {
+        if (e >= count) continue;
+        Piece<Gradient, N> d_y;
+#pragma unroll
+        for (int i = 0; i < N; ++i) {
+          round_into(d_y.elements[i], __fmul_rn(weights[e], d_values.elements[i]));
+          dots[e] = __fmaf_rn(d_values.elements[i], widened(pieces[e].elements[i]), dots[e]);
+        }
+        store_piece(d_y_sorted + rows[e] * shape.width + d, d_y);
+      }
+    }
+#pragma unroll
+    for (int e = 0; e < kExpertsPerPass; ++e) {
+      if (e >= count) continue;
+      float dot = warp_sum(dots[e]);
+      if (lane() == 0) d_topk_weights[first_assignment + first + e] = dot;
+    }
   }
-  dot = block_sum(dot, scratch);
-  if (threadIdx.x == 0) d_topk_weights[assignment] = dot;
+}
+
+bool aligned_to_16(const void* pointer) { return reinterpret_cast<uintptr_t>(pointer) % 16 == 0; }
+
+// Whether rows of `width` elements at these pointers split into pieces of `elements`, each 16-byte aligned.
+template <typename... Pointers>
+bool vector_rows(int64_t width, int elements, const Pointers*... rows) {
+  return width % elements == 0 && (aligned_to_16(rows) && ...);
 }
 
 }  // namespace
 
-cudaError_t permute_tokens(void* x_sorted, const void* x, int64_t element_bytes, const int32_t* sources,
+cudaError_t permute_tokens(void* x_sorted, const void* x, int64_t element_bytes, const int32_t* positions,
                            const PermutationShape& shape, cudaStream_t stream) {
-  int64_t rows = shape.tokens * shape.experts_per_token, row_bytes = shape.width * element_bytes;
-  if (rows == 0 || row_bytes == 0) return cudaSuccess;
-  auto aligned = [](const void* pointer) { return reinterpret_cast<uintptr_t>(pointer) % 16 == 0; };
-  if (row_bytes % 16 == 0 && aligned(x_sorted) && aligned(x)) {
-    permute_kernel<<<static_cast<unsigned int>(rows), kThreads, 0, stream>>>(
-        static_cast<uint4*>(x_sorted), static_cast<const uint4*>(x), sources, shape.experts_per_token, row_bytes / 16);
+  int64_t row_bytes = shape.width * element_bytes;
+  if (shape.tokens * shape.experts_per_token == 0 || row_bytes == 0) return cudaSuccess;
+  unsigned int blocks = blocks_for_tokens(shape.tokens);
+  if (vector_rows(row_bytes, 16, x_sorted, x)) {
+    permute_kernel<<<blocks, kThreads, 0, stream>>>(static_cast<uint4*>(x_sorted), static_cast<const uint4*>(x),
+                                                    positions, shape.tokens, shape.experts_per_token, row_bytes / 16);
   } else if (row_bytes % 2 == 0) {
-    permute_kernel<<<static_cast<unsigned int>(rows), kThreads, 0, stream>>>(
-        static_cast<uint16_t*>(x_sorted), static_cast<const uint16_t*>(x), sources, shape.experts_per_token,
-        row_bytes / 2);
+    permute_kernel<<<blocks, kThreads, 0, stream>>>(static_cast<uint16_t*>(x_sorted), static_cast<const uint16_t*>(x),
+                                                    positions, shape.tokens, shape.experts_per_token, row_bytes / 2);
   } else {
-    permute_kernel<<<static_cast<unsigned int>(rows), kThreads, 0, stream>>>(
-        static_cast<uint8_t*>(x_sorted), static_cast<const uint8_t*>(x), sources, shape.experts_per_token,
-        row_bytes);
+    permute_kernel<<<blocks, kThreads, 0, stream>>>(static_cast<uint8_t*>(x_sorted), static_cast<const uint8_t*>(x),
+                                                    positions, shape.tokens, shape.experts_per_token, row_bytes);
   }
   return cudaGetLastError();
 }
@@ -108,8 +237,12 @@ cudaError_t permute_tokens(void* x_sorted, const void* x, int64_t element_bytes,
 cudaError_t permute_tokens_backward(float* d_x, const float* d_x_sorted, const int32_t* positions,
                                     const PermutationShape& shape, cudaStream_t stream) {
   if (shape.tokens * shape.width == 0) return cudaSuccess;
-  permute_backward_kernel<<<static_cast<unsigned int>(shape.tokens), kThreads, 0, stream>>>(d_x, d_x_sorted,
-                                                                                           positions, shape);
+  unsigned int blocks = blocks_for_tokens(shape.tokens);
+  if (vector_rows(shape.width, 4, d_x, d_x_sorted)) {
+    permute_backward_kernel<4><<<blocks, kThreads, 0, stream>>>(d_x, d_x_sorted, positions, shape);
+  } else {
+    permute_backward_kernel<1><<<blocks, kThreads, 0, stream>>>(d_x, d_x_sorted, positions, shape);
+  }
   return cudaGetLastError();
 }
 
@@ -119,8 +252,13 @@ template <typename Rows>
 cudaError_t launch_unpermute_tokens(float* out, const Rows* y_sorted, const float* topk_weights,
                                     const int32_t* positions, const PermutationShape& shape, cudaStream_t stream) {
   if (shape.tokens * shape.width == 0) return cudaSuccess;
-  unpermute_kernel<<<static_cast<unsigned int>(shape.tokens), kThreads, 0, stream>>>(out, y_sorted, topk_weights,
-                                                                                    positions, shape);
+  constexpr int kVector = 16 / sizeof(Rows);  // elements of a 16-byte piece of y_sorted
+  unsigned int blocks = blocks_for_tokens(shape.tokens);
+  if (vector_rows(shape.width, kVector, out, y_sorted)) {
+    unpermute_kernel<kVector><<<blocks, kThreads, 0, stream>>>(out, y_sorted, topk_weights, positions, shape);
+  } else {
+    unpermute_kernel<1><<<blocks, kThreads, 0, stream>>>(out, y_sorted, topk_weights, positions, shape);
+  }
   return cudaGetLastError();
 }
 
@@ -142,10 +280,17 @@ cudaError_t launch_unpermute_tokens_backward(Gradient* d_y_sorted, float* d_topk
                                              const Rows* y_sorted, const float* topk_weights,
                                              const int32_t* positions, const PermutationShape& shape,
                                              cudaStream_t stream) {
-  int64_t assignments = shape.tokens * shape.experts_per_token;
-  if (assignments == 0) return cudaSuccess;
-  unpermute_backward_kernel<<<static_cast<unsigned int>(assignments), kThreads, 0, stream>>>(
-      d_y_sorted, d_topk_weights, d_out, y_sorted, topk_weights, positions, shape);
+  if (shape.tokens * shape.experts_per_token == 0) return cudaSuccess;
+  // Elements of a 16-byte piece of the narrower of d_y_sorted and y_sorted.
+  constexpr int kVector = 16 / (sizeof(Gradient) < sizeof(Rows) ? sizeof(Gradient) : sizeof(Rows));
+  unsigned int blocks = blocks_for_tokens(shape.tokens);
+  if (vector_rows(shape.width, kVector, d_y_sorted, d_out, y_sorted)) {
+    unpermute_backward_kernel<kVector><<<blocks, kThreads, 0, stream>>>(d_y_sorted, d_topk_weights, d_out, y_sorted,
+                                                                       topk_weights, positions, shape);
+  } else {
+    unpermute_backward_kernel<1><<<blocks, kThreads, 0, stream>>>(d_y_sorted, d_topk_weights, d_out, y_sorted,
+                                                                 topk_weights, positions, shape);
+  }
   return cudaGetLastError();
 }
 
