@@ -2,6 +2,7 @@
 
 #include <utility>
 
+#include "framework/device/gemm.h"
 #include "framework/device/swiglu.h"
 #include "model/in_dtype.h"
 
@@ -15,6 +16,14 @@ FeedForward::FeedForward(const ParameterStore& store, const std::string& prefix)
             "{}up_proj.weight must match gate_proj.weight [{}, {}]", prefix, ffn_size(), hidden_size());
   HAI_CHECK(down_.in_features() == ffn_size() && down_.out_features() == hidden_size(),
             "{}down_proj.weight must be [{}, {}]", prefix, hidden_size(), ffn_size());
+  if (gate_.uses_fp8()) return;
+  const Parameter& gate = store[prefix + "gate_proj.weight"];
+  const Parameter& up = store[prefix + "up_proj.weight"];
+  std::optional<Tensor> compute = rows_stacked_in_place(gate.compute, up.compute);
+  std::optional<Tensor> grad = rows_stacked_in_place(gate.grad, up.grad);
+  HAI_CHECK(compute.has_value() && grad.has_value(), "{}up_proj.weight does not follow gate_proj.weight in the "
+            "parameter store", prefix);
+  gate_up_ = StackedGateUp{*compute, *grad, &gate, &up};
 }
 
 void FeedForward::forward(Context& ctx, const Tensor& out, const Tensor& x, bool accumulate) const {
@@ -29,23 +38,35 @@ void FeedForward::forward(Context& ctx, const Tensor& out, OwnedTensor&& x, bool
 
 void FeedForward::forward(Context& ctx, const Tensor& out, Linear::PreparedInput input, int64_t rows, Device device,
                           bool accumulate) const {
-  // NOTE: in bf16 (no FP8) the GEMMs write gate and up, and SwiGLU its activation, in bf16 straight away, as the
+  OwnedTensor activation = projections_forward(ctx, input, rows, device);  // [N, F]
+  ctx.input = std::move(input.saved);
+  down_.forward(out, std::move(activation), ctx.activation, accumulate);
+}
+
+OwnedTensor FeedForward::projections_forward(Context& ctx, const Linear::PreparedInput& input, int64_t rows,
+                                             Device device) const {
+  // NOTE: in bf16 (no FP8) the GEMM writes gate and up, and SwiGLU its activation, in bf16 straight away, as the
   // routed experts do: SwiGLU's forward reads the rounded gate and up that its backward reads. With FP8 only the
   // activation is written in bf16 (down_proj quantises it from there): gate and up stay fp32 for SwiGLU's forward,
   // whose input rounding them would change.
   DType activation_dtype = down_.input_dtype();
-  DType projection_dtype = gate_.uses_fp8() ? DType::f32 : activation_dtype;
-  OwnedTensor gate(Shape{rows, ffn_size()}, projection_dtype, device);  // [N, F]
-  OwnedTensor up(Shape{rows, ffn_size()}, projection_dtype, device);    // [N, F]
+  OwnedTensor activation(Shape{rows, ffn_size()}, activation_dtype, device);  // [N, F]
+  DType saved = saved_activation_dtype(gate_.compute_dtype());
+  if (gate_up_) {
+    OwnedTensor gate_up(Shape{rows, 2 * ffn_size()}, activation_dtype, device);  // [N, 2F]
+    gemm(gate_up, input.saved, gate_up_->compute, {.transpose_b = true});
+    swiglu_forward(activation, gate_up);
+    ctx.gate_up = in_dtype(std::move(gate_up), saved);
+    return activation;
+  }
+  OwnedTensor gate(Shape{rows, ffn_size()}, DType::f32, device);  // [N, F]
+  OwnedTensor up(Shape{rows, ffn_size()}, DType::f32, device);    // [N, F]
   gate_.forward(gate, input);  // gate_proj and up_proj read the same prepared x
   up_.forward(up, input);
-  ctx.input = std::move(input.saved);
-  OwnedTensor activation(Shape{rows, ffn_size()}, activation_dtype, device);  // [N, F]
   swiglu_forward(activation, gate, up);
-  down_.forward(out, std::move(activation), ctx.activation, accumulate);
-  DType saved = saved_activation_dtype(gate_.compute_dtype());
   ctx.gate = in_dtype(std::move(gate), saved);
   ctx.up = in_dtype(std::move(up), saved);
+  return activation;
 }
 
 void FeedForward::backward_input(Context& ctx, const Tensor& d_x, const Tensor& d_out, bool accumulate) const {
@@ -54,9 +75,25 @@ void FeedForward::backward_input(Context& ctx, const Tensor& d_x, const Tensor& 
   ctx.d_out = down_.prepare_output_grad(to_compute_dtype(d_out, down_.output_grad_dtype()));
   OwnedTensor d_activation(Shape{rows, ffn_size()}, DType::f32, d_out.device());  // [N, F]
   down_.backward_input(d_activation, ctx.d_out);
+  projections_backward_input(ctx, d_x, d_activation, accumulate);
+}
+
+void FeedForward::projections_backward_input(Context& ctx, const Tensor& d_x, const Tensor& d_activation,
+                                             bool accumulate) const {
+  const int64_t rows = d_activation.size(0);
+  const Device device = d_activation.device();
   DType written = saved_activation_dtype(gate_.output_grad_dtype());  // bf16 in bf16 and fp8: no fp32 copies
-  OwnedTensor d_gate(Shape{rows, ffn_size()}, written, d_out.device());  // [N, F]
-  OwnedTensor d_up(Shape{rows, ffn_size()}, written, d_out.device());    // [N, F]
+  if (gate_up_) {
+    // One GEMM over the 2F inputs: d_x is written (or added to) once.
+    OwnedTensor d_gate_up(Shape{rows, 2 * ffn_size()}, written, device);  // [N, 2F]
+    swiglu_backward(d_gate_up, d_activation, ctx.gate_up);
+    ctx.gate_up = OwnedTensor();
+    ctx.d_gate_up = in_dtype(std::move(d_gate_up), gate_.output_grad_dtype());
+    gemm(d_x, ctx.d_gate_up, gate_up_->compute, {.beta = accumulate ? 1.0f : 0.0f});
+    return;
+  }
+  OwnedTensor d_gate(Shape{rows, ffn_size()}, written, device);  // [N, F]
+  OwnedTensor d_up(Shape{rows, ffn_size()}, written, device);    // [N, F]
   swiglu_backward(d_gate, d_up, d_activation, ctx.gate, ctx.up);
   ctx.gate = OwnedTensor();
   ctx.up = OwnedTensor();
@@ -68,8 +105,14 @@ void FeedForward::backward_input(Context& ctx, const Tensor& d_x, const Tensor& 
 
 void FeedForward::backward_weight(Context& ctx) const {
   down_.backward_weight(ctx.d_out, ctx.activation);
-  gate_.backward_weight(ctx.d_gate, ctx.input);
-  up_.backward_weight(ctx.d_up, ctx.input);
+  if (gate_up_) {
+    float beta = gate_up_->gate->take_grad_beta();
+    HAI_CHECK(gate_up_->up->take_grad_beta() == beta, "feed-forward: gate_proj's and up_proj's gradients written apart");
+    gemm(gate_up_->grad, ctx.d_gate_up, ctx.input, {.transpose_a = true, .beta = beta});
+  } else {
+    gate_.backward_weight(ctx.d_gate, ctx.input);
+    up_.backward_weight(ctx.d_up, ctx.input);
+  }
   ctx = Context{};
 }
 

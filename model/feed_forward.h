@@ -4,6 +4,7 @@
 // "model.layers.3.mlp.experts.17.". It runs on any number of token rows, so a routed expert runs it on its
 // contiguous block of permuted rows. Layer contract: docs/design/model-layers.md.
 
+#include <optional>
 #include <string>
 
 #include "framework/params/parameter_store.h"
@@ -22,14 +23,17 @@ class FeedForward {
 
   // N = the rows this call runs on, H = hidden size, F = FFN width. Saved activations are as small as the
   // precision allows: "saved dtype" is model/in_dtype.h's saved_activation_dtype (bf16 in bf16/fp8 training).
+  // Without FP8, gate_proj and up_proj run as one GEMM over their stacked weights [2F, H] (gate_up, d_gate_up); with
+  // FP8 as two (gate, up, d_gate, d_up: their transposed FP8 copies do not stack for the input gradient).
   struct Context {
     OwnedTensor input;       // [N, H] x in the compute dtype (wgrad of gate_proj and up_proj)
-    OwnedTensor gate;        // [N, F] gate_proj(x) in the saved dtype (SwiGLU backward; released by it)
-    OwnedTensor up;          // [N, F] up_proj(x) in the saved dtype (SwiGLU backward; released by it)
+    OwnedTensor gate_up;     // [N, 2F] gate_proj(x), up_proj(x) in the saved dtype (SwiGLU backward; released by it)
+    OwnedTensor gate, up;    // [N, F] each: the same with FP8
     OwnedTensor activation;  // [N, F] silu(gate) * up in the compute dtype (wgrad of down_proj)
     Linear::PreparedOutputGrad d_out;   // [N, H] prepared by backward_input for down_proj's weight gradient
-    Linear::PreparedOutputGrad d_gate;  // [N, F] the same for gate_proj
-    Linear::PreparedOutputGrad d_up;    // [N, F] the same for up_proj
+    OwnedTensor d_gate_up;              // [N, 2F] in the compute dtype, kept for the stacked weight gradient
+    Linear::PreparedOutputGrad d_gate;  // [N, F] with FP8: prepared for gate_proj's weight gradient
+    Linear::PreparedOutputGrad d_up;    // [N, F] with FP8: the same for up_proj
   };
 
   // out: [N, H] <- x: [N, H], fp32 or input_dtype(); with accumulate, out (fp32) += the block's output. An x handed
@@ -47,8 +51,22 @@ class FeedForward {
   // out <- x prepared for gate_proj and up_proj.
   void forward(Context& ctx, const Tensor& out, Linear::PreparedInput input, int64_t rows, Device device,
                bool accumulate) const;
+  // ctx.gate_up or ctx.gate and ctx.up <- the prepared x; returns SwiGLU's activation [N, F] in down_proj's input dtype.
+  OwnedTensor projections_forward(Context& ctx, const Linear::PreparedInput& input, int64_t rows, Device device) const;
+  // d_x (+)= the input gradient of gate_proj and up_proj <- d_activation: [N, F] fp32, SwiGLU's output gradient.
+  void projections_backward_input(Context& ctx, const Tensor& d_x, const Tensor& d_activation, bool accumulate) const;
+
+  // The stacked weights [2F, H] (compute copies) and their gradients, each expert's up_proj right after its gate_proj
+  // in the parameter store; without FP8 only.
+  struct StackedGateUp {
+    Tensor compute;  // [2F, H] compute dtype
+    Tensor grad;     // [2F, H] fp32
+    const Parameter* gate;
+    const Parameter* up;
+  };
 
   Linear gate_, up_, down_;
+  std::optional<StackedGateUp> gate_up_;
 };
 
 }  // namespace hai

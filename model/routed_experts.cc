@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -46,13 +47,10 @@ ExpertWeights gradients(const std::vector<const Parameter*>& parameters) {
 // gate_proj's and up_proj's E x [F, H] matrices as one E x [2F, H] (each expert's up_proj right after its gate_proj,
 // as the ParameterStore lays out the experts' weights and gradients), so that one grouped GEMM does both.
 ExpertWeights stacked(const ExpertWeights& gate, const ExpertWeights& up) {
-  const Tensor& first = gate.first;
-  const char* up_expected = static_cast<const char*>(first.raw()) + first.bytes();
-  HAI_CHECK(up.first.raw() == up_expected && up.expert_stride == gate.expert_stride && up.first.shape() == first.shape(),
+  std::optional<Tensor> both = rows_stacked_in_place(gate.first, up.first);
+  HAI_CHECK(both.has_value() && up.expert_stride == gate.expert_stride,
             "routed experts: each expert's up_proj does not follow its gate_proj in the parameter store");
-  return {.first = Tensor(first.raw(), Shape{2 * first.size(0), first.size(1)}, first.dtype(), first.device()),
-          .expert_stride = gate.expert_stride,
-          .experts = gate.experts};
+  return {.first = *both, .expert_stride = gate.expert_stride, .experts = gate.experts};
 }
 
 // The FP8 copies of `parameters` as stored (forward) or transposed (input gradient).

@@ -1,5 +1,6 @@
 #include "framework/tensor/tensor.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -65,6 +66,15 @@ Tensor Tensor::slice(int64_t begin, int64_t end) const {
   size_t row_bytes = bytes() / static_cast<size_t>(std::max<int64_t>(dims[0], 1));
   dims[0] = end - begin;
   return Tensor(static_cast<char*>(data_) + row_bytes * static_cast<size_t>(begin), Shape(dims), dtype_, device_);
+}
+
+std::optional<Tensor> rows_stacked_in_place(const Tensor& a, const Tensor& b) {
+  if (a.rank() < 1 || a.rank() != b.rank() || a.dtype() != b.dtype() || a.device() != b.device()) return std::nullopt;
+  std::vector<int64_t> dims = a.shape().to_vector(), b_dims = b.shape().to_vector();
+  if (!std::equal(dims.begin() + 1, dims.end(), b_dims.begin() + 1)) return std::nullopt;
+  if (static_cast<const char*>(a.raw()) + a.bytes() != b.raw()) return std::nullopt;
+  dims[0] += b_dims[0];
+  return Tensor(a.raw(), Shape(dims), a.dtype(), a.device());
 }
 
 std::string Tensor::str() const {

@@ -6,6 +6,7 @@
 #include <array>
 #include <cstdint>
 #include <initializer_list>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -101,6 +102,10 @@ class Tensor {
   DType dtype_ = DType::f32;
   Device device_;
 };
+
+// a and b as one tensor, b's rows after a's ([A + B, ...]), when b's memory starts where a's ends (same dtype,
+// device and trailing dims); nullopt otherwise. E.g. two adjacent weights [F, H] of the parameter store as [2F, H].
+std::optional<Tensor> rows_stacked_in_place(const Tensor& a, const Tensor& b);
 
 // Throws hai::Error naming `what` unless the tensor has this shape / dtype / device.
 void check_shape(const Tensor& tensor, const Shape& shape, const char* what);

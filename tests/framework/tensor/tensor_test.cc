@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <optional>
+
 #include "framework/tensor/tensor.h"
 
 namespace hai {
@@ -28,6 +30,19 @@ TEST(Tensor, TypedAccessReshapeAndSlice) {
   EXPECT_THROW(t.slice(2, 5), Error);
   EXPECT_EQ(t.bytes(), 48u);
   EXPECT_EQ(t.str(), "[4, 3] fp32 cpu");
+}
+
+// Two adjacent blocks of one buffer are one tensor of their rows; anything else is not.
+TEST(Tensor, RowsStackedInPlaceOnlyWhenAdjacent) {
+  OwnedTensor buffer(Shape{10, 3}, DType::f32);
+  Tensor all = buffer.tensor();
+  std::optional<Tensor> both = rows_stacked_in_place(all.slice(0, 4), all.slice(4, 10));
+  ASSERT_TRUE(both.has_value());
+  EXPECT_EQ(both->shape(), (Shape{10, 3}));
+  EXPECT_EQ(both->raw(), all.raw());
+  EXPECT_FALSE(rows_stacked_in_place(all.slice(0, 4), all.slice(5, 10)).has_value());  // a gap
+  EXPECT_FALSE(rows_stacked_in_place(all.slice(4, 10), all.slice(0, 4)).has_value());  // the wrong order
+  EXPECT_FALSE(rows_stacked_in_place(all.slice(0, 4), all.slice(4, 10).reshape(Shape{9, 2})).has_value());
 }
 
 TEST(Buffer, ViewsMustFitAndCpuIsZeroed) {
