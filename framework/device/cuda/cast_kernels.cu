@@ -66,23 +66,39 @@ __device__ void store_group(Storage* destination, const Group<Storage>& group) {
   }
 }
 
-// out and x 16-byte aligned: a thread converts 8 elements at a time from 16-byte loads into 16-byte stores (the same
-// conversion of each element as the scalar loop); the last n % 8 elements one by one.
 template <FloatFormat Out, FloatFormat In>
-__global__ void cast_groups_kernel(void* out, const void* x, int64_t n) {
+__device__ Group<typename Format<Out>::Storage> converted(const Group<typename Format<In>::Storage>& in) {
+  Group<typename Format<Out>::Storage> out;
+#pragma unroll
+  for (int i = 0; i < kGroup; ++i) out.values[i] = Format<Out>::store(Format<In>::load(in.values[i]));
+  return out;
+}
+
+// Groups a thread has in flight at once: the loads of both are issued before either is converted.
+constexpr int kGroupsInFlight = 2;
+
+// out and x 16-byte aligned: a thread converts groups g and g + stride (8 elements each, from 16-byte loads into
+// 16-byte stores; the same conversion of each element as the scalar loop), then g + 2 stride and g + 3 stride, ...;
+// the last n % 8 elements one by one.
+template <FloatFormat Out, FloatFormat In>
+__global__ void cast_groups_kernel(void* __restrict__ out, const void* __restrict__ x, int64_t n) {
   using OutStorage = typename Format<Out>::Storage;
   using InStorage = typename Format<In>::Storage;
   auto* destination = static_cast<OutStorage*>(out);
   const auto* source = static_cast<const InStorage*>(x);
-  int64_t groups = n / kGroup;
-  for (int64_t g = grid_index(); g < groups; g += grid_stride()) {
-    Group<InStorage> in = load_group(source + g * kGroup);
-    Group<OutStorage> converted;
+  int64_t groups = n / kGroup, stride = grid_stride();
+  for (int64_t g = grid_index(); g < groups; g += kGroupsInFlight * stride) {
+    Group<InStorage> in[kGroupsInFlight];
 #pragma unroll
-    for (int i = 0; i < kGroup; ++i) converted.values[i] = Format<Out>::store(Format<In>::load(in.values[i]));
-    store_group(destination + g * kGroup, converted);
+    for (int k = 0; k < kGroupsInFlight; ++k) {
+      if (g + k * stride < groups) in[k] = load_group(source + (g + k * stride) * kGroup);
+    }
+#pragma unroll
+    for (int k = 0; k < kGroupsInFlight; ++k) {
+      if (g + k * stride < groups) store_group(destination + (g + k * stride) * kGroup, converted<Out, In>(in[k]));
+    }
   }
-  for (int64_t i = groups * kGroup + grid_index(); i < n; i += grid_stride()) cast_element<Out, In>(out, x, i);
+  for (int64_t i = groups * kGroup + grid_index(); i < n; i += stride) cast_element<Out, In>(out, x, i);
 }
 
 template <FloatFormat Out, FloatFormat In>
@@ -95,7 +111,9 @@ bool aligned_16(const void* pointer) { return reinterpret_cast<uintptr_t>(pointe
 template <FloatFormat Out, FloatFormat In>
 void launch_cast(void* out, const void* x, int64_t n, cudaStream_t stream) {
   if (aligned_16(out) && aligned_16(x)) {
-    cast_groups_kernel<Out, In><<<grid_for((n + kGroup - 1) / kGroup), kThreads, 0, stream>>>(out, x, n);
+    int64_t groups = n / kGroup;
+    cast_groups_kernel<Out, In><<<grid_for((groups + kGroupsInFlight - 1) / kGroupsInFlight), kThreads, 0, stream>>>(
+        out, x, n);
   } else {
     cast_kernel<Out, In><<<grid_for(n), kThreads, 0, stream>>>(out, x, n);
   }
