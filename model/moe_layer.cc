@@ -228,14 +228,9 @@ void MoeLayer::backward_input(Context& ctx, const Tensor& d_x, const Tensor& d_o
   OwnedTensor d_topk_weights(Shape{tokens, experts_per_token_}, DType::f32, device);          // [T, K]
   combine_backward(ctx, d_expert_output, d_topk_weights, d_out);
   ctx.expert_output = OwnedTensor();
-  Shape sorted_rows{tokens * experts_per_token_, hidden};
-  OwnedTensor d_x_sorted(sorted_rows, DType::f32, device);  // [T * K, H]
-  // NOTE: under FP8 on one rank, up_proj's share of the input gradient is written apart and added by the
-  // permutation's backward: the bits of adding it into d_x_sorted, without that read-modify-write.
-  OwnedTensor d_x_sorted_up = experts_.uses_fp8() && !exchange_ ? OwnedTensor(sorted_rows, DType::f32, device)
-                                                                 : OwnedTensor();  // [T * K, H] or empty
-  experts_backward(ctx, d_x_sorted, std::move(d_expert_output), d_x_sorted_up);
-  dispatch_backward(ctx, d_x, d_x_sorted, d_x_sorted_up);
+  OwnedTensor d_x_sorted(Shape{tokens * experts_per_token_, hidden}, DType::f32, device);  // [T * K, H]
+  experts_backward(ctx, d_x_sorted, std::move(d_expert_output));
+  dispatch_backward(ctx, d_x, d_x_sorted);
   if (shared_) {
     mark_phase(profiler_, "backward_input.shared_expert");
     shared_->backward_input(*ctx.shared, d_x, d_out, /*accumulate=*/true);
@@ -249,12 +244,10 @@ void MoeLayer::combine_backward(const Context& ctx, const Tensor& d_expert_outpu
   unpermute_tokens_backward(d_expert_output, d_topk_weights, d_out, ctx.expert_output, ctx.topk_weights, *ctx.plan);
 }
 
-void MoeLayer::experts_backward(Context& ctx, const Tensor& d_x_sorted, OwnedTensor d_expert_output,
-                                const OwnedTensor& d_x_sorted_up) const {
+void MoeLayer::experts_backward(Context& ctx, const Tensor& d_x_sorted, OwnedTensor d_expert_output) const {
   // NOTE: every sorted row belongs to one expert, so the grouped GEMMs write all of d_x_sorted.
   if (!exchange_) {
-    const Tensor& up = d_x_sorted_up.tensor();
-    experts_.backward_input(ctx.experts, d_x_sorted, std::move(d_expert_output), up.raw() != nullptr ? &up : nullptr);
+    experts_.backward_input(ctx.experts, d_x_sorted, std::move(d_expert_output));
     return;
   }
   Shape local_rows{ctx.route.received_total(), d_x_sorted.size(1)};
@@ -269,10 +262,8 @@ void MoeLayer::experts_backward(Context& ctx, const Tensor& d_x_sorted, OwnedTen
   mark_phase(profiler_, "backward_input.moe_experts");
 }
 
-void MoeLayer::dispatch_backward(const Context& ctx, const Tensor& d_x, const Tensor& d_x_sorted,
-                                 const OwnedTensor& d_x_sorted_up) const {
-  if (d_x_sorted_up.tensor().raw() == nullptr) return permute_tokens_backward(d_x, d_x_sorted, *ctx.plan);
-  permute_tokens_backward(d_x, d_x_sorted, d_x_sorted_up, *ctx.plan);
+void MoeLayer::dispatch_backward(const Context& ctx, const Tensor& d_x, const Tensor& d_x_sorted) const {
+  permute_tokens_backward(d_x, d_x_sorted, *ctx.plan);
 }
 
 void MoeLayer::route_backward(Context& ctx, const Tensor& d_x, const Tensor& d_topk_weights,

@@ -115,12 +115,8 @@ class MoeLayer {
 
   void combine_backward(const Context& ctx, const Tensor& d_expert_output, const Tensor& d_topk_weights,
                         const Tensor& d_out) const;
-  // d_x_sorted_up: empty, or where the experts write up_proj's share of the input gradient (RoutedExperts), which
-  // dispatch_backward then adds.
-  void experts_backward(Context& ctx, const Tensor& d_x_sorted, OwnedTensor d_expert_output,
-                        const OwnedTensor& d_x_sorted_up) const;
-  void dispatch_backward(const Context& ctx, const Tensor& d_x, const Tensor& d_x_sorted,
-                         const OwnedTensor& d_x_sorted_up) const;
+  void experts_backward(Context& ctx, const Tensor& d_x_sorted, OwnedTensor d_expert_output) const;
+  void dispatch_backward(const Context& ctx, const Tensor& d_x, const Tensor& d_x_sorted) const;
   void route_backward(Context& ctx, const Tensor& d_x, const Tensor& d_topk_weights, float balance_loss_grad) const;
 
   int64_t routed_experts_;

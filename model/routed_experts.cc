@@ -165,8 +165,7 @@ void RoutedExperts::forward_fp8(Context& ctx, const Tensor& out, const Fp8Matrix
   ctx.activation_tokens = token_copy(ctx, activation);
 }
 
-void RoutedExperts::backward_input(Context& ctx, const Tensor& d_x_sorted, OwnedTensor d_out,
-                                   const Tensor* d_x_sorted_up) const {
+void RoutedExperts::backward_input(Context& ctx, const Tensor& d_x_sorted, OwnedTensor d_out) const {
   const int64_t rows = d_out.tensor().size(0);
   const Device device = d_out.tensor().device();
   ctx.d_out = in_dtype(std::move(d_out), compute_dtype());  // [R, H]
@@ -189,8 +188,8 @@ void RoutedExperts::backward_input(Context& ctx, const Tensor& d_x_sorted, Owned
   ctx.up = OwnedTensor();
   input_gradient(ctx, d_x_sorted, in_dtype(std::move(d_gate), compute_dtype()), {}, &Fp8Projections::gate_transposed,
                  &Context::d_gate_tokens, 0.0f);
-  input_gradient(ctx, d_x_sorted_up ? *d_x_sorted_up : d_x_sorted, in_dtype(std::move(d_up), compute_dtype()), {},
-                 &Fp8Projections::up_transposed, &Context::d_up_tokens, d_x_sorted_up ? 0.0f : 1.0f);
+  input_gradient(ctx, d_x_sorted, in_dtype(std::move(d_up), compute_dtype()), {}, &Fp8Projections::up_transposed,
+                 &Context::d_up_tokens, 1.0f);
   ctx.d_out = OwnedTensor();  // NOTE: the weight gradient reads the FP8 copies
 }
 

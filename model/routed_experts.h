@@ -91,11 +91,7 @@ class RoutedExperts {
                    OwnedTensor kept_input) const;
   // d_x_sorted: [R, H] fp32 (overwritten) <- d_out: [R, H] fp32 or in the compute dtype, kept for backward_weight
   // (rounded to the compute dtype unless it has it; under FP8 that rounding is what the input gradient quantises).
-  // d_x_sorted_up: under FP8, null, or [R, H] fp32 that receives up_proj's share of the input gradient (overwritten)
-  // instead of d_x_sorted (added to it there), for a caller that adds the two itself (permute_tokens_backward's
-  // addend: the same bits without the read-modify-write of d_x_sorted).
-  void backward_input(Context& ctx, const Tensor& d_x_sorted, OwnedTensor d_out,
-                      const Tensor* d_x_sorted_up = nullptr) const;
+  void backward_input(Context& ctx, const Tensor& d_x_sorted, OwnedTensor d_out) const;
   // Adds the three projections' gradients of every expert (Parameter::grad_beta: the step's first call writes
   // them, zeros for an expert that received no rows), then releases ctx.
   // x_sorted: forward's x_sorted again, exactly when forward did not keep it (else null).

@@ -80,23 +80,9 @@ void permute_tokens(const Tensor& x_sorted, const Tensor& x, const RoutingPlan& 
 void permute_tokens_backward(const Tensor& d_x, const Tensor& d_x_sorted, const RoutingPlan& plan,
                              [[maybe_unused]] Stream stream) {
   check_rows(d_x, d_x_sorted, plan);
-  if (d_x.device().is_cpu()) return cpu::permute_tokens_backward(d_x, d_x_sorted, nullptr, plan);
+  if (d_x.device().is_cpu()) return cpu::permute_tokens_backward(d_x, d_x_sorted, plan);
 #ifdef HAI_WITH_CUDA
-  return cuda::permute_tokens_backward(d_x, d_x_sorted, nullptr, plan, stream);
-#else
-  throw_no_backend("permute_tokens_backward", d_x.device());
-#endif
-}
-
-void permute_tokens_backward(const Tensor& d_x, const Tensor& d_x_sorted, const Tensor& addend,
-                             const RoutingPlan& plan, [[maybe_unused]] Stream stream) {
-  check_rows(d_x, d_x_sorted, plan);
-  check_shape(addend, d_x_sorted.shape(), "permute_tokens_backward addend");
-  check_dtype(addend, DType::f32, "permute_tokens_backward addend");
-  check_same_device(addend, d_x, "permute_tokens_backward");
-  if (d_x.device().is_cpu()) return cpu::permute_tokens_backward(d_x, d_x_sorted, &addend, plan);
-#ifdef HAI_WITH_CUDA
-  return cuda::permute_tokens_backward(d_x, d_x_sorted, &addend, plan, stream);
+  return cuda::permute_tokens_backward(d_x, d_x_sorted, plan, stream);
 #else
   throw_no_backend("permute_tokens_backward", d_x.device());
 #endif

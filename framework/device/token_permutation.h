@@ -38,10 +38,6 @@ void permute_tokens(const Tensor& x_sorted, const Tensor& x, const RoutingPlan& 
 // d_x: [T, D] <- d_x_sorted: [T * K, D]:  d_x[t] = sum_k d_x_sorted[positions[t, k]] (k ascending). Overwrites d_x.
 void permute_tokens_backward(const Tensor& d_x, const Tensor& d_x_sorted, const RoutingPlan& plan,
                              Stream stream = {});
-// The same of d_x_sorted + addend (both [T * K, D] fp32), each row's pair added before the sum over k: the bits of
-// adding addend into d_x_sorted first, without that pass (the MoE layer's two FP8 input-gradient GEMMs).
-void permute_tokens_backward(const Tensor& d_x, const Tensor& d_x_sorted, const Tensor& addend,
-                             const RoutingPlan& plan, Stream stream = {});
 
 // out: [T, D] <- y_sorted: [T * K, D] fp32 or bf16 (widened exactly), topk_weights: [T, K]:
 //   out[t] = sum_k topk_weights[t, k] * y_sorted[positions[t, k]]   (accumulated from 0 in k order)

@@ -86,20 +86,17 @@ void permute_tokens(const Tensor& x_sorted, const Tensor& x, const RoutingPlan& 
   }
 }
 
-void permute_tokens_backward(const Tensor& d_x, const Tensor& d_x_sorted, const Tensor* addend, const RoutingPlan& plan) {
+void permute_tokens_backward(const Tensor& d_x, const Tensor& d_x_sorted, const RoutingPlan& plan) {
   const int64_t width = d_x.size(1), experts_per_token = plan.positions.size(1);
-  const float* d_sorted = d_x_sorted.data<float>();                            // [T * K, D]
-  const float* d_addend = addend != nullptr ? addend->data<float>() : nullptr;  // [T * K, D]
-  const int32_t* positions = plan.positions.data<int32_t>();                  // [T, K]
-  float* d_x_data = d_x.data<float>();                                         // [T, D]
+  const float* d_sorted = d_x_sorted.data<float>();            // [T * K, D]
+  const int32_t* positions = plan.positions.data<int32_t>();  // [T, K]
+  float* d_x_data = d_x.data<float>();                         // [T, D]
   std::fill(d_x_data, d_x_data + d_x.numel(), 0.0f);
   for (int64_t t = 0; t < d_x.size(0); ++t) {
     float* d_token = d_x_data + t * width;
     for (int64_t k = 0; k < experts_per_token; ++k) {
-      int64_t row = positions[t * experts_per_token + k] * width;
-      for (int64_t d = 0; d < width; ++d) {
-        d_token[d] += d_addend != nullptr ? d_sorted[row + d] + d_addend[row + d] : d_sorted[row + d];
-      }
+      const float* d_row = d_sorted + positions[t * experts_per_token + k] * width;
+      for (int64_t d = 0; d < width; ++d) d_token[d] += d_row[d];
     }
   }
 }

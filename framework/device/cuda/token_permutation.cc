@@ -25,11 +25,9 @@ void permute_tokens(const Tensor& x_sorted, const Tensor& x, const RoutingPlan& 
                "permute_tokens");
 }
 
-void permute_tokens_backward(const Tensor& d_x, const Tensor& d_x_sorted, const Tensor* addend, const RoutingPlan& plan,
-                             Stream stream) {
+void permute_tokens_backward(const Tensor& d_x, const Tensor& d_x_sorted, const RoutingPlan& plan, Stream stream) {
   cudaStream_t cuda_stream = prepare_launch(d_x.device(), stream);
   check_launch(kernels::permute_tokens_backward(d_x.data<float>(), d_x_sorted.data<float>(),
-                                                addend != nullptr ? addend->data<float>() : nullptr,
                                                 plan.positions.data<int32_t>(), shape_of(d_x, plan), cuda_stream),
                "permute_tokens_backward");
 }

@@ -84,14 +84,12 @@ __global__ void __launch_bounds__(kThreads, kResidentBlocks)
   }
 }
 
-// d_x[token] = the sum of its experts' rows of d_x_sorted (each plus its row of addend first, with kAddend), from 0 in
-// the order of its experts (a pass after the first resumes from the sums it reads back from d_x). Pieces of N = 4
-// elements, or 1.
-template <int N, bool kAddend>
+// d_x[token] = the sum of its experts' rows of d_x_sorted, from 0 in the order of its experts (a pass after the first
+// resumes from the sums it reads back from d_x). Pieces of N = 4 elements, or 1.
+template <int N>
 __global__ void __launch_bounds__(kThreads, kResidentBlocks)
     permute_backward_kernel(float* __restrict__ d_x, const float* __restrict__ d_x_sorted,
-                            const float* __restrict__ addend, const int32_t* __restrict__ positions,
-                            PermutationShape shape) {
+                            const int32_t* __restrict__ positions, PermutationShape shape) {
   int64_t token = warp_token();
   if (token >= shape.tokens) return;
   const int32_t* token_positions = positions + token * shape.experts_per_token;  // [K]
@@ -102,18 +100,10 @@ __global__ void __launch_bounds__(kThreads, kResidentBlocks)
     int32_t rows[kExpertsPerPass];
     load_pass(rows, token_positions + first, count);
     for (int64_t d = N * lane(); d < shape.width; d += N * kWarpSize) {
-      Piece<float, N> pieces[kExpertsPerPass], addends[kExpertsPerPass];
+      Piece<float, N> pieces[kExpertsPerPass];
 #pragma unroll
       for (int e = 0; e < kExpertsPerPass; ++e) {
         if (e < count) pieces[e] = load_piece<N>(d_x_sorted + rows[e] * shape.width + d);
-        if (kAddend && e < count) addends[e] = load_piece<N>(addend + rows[e] * shape.width + d);
-      }
-      if constexpr (kAddend) {
-#pragma unroll
-        for (int e = 0; e < kExpertsPerPass; ++e) {
-#pragma unroll
-          for (int i = 0; i < N; ++i) pieces[e].elements[i] = __fadd_rn(pieces[e].elements[i], addends[e].elements[i]);
-        }
       }
       Piece<float, N> sums = first == 0 ? Piece<float, N>{} : load_piece<N>(d_token + d);
 #pragma unroll
@@ -244,28 +234,14 @@ cudaError_t permute_tokens(void* x_sorted, const void* x, int64_t element_bytes,
   return cudaGetLastError();
 }
 
-namespace {
-
-template <bool kAddend>
-void launch_permute_backward(float* d_x, const float* d_x_sorted, const float* addend, const int32_t* positions,
-                             const PermutationShape& shape, cudaStream_t stream) {
-  unsigned int blocks = blocks_for_tokens(shape.tokens);
-  if (vector_rows(shape.width, 4, d_x, d_x_sorted, addend)) {  // a null addend counts as aligned
-    permute_backward_kernel<4, kAddend><<<blocks, kThreads, 0, stream>>>(d_x, d_x_sorted, addend, positions, shape);
-  } else {
-    permute_backward_kernel<1, kAddend><<<blocks, kThreads, 0, stream>>>(d_x, d_x_sorted, addend, positions, shape);
-  }
-}
-
-}  // namespace
-
-cudaError_t permute_tokens_backward(float* d_x, const float* d_x_sorted, const float* addend, const int32_t* positions,
+cudaError_t permute_tokens_backward(float* d_x, const float* d_x_sorted, const int32_t* positions,
                                     const PermutationShape& shape, cudaStream_t stream) {
   if (shape.tokens * shape.width == 0) return cudaSuccess;
-  if (addend != nullptr) {
-    launch_permute_backward<true>(d_x, d_x_sorted, addend, positions, shape, stream);
+  unsigned int blocks = blocks_for_tokens(shape.tokens);
+  if (vector_rows(shape.width, 4, d_x, d_x_sorted)) {
+    permute_backward_kernel<4><<<blocks, kThreads, 0, stream>>>(d_x, d_x_sorted, positions, shape);
   } else {
-    launch_permute_backward<false>(d_x, d_x_sorted, addend, positions, shape, stream);
+    permute_backward_kernel<1><<<blocks, kThreads, 0, stream>>>(d_x, d_x_sorted, positions, shape);
   }
   return cudaGetLastError();
 }

@@ -22,8 +22,8 @@ struct PermutationShape {
 cudaError_t permute_tokens(void* x_sorted, const void* x, int64_t element_bytes, const int32_t* positions,
                            const PermutationShape& shape, cudaStream_t stream);
 
-// d_x [T, D] = sum_k d_x_sorted[positions[t, k]] (+ addend[positions[t, k]], added to its row first, unless null)
-cudaError_t permute_tokens_backward(float* d_x, const float* d_x_sorted, const float* addend, const int32_t* positions,
+// d_x [T, D] = sum_k d_x_sorted[positions[t, k]]
+cudaError_t permute_tokens_backward(float* d_x, const float* d_x_sorted, const int32_t* positions,
                                     const PermutationShape& shape, cudaStream_t stream);
 
 // out [T, D] = sum_k topk_weights[t, k] * y_sorted[positions[t, k]]

@@ -117,24 +117,6 @@ TEST(TokenPermutation, PermuteBackwardMatchesFiniteDifferences) {
   testing::check_gradient(x, d_x, loss, 1e-3, 1e-3, 1e-3);
 }
 
-// With an addend the result is that of adding it into d_x_sorted first, bit for bit (the MoE layer's FP8 experts
-// write up_proj's input gradient apart).
-TEST(TokenPermutation, PermuteBackwardWithAnAddendIsTheSumAddedFirst) {
-  PermutationCase example;
-  OwnedTensor d_x_sorted = testing::random_tensor(example.sorted(), 45);
-  OwnedTensor addend = testing::random_tensor(example.sorted(), 46);
-  OwnedTensor added(example.sorted(), DType::f32);
-  for (int64_t i = 0; i < added.tensor().numel(); ++i) {
-    added.data<float>()[i] = d_x_sorted.data<float>()[i] + addend.data<float>()[i];
-  }
-  OwnedTensor d_x(example.tokens(), DType::f32), expected(example.tokens(), DType::f32);
-  permute_tokens_backward(d_x, d_x_sorted, addend, example.plan);
-  permute_tokens_backward(expected, added, example.plan);
-  EXPECT_TRUE(testing::same_bytes(d_x, expected));
-  OwnedTensor wrong_rows(example.tokens(), DType::f32);
-  EXPECT_THROW(permute_tokens_backward(d_x, d_x_sorted, wrong_rows, example.plan), Error);
-}
-
 TEST(TokenPermutation, UnpermuteBackwardMatchesFiniteDifferences) {
   PermutationCase example;
   OwnedTensor y_sorted = testing::random_tensor(example.sorted(), 45);
