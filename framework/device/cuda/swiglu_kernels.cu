@@ -29,13 +29,29 @@ __global__ void swiglu_forward_kernel(Output* out, const Input* gate, const Inpu
   }
 }
 
+// Four consecutive elements of an fp32 or bf16 array (16- or 8-byte aligned), widened to fp32 or stored rounded.
+__device__ inline float4 load4(const float* x) { return *reinterpret_cast<const float4*>(x); }
+__device__ inline float4 load4(const __nv_bfloat16* x) {
+  uint2 bits = *reinterpret_cast<const uint2*>(x);
+  float2 low = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&bits.x));
+  float2 high = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&bits.y));
+  return {low.x, low.y, high.x, high.y};
+}
+__device__ inline void store4(float* out, float4 value) { *reinterpret_cast<float4*>(out) = value; }
+__device__ inline void store4(__nv_bfloat16* out, float4 value) {
+  __nv_bfloat162 low = __floats2bfloat162_rn(value.x, value.y), high = __floats2bfloat162_rn(value.z, value.w);
+  *reinterpret_cast<uint2*>(out) = uint2{*reinterpret_cast<uint32_t*>(&low), *reinterpret_cast<uint32_t*>(&high)};
+}
+
 // A warp per 1x128 tile of [rows, cols] (a grid-stride loop over the tiles): lane l computes columns 4l .. 4l + 3 of
 // the tile as swiglu_forward_kernel does (zero past cols), writes them rounded to bf16, and the warp quantises the
-// fp32 values as quantize_1x128_kernel does (fp8_quantize_kernels.cu): the same amax, scale and e4m3 bytes.
+// fp32 values as quantize_1x128_kernel does (fp8_quantize_kernels.cu): the same amax, scale and e4m3 bytes. With
+// vectors (cols a multiple of 4, the arrays 8-byte aligned), a lane's four values of a whole tile move in 8-byte
+// loads and stores and one 4-byte store of e4m3; elsewhere element by element.
 __global__ void __launch_bounds__(kThreads)
     swiglu_forward_fp8_kernel(__nv_bfloat16* __restrict__ out, uint8_t* __restrict__ q, float* __restrict__ scales,
                               const __nv_bfloat16* __restrict__ gate, const __nv_bfloat16* __restrict__ up,
-                              int64_t rows, int64_t cols, bool pow2_scales) {
+                              int64_t rows, int64_t cols, bool pow2_scales, bool vectors) {
   constexpr int kTile = 128;
   int64_t tile_cols = (cols + kTile - 1) / kTile;
   int lane = static_cast<int>(threadIdx.x % 32);
@@ -43,20 +59,31 @@ __global__ void __launch_bounds__(kThreads)
     int64_t row = tile / tile_cols, tile_col = tile % tile_cols;
     int64_t width = min(cols - tile_col * kTile, int64_t{kTile});
     int64_t first = row * cols + tile_col * kTile + 4 * lane;  // this lane's first element
+    bool vector = vectors && width == kTile;
     float values[4];
-    float amax = 0.0f;
+    if (vector) {
+      float4 g = load4(gate + first), u = load4(up + first);
+      values[0] = swiglu(g.x, u.x), values[1] = swiglu(g.y, u.y), values[2] = swiglu(g.z, u.z);
+      values[3] = swiglu(g.w, u.w);
+      store4(out + first, float4{values[0], values[1], values[2], values[3]});
+    } else {
 #pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      values[i] = 0.0f;
-      if (4 * lane + i < width) {
-        values[i] = swiglu(widened(gate[first + i]), widened(up[first + i]));
-        store(out + first + i, values[i]);
+      for (int i = 0; i < 4; ++i) {
+        values[i] = 0.0f;
+        if (4 * lane + i < width) {
+          values[i] = swiglu(widened(gate[first + i]), widened(up[first + i]));
+          store(out + first + i, values[i]);
+        }
       }
-      amax = fmaxf(amax, fabsf(values[i]));
     }
+    float amax = fmaxf(fmaxf(fabsf(values[0]), fabsf(values[1])), fmaxf(fabsf(values[2]), fabsf(values[3])));
     float scale = fp8::scale_from_amax(fp8::warp_max(amax), pow2_scales);
     if (lane == 0) scales[row * tile_cols + tile_col] = scale;
     uint32_t bytes = fp8::quantize_quad(values[0], values[1], values[2], values[3], fp8::ScaleDivisor(scale));
+    if (vector) {
+      *reinterpret_cast<uint32_t*>(q + first) = bytes;
+      continue;
+    }
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
       if (4 * lane + i < width) q[first + i] = static_cast<uint8_t>(bytes >> (8 * i));
@@ -103,20 +130,6 @@ __global__ void swiglu_backward_kernel(Gradient* d_gate, Gradient* d_up, const f
       store(row.d_up + c, gradients.d_up);
     }
   }
-}
-
-// Four consecutive elements of an fp32 or bf16 array (16- or 8-byte aligned), widened to fp32 or stored rounded.
-__device__ inline float4 load4(const float* x) { return *reinterpret_cast<const float4*>(x); }
-__device__ inline float4 load4(const __nv_bfloat16* x) {
-  uint2 bits = *reinterpret_cast<const uint2*>(x);
-  float2 low = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&bits.x));
-  float2 high = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&bits.y));
-  return {low.x, low.y, high.x, high.y};
-}
-__device__ inline void store4(float* out, float4 value) { *reinterpret_cast<float4*>(out) = value; }
-__device__ inline void store4(__nv_bfloat16* out, float4 value) {
-  __nv_bfloat162 low = __floats2bfloat162_rn(value.x, value.y), high = __floats2bfloat162_rn(value.z, value.w);
-  *reinterpret_cast<uint2*>(out) = uint2{*reinterpret_cast<uint32_t*>(&low), *reinterpret_cast<uint32_t*>(&high)};
 }
 
 // swiglu_backward_kernel four elements at a time (width and strides multiples of 4, every array aligned to 4
@@ -208,9 +221,11 @@ cudaError_t swiglu_forward_fp8(void* out, uint8_t* q, float* scales, const void*
                                int64_t cols, bool pow2_scales, cudaStream_t stream) {
   int64_t tiles = rows * ((cols + 127) / 128);
   if (tiles == 0) return cudaSuccess;
+  bool vectors = cols % 4 == 0 && aligned_to_4(out, 2) && aligned_to_4(gate, 2) && aligned_to_4(up, 2) &&
+                 aligned_to_4(q, 1);
   swiglu_forward_fp8_kernel<<<grid_for(tiles * 32), kThreads, 0, stream>>>(
       static_cast<__nv_bfloat16*>(out), q, scales, static_cast<const __nv_bfloat16*>(gate),
-      static_cast<const __nv_bfloat16*>(up), rows, cols, pow2_scales);
+      static_cast<const __nv_bfloat16*>(up), rows, cols, pow2_scales, vectors);
   return cudaGetLastError();
 }
 

@@ -53,26 +53,31 @@ TEST(CudaElementwise, FillIsExactAndAccumulateSumMatchesCpu) {
 }
 
 // The fused SwiGLU + 1x128 quantisation on the GPU gives the bits of the GPU's unfused ops (swiglu_forward into
-// fp32, quantize_1x128, a cast to bf16); the CPU's differ only through expf.
+// fp32, quantize_1x128, a cast to bf16); the CPU's differ only through expf. Widths 1031 (element by element), 1024
+// (whole tiles in vectors) and 1000 (vectors, then a partial last tile element by element).
 TEST(CudaSwiglu, Fp8ForwardIsTheUnfusedOpsBits) {
   HAI_REQUIRE_CUDA_DEVICE();
   Device gpu = Device::cuda(0);
-  Shape shape{kRows, kColumns}, scale_shape{kRows, (kColumns + 127) / 128};
-  OwnedTensor gate = testing::copy_to(testing::converted(testing::random_tensor(shape, 14, 3.0f), DType::bf16), gpu);
-  OwnedTensor up = testing::copy_to(testing::converted(testing::random_tensor(shape, 15), DType::bf16), gpu);
-  auto host_bytes = [](const Tensor& tensor) { return testing::copy_to(tensor, Device::cpu()); };
-  for (bool pow2 : {false, true}) {
-    OwnedTensor activation(shape, DType::f32, gpu), out_ref(shape, DType::bf16, gpu);
-    OwnedTensor q_ref(shape, DType::e4m3, gpu), scales_ref(scale_shape, DType::f32, gpu);
-    swiglu_forward(activation, gate, up);
-    quantize_1x128(q_ref, scales_ref, activation, pow2);
-    cast_tensor(out_ref, activation);
-    OwnedTensor out(shape, DType::bf16, gpu), q(shape, DType::e4m3, gpu), scales(scale_shape, DType::f32, gpu);
-    swiglu_forward_fp8(out, q, scales, gate, up, pow2);
-    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-    for (auto [fused, unfused] : {std::pair{&out, &out_ref}, {&q, &q_ref}, {&scales, &scales_ref}}) {
-      OwnedTensor a = host_bytes(*fused), b = host_bytes(*unfused);
-      EXPECT_EQ(std::memcmp(a.tensor().raw(), b.tensor().raw(), a.tensor().bytes()), 0) << "pow2 " << pow2;
+  for (int64_t columns : {kColumns, int64_t{1024}, int64_t{1000}}) {
+    Shape shape{kRows, columns}, scale_shape{kRows, (columns + 127) / 128};
+    OwnedTensor gate =
+        testing::copy_to(testing::converted(testing::random_tensor(shape, 14, 3.0f), DType::bf16), gpu);
+    OwnedTensor up = testing::copy_to(testing::converted(testing::random_tensor(shape, 15), DType::bf16), gpu);
+    auto host_bytes = [](const Tensor& tensor) { return testing::copy_to(tensor, Device::cpu()); };
+    for (bool pow2 : {false, true}) {
+      OwnedTensor activation(shape, DType::f32, gpu), out_ref(shape, DType::bf16, gpu);
+      OwnedTensor q_ref(shape, DType::e4m3, gpu), scales_ref(scale_shape, DType::f32, gpu);
+      swiglu_forward(activation, gate, up);
+      quantize_1x128(q_ref, scales_ref, activation, pow2);
+      cast_tensor(out_ref, activation);
+      OwnedTensor out(shape, DType::bf16, gpu), q(shape, DType::e4m3, gpu), scales(scale_shape, DType::f32, gpu);
+      swiglu_forward_fp8(out, q, scales, gate, up, pow2);
+      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+      for (auto [fused, unfused] : {std::pair{&out, &out_ref}, {&q, &q_ref}, {&scales, &scales_ref}}) {
+        OwnedTensor a = host_bytes(*fused), b = host_bytes(*unfused);
+        EXPECT_EQ(std::memcmp(a.tensor().raw(), b.tensor().raw(), a.tensor().bytes()), 0)
+            << "columns " << columns << " pow2 " << pow2;
+      }
     }
   }
 }
