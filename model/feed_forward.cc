@@ -107,7 +107,8 @@ void FeedForward::backward_weight(Context& ctx) const {
   down_.backward_weight(ctx.d_out, ctx.activation);
   if (gate_up_) {
     float beta = gate_up_->gate->take_grad_beta();
-    HAI_CHECK(gate_up_->up->take_grad_beta() == beta, "feed-forward: gate_proj's and up_proj's gradients written apart");
+    HAI_CHECK(gate_up_->up->take_grad_beta() == beta,
+              "feed-forward: gate_proj's and up_proj's gradients written apart this step");
     gemm(gate_up_->grad, ctx.d_gate_up, ctx.input, {.transpose_a = true, .beta = beta});
   } else {
     gate_.backward_weight(ctx.d_gate, ctx.input);

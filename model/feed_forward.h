@@ -51,12 +51,13 @@ class FeedForward {
   // out <- x prepared for gate_proj and up_proj.
   void forward(Context& ctx, const Tensor& out, Linear::PreparedInput input, int64_t rows, Device device,
                bool accumulate) const;
-  // ctx.gate_up or ctx.gate and ctx.up <- the prepared x; returns SwiGLU's activation [N, F] in down_proj's input dtype.
+  // ctx.gate_up (or with FP8 ctx.gate and ctx.up) <- the prepared x; returns SwiGLU's activation [N, F] in
+  // down_proj's input dtype.
   OwnedTensor projections_forward(Context& ctx, const Linear::PreparedInput& input, int64_t rows, Device device) const;
   // d_x (+)= the input gradient of gate_proj and up_proj <- d_activation: [N, F] fp32, SwiGLU's output gradient.
   void projections_backward_input(Context& ctx, const Tensor& d_x, const Tensor& d_activation, bool accumulate) const;
 
-  // The stacked weights [2F, H] (compute copies) and their gradients, each expert's up_proj right after its gate_proj
+  // The stacked weights [2F, H] (compute copies) and their gradients, up_proj's right after gate_proj's
   // in the parameter store; without FP8 only.
   struct StackedGateUp {
     Tensor compute;  // [2F, H] compute dtype

@@ -84,50 +84,17 @@ __global__ void __launch_bounds__(kThreads, kResidentBlocks)
   }
 }
 
-// d_x[token] = the sum of its experts' rows of d_x_sorted, from 0 in the order of its experts (a pass after the first
-// resumes from the sums it reads back from d_x). Pieces of N = 4 elements, or 1.
-template <int N>
-__global__ void __launch_bounds__(kThreads, kResidentBlocks)
-    permute_backward_kernel(float* __restrict__ d_x, const float* __restrict__ d_x_sorted,
-                            const int32_t* __restrict__ positions, PermutationShape shape) {
-  int64_t token = warp_token();
-  if (token >= shape.tokens) return;
-  const int32_t* token_positions = positions + token * shape.experts_per_token;  // [K]
-  float* d_token = d_x + token * shape.width;                                    // [D]
-  // NOTE: a token without experts still takes a pass, which writes its zeros.
-  for (int64_t first = 0; first == 0 || first < shape.experts_per_token; first += kExpertsPerPass) {
-    int count = pass_size(first, shape.experts_per_token);
-    int32_t rows[kExpertsPerPass];
-    load_pass(rows, token_positions + first, count);
-    for (int64_t d = N * lane(); d < shape.width; d += N * kWarpSize) {
-      Piece<float, N> pieces[kExpertsPerPass];
-#pragma unroll
-      for (int e = 0; e < kExpertsPerPass; ++e) {
-        if (e < count) pieces[e] = load_piece<N>(d_x_sorted + rows[e] * shape.width + d);
-      }
-      Piece<float, N> sums = first == 0 ? Piece<float, N>{} : load_piece<N>(d_token + d);
-#pragma unroll
-      for (int e = 0; e < kExpertsPerPass; ++e) {
-        if (e >= count) continue;
-#pragma unroll
-        for (int i = 0; i < N; ++i) sums.elements[i] = __fadd_rn(sums.elements[i], pieces[e].elements[i]);
-      }
-      store_piece(d_token + d, sums);
-    }
-  }
-}
-
-// out[token] = the weighted sum of its experts' rows, from 0 in the order of its experts (a pass after the first
-// resumes from the sums it reads back from out). Rows: float, or uint16_t holding bf16 bits (widened exactly), in
-// pieces of N = 16 bytes' worth of Rows, or 1.
-template <int N, typename Rows>
+// out[token] = the weighted sum of its experts' rows (kWeighted), or their plain sum (permute_tokens_backward: d_x from
+// d_x_sorted, topk_weights unused), from 0 in the order of its experts (a pass after the first resumes from the sums
+// it reads back from out). Rows: float, or uint16_t holding bf16 bits (widened exactly), in pieces of N = 16 bytes'
+// worth of Rows, or 1.
+template <int N, typename Rows, bool kWeighted>
 __global__ void __launch_bounds__(kThreads, kResidentBlocks)
     unpermute_kernel(float* __restrict__ out, const Rows* __restrict__ y_sorted, const float* __restrict__ topk_weights,
                      const int32_t* __restrict__ positions, PermutationShape shape) {
   int64_t token = warp_token();
   if (token >= shape.tokens) return;
   const int32_t* token_positions = positions + token * shape.experts_per_token;  // [K]
-  const float* token_weights = topk_weights + token * shape.experts_per_token;   // [K]
   float* out_token = out + token * shape.width;                                  // [D]
   // NOTE: a token without experts still takes a pass, which writes its zeros.
   for (int64_t first = 0; first == 0 || first < shape.experts_per_token; first += kExpertsPerPass) {
@@ -135,7 +102,7 @@ __global__ void __launch_bounds__(kThreads, kResidentBlocks)
     int32_t rows[kExpertsPerPass];
     float weights[kExpertsPerPass];
     load_pass(rows, token_positions + first, count);
-    load_pass(weights, token_weights + first, count);
+    if constexpr (kWeighted) load_pass(weights, topk_weights + token * shape.experts_per_token + first, count);
     for (int64_t d = N * lane(); d < shape.width; d += N * kWarpSize) {
       Piece<Rows, N> pieces[kExpertsPerPass];
 #pragma unroll
@@ -148,7 +115,8 @@ __global__ void __launch_bounds__(kThreads, kResidentBlocks)
         if (e >= count) continue;
 #pragma unroll
         for (int i = 0; i < N; ++i) {
-          sums.elements[i] = __fadd_rn(sums.elements[i], __fmul_rn(weights[e], widened(pieces[e].elements[i])));
+          float term = widened(pieces[e].elements[i]);
+          sums.elements[i] = __fadd_rn(sums.elements[i], kWeighted ? __fmul_rn(weights[e], term) : term);
         }
       }
       store_piece(out_token + d, sums);
@@ -239,9 +207,9 @@ cudaError_t permute_tokens_backward(float* d_x, const float* d_x_sorted, const i
   if (shape.tokens * shape.width == 0) return cudaSuccess;
   unsigned int blocks = blocks_for_tokens(shape.tokens);
   if (vector_rows(shape.width, 4, d_x, d_x_sorted)) {
-    permute_backward_kernel<4><<<blocks, kThreads, 0, stream>>>(d_x, d_x_sorted, positions, shape);
+    unpermute_kernel<4, float, false><<<blocks, kThreads, 0, stream>>>(d_x, d_x_sorted, nullptr, positions, shape);
   } else {
-    permute_backward_kernel<1><<<blocks, kThreads, 0, stream>>>(d_x, d_x_sorted, positions, shape);
+    unpermute_kernel<1, float, false><<<blocks, kThreads, 0, stream>>>(d_x, d_x_sorted, nullptr, positions, shape);
   }
   return cudaGetLastError();
 }
@@ -255,9 +223,10 @@ cudaError_t launch_unpermute_tokens(float* out, const Rows* y_sorted, const floa
   constexpr int kVector = 16 / sizeof(Rows);  // elements of a 16-byte piece of y_sorted
   unsigned int blocks = blocks_for_tokens(shape.tokens);
   if (vector_rows(shape.width, kVector, out, y_sorted)) {
-    unpermute_kernel<kVector><<<blocks, kThreads, 0, stream>>>(out, y_sorted, topk_weights, positions, shape);
+    unpermute_kernel<kVector, Rows, true><<<blocks, kThreads, 0, stream>>>(out, y_sorted, topk_weights, positions,
+                                                                           shape);
   } else {
-    unpermute_kernel<1><<<blocks, kThreads, 0, stream>>>(out, y_sorted, topk_weights, positions, shape);
+    unpermute_kernel<1, Rows, true><<<blocks, kThreads, 0, stream>>>(out, y_sorted, topk_weights, positions, shape);
   }
   return cudaGetLastError();
 }
