@@ -9,7 +9,8 @@
 namespace hai::cuda {
 namespace {
 
-// Below this, the other two dimensions do not fill one block tile of the kernels and cuBLASLt is as good.
+// The other two dimensions fill at least one block tile of the kernels (64 or 128): GEMMs small in two dimensions
+// are not what they are for.
 constexpr int64_t kLargeMin = 128;
 
 enum class SkinnyPattern { none, small_n, small_k, small_m };
@@ -63,10 +64,14 @@ void skinny_gemm(const Tensor& c, const Tensor& a, const Tensor& b, const GemmOp
                                          .beta = options.beta};
   switch (skinny_pattern(c, a, b, options)) {
     case SkinnyPattern::small_n:
-      return check_launch(kernels::skinny_gemm_small_n(arguments, stream), "gemm (small N)");
+      check_launch(kernels::skinny_gemm_small_n(arguments, stream), "gemm (small N)");
+      return;
     case SkinnyPattern::small_k:
-      return check_launch(kernels::skinny_gemm_small_k(arguments, stream), "gemm (small K)");
-    case SkinnyPattern::small_m: return small_m_gemm(arguments, stream);
+      check_launch(kernels::skinny_gemm_small_k(arguments, stream), "gemm (small K)");
+      return;
+    case SkinnyPattern::small_m:
+      small_m_gemm(arguments, stream);
+      return;
     case SkinnyPattern::none: break;
   }
   HAI_THROW("gemm: {} = op({}) op({}) is not a skinny fp32 GEMM", c.str(), a.str(), b.str());
