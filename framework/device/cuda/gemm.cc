@@ -5,7 +5,6 @@
 #include "framework/device/cuda/blaslt_descriptors.h"
 #include "framework/device/cuda/elementwise_kernels.h"
 #include "framework/device/cuda/launch.h"
-#include "framework/device/cuda/skinny_gemm.h"
 
 namespace hai::cuda {
 namespace {
@@ -51,7 +50,6 @@ void gemm(const Tensor& c, const Tensor& a, const Tensor& b, const GemmOptions& 
   if (c.numel() == 0) return;
   GemmProblem problem = column_major_problem(c, a, b, options);
   if (problem.k == 0) return scale_only(c, options.beta, cuda_stream);
-  if (skinny_gemm_applies(c, a, b, options)) return skinny_gemm(c, a, b, options, cuda_stream);
 
   BlasLtContext& context = blaslt_context(c.device(), stream);
   MatmulDescriptor descriptor(problem.transpose_a, problem.transpose_b);

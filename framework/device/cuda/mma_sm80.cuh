@@ -1,7 +1,7 @@
 #pragma once
 // Warp-level tensor-core instructions of sm_80+ shared by the attention and grouped GEMM kernels: asynchronous
-// 16- and 4-byte copies global -> shared (cp.async), 8x8 matrix fragment loads from shared memory (ldmatrix, plain
-// and transposed) and the bf16 product mma.sync m16n8k16 with fp32 accumulation.
+// 16-byte copies global -> shared (cp.async), 8x8 matrix fragment loads from shared memory (ldmatrix, plain and
+// transposed) and the bf16 product mma.sync m16n8k16 with fp32 accumulation.
 //
 // Fragment layouts of mma.m16n8k16 (PTX ISA), with group = lane / 4 and pair = 2 * (lane % 4):
 //   A 16x16: a[0] = A[group][pair..+1], a[1] = A[group+8][pair..+1], a[2] = A[group][pair+8..+9],
@@ -25,12 +25,6 @@ __device__ inline uint32_t shared_address(const void* pointer) {
 __device__ inline void copy_16_bytes_async(void* shared, const void* global, bool valid) {
   int source_bytes = valid ? 16 : 0;
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(shared_address(shared)), "l"(global),
-               "r"(source_bytes));
-}
-// The same for 4 bytes (source and destination 4-byte aligned).
-__device__ inline void copy_4_bytes_async(void* shared, const void* global, bool valid) {
-  int source_bytes = valid ? 4 : 0;
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(shared_address(shared)), "l"(global),
                "r"(source_bytes));
 }
 __device__ inline void commit_async_copies() { asm volatile("cp.async.commit_group;\n" ::); }
