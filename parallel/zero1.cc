@@ -5,6 +5,7 @@
 
 #include "framework/core/error.h"
 #include "framework/device/grad_norm.h"
+#include "framework/optim/adamw.h"
 #include "framework/optim/grad_clip.h"
 #include "parallel/rank_values.h"
 
@@ -159,13 +160,7 @@ double Zero1Optimizer::clip(double squared_norm, double max_norm, double loss_sc
 }
 
 void Zero1Optimizer::step(float lr, int64_t step_number) {
-  AdamWSettings settings;
-  settings.lr = lr;
-  settings.beta1 = static_cast<float>(config_.betas[0]);
-  settings.beta2 = static_cast<float>(config_.betas[1]);
-  settings.eps = static_cast<float>(config_.eps);
-  settings.weight_decay = static_cast<float>(config_.weight_decay);
-  settings.step = step_number;
+  AdamWSettings settings = adamw_settings(config_, lr, step_number);
   join_gathers();
   // NOTE: each partition's all-gather runs on its group's stream while the next partition steps (disjoint values);
   // the compute stream waits for them before the compute copies are refreshed, except for those left running.

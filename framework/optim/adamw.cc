@@ -33,13 +33,19 @@ std::vector<AdamW::Segment> AdamW::segments_of(const ParameterStore& store) {
   return segments;
 }
 
-void AdamW::step(float lr, int64_t step_number) {
+AdamWSettings adamw_settings(const OptimizerConfig& config, float lr, int64_t step_number) {
   AdamWSettings settings;
   settings.lr = lr;
-  settings.beta1 = static_cast<float>(config_.betas[0]);
-  settings.beta2 = static_cast<float>(config_.betas[1]);
-  settings.eps = static_cast<float>(config_.eps);
+  settings.beta1 = static_cast<float>(config.betas[0]);
+  settings.beta2 = static_cast<float>(config.betas[1]);
+  settings.eps = static_cast<float>(config.eps);
+  settings.weight_decay = static_cast<float>(config.weight_decay);
   settings.step = step_number;
+  return settings;
+}
+
+void AdamW::step(float lr, int64_t step_number) {
+  AdamWSettings settings = adamw_settings(config_, lr, step_number);
   store_.zero_unwritten_grads();
   for (const Segment& segment : segments_) {
     settings.weight_decay = segment.weight_decay ? static_cast<float>(config_.weight_decay) : 0.0f;

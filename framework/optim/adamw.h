@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "framework/config/config.h"
+#include "framework/device/adamw.h"
 #include "framework/params/parameter_store.h"
 #include "framework/tensor/tensor.h"
 
@@ -18,6 +19,10 @@ namespace hai {
 
 // The element type of the moment buffers for optimizer.moment_dtype.
 DType moment_dtype(MomentDType dtype);
+
+// The AdamW settings of one step (framework/device/adamw.h) from the optimizer config, with weight decay on (the
+// caller sets 0 for parameters that take none).
+AdamWSettings adamw_settings(const OptimizerConfig& config, float lr, int64_t step_number);
 
 class AdamW {
  public:
