@@ -39,36 +39,13 @@ __device__ void cast_element(void* out, const void* x, int64_t i) {
   destination[i] = Format<Out>::store(Format<In>::load(source[i]));
 }
 
-// Eight consecutive elements of one format, moved as 16-byte words (one for 2-byte formats, two for fp32).
+// A thread converts kGroup consecutive elements at a time: one 16-byte access of a 2-byte format, two of fp32.
 constexpr int kGroup = 8;
 
-template <typename Storage>
-struct alignas(16) Group {
-  static constexpr int kWords = kGroup * sizeof(Storage) / sizeof(uint4);
-  Storage values[kGroup];
-};
-
-template <typename Storage>
-__device__ Group<Storage> load_group(const Storage* source) {
-  Group<Storage> group;
-#pragma unroll
-  for (int w = 0; w < Group<Storage>::kWords; ++w) {
-    reinterpret_cast<uint4*>(group.values)[w] = reinterpret_cast<const uint4*>(source)[w];
-  }
-  return group;
-}
-
-template <typename Storage>
-__device__ void store_group(Storage* destination, const Group<Storage>& group) {
-#pragma unroll
-  for (int w = 0; w < Group<Storage>::kWords; ++w) {
-    reinterpret_cast<uint4*>(destination)[w] = reinterpret_cast<const uint4*>(group.values)[w];
-  }
-}
-
 template <FloatFormat Out, FloatFormat In>
-__device__ Group<typename Format<Out>::Storage> converted(const Group<typename Format<In>::Storage>& in) {
-  Group<typename Format<Out>::Storage> out;
+__device__ Vector<typename Format<Out>::Storage, kGroup> converted(
+    const Vector<typename Format<In>::Storage, kGroup>& in) {
+  Vector<typename Format<Out>::Storage, kGroup> out;
 #pragma unroll
   for (int i = 0; i < kGroup; ++i) out.values[i] = Format<Out>::store(Format<In>::load(in.values[i]));
   return out;
@@ -88,14 +65,14 @@ __global__ void cast_groups_kernel(void* __restrict__ out, const void* __restric
   const auto* source = static_cast<const InStorage*>(x);
   int64_t groups = n / kGroup, stride = grid_stride();
   for (int64_t g = grid_index(); g < groups; g += kGroupsInFlight * stride) {
-    Group<InStorage> in[kGroupsInFlight];
+    Vector<InStorage, kGroup> in[kGroupsInFlight];
 #pragma unroll
     for (int k = 0; k < kGroupsInFlight; ++k) {
-      if (g + k * stride < groups) in[k] = load_group(source + (g + k * stride) * kGroup);
+      if (g + k * stride < groups) in[k] = load_vector<kGroup>(source + (g + k * stride) * kGroup);
     }
 #pragma unroll
     for (int k = 0; k < kGroupsInFlight; ++k) {
-      if (g + k * stride < groups) store_group(destination + (g + k * stride) * kGroup, converted<Out, In>(in[k]));
+      if (g + k * stride < groups) store_vector(destination + (g + k * stride) * kGroup, converted<Out, In>(in[k]));
     }
   }
   for (int64_t i = groups * kGroup + grid_index(); i < n; i += stride) cast_element<Out, In>(out, x, i);

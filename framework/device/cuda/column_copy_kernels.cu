@@ -35,7 +35,7 @@ __global__ void copy_columns_kernel(Out* dst, const In* src, ColumnCopyLayout la
   Out* out_row = dst + r * layout.dst_width + layout.dst_offset;                      // [width]
   const In* in_row = src + (r / layout.group) * layout.src_width + layout.src_offset;  // [width]
   for (int64_t c = kVector * threadIdx.x; c < layout.width; c += kVector * blockDim.x) {
-    Vector<In, kVector> in = load_vector<In, kVector>(in_row + c);
+    Vector<In, kVector> in = load_vector<kVector>(in_row + c);
     Vector<Out, kVector> out;
 #pragma unroll
     for (int i = 0; i < kVector; ++i) convert(&out.values[i], in.values[i]);
@@ -70,7 +70,7 @@ __global__ void sum_columns_kernel(float* dst, const float* src, ColumnCopyLayou
   for (int64_t c = kVector * threadIdx.x; c < layout.width; c += kVector * blockDim.x) {
     Vector<float, kVector> sum{};
     for (int64_t g = 0; g < layout.group; ++g) {
-      Vector<float, kVector> in = load_vector<float, kVector>(in_rows + g * layout.src_width + c);
+      Vector<float, kVector> in = load_vector<kVector>(in_rows + g * layout.src_width + c);
 #pragma unroll
       for (int i = 0; i < kVector; ++i) sum.values[i] += in.values[i];
     }

@@ -48,7 +48,7 @@ inline bool vector_aligned(const void* pointer) {
   return reinterpret_cast<uintptr_t>(pointer) % alignof(Vector<T, N>) == 0;
 }
 
-template <typename T, int N>
+template <int N, typename T>
 __device__ inline Vector<T, N> load_vector(const T* at) {
   return *reinterpret_cast<const Vector<T, N>*>(at);
 }

@@ -52,7 +52,7 @@ __global__ void rope_to_bf16_vector_kernel(__nv_bfloat16* out, const float* x, c
   const float* in_row = x + row * layout.width;       // [W]
   __nv_bfloat16* out_row = out + row * layout.width;  // [W]
   for (int64_t column = kVector * threadIdx.x; column < layout.width; column += kVector * blockDim.x) {
-    Vector<float, kVector> in = load_vector<float, kVector>(in_row + column);
+    Vector<float, kVector> in = load_vector<kVector>(in_row + column);
     Vector<__nv_bfloat16, kVector> result;
 #pragma unroll
     for (int k = 0; k < kVector; k += 2) {

@@ -34,23 +34,6 @@ __device__ inline void load_pass(T (&values)[kExpertsPerPass], const T* token_va
   for (int e = 0; e < kExpertsPerPass; ++e) values[e] = e < count ? token_values[e] : T{};
 }
 
-// N consecutive elements of a row: fp32, or uint16_t holding bf16 bits. Vector pieces (16 bytes' worth, or 32 for
-// fp32 pieces of 8) load and store in 16-byte accesses, and need the address 16-byte aligned.
-template <typename Element, int N>
-struct alignas(sizeof(Element) * N < 16 ? sizeof(Element) * N : 16) Piece {
-  Element elements[N];
-};
-
-template <int N, typename Element>
-__device__ inline Piece<Element, N> load_piece(const Element* row_elements) {
-  return *reinterpret_cast<const Piece<Element, N>*>(row_elements);
-}
-
-template <int N, typename Element>
-__device__ inline void store_piece(Element* row_elements, const Piece<Element, N>& piece) {
-  *reinterpret_cast<Piece<Element, N>*>(row_elements) = piece;
-}
-
 __device__ inline float widened(float x) { return x; }
 __device__ inline float widened(uint16_t bf16_bits) { return __bfloat162float(__ushort_as_bfloat16(bf16_bits)); }
 
@@ -104,22 +87,22 @@ __global__ void __launch_bounds__(kThreads, kResidentBlocks)
     load_pass(rows, token_positions + first, count);
     if constexpr (kWeighted) load_pass(weights, topk_weights + token * shape.experts_per_token + first, count);
     for (int64_t d = N * lane(); d < shape.width; d += N * kWarpSize) {
-      Piece<Rows, N> pieces[kExpertsPerPass];
+      Vector<Rows, N> pieces[kExpertsPerPass];
 #pragma unroll
       for (int e = 0; e < kExpertsPerPass; ++e) {
-        if (e < count) pieces[e] = load_piece<N>(y_sorted + rows[e] * shape.width + d);
+        if (e < count) pieces[e] = load_vector<N>(y_sorted + rows[e] * shape.width + d);
       }
-      Piece<float, N> sums = first == 0 ? Piece<float, N>{} : load_piece<N>(out_token + d);
+      Vector<float, N> sums = first == 0 ? Vector<float, N>{} : load_vector<N>(out_token + d);
 #pragma unroll
       for (int e = 0; e < kExpertsPerPass; ++e) {
         if (e >= count) continue;
 #pragma unroll
         for (int i = 0; i < N; ++i) {
-          float term = widened(pieces[e].elements[i]);
-          sums.elements[i] = __fadd_rn(sums.elements[i], kWeighted ? __fmul_rn(weights[e], term) : term);
+          float term = widened(pieces[e].values[i]);
+          sums.values[i] = __fadd_rn(sums.values[i], kWeighted ? __fmul_rn(weights[e], term) : term);
         }
       }
-      store_piece(out_token + d, sums);
+      store_vector(out_token + d, sums);
     }
   }
 }
@@ -147,22 +130,22 @@ __global__ void __launch_bounds__(kThreads, kResidentBlocks - 1)
     load_pass(weights, topk_weights + first_assignment + first, count);
     float dots[kExpertsPerPass] = {};
     for (int64_t d = N * lane(); d < shape.width; d += N * kWarpSize) {
-      Piece<float, N> d_values = load_piece<N>(d_token + d);
-      Piece<Rows, N> pieces[kExpertsPerPass];
+      Vector<float, N> d_values = load_vector<N>(d_token + d);
+      Vector<Rows, N> pieces[kExpertsPerPass];
 #pragma unroll
       for (int e = 0; e < kExpertsPerPass; ++e) {
-        if (e < count) pieces[e] = load_piece<N>(y_sorted + rows[e] * shape.width + d);
+        if (e < count) pieces[e] = load_vector<N>(y_sorted + rows[e] * shape.width + d);
       }
 #pragma unroll
       for (int e = 0; e < kExpertsPerPass; ++e) {
         if (e >= count) continue;
-        Piece<Gradient, N> d_y;
+        Vector<Gradient, N> d_y;
 #pragma unroll
         for (int i = 0; i < N; ++i) {
-          round_into(d_y.elements[i], __fmul_rn(weights[e], d_values.elements[i]));
-          dots[e] = __fmaf_rn(d_values.elements[i], widened(pieces[e].elements[i]), dots[e]);
+          round_into(d_y.values[i], __fmul_rn(weights[e], d_values.values[i]));
+          dots[e] = __fmaf_rn(d_values.values[i], widened(pieces[e].values[i]), dots[e]);
         }
-        store_piece(d_y_sorted + rows[e] * shape.width + d, d_y);
+        store_vector(d_y_sorted + rows[e] * shape.width + d, d_y);
       }
     }
 #pragma unroll
