@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "apps/hai-bench/gpu_timer.h"
 #include "framework/device/attention.h"
@@ -117,6 +118,33 @@ TEST(CudaAttention, EveryPaddedWidthMatchesCpu) {
 TEST(CudaAttention, BenchShapeMatchesCpu) {
   HAI_REQUIRE_CUDA_DEVICE();
   check_both_dtypes({1, 2048, 16, 192, 128}, 400);
+}
+
+// The bf16 backward writes every gradient row from one block (no atomic additions, unlike flash attention's d_q):
+// the gradients are the same bits on every run. Several (b, h), a partial last block, the model's widths.
+TEST(CudaAttention, Bf16BackwardIsDeterministic) {
+  HAI_REQUIRE_CUDA_DEVICE();
+  AttentionSizes sizes{2, 1000, 3, 192, 128};
+  Device gpu = Device::cuda(0), cpu = Device::cpu();
+  OwnedTensor q = testing::copy_to(random_operand(sizes.qk(), 11, DType::bf16), gpu);
+  OwnedTensor k = testing::copy_to(random_operand(sizes.qk(), 12, DType::bf16), gpu);
+  OwnedTensor v = testing::copy_to(random_operand(sizes.v(), 13, DType::bf16), gpu);
+  OwnedTensor d_out = testing::copy_to(testing::random_tensor(sizes.v(), 14), gpu);
+  OwnedTensor out(sizes.v(), DType::f32, gpu), lse(sizes.lse(), DType::f32, gpu);
+  float scale = 1.0f / std::sqrt(192.0f);
+  attention_forward(out, lse, q, k, v, scale);
+  auto gradients = [&] {
+    OwnedTensor d_q(sizes.qk(), DType::f32, gpu), d_k(sizes.qk(), DType::f32, gpu), d_v(sizes.v(), DType::f32, gpu);
+    attention_backward(d_q, d_k, d_v, d_out, q, k, v, out, lse, scale);
+    std::vector<OwnedTensor> on_cpu;
+    for (const OwnedTensor* gradient : {&d_q, &d_k, &d_v}) on_cpu.push_back(testing::copy_to(*gradient, cpu));
+    return on_cpu;
+  };
+  std::vector<OwnedTensor> first = gradients();
+  for (int run = 0; run < 4; ++run) {
+    std::vector<OwnedTensor> again = gradients();
+    for (size_t i = 0; i < first.size(); ++i) EXPECT_TRUE(testing::same_bytes(first[i], again[i])) << "gradient " << i;
+  }
 }
 
 // Prints the throughput of the bf16 kernels at the benchmark model's shape (asserts nothing about speed).
