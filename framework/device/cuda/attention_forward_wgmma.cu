@@ -1,9 +1,10 @@
 // Causal attention forward on Hopper's warpgroup tensor cores (wgmma), flash-attention style as the mma.sync
 // forward (attention_forward_kernels.cu): a block owns 128 query rows of one (b, h), each of its two warpgroups 64,
-// and walks the 64-key tiles up to the diagonal (k and v in a ring of three stages, filled by TMA copies that one
+// and walks the 128-key tiles up to the diagonal (k and v in two rings of two stages, filled by TMA copies that one
 // thread issues, each stage completing on an mbarrier): S = Q K^T with both operands in shared memory, the online
 // softmax in fp32 registers, P rounded to bf16 as the register A operand of out += P V (v MN-major). Writes out
-// (fp32, or bf16 rounded once) and the log-sum-exp once.
+// (fp32, or bf16 rounded once) and the log-sum-exp once. (128-key tiles: the score products are m64n128, and an
+// iteration's fixed costs, its barriers and waits, come half as often as with 64-key ones.)
 //
 // The products overlap the softmax (FA3's intra-warpgroup pipelining): iteration j issues S_j = Q K_j^T and then
 // out += P_{j-1} V_{j-1}, turns S_j into P_j while the second product runs, and rescales out by the new maxima once
@@ -33,34 +34,33 @@ using attention_wgmma::Tile;
 
 constexpr int kBlockThreads = 256;  // two warpgroups
 constexpr int kQueries = 2 * attention_wgmma::kWarpgroupRows;  // per block
-constexpr int kKeys = attention_wgmma::kStepRows;              // per step
+constexpr int kKeys = 128;                                      // per step
 constexpr float kLog2E = 1.4426950408889634f;
 constexpr float kLn2 = 0.6931471805599453f;
 
-// Shared memory: Q of the block's queries, then a ring of kStages stages of the key tiles (k and v). Iteration j
-// reads k of stage j and v of stage j - 1 while stage j + 1 fills: three stages keep every stage read by one
-// iteration or two from being refilled before both are done.
+// Shared memory: Q of the block's queries, then k and v of the key tiles in two rings of two stages each.
+// Iteration j reads k of tile j and v of tile j - 1; it loads k of tile j + 1 (into the stage of tile j - 1's k,
+// read by iteration j - 1) and v of tile j (into the stage of tile j - 2's v), so each copy has an iteration to land.
 template <int qk_width, int v_width>
 struct ForwardLayout {
   using QTile = Tile<kQueries, qk_width>;
   using KTile = Tile<kKeys, qk_width>;
   using VTile = Tile<kKeys, v_width>;
-  static constexpr int kStages = 3;
-  static constexpr int kStageBytes = KTile::kBytes + VTile::kBytes;
-  static constexpr int kTileBytes = QTile::kBytes + kStages * kStageBytes;
-  static constexpr int kSharedBytes = kTileBytes + (kStages + 1) * static_cast<int>(sizeof(uint64_t)) + 1024;
+  static constexpr int kTileBytes = QTile::kBytes + 2 * KTile::kBytes + 2 * VTile::kBytes;
+  static constexpr int kSharedBytes = kTileBytes + 5 * static_cast<int>(sizeof(uint64_t)) + 1024;
 
   unsigned char* base;  // 1024-byte aligned
   __device__ unsigned char* q() const { return base; }
-  __device__ unsigned char* k(int tile) const { return base + QTile::kBytes + tile % kStages * kStageBytes; }
-  __device__ unsigned char* v(int tile) const { return k(tile) + KTile::kBytes; }
-  // The mbarriers on which a stage's copies (and Q's) complete.
-  __device__ uint64_t* stage_ready(int tile) const {
-    return reinterpret_cast<uint64_t*>(base + kTileBytes) + tile % kStages;
+  __device__ unsigned char* k(int tile) const { return base + QTile::kBytes + tile % 2 * KTile::kBytes; }
+  __device__ unsigned char* v(int tile) const {
+    return base + QTile::kBytes + 2 * KTile::kBytes + tile % 2 * VTile::kBytes;
   }
-  __device__ uint64_t* q_ready() const { return reinterpret_cast<uint64_t*>(base + kTileBytes) + kStages; }
+  // The mbarriers on which the copies of a tile's k, a tile's v and Q complete.
+  __device__ uint64_t* barriers() const { return reinterpret_cast<uint64_t*>(base + kTileBytes); }
+  __device__ uint64_t* k_ready(int tile) const { return barriers() + tile % 2; }
+  __device__ uint64_t* v_ready(int tile) const { return barriers() + 2 + tile % 2; }
+  __device__ uint64_t* q_ready() const { return barriers() + 4; }
 };
-
 
 // The running softmax of this thread's two rows (AccumulatorPlace rows e = 0 and e = 2).
 struct RowSoftmax {
@@ -70,13 +70,13 @@ struct RowSoftmax {
 
 // Turns one key tile's scores (-inf where masked) into probabilities relative to the updated running maxima,
 // updates the row sums and returns in `rescale` the factors exp2(old max - new max) of the output rows.
-__device__ inline void online_softmax_step(float (&scores)[32], float (&rescale)[2], RowSoftmax& softmax,
+__device__ inline void online_softmax_step(float (&scores)[kKeys / 2], float (&rescale)[2], RowSoftmax& softmax,
                                            float scale_log2) {
 #pragma unroll
   for (int half = 0; half < 2; ++half) {
     float tile_max = -INFINITY;
 #pragma unroll
-    for (int j = 0; j < 8; ++j) {
+    for (int j = 0; j < kKeys / 8; ++j) {
 #pragma unroll
       for (int i = 0; i < 2; ++i) {
         float& score = scores[4 * j + 2 * half + i];
@@ -91,7 +91,7 @@ __device__ inline void online_softmax_step(float (&scores)[32], float (&rescale)
     softmax.max[half] = new_max;
     float sum = 0.0f;
 #pragma unroll
-    for (int j = 0; j < 8; ++j) {
+    for (int j = 0; j < kKeys / 8; ++j) {
 #pragma unroll
       for (int i = 0; i < 2; ++i) {
         float& score = scores[4 * j + 2 * half + i];
@@ -120,15 +120,16 @@ __device__ inline void rescale_rows(float (&out)[v_width / 2], const float (&res
 // NOTE: each combination is one straight run from the first product to the last wait: ptxas serialises products
 // whose issue and wait lie on different sides of a branch.
 template <bool kScores, bool kValues, int qk_width, int v_width>
-__device__ inline void forward_iteration(float (&out)[v_width / 2], uint32_t (&p)[4][4], RowSoftmax& softmax,
+__device__ inline void forward_iteration(float (&out)[v_width / 2], uint32_t (&p)[kKeys / 16][4], RowSoftmax& softmax,
                                          const ForwardLayout<qk_width, v_width>& layout, int tile, bool masked,
                                          int warpgroup, int64_t first_query, float scale_log2) {
-  float scores[32];  // [64 queries, 64 keys]
+  float scores[kKeys / 2];  // [64 queries, 128 keys]
   attention_wgmma::zero(scores);
   sm90::warpgroup_fence();
   if constexpr (kScores) {
-    attention_wgmma::multiply_tiles<qk_width, kQueries>(scores, layout.q(), attention_wgmma::kWarpgroupRows * warpgroup,
-                                                        layout.k(tile));
+    attention_wgmma::multiply_tiles<qk_width, kQueries, kKeys>(scores, layout.q(),
+                                                               attention_wgmma::kWarpgroupRows * warpgroup,
+                                                               layout.k(tile));
     sm90::warpgroup_commit();
   }
   if constexpr (kValues) {
@@ -174,16 +175,22 @@ __global__ void __launch_bounds__(kBlockThreads, 1)
   const float scale_log2 = geometry.softmax_scale * kLog2E;
   const bool issues_copies = threadIdx.x == 0;
   // Called by the issuing thread only.
-  auto load_key_tile = [&](int tile) {
-    uint64_t* ready = layout.stage_ready(tile);
-    attention_wgmma::copy_head_row_pair<kKeys, qk_width, v_width>(layout.k(tile), &k_map, layout.v(tile), &v_map,
-                                                                  static_cast<int>(head), int64_t{tile} * kKeys,
-                                                                  static_cast<int>(batch_index), ready);
+  auto load_keys = [&](int tile) {
+    sm90::barrier_arrive_expect_bytes(layout.k_ready(tile), Layout::KTile::kBytes);
+    attention_wgmma::copy_head_rows<kKeys, qk_width>(layout.k(tile), &k_map, static_cast<int>(head),
+                                                     int64_t{tile} * kKeys, static_cast<int>(batch_index),
+                                                     layout.k_ready(tile));
+  };
+  auto load_values = [&](int tile) {
+    sm90::barrier_arrive_expect_bytes(layout.v_ready(tile), Layout::VTile::kBytes);
+    attention_wgmma::copy_head_rows<kKeys, v_width>(layout.v(tile), &v_map, static_cast<int>(head),
+                                                    int64_t{tile} * kKeys, static_cast<int>(batch_index),
+                                                    layout.v_ready(tile));
   };
 
-  // Prologue: the barriers, then Q and the first key tile.
+  // Prologue: the barriers, then Q and the first tile's k.
   if (issues_copies) {
-    for (int i = 0; i <= Layout::kStages; ++i) sm90::barrier_init(layout.stage_ready(0) + i, 1);
+    for (int i = 0; i < 5; ++i) sm90::barrier_init(layout.barriers() + i, 1);
     sm90::fence_barrier_init();
   }
   __syncthreads();
@@ -191,12 +198,12 @@ __global__ void __launch_bounds__(kBlockThreads, 1)
     sm90::barrier_arrive_expect_bytes(layout.q_ready(), Layout::QTile::kBytes);
     attention_wgmma::copy_head_rows<kQueries, qk_width>(layout.q(), &q_map, static_cast<int>(head), first_query,
                                                         static_cast<int>(batch_index), layout.q_ready());
-    load_key_tile(0);
+    load_keys(0);
   }
 
   float out_values[v_width / 2];  // [64 queries, v_width]
   attention_wgmma::zero(out_values);
-  uint32_t p[4][4];  // P of the last tile as bf16 A fragments, 16 keys each
+  uint32_t p[kKeys / 16][4];  // P of the last tile as bf16 A fragments, 16 keys each
   RowSoftmax softmax;
   const int64_t end_key = first_query + kQueries < sequence ? first_query + kQueries : sequence;
   const int tiles = static_cast<int>((end_key + kKeys - 1) / kKeys);
@@ -207,11 +214,13 @@ __global__ void __launch_bounds__(kBlockThreads, 1)
   // Iteration j multiplies S_j and P_{j-1} V_{j-1}; the one after the last tile finishes P V.
   for (int tile = 0; tile <= tiles; ++tile) {
     if (tile == 0) sm90::barrier_wait(layout.q_ready(), 0);
-    if (tile < tiles) sm90::barrier_wait(layout.stage_ready(tile), (tile / Layout::kStages) & 1);
-    // NOTE: past this barrier both warpgroups are done with iteration tile - 1, so stage tile + 1 (last read by
-    // tile - 2's P V) may be refilled.
+    if (tile < tiles) sm90::barrier_wait(layout.k_ready(tile), (tile / 2) & 1);
+    if (tile >= 1) sm90::barrier_wait(layout.v_ready(tile - 1), ((tile - 1) / 2) & 1);
+    // NOTE: past this barrier both warpgroups are done with iteration tile - 1, which read k of tile - 1 and v of
+    // tile - 2: their stages take k of tile + 1 and v of tile.
     __syncthreads();
-    if (issues_copies && tile + 1 < tiles) load_key_tile(tile + 1);
+    if (issues_copies && tile + 1 < tiles) load_keys(tile + 1);
+    if (issues_copies && tile < tiles) load_values(tile);
     const bool has_scores = tile < warpgroup_tiles, has_values = tile >= 1 && tile <= warpgroup_tiles;
     // NOTE: only a warpgroup's last tile holds keys after its queries (its diagonal one; keys past the sequence
     // end lie there too, or only after rows past it, which are never stored).

@@ -151,25 +151,32 @@ __device__ inline uint32_t pack_bf16(float low, float high) {
   return *reinterpret_cast<uint32_t*>(&packed);
 }
 
-// The register A fragments of an m64n64 accumulator rounded to bf16: fragment t holds columns [16 t, 16 t + 16),
-// which are accumulators 8t .. 8t + 7 (an accumulator's layout is the next product's A layout).
-__device__ inline void as_register_a(uint32_t (&fragments)[4][4], const float (&values)[32]) {
+// The register A fragments of an m64nN accumulator (N = 2 count columns) rounded to bf16: fragment t holds columns
+// [16 t, 16 t + 16), which are accumulators 8t .. 8t + 7 (an accumulator's layout is the next product's A layout).
+template <int count>
+__device__ inline void as_register_a(uint32_t (&fragments)[count / 8][4], const float (&values)[count]) {
 #pragma unroll
-  for (int t = 0; t < 4; ++t) {
+  for (int t = 0; t < count / 8; ++t) {
 #pragma unroll
     for (int r = 0; r < 4; ++r) fragments[t][r] = pack_bf16(values[8 * t + 2 * r], values[8 * t + 2 * r + 1]);
   }
 }
 
 #if defined(HAI_WGMMA_AVAILABLE)
-// scores += rows row0 .. row0 + 63 of a_tile (a_rows x width) @ b_tile (64 x width)^T, both K-major: a 64 x 64 score
-// product over `width` columns; its wgmma instructions, without their commit.
-template <int width, int a_rows>
-__device__ inline void multiply_tiles(float (&scores)[32], const unsigned char* a_tile, int row0,
+// scores += rows row0 .. row0 + 63 of a_tile (a_rows x width) @ b_tile (b_rows x width)^T, both K-major: a 64 x
+// b_rows score product (b_rows 64 or 128) over `width` columns; its wgmma instructions, without their commit.
+template <int width, int a_rows, int b_rows = kStepRows>
+__device__ inline void multiply_tiles(float (&scores)[b_rows / 2], const unsigned char* a_tile, int row0,
                                       const unsigned char* b_tile) {
 #pragma unroll
   for (int slice = 0; slice < width / 16; ++slice) {
-    sm90::mma_m64n64k16_bf16<0, 0>(scores, k_major<a_rows>(a_tile, row0, slice), k_major<kStepRows>(b_tile, 0, slice));
+    uint64_t a = k_major<a_rows>(a_tile, row0, slice), b = k_major<b_rows>(b_tile, 0, slice);
+    if constexpr (b_rows == 64) {
+      sm90::mma_m64n64k16_bf16<0, 0>(scores, a, b);
+    } else {
+      static_assert(b_rows == 128, "score products of 64 or 128 columns");
+      sm90::mma_m64n128k16_bf16<0, 0>(scores, a, b);
+    }
   }
 }
 
@@ -196,8 +203,9 @@ __device__ inline void multiply_register_a_by_tile(float (&d)[n / 2], const uint
 }
 #endif
 
-// Which elements of a 64 x 64 score tile count, by their key and query indices inside the tile: the key not after
-// the query, the query inside the sequence. (32-bit tile indices keep the masking out of the registers' way.)
+// Which elements of a 64 x 64 (or 64 queries x 128 keys) score tile count, by their key and query indices inside
+// the tile: the key not after the query, the query inside the sequence. (32-bit tile indices keep the masking out
+// of the registers' way.)
 class CausalTile {
  public:
   __device__ CausalTile(int64_t first_key, int64_t first_query, int64_t sequence)
@@ -217,14 +225,15 @@ class CausalTile {
   int queries_;          // queries of the tile inside the sequence
 };
 
-// Sets the elements of this thread's 64 x 64 score accumulators that `tile` does not count to `masked_value`; the
-// accumulator's rows are queries and its columns keys, or with kKeyRows the other way round. Run only on the
-// tiles that need it: the masks of the others are all true.
-template <bool kKeyRows>
-__device__ inline void mask_uncounted(float (&values)[32], const CausalTile& tile, float masked_value) {
+// Sets the elements of this thread's 64 x N score accumulators (N = 2 count: 64, or 128 keys) that `tile` does not
+// count to `masked_value`; the accumulator's rows are queries and its columns keys, or with kKeyRows the other way
+// round (64 x 64 only). Run only on the tiles that need it: the masks of the others are all true.
+template <bool kKeyRows, int count>
+__device__ inline void mask_uncounted(float (&values)[count], const CausalTile& tile, float masked_value) {
+  static_assert(count == 32 || (count == 64 && !kKeyRows), "64 x 64 tiles, or 64 queries x 128 keys");
   AccumulatorPlace place;
 #pragma unroll
-  for (int j = 0; j < 8; ++j) {
+  for (int j = 0; j < count / 4; ++j) {
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
       int row = place.row(e), column = place.column(j, e);
