@@ -1,10 +1,14 @@
 // Causal attention forward on Hopper's warpgroup tensor cores (wgmma), flash-attention style as the mma.sync
 // forward (attention_forward_kernels.cu): a block owns 128 query rows of one (b, h), each of its two warpgroups 64,
-// and walks the 128-key tiles up to the diagonal (k and v in two rings of two stages, filled by TMA copies that one
-// thread issues, each stage completing on an mbarrier): S = Q K^T with both operands in shared memory, the online
-// softmax in fp32 registers, P rounded to bf16 as the register A operand of out += P V (v MN-major). Writes out
-// (fp32, or bf16 rounded once) and the log-sum-exp once. (128-key tiles: the score products are m64n128, and an
-// iteration's fixed costs, its barriers and waits, come half as often as with 64-key ones.)
+// and walks the 128-key tiles up to the diagonal: S = Q K^T with both operands in shared memory, the online softmax
+// in fp32 registers, P rounded to bf16 as the register A operand of out += P V (v MN-major). Writes out (fp32, or
+// bf16 rounded once) and the log-sum-exp once. A third warpgroup loads (one thread): k and v in two rings of two stages, filled by TMA
+// copies, each stage completing on a "ready" mbarrier and given back on an "empty" one when both warpgroups' products
+// have read it. (128-key tiles: the score products are m64n128, an iteration's fixed costs come half as often.)
+//
+// The warpgroups take turns to issue their products (FA3's ping-pong, two named barriers): while one turns its
+// scores into probabilities (exp2 and the row bookkeeping, which leave the tensor cores idle), the other's products
+// run.
 //
 // The products overlap the softmax (FA3's intra-warpgroup pipelining): iteration j issues S_j = Q K_j^T and then
 // out += P_{j-1} V_{j-1}, turns S_j into P_j while the second product runs, and rescales out by the new maxima once
@@ -32,7 +36,13 @@ using attention_wgmma::bf16;
 using attention_wgmma::CausalTile;
 using attention_wgmma::Tile;
 
-constexpr int kBlockThreads = 256;  // two warpgroups
+constexpr int kConsumerThreads = 256;                  // two warpgroups
+constexpr int kBlockThreads = kConsumerThreads + 128;  // and the loading one
+// setmaxnreg's split of the register file: the loading warpgroup gives its registers to the other two.
+constexpr int kLoaderRegisters = 40, kConsumerRegisters = 232;
+static_assert(2 * 128 * kConsumerRegisters + 128 * kLoaderRegisters <= 65536);
+// Named barriers (0 is __syncthreads'): warpgroup g issues its products once barrier kTurnBarrier + g completes.
+constexpr int kTurnBarrier = 1;
 constexpr int kQueries = 2 * attention_wgmma::kWarpgroupRows;  // per block
 constexpr int kKeys = 128;                                      // per step
 constexpr float kLog2E = 1.4426950408889634f;
@@ -47,7 +57,8 @@ struct ForwardLayout {
   using KTile = Tile<kKeys, qk_width>;
   using VTile = Tile<kKeys, v_width>;
   static constexpr int kTileBytes = QTile::kBytes + 2 * KTile::kBytes + 2 * VTile::kBytes;
-  static constexpr int kSharedBytes = kTileBytes + 5 * static_cast<int>(sizeof(uint64_t)) + 1024;
+  static constexpr int kBarriers = 9;
+  static constexpr int kSharedBytes = kTileBytes + kBarriers * static_cast<int>(sizeof(uint64_t)) + 1024;
 
   unsigned char* base;  // 1024-byte aligned
   __device__ unsigned char* q() const { return base; }
@@ -55,11 +66,14 @@ struct ForwardLayout {
   __device__ unsigned char* v(int tile) const {
     return base + QTile::kBytes + 2 * KTile::kBytes + tile % 2 * VTile::kBytes;
   }
-  // The mbarriers on which the copies of a tile's k, a tile's v and Q complete.
+  // The mbarriers on which the copies of a tile's k, a tile's v and Q complete, and on which both warpgroups give a
+  // tile's k and v back.
   __device__ uint64_t* barriers() const { return reinterpret_cast<uint64_t*>(base + kTileBytes); }
   __device__ uint64_t* k_ready(int tile) const { return barriers() + tile % 2; }
   __device__ uint64_t* v_ready(int tile) const { return barriers() + 2 + tile % 2; }
-  __device__ uint64_t* q_ready() const { return barriers() + 4; }
+  __device__ uint64_t* k_empty(int tile) const { return barriers() + 4 + tile % 2; }
+  __device__ uint64_t* v_empty(int tile) const { return barriers() + 6 + tile % 2; }
+  __device__ uint64_t* q_ready() const { return barriers() + 8; }
 };
 
 // The running softmax of this thread's two rows (AccumulatorPlace rows e = 0 and e = 2).
@@ -116,7 +130,8 @@ __device__ inline void rescale_rows(float (&out)[v_width / 2], const float (&res
 // One iteration of a warpgroup's pipeline over the key tiles, for its 64 queries from first_query: issues
 // S_j = Q K_j^T (kScores: the warpgroup has tile j) and out += P_{j-1} V_{j-1} (kValues: it had tile j - 1), then
 // makes P_j of S_j while the second product runs and rescales out when it is done. p holds P_{j-1} on entry, P_j
-// on return. masked: tile j may hold keys after some query.
+// on return. masked: tile j may hold keys after some query. The products are issued in the warpgroup's turn, and
+// each warp gives k of tile j and v of tile j - 1 back once it has waited for the products that read them.
 // NOTE: each combination is one straight run from the first product to the last wait: ptxas serialises products
 // whose issue and wait lie on different sides of a branch.
 template <bool kScores, bool kValues, int qk_width, int v_width>
@@ -125,6 +140,8 @@ __device__ inline void forward_iteration(float (&out)[v_width / 2], uint32_t (&p
                                          int warpgroup, int64_t first_query, float scale_log2) {
   float scores[kKeys / 2];  // [64 queries, 128 keys]
   attention_wgmma::zero(scores);
+  const bool warp_leader = threadIdx.x % 32 == 0;
+  sm90::sync_named(kTurnBarrier + warpgroup, kConsumerThreads);
   sm90::warpgroup_fence();
   if constexpr (kScores) {
     attention_wgmma::multiply_tiles<qk_width, kQueries, kKeys>(scores, layout.q(),
@@ -136,9 +153,11 @@ __device__ inline void forward_iteration(float (&out)[v_width / 2], uint32_t (&p
     attention_wgmma::multiply_register_a_by_tile<v_width, kKeys>(out, p, layout.v(tile - 1));
     sm90::warpgroup_commit();
   }
+  sm90::arrive_named(kTurnBarrier + 1 - warpgroup, kConsumerThreads);  // the other warpgroup's turn
   if constexpr (kScores) {
     sm90::warpgroup_wait<kValues ? 1 : 0>();
     attention_wgmma::fence_registers(scores);
+    if (warp_leader) sm90::barrier_arrive(layout.k_empty(tile));
     // NOTE: rows past the sequence end (zero q) count like the others, so that their softmax stays finite; they
     // are never stored.
     if (masked) {
@@ -149,11 +168,13 @@ __device__ inline void forward_iteration(float (&out)[v_width / 2], uint32_t (&p
     sm90::warpgroup_wait<0>();
     attention_wgmma::fence_registers(out);
     attention_wgmma::fence_registers(p);  // P_{j-1} was read by the tensor cores until the wait
+    if (kValues && warp_leader) sm90::barrier_arrive(layout.v_empty(tile - 1));
     rescale_rows<v_width>(out, rescale);
     attention_wgmma::as_register_a(p, scores);
   } else {
     sm90::warpgroup_wait<0>();
     attention_wgmma::fence_registers(out);
+    if (warp_leader) sm90::barrier_arrive(layout.v_empty(tile - 1));
   }
 }
 #endif
@@ -173,69 +194,75 @@ __global__ void __launch_bounds__(kBlockThreads, 1)
   const int64_t first_query = int64_t{gridDim.x - 1 - blockIdx.x} * kQueries;  // diagonal-heavy blocks first
   const int64_t warpgroup_first_query = first_query + attention_wgmma::kWarpgroupRows * warpgroup;
   const float scale_log2 = geometry.softmax_scale * kLog2E;
-  const bool issues_copies = threadIdx.x == 0;
-  // Called by the issuing thread only.
-  auto load_keys = [&](int tile) {
-    sm90::barrier_arrive_expect_bytes(layout.k_ready(tile), Layout::KTile::kBytes);
-    attention_wgmma::copy_head_rows<kKeys, qk_width>(layout.k(tile), &k_map, static_cast<int>(head),
-                                                     int64_t{tile} * kKeys, static_cast<int>(batch_index),
-                                                     layout.k_ready(tile));
-  };
-  auto load_values = [&](int tile) {
-    sm90::barrier_arrive_expect_bytes(layout.v_ready(tile), Layout::VTile::kBytes);
-    attention_wgmma::copy_head_rows<kKeys, v_width>(layout.v(tile), &v_map, static_cast<int>(head),
-                                                    int64_t{tile} * kKeys, static_cast<int>(batch_index),
-                                                    layout.v_ready(tile));
-  };
+  const int64_t end_key = first_query + kQueries < sequence ? first_query + kQueries : sequence;
+  // NOTE: both warpgroups walk all the tiles up to the block's diagonal one (the only one with keys after some of
+  // their queries, or past the sequence end): the turns need the same iterations on both sides.
+  const int tiles = static_cast<int>((end_key + kKeys - 1) / kKeys);
 
-  // Prologue: the barriers, then Q and the first tile's k.
-  if (issues_copies) {
-    for (int i = 0; i < 5; ++i) sm90::barrier_init(layout.barriers() + i, 1);
+  // The barriers: one arrival completes a ready barrier (with its copies' bytes); each of the 8 consumer warps gives
+  // a stage back.
+  if (threadIdx.x == 0) {
+    for (int i = 0; i < 4; ++i) sm90::barrier_init(layout.barriers() + i, 1);
+    for (int i = 4; i < 8; ++i) sm90::barrier_init(layout.barriers() + i, kConsumerThreads / 32);
+    sm90::barrier_init(layout.q_ready(), 1);
     sm90::fence_barrier_init();
   }
   __syncthreads();
-  if (issues_copies) {
-    sm90::barrier_arrive_expect_bytes(layout.q_ready(), Layout::QTile::kBytes);
-    attention_wgmma::copy_head_rows<kQueries, qk_width>(layout.q(), &q_map, static_cast<int>(head), first_query,
-                                                        static_cast<int>(batch_index), layout.q_ready());
-    load_keys(0);
+
+  if (threadIdx.x >= kConsumerThreads) {
+    // The loading warpgroup: Q, then k of tile j + 1 and v of tile j once the stages they take are given back.
+    sm90::lower_registers<kLoaderRegisters>();
+    if (threadIdx.x == kConsumerThreads) {
+      auto load = [&](uint64_t* ready, unsigned char* tile_start, const CUtensorMap* map, auto rows, auto width,
+                      int64_t first_row) {
+        constexpr int kRows = decltype(rows)::value, kWidth = decltype(width)::value;
+        sm90::barrier_arrive_expect_bytes(ready, Tile<kRows, kWidth>::kBytes);
+        attention_wgmma::copy_head_rows<kRows, kWidth>(tile_start, map, static_cast<int>(head), first_row,
+                                                       static_cast<int>(batch_index), ready);
+      };
+      using Queries = std::integral_constant<int, kQueries>;
+      using Keys = std::integral_constant<int, kKeys>;
+      using QkWidth = std::integral_constant<int, qk_width>;
+      using VWidth = std::integral_constant<int, v_width>;
+      load(layout.q_ready(), layout.q(), &q_map, Queries{}, QkWidth{}, first_query);
+      load(layout.k_ready(0), layout.k(0), &k_map, Keys{}, QkWidth{}, 0);
+      for (int tile = 0; tile < tiles; ++tile) {
+        if (tile + 1 < tiles) {
+          if (tile >= 1) sm90::barrier_wait(layout.k_empty(tile - 1), ((tile - 1) / 2) & 1);
+          load(layout.k_ready(tile + 1), layout.k(tile + 1), &k_map, Keys{}, QkWidth{}, int64_t{tile + 1} * kKeys);
+        }
+        if (tile >= 2) sm90::barrier_wait(layout.v_empty(tile - 2), ((tile - 2) / 2) & 1);
+        load(layout.v_ready(tile), layout.v(tile), &v_map, Keys{}, VWidth{}, int64_t{tile} * kKeys);
+      }
+    }
+    return;
   }
+  sm90::raise_registers<kConsumerRegisters>();
 
   float out_values[v_width / 2];  // [64 queries, v_width]
   attention_wgmma::zero(out_values);
   uint32_t p[kKeys / 16][4];  // P of the last tile as bf16 A fragments, 16 keys each
   RowSoftmax softmax;
-  const int64_t end_key = first_query + kQueries < sequence ? first_query + kQueries : sequence;
-  const int tiles = static_cast<int>((end_key + kKeys - 1) / kKeys);
-  // A warpgroup whose queries all come before a tile's keys has nothing to add: it has the tiles up to its own
-  // diagonal one.
-  const int64_t warpgroup_diagonal = warpgroup_first_query / kKeys + 1;
-  const int warpgroup_tiles = static_cast<int>(warpgroup_diagonal < tiles ? warpgroup_diagonal : tiles);
+  // Warpgroup 0 takes the first turn.
+  if (warpgroup == 1) sm90::arrive_named(kTurnBarrier, kConsumerThreads);
   // Iteration j multiplies S_j and P_{j-1} V_{j-1}; the one after the last tile finishes P V.
   for (int tile = 0; tile <= tiles; ++tile) {
     if (tile == 0) sm90::barrier_wait(layout.q_ready(), 0);
     if (tile < tiles) sm90::barrier_wait(layout.k_ready(tile), (tile / 2) & 1);
     if (tile >= 1) sm90::barrier_wait(layout.v_ready(tile - 1), ((tile - 1) / 2) & 1);
-    // NOTE: past this barrier both warpgroups are done with iteration tile - 1, which read k of tile - 1 and v of
-    // tile - 2: their stages take k of tile + 1 and v of tile.
-    __syncthreads();
-    if (issues_copies && tile + 1 < tiles) load_keys(tile + 1);
-    if (issues_copies && tile < tiles) load_values(tile);
-    const bool has_scores = tile < warpgroup_tiles, has_values = tile >= 1 && tile <= warpgroup_tiles;
-    // NOTE: only a warpgroup's last tile holds keys after its queries (its diagonal one; keys past the sequence
-    // end lie there too, or only after rows past it, which are never stored).
-    const bool masked = tile + 1 == warpgroup_tiles;
-    if (has_scores && has_values) {
+    const bool masked = tile + 1 == tiles;
+    if (tile >= 1 && tile < tiles) {
       forward_iteration<true, true>(out_values, p, softmax, layout, tile, masked, warpgroup, warpgroup_first_query,
                                     scale_log2);
-    } else if (has_scores) {
+    } else if (tile < tiles) {
       forward_iteration<true, false>(out_values, p, softmax, layout, tile, masked, warpgroup, warpgroup_first_query,
                                      scale_log2);
-    } else if (has_values) {
+    } else {
       forward_iteration<false, true>(out_values, p, softmax, layout, tile, masked, warpgroup, warpgroup_first_query,
                                      scale_log2);
     }
   }
+  if (warpgroup == 0) sm90::sync_named(kTurnBarrier, kConsumerThreads);  // warpgroup 1's last hand-over
 
   attention_wgmma::fence_registers(out_values);
   float row_sum[2] = {quad_sum(softmax.sum[0]), quad_sum(softmax.sum[1])};

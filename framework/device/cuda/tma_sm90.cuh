@@ -139,6 +139,11 @@ __device__ inline void sync_named(int id, int threads) {
   asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
 }
 
+// Arrives at named barrier `id` without waiting: the `threads` of a sync_named(id, threads) elsewhere count it.
+__device__ inline void arrive_named(int id, int threads) {
+  asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}
+
 // The registers per thread of the calling warpgroup (every warp of it calls), a multiple of 8 in [24, 256). Takes
 // effect only in a kernel whose register count is capped at entry (__launch_bounds__ with a minimum of blocks).
 template <int kRegisters>
