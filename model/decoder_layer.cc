@@ -57,12 +57,13 @@ void DecoderLayer::forward(Context& ctx, const Tensor& out, OwnedTensor&& input,
   OwnedTensor mlp_input(x.shape(), moe_ ? DType::f32 : dense_->input_dtype(), x.device());
   // h = attention output + x, in place in ctx.residual, and its norm in one pass
   add_rmsnorm_forward(ctx.residual, mlp_input, ctx.mlp_rstd, ctx.residual, x, post_attention_norm_.value, norm_eps_);
+  // out = h + mlp(...): the MoE's combine starts from h (no pass of its own over [T, H]); the dense MLP adds it after.
   if (moe_) {
-    moe_->forward(ctx.moe, out, std::move(mlp_input), seq_len);
+    moe_->forward(ctx.moe, out, std::move(mlp_input), seq_len, ctx.residual);
   } else {
     dense_->forward(ctx.dense, out, std::move(mlp_input));
+    add_scaled(out, ctx.residual);
   }
-  add_scaled(out, ctx.residual);
 }
 
 void DecoderLayer::backward_input(Context& ctx, const Tensor& d_x, const Tensor& d_out,

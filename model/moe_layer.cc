@@ -51,11 +51,13 @@ MoeLayer::MoeLayer(const ModelConfig& config, const ParameterStore& store, int64
   if (config.moe.shared_experts > 0) shared_.emplace(store, layer_prefix(layer) + "mlp.shared_experts.");
 }
 
-void MoeLayer::forward(Context& ctx, const Tensor& out, const Tensor& x, int64_t seq_len) const {
-  forward(ctx, out, to_compute_dtype(x, DType::f32), seq_len);
+void MoeLayer::forward(Context& ctx, const Tensor& out, const Tensor& x, int64_t seq_len,
+                       const Tensor& residual) const {
+  forward(ctx, out, to_compute_dtype(x, DType::f32), seq_len, residual);
 }
 
-void MoeLayer::forward(Context& ctx, const Tensor& out, OwnedTensor&& x, int64_t seq_len) const {
+void MoeLayer::forward(Context& ctx, const Tensor& out, OwnedTensor&& x, int64_t seq_len,
+                       const Tensor& residual) const {
   ctx.input = std::move(x);  // [T, H] fp32
   const Tensor& input = ctx.input.tensor();
   route(ctx, input, seq_len);
@@ -73,7 +75,7 @@ void MoeLayer::forward(Context& ctx, const Tensor& out, OwnedTensor&& x, int64_t
   // NOTE: rounded before the combine reads them (after the exchange, which moves fp32 rows), as the experts write
   // them without one: the same bits with and without expert parallelism.
   ctx.expert_output = in_dtype(std::move(ctx.expert_output), saved_activation_dtype(experts_.compute_dtype()));
-  combine(ctx, out);
+  combine(ctx, out, residual);
   if (shared_) {
     // out += the shared expert's output, added by its down projection's GEMM (the same fp32 sum as an add).
     mark_phase(profiler_, "forward.shared_expert");
@@ -215,8 +217,8 @@ void MoeLayer::split_by_source(Context& ctx, Device device) const {
   ctx.experts.padded_expert_offsets = ctx.padded_local_offsets;
 }
 
-void MoeLayer::combine(const Context& ctx, const Tensor& out) const {
-  unpermute_tokens(out, ctx.expert_output, ctx.topk_weights, *ctx.plan);
+void MoeLayer::combine(const Context& ctx, const Tensor& out, const Tensor& residual) const {
+  unpermute_tokens(out, ctx.expert_output, ctx.topk_weights, *ctx.plan, residual);  // [T, H]
 }
 
 void MoeLayer::backward_input(Context& ctx, const Tensor& d_x, const Tensor& d_out, float balance_loss_grad) const {

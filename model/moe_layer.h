@@ -1,6 +1,6 @@
 #pragma once
 // The DeepSeek-V3 MoE feed-forward of layer `layer` (reference/deepseek-v3.md "MoE routing, exactly"):
-//   out = shared_experts(x) + sum_k w[t, k] * expert_{idx[t, k]}(x)
+//   out = shared_experts(x) + sum_k w[t, k] * expert_{idx[t, k]}(x)   (+ residual: the decoder layer's h, optional)
 // in four stages: routing (fp32 gate GEMM on the master weight, sigmoid scores, group-limited top-k steered by
 // mlp.gate.e_score_correction_bias, the sequence-wise balance loss) -> dispatch (permute the tokens into
 // per-expert blocks) -> expert compute (RoutedExperts: grouped GEMMs over the blocks, whose bounds stay on the
@@ -68,9 +68,12 @@ class MoeLayer {
   };
 
   // out: [T, H] <- x: [T, H] fp32, T a multiple of seq_len (the balance loss is per sequence of seq_len tokens).
-  // x handed over is kept for the gate's weight gradient; the other form keeps a copy.
-  void forward(Context& ctx, const Tensor& out, OwnedTensor&& x, int64_t seq_len) const;
-  void forward(Context& ctx, const Tensor& out, const Tensor& x, int64_t seq_len) const;
+  // x handed over is kept for the gate's weight gradient; the other form keeps a copy. residual: [T, H] fp32 apart
+  // from out, or not defined: out = residual + the layer's output, summed in fp32 from the residual, then the routed
+  // experts' weighted rows in k order (the combine, unpermute_tokens), then the shared expert's output (its down
+  // projection's GEMM accumulates into out). Its gradient is d_out itself, so backward_input does not see it.
+  void forward(Context& ctx, const Tensor& out, OwnedTensor&& x, int64_t seq_len, const Tensor& residual = {}) const;
+  void forward(Context& ctx, const Tensor& out, const Tensor& x, int64_t seq_len, const Tensor& residual = {}) const;
   // d_x: [T, H] <- d_out: [T, H]. Overwrites d_x. balance_loss_grad is the derivative of the trained objective
   // with respect to this layer's balance loss, the mean of ctx.sequence_balance_loss (the scale the loss got,
   // e.g. the trainer's per-micro-batch loss scale).
@@ -111,7 +114,7 @@ class MoeLayer {
   // Expert parallelism: exchanges the row counts into ctx.route and ctx.local_offsets.
   void route_to_owners(Context& ctx) const;
   void split_by_source(Context& ctx, Device device) const;
-  void combine(const Context& ctx, const Tensor& out) const;
+  void combine(const Context& ctx, const Tensor& out, const Tensor& residual) const;
 
   void combine_backward(const Context& ctx, const Tensor& d_expert_output, const Tensor& d_topk_weights,
                         const Tensor& d_out) const;

@@ -9,4 +9,8 @@ namespace hai {
 
 [[noreturn]] void throw_no_backend(const char* op, Device device);
 
+// Whether a and b share any byte of memory (an empty tensor overlaps nothing): the checks of ops whose kernels
+// read one operand while they write another.
+bool tensors_overlap(const Tensor& a, const Tensor& b);
+
 }  // namespace hai

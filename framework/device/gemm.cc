@@ -17,12 +17,6 @@ void check_input_matrix(const Tensor& matrix, const char* what) {
             "gemm {} must be fp32, bf16 or fp16, got {}", what, matrix.str());
 }
 
-bool overlaps(const Tensor& a, const Tensor& b) {
-  const char* a_begin = static_cast<const char*>(a.raw());
-  const char* b_begin = static_cast<const char*>(b.raw());
-  return a.bytes() > 0 && b.bytes() > 0 && a_begin < b_begin + b.bytes() && b_begin < a_begin + a.bytes();
-}
-
 void check_operands(const Tensor& c, const Tensor& a, const Tensor& b, const GemmOptions& options) {
   check_input_matrix(a, "A");
   check_input_matrix(b, "B");
@@ -36,7 +30,7 @@ void check_operands(const Tensor& c, const Tensor& a, const Tensor& b, const Gem
   check_shape(c, Shape{m, n}, "gemm C");
   check_same_device(a, c, "gemm");
   check_same_device(b, c, "gemm");
-  HAI_CHECK(!overlaps(c, a) && !overlaps(c, b), "gemm C must not overlap A or B");
+  HAI_CHECK(!tensors_overlap(c, a) && !tensors_overlap(c, b), "gemm C must not overlap A or B");
 }
 
 }  // namespace

@@ -44,6 +44,14 @@ void check_weights(const Tensor& weights, const RoutingPlan& plan, const char* w
   check_same_device(weights, plan.positions, what);
 }
 
+// addend: [T, D] fp32 like out, in memory of its own (the kernels read it while they write out).
+void check_addend(const Tensor& addend, const Tensor& out) {
+  check_shape(addend, out.shape(), "unpermute addend");
+  check_dtype(addend, DType::f32, "unpermute addend");
+  check_same_device(addend, out, "unpermute addend");
+  HAI_CHECK(!tensors_overlap(addend, out), "unpermute_tokens: addend must not overlap out");
+}
+
 }  // namespace
 
 OwnedRoutingPlan::OwnedRoutingPlan(int64_t tokens, int64_t experts_per_token, int64_t experts, Device device)
@@ -89,14 +97,15 @@ void permute_tokens_backward(const Tensor& d_x, const Tensor& d_x_sorted, const 
 }
 
 void unpermute_tokens(const Tensor& out, const Tensor& y_sorted, const Tensor& topk_weights, const RoutingPlan& plan,
-                      [[maybe_unused]] Stream stream) {
+                      const Tensor& addend, [[maybe_unused]] Stream stream) {
   HAI_CHECK(y_sorted.dtype() == DType::f32 || y_sorted.dtype() == DType::bf16,
             "unpermute_tokens: y_sorted must be fp32 or bf16, got {}", dtype_name(y_sorted.dtype()));
   check_rows(out, y_sorted, plan, DType::f32, y_sorted.dtype());
   check_weights(topk_weights, plan, "unpermute topk_weights");
-  if (out.device().is_cpu()) return cpu::unpermute_tokens(out, y_sorted, topk_weights, plan);
+  if (addend.defined()) check_addend(addend, out);
+  if (out.device().is_cpu()) return cpu::unpermute_tokens(out, y_sorted, topk_weights, plan, addend);
 #ifdef HAI_WITH_CUDA
-  return cuda::unpermute_tokens(out, y_sorted, topk_weights, plan, stream);
+  return cuda::unpermute_tokens(out, y_sorted, topk_weights, plan, addend, stream);
 #else
   throw_no_backend("unpermute_tokens", out.device());
 #endif

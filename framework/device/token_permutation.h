@@ -39,10 +39,14 @@ void permute_tokens(const Tensor& x_sorted, const Tensor& x, const RoutingPlan& 
 void permute_tokens_backward(const Tensor& d_x, const Tensor& d_x_sorted, const RoutingPlan& plan,
                              Stream stream = {});
 
-// out: [T, D] <- y_sorted: [T * K, D] fp32 or bf16 (widened exactly), topk_weights: [T, K]:
-//   out[t] = sum_k topk_weights[t, k] * y_sorted[positions[t, k]]   (accumulated from 0 in k order)
+// out: [T, D] <- y_sorted: [T * K, D] fp32 or bf16 (widened exactly), topk_weights: [T, K], addend: [T, D] fp32 or
+// not defined (then 0):
+//   out[t] = addend[t] + sum_k topk_weights[t, k] * y_sorted[positions[t, k]]
+// in fp32, element by element: s = addend[t, d] (or 0), then for k = 0, 1, ..., K - 1 in turn
+// s = s + (topk_weights[t, k] * y_sorted[positions[t, k], d]), the product rounded, then the sum (never fused).
+// addend (the MoE layer's residual) must not overlap out.
 void unpermute_tokens(const Tensor& out, const Tensor& y_sorted, const Tensor& topk_weights, const RoutingPlan& plan,
-                      Stream stream = {});
+                      const Tensor& addend = {}, Stream stream = {});
 
 // d_y_sorted: [T * K, D], d_topk_weights: [T, K] <- d_out: [T, D] and the forward inputs. Overwrites both:
 //   d_y_sorted[positions[t, k]] = topk_weights[t, k] * d_out[t]

@@ -3,7 +3,8 @@
 // exactly, bit for bit, the output and input gradient of the same layer holding every expert on that rank alone,
 // which quantises its token rows and permutes the e4m3 rows and scales: quantisation is per row, and every other
 // step computes each row on its own. Every ep that
-// divides the world is checked; each rank routes its own tokens.
+// divides the world is checked; each rank routes its own tokens. The combine starts from a residual, as in a decoder
+// layer.
 
 #include <gtest/gtest.h>
 
@@ -57,10 +58,11 @@ struct LayerResult {
   OwnedTensor d_x;  // [T, H]
 };
 
-LayerResult run_layer(const MoeLayer& layer, const Tensor& x, const Tensor& d_out) {
+// residual: [T, H], the decoder layer's h, where the combine starts.
+LayerResult run_layer(const MoeLayer& layer, const Tensor& x, const Tensor& residual, const Tensor& d_out) {
   LayerResult result{OwnedTensor(x.shape(), DType::f32), OwnedTensor(x.shape(), DType::f32)};
   MoeLayer::Context ctx;
-  layer.forward(ctx, result.out, x, kSeqLen);
+  layer.forward(ctx, result.out, x, kSeqLen, residual);
   layer.backward_input(ctx, result.d_x, d_out, /*balance_loss_grad=*/1.0f);
   return result;
 }
@@ -77,15 +79,16 @@ TEST_F(MoeFp8DispatchWorld, ExpertParallelRanksMatchOneRankBitForBit) {
   const ModelConfig model = moe_model();
   OwnedTensor x = testing::random_tensor({kTokens, kHidden}, 100 + static_cast<uint64_t>(rank()));      // [T, H]
   OwnedTensor d_out = testing::random_tensor({kTokens, kHidden}, 200 + static_cast<uint64_t>(rank()));  // [T, H]
+  OwnedTensor residual = testing::random_tensor({kTokens, kHidden}, 300 + static_cast<uint64_t>(rank()));  // [T, H]
   ParameterStore whole = fp8_moe_store(deepseek_v3_parameters(model));
-  LayerResult alone = run_layer(MoeLayer(model, whole, kLayer), x, d_out);
+  LayerResult alone = run_layer(MoeLayer(model, whole, kLayer), x, residual, d_out);
 
   for (int ep = 2; ep <= size(); ++ep) {
     if (size() % ep != 0 || model.moe.routed_experts % ep != 0) continue;
     ParallelGroups groups = make_parallel_groups(*world_, GridShape{.dp = size(), .ep = ep});
     ExpertExchange exchange(*groups.ep, model.moe.routed_experts);
     ParameterStore share = fp8_moe_store(expert_parallel_parameters(model, groups.ep->rank(), ep));
-    LayerResult split = run_layer(MoeLayer(model, share, kLayer, &exchange), x, d_out);
+    LayerResult split = run_layer(MoeLayer(model, share, kLayer, &exchange), x, residual, d_out);
     expect_same_bits(alone.out, split.out, "ep " + std::to_string(ep) + " output");
     expect_same_bits(alone.d_x, split.d_x, "ep " + std::to_string(ep) + " input gradient");
   }

@@ -100,9 +100,10 @@ std::vector<int64_t> spread_indices(int64_t numel, int64_t count) {
   return indices;
 }
 
-// y = shared(x) + sum_k w_k * expert_{idx_k}(x) for every token, against FeedForwards run on that token alone and
-// combined in the layer's order (k ascending from 0, then the shared expert): bitwise equal.
-void expect_weighted_experts_plus_shared(const MoeFixture& f, const MoeLayer::Context& ctx, const Tensor& out) {
+// y = shared(x) + sum_k w_k * expert_{idx_k}(x) (+ residual) for every token, against FeedForwards run on that token
+// alone and combined in the layer's order (from the residual or 0, k ascending, then the shared expert): bitwise.
+void expect_weighted_experts_plus_shared(const MoeFixture& f, const MoeLayer::Context& ctx, const Tensor& out,
+                                         const Tensor& residual = {}) {
   const int32_t* idx = ctx.topk_indices.data<int32_t>();
   const float* weights = ctx.topk_weights.data<float>();
   for (int64_t t = 0; t < kTokens; ++t) {
@@ -110,10 +111,10 @@ void expect_weighted_experts_plus_shared(const MoeFixture& f, const MoeLayer::Co
     OwnedTensor second = run_ffn_on_row(f.store, mlp_name(fmt::format("experts.{}.", idx[t * kTopK + 1])), f.x, t);
     OwnedTensor shared = run_ffn_on_row(f.store, mlp_name("shared_experts."), f.x, t);
     for (int64_t h = 0; h < kHidden; ++h) {
-      float routed = 0.0f;
-      routed += weights[t * kTopK] * first.data<float>()[h];
-      routed += weights[t * kTopK + 1] * second.data<float>()[h];
-      EXPECT_EQ(out.data<float>()[t * kHidden + h], routed + shared.data<float>()[h]) << t << ", " << h;
+      float combined = residual.defined() ? residual.data<float>()[t * kHidden + h] : 0.0f;
+      combined += weights[t * kTopK] * first.data<float>()[h];
+      combined += weights[t * kTopK + 1] * second.data<float>()[h];
+      EXPECT_EQ(out.data<float>()[t * kHidden + h], combined + shared.data<float>()[h]) << t << ", " << h;
     }
   }
 }
@@ -126,6 +127,17 @@ TEST(MoeLayer, OutputIsWeightedExpertsPlusShared) {
   layer.forward(ctx, out, f.x, kSeqLen);
   EXPECT_GE(experts_with_tokens(ctx.topk_indices).size(), 4u);
   expect_weighted_experts_plus_shared(f, ctx, out);
+}
+
+// With the decoder layer's residual h, the combine starts from it: out = (h + the routed experts) + the shared expert.
+TEST(MoeLayer, OutputStartsFromTheResidual) {
+  MoeFixture f;
+  MoeLayer layer(f.model, f.store, kLayer);
+  MoeLayer::Context ctx;
+  OwnedTensor residual = testing::random_tensor({kTokens, kHidden}, 23);  // [T, H]
+  OwnedTensor out({kTokens, kHidden}, DType::f32);
+  layer.forward(ctx, out, f.x, kSeqLen, residual);
+  expect_weighted_experts_plus_shared(f, ctx, out, residual);
 }
 
 // The scores come from the fp32 master gate weight (not the bf16 compute copy), the weights are the chosen

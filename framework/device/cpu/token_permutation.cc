@@ -7,14 +7,21 @@
 namespace hai::cpu {
 namespace {
 
-// unpermute_tokens on y_sorted stored as Rows (float or bf16).
+// unpermute_tokens on y_sorted stored as Rows (float or bf16); the sums start from addend, or from 0 when it is not
+// defined.
 template <typename Rows>
-void unpermute_of(const Tensor& out, const Rows* y, const Tensor& topk_weights, const RoutingPlan& plan) {
+void unpermute_of(const Tensor& out, const Rows* y, const Tensor& topk_weights, const RoutingPlan& plan,
+                  const Tensor& addend) {
   const int64_t width = out.size(1), experts_per_token = plan.positions.size(1);
   const float* weights = topk_weights.data<float>();          // [T, K]
   const int32_t* positions = plan.positions.data<int32_t>();  // [T, K]
   float* out_data = out.data<float>();                        // [T, D]
-  std::fill(out_data, out_data + out.numel(), 0.0f);
+  if (addend.defined()) {
+    const float* addend_data = addend.data<float>();  // [T, D]
+    std::copy(addend_data, addend_data + addend.numel(), out_data);
+  } else {
+    std::fill(out_data, out_data + out.numel(), 0.0f);
+  }
   for (int64_t t = 0; t < out.size(0); ++t) {
     float* token = out_data + t * width;
     for (int64_t k = 0; k < experts_per_token; ++k) {
@@ -101,9 +108,10 @@ void permute_tokens_backward(const Tensor& d_x, const Tensor& d_x_sorted, const 
   }
 }
 
-void unpermute_tokens(const Tensor& out, const Tensor& y_sorted, const Tensor& topk_weights, const RoutingPlan& plan) {
-  if (y_sorted.dtype() == DType::bf16) return unpermute_of(out, y_sorted.data<bf16>(), topk_weights, plan);
-  unpermute_of(out, y_sorted.data<float>(), topk_weights, plan);
+void unpermute_tokens(const Tensor& out, const Tensor& y_sorted, const Tensor& topk_weights, const RoutingPlan& plan,
+                      const Tensor& addend) {
+  if (y_sorted.dtype() == DType::bf16) return unpermute_of(out, y_sorted.data<bf16>(), topk_weights, plan, addend);
+  unpermute_of(out, y_sorted.data<float>(), topk_weights, plan, addend);
 }
 
 void unpermute_tokens_backward(const Tensor& d_y_sorted, const Tensor& d_topk_weights, const Tensor& d_out,

@@ -33,10 +33,11 @@ void permute_tokens_backward(const Tensor& d_x, const Tensor& d_x_sorted, const 
 }
 
 void unpermute_tokens(const Tensor& out, const Tensor& y_sorted, const Tensor& topk_weights, const RoutingPlan& plan,
-                      Stream stream) {
+                      const Tensor& addend, Stream stream) {
   cudaStream_t cuda_stream = prepare_launch(out.device(), stream);
+  const float* addend_data = addend.defined() ? addend.data<float>() : nullptr;  // [T, D] or null
   check_launch(kernels::unpermute_tokens(out.data<float>(), y_sorted.raw(), row_element(y_sorted),
-                                         topk_weights.data<float>(), plan.positions.data<int32_t>(),
+                                         topk_weights.data<float>(), addend_data, plan.positions.data<int32_t>(),
                                          shape_of(out, plan), cuda_stream),
                "unpermute_tokens");
 }

@@ -9,7 +9,7 @@ namespace hai::cuda {
 void permute_tokens(const Tensor& x_sorted, const Tensor& x, const RoutingPlan& plan, Stream stream);
 void permute_tokens_backward(const Tensor& d_x, const Tensor& d_x_sorted, const RoutingPlan& plan, Stream stream);
 void unpermute_tokens(const Tensor& out, const Tensor& y_sorted, const Tensor& topk_weights, const RoutingPlan& plan,
-                      Stream stream);
+                      const Tensor& addend, Stream stream);
 void unpermute_tokens_backward(const Tensor& d_y_sorted, const Tensor& d_topk_weights, const Tensor& d_out,
                                const Tensor& y_sorted, const Tensor& topk_weights, const RoutingPlan& plan,
                                Stream stream);

@@ -67,19 +67,21 @@ __global__ void __launch_bounds__(kThreads, kResidentBlocks)
   }
 }
 
-// out[token] = the weighted sum of its experts' rows (kWeighted), or their plain sum (permute_tokens_backward: d_x from
-// d_x_sorted, topk_weights unused), from 0 in the order of its experts (a pass after the first resumes from the sums
-// it reads back from out). Rows: float, or uint16_t holding bf16 bits (widened exactly), in pieces of N = 16 bytes'
-// worth of Rows, or 1.
-template <int N, typename Rows, bool kWeighted>
+// out[token] = the token's row of addend (kAddend: the MoE layer's residual, loaded by the first pass beside its rows)
+// or 0 (addend unused), plus the weighted sum of its experts' rows (kWeighted) or their plain sum
+// (permute_tokens_backward: d_x from d_x_sorted, topk_weights unused), added in the order of its experts (a pass after
+// the first resumes from the sums it reads back from out). Rows: float, or uint16_t holding bf16 bits (widened
+// exactly), in pieces of N = 16 bytes' worth of Rows, or 1.
+template <int N, typename Rows, bool kWeighted, bool kAddend>
 __global__ void __launch_bounds__(kThreads, kResidentBlocks)
     unpermute_kernel(float* __restrict__ out, const Rows* __restrict__ y_sorted, const float* __restrict__ topk_weights,
-                     const int32_t* __restrict__ positions, PermutationShape shape) {
+                     const float* __restrict__ addend, const int32_t* __restrict__ positions, PermutationShape shape) {
   int64_t token = warp_token();
   if (token >= shape.tokens) return;
   const int32_t* token_positions = positions + token * shape.experts_per_token;  // [K]
   float* out_token = out + token * shape.width;                                  // [D]
-  // NOTE: a token without experts still takes a pass, which writes its zeros.
+  const float* addend_token = kAddend ? addend + token * shape.width : nullptr;  // [D], or null
+  // NOTE: a token without experts still takes a pass, which writes its zeros (or its addend).
   for (int64_t first = 0; first == 0 || first < shape.experts_per_token; first += kExpertsPerPass) {
     int count = pass_size(first, shape.experts_per_token);
     int32_t rows[kExpertsPerPass];
@@ -92,7 +94,12 @@ __global__ void __launch_bounds__(kThreads, kResidentBlocks)
       for (int e = 0; e < kExpertsPerPass; ++e) {
         if (e < count) pieces[e] = load_vector<N>(y_sorted + rows[e] * shape.width + d);
       }
-      Vector<float, N> sums = first == 0 ? Vector<float, N>{} : load_vector<N>(out_token + d);
+      Vector<float, N> sums{};
+      if (first > 0) {
+        sums = load_vector<N>(out_token + d);
+      } else if constexpr (kAddend) {
+        sums = load_vector<N>(addend_token + d);
+      }
 #pragma unroll
       for (int e = 0; e < kExpertsPerPass; ++e) {
         if (e >= count) continue;
@@ -190,26 +197,30 @@ cudaError_t permute_tokens_backward(float* d_x, const float* d_x_sorted, const i
   if (shape.tokens * shape.width == 0) return cudaSuccess;
   unsigned int blocks = blocks_for_tokens(shape.tokens);
   if (vector_rows(shape.width, 4, d_x, d_x_sorted)) {
-    unpermute_kernel<4, float, false><<<blocks, kThreads, 0, stream>>>(d_x, d_x_sorted, nullptr, positions, shape);
+    unpermute_kernel<4, float, false, false>
+        <<<blocks, kThreads, 0, stream>>>(d_x, d_x_sorted, nullptr, nullptr, positions, shape);
   } else {
-    unpermute_kernel<1, float, false><<<blocks, kThreads, 0, stream>>>(d_x, d_x_sorted, nullptr, positions, shape);
+    unpermute_kernel<1, float, false, false>
+        <<<blocks, kThreads, 0, stream>>>(d_x, d_x_sorted, nullptr, nullptr, positions, shape);
   }
   return cudaGetLastError();
 }
 
 namespace {
 
-template <typename Rows>
-cudaError_t launch_unpermute_tokens(float* out, const Rows* y_sorted, const float* topk_weights,
+// kAddend: addend is not null (the kernel without it never reads one).
+template <bool kAddend, typename Rows>
+cudaError_t launch_unpermute_tokens(float* out, const Rows* y_sorted, const float* topk_weights, const float* addend,
                                     const int32_t* positions, const PermutationShape& shape, cudaStream_t stream) {
   if (shape.tokens * shape.width == 0) return cudaSuccess;
   constexpr int kVector = 16 / sizeof(Rows);  // elements of a 16-byte piece of y_sorted
   unsigned int blocks = blocks_for_tokens(shape.tokens);
-  if (vector_rows(shape.width, kVector, out, y_sorted)) {
-    unpermute_kernel<kVector, Rows, true><<<blocks, kThreads, 0, stream>>>(out, y_sorted, topk_weights, positions,
-                                                                           shape);
+  if (vector_rows(shape.width, kVector, out, y_sorted, addend)) {
+    unpermute_kernel<kVector, Rows, true, kAddend>
+        <<<blocks, kThreads, 0, stream>>>(out, y_sorted, topk_weights, addend, positions, shape);
   } else {
-    unpermute_kernel<1, Rows, true><<<blocks, kThreads, 0, stream>>>(out, y_sorted, topk_weights, positions, shape);
+    unpermute_kernel<1, Rows, true, kAddend>
+        <<<blocks, kThreads, 0, stream>>>(out, y_sorted, topk_weights, addend, positions, shape);
   }
   return cudaGetLastError();
 }
@@ -217,12 +228,14 @@ cudaError_t launch_unpermute_tokens(float* out, const Rows* y_sorted, const floa
 }  // namespace
 
 cudaError_t unpermute_tokens(float* out, const void* y_sorted, RowElement y_element, const float* topk_weights,
-                             const int32_t* positions, const PermutationShape& shape, cudaStream_t stream) {
-  if (y_element == RowElement::bf16) {
-    return launch_unpermute_tokens(out, static_cast<const uint16_t*>(y_sorted), topk_weights, positions, shape,
-                                   stream);
-  }
-  return launch_unpermute_tokens(out, static_cast<const float*>(y_sorted), topk_weights, positions, shape, stream);
+                             const float* addend, const int32_t* positions, const PermutationShape& shape,
+                             cudaStream_t stream) {
+  auto with_rows = [&](const auto* rows) {
+    if (addend) return launch_unpermute_tokens<true>(out, rows, topk_weights, addend, positions, shape, stream);
+    return launch_unpermute_tokens<false>(out, rows, topk_weights, addend, positions, shape, stream);
+  };
+  if (y_element == RowElement::bf16) return with_rows(static_cast<const uint16_t*>(y_sorted));
+  return with_rows(static_cast<const float*>(y_sorted));
 }
 
 namespace {

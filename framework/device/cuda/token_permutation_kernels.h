@@ -26,9 +26,11 @@ cudaError_t permute_tokens(void* x_sorted, const void* x, int64_t element_bytes,
 cudaError_t permute_tokens_backward(float* d_x, const float* d_x_sorted, const int32_t* positions,
                                     const PermutationShape& shape, cudaStream_t stream);
 
-// out [T, D] = sum_k topk_weights[t, k] * y_sorted[positions[t, k]]
+// out [T, D] = addend[t] + sum_k topk_weights[t, k] * y_sorted[positions[t, k]]; addend [T, D] (not overlapping out)
+// or null (then 0)
 cudaError_t unpermute_tokens(float* out, const void* y_sorted, RowElement y_element, const float* topk_weights,
-                             const int32_t* positions, const PermutationShape& shape, cudaStream_t stream);
+                             const float* addend, const int32_t* positions, const PermutationShape& shape,
+                             cudaStream_t stream);
 
 // d_y_sorted[positions[t, k]] = topk_weights[t, k] * d_out[t]; d_topk_weights[t, k] = dot(d_out[t], y_sorted[...])
 // (the dot product sums each lane's strided pieces, then the lanes in a warp's tree: not in the CPU's order, and

@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <vector>
 
 #include "framework/device/cast.h"
@@ -72,6 +73,51 @@ TEST(TokenPermutation, UnpermuteCombinesWeightedRows) {
   EXPECT_FLOAT_EQ(out.data<float>()[0], 0.5f * 5 + 0.25f * 1);
   EXPECT_FLOAT_EQ(out.data<float>()[1], 2.0f * 2 + 4.0f * 4);
   EXPECT_FLOAT_EQ(out.data<float>()[2], 1.0f * 6 + 3.0f * 3);
+}
+
+// With an addend (the MoE layer's residual) each token's sum starts from its row: the same weighted rows as
+// UnpermuteCombinesWeightedRows on top of it. out's old values (NaN) are not read.
+TEST(TokenPermutation, UnpermuteAddsTheWeightedRowsToTheAddend) {
+  OwnedRoutingPlan plan(3, 2, 4);
+  build_routing_plan(plan, example_topk());
+  OwnedTensor y_sorted(Shape{6, 1}, DType::f32), weights(Shape{3, 2}, DType::f32);
+  for (int p = 0; p < 6; ++p) y_sorted.data<float>()[p] = static_cast<float>(p + 1);  // sorted row p holds p + 1
+  float w[6] = {0.5f, 0.25f, 2.0f, 4.0f, 1.0f, 3.0f};
+  std::copy(w, w + 6, weights.data<float>());
+  OwnedTensor addend = testing::tensor_of(Shape{3, 1}, {100.0f, -20.0f, 0.5f});
+  OwnedTensor out = testing::tensor_of(Shape{3, 1}, {NAN, NAN, NAN});
+  unpermute_tokens(out, y_sorted, weights, plan, addend);
+  EXPECT_EQ(out.data<float>()[0], 102.75f);  // 100 + 0.5 * 5 + 0.25 * 1
+  EXPECT_EQ(out.data<float>()[1], 0.0f);     // -20 + 2 * 2 + 4 * 4
+  EXPECT_EQ(out.data<float>()[2], 15.5f);    // 0.5 + 1 * 6 + 3 * 3
+  EXPECT_EQ(addend.data<float>()[0], 100.0f);  // read only
+}
+
+// The fp32 order of token_permutation.h: the addend first, then each expert's term in k order, one rounding each.
+// From 2^24 (where fp32 steps by 2) adding 1 rounds back to 2^24 (ties to even), twice, whereas the terms summed
+// first would give 2^24 + 2; from -2^24 the sums fall below 2^24 in magnitude, where the steps are 1.
+TEST(TokenPermutation, UnpermuteSumsFromTheAddendInKOrder) {
+  OwnedRoutingPlan plan(3, 2, 4);
+  build_routing_plan(plan, example_topk());
+  OwnedTensor y_sorted = testing::tensor_of(Shape{6, 1}, {1, 1, 1, 1, 1, 1});
+  OwnedTensor weights = testing::tensor_of(Shape{3, 2}, {1, 1, 1, 1, 1, 1});
+  OwnedTensor addend = testing::tensor_of(Shape{3, 1}, {16777216.0f, -16777216.0f, 0.5f});
+  OwnedTensor out(Shape{3, 1}, DType::f32);
+  unpermute_tokens(out, y_sorted, weights, plan, addend);
+  EXPECT_EQ(out.data<float>()[0], 16777216.0f);
+  EXPECT_EQ(out.data<float>()[1], -16777214.0f);
+  EXPECT_EQ(out.data<float>()[2], 2.5f);
+}
+
+// The addend is [T, D] fp32 in memory apart from out.
+TEST(TokenPermutation, UnpermuteRejectsABadAddend) {
+  OwnedRoutingPlan plan(3, 2, 4);
+  build_routing_plan(plan, example_topk());
+  OwnedTensor y_sorted(Shape{6, 2}, DType::f32), weights(Shape{3, 2}, DType::f32), out(Shape{3, 2}, DType::f32);
+  OwnedTensor narrow(Shape{3, 1}, DType::f32), bf16_rows(Shape{3, 2}, DType::bf16);
+  EXPECT_THROW(unpermute_tokens(out, y_sorted, weights, plan, narrow), Error);
+  EXPECT_THROW(unpermute_tokens(out, y_sorted, weights, plan, bf16_rows), Error);
+  EXPECT_THROW(unpermute_tokens(out, y_sorted, weights, plan, out), Error);
 }
 
 TEST(TokenPermutation, PermuteThenUnpermuteWithUnitWeightsGivesKTimesX) {

@@ -28,6 +28,9 @@ struct PlanShape {
 constexpr PlanShape kShapes[] = {{77, 4, 13, 129}, {77, 4, 13, 128}, {24, 4, 32, 2048},
                                  {33, 6, 13, 136}, {9, 9, 13, 12},   {9, 9, 13, 8}};
 constexpr PlanShape kE4m3Shape{77, 4, 13, 129};
+// Smaller still for the combine's addend: one token with one expert and one element; 4 elements, one fp32 piece
+// (lane 0 alone) and the element loop for bf16 rows.
+constexpr PlanShape kTinyShapes[] = {{1, 1, 2, 1}, {5, 3, 7, 4}};
 
 // Copies, and sums in ascending k with each operation rounded: bit-identical.
 constexpr Tolerance kExact{};
@@ -137,6 +140,32 @@ TEST(CudaTokenPermutation, UnpermuteAndItsBackwardMatchCpu) {
   }
 }
 
+// unpermute_tokens from a random addend [T, D] of the shape's tokens, with y_sorted in fp32 and bf16; the addend is
+// compared too (read only). Takes its inputs' seeds from seed on, and advances it.
+void expect_unpermute_with_addend_matches_cpu(const PlanShape& shape, uint64_t& seed) {
+  for (DType y_dtype : {DType::f32, DType::bf16}) {
+    ParityCase unpermute;
+    add_plan(unpermute, shape);
+    unpermute.output(testing::random_tensor(Shape{shape.tokens, shape.width}, seed++), kExact);  // overwritten
+    unpermute.input(
+        testing::converted(testing::random_tensor(Shape{shape.assignments(), shape.width}, seed++), y_dtype));
+    unpermute.input(testing::random_tensor(Shape{shape.tokens, shape.experts_per_token}, seed++));
+    unpermute.output(testing::random_tensor(Shape{shape.tokens, shape.width}, seed++), kExact);  // addend
+    unpermute.run([](const std::vector<Tensor>& t) { unpermute_tokens(t[3], t[4], t[5], plan_of(t), t[6]); },
+                  fmt::format("unpermute_tokens with addend {} rows {}", dtype_name(y_dtype), shape.name()));
+  }
+}
+
+// The combine starting from an addend (the MoE layer's residual): the first of a token's passes reads it, later
+// ones (6 and 9 experts a token) the sums in out; through the kernels' pieces and element loops as in
+// UnpermuteAndItsBackwardMatchCpu, and at the tiny shapes.
+TEST(CudaTokenPermutation, UnpermuteWithAnAddendMatchesCpu) {
+  HAI_REQUIRE_CUDA_DEVICE();
+  uint64_t seed = 40;
+  for (const PlanShape& shape : kShapes) expect_unpermute_with_addend_matches_cpu(shape, seed);
+  for (const PlanShape& shape : kTinyShapes) expect_unpermute_with_addend_matches_cpu(shape, seed);
+}
+
 // Rows of a width that takes 16-byte pieces, but not 16-byte aligned: the kernels' element loops (2-byte pieces for
 // the permutation), on the same sums.
 TEST(CudaTokenPermutation, UnalignedRowsMatchCpu) {
@@ -164,6 +193,19 @@ TEST(CudaTokenPermutation, UnalignedRowsMatchCpu) {
           unpermute_tokens(shifted_rows(t[3], tokens, width), shifted_rows(t[4], rows, width), t[5], plan_of(t));
         },
         fmt::format("unpermute_tokens unaligned {} rows {}", dtype_name(dtype), kShape.name()));
+
+    // Only the addend unaligned, beside aligned out and y_sorted: the element loop too.
+    ParityCase unpermute_addend;
+    add_plan(unpermute_addend, kShape);
+    unpermute_addend.output(testing::random_tensor(Shape{tokens, width}, 31), kExact);  // overwritten
+    unpermute_addend.input(testing::converted(testing::random_tensor(Shape{rows, width}, 32), dtype));
+    unpermute_addend.input(testing::random_tensor(Shape{tokens, kShape.experts_per_token}, 33));
+    unpermute_addend.output(padded_rows(tokens, width, 34, DType::f32), kExact);  // the addend past element 0
+    unpermute_addend.run(
+        [&](const std::vector<Tensor>& t) {
+          unpermute_tokens(t[3], t[4], t[5], plan_of(t), shifted_rows(t[6], tokens, width));
+        },
+        fmt::format("unpermute_tokens unaligned addend {} rows {}", dtype_name(dtype), kShape.name()));
 
     ParityCase backward;
     add_plan(backward, kShape);
