@@ -15,9 +15,10 @@ void rmsnorm_forward(const Tensor& out, const Tensor& rstd, const Tensor& x, con
 }
 
 void add_rmsnorm_forward(const Tensor& sum, const Tensor& out, const Tensor& rstd, const Tensor& a, const Tensor& b,
-                         const Tensor& weight, float eps, Stream stream) {
+                         const Tensor& weight, float eps, const Tensor& out_bf16, Stream stream) {
   cudaStream_t cuda_stream = prepare_launch(sum.device(), stream);
-  check_launch(kernels::add_rmsnorm_forward(sum.data<float>(), out.raw(), out.dtype() == DType::bf16,
+  void* rounded = out_bf16.defined() ? out_bf16.raw() : nullptr;  // [N, D] bf16, or none
+  check_launch(kernels::add_rmsnorm_forward(sum.data<float>(), out.raw(), out.dtype() == DType::bf16, rounded,
                                             rstd.data<float>(), a.data<float>(), b.data<float>(),
                                             weight.data<float>(), eps, sum.size(0), sum.size(1), cuda_stream),
                "add_rmsnorm_forward");

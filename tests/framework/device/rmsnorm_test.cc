@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "framework/device/cast.h"
 #include "framework/device/elementwise.h"
 #include "framework/device/rmsnorm.h"
 #include "tests/framework/device/test_util.h"
@@ -133,6 +134,37 @@ TEST(RmsNorm, AddForwardIsTheAddThenTheNorm) {
     EXPECT_TRUE(testing::same_bytes(in_b, expected_sum));
     EXPECT_TRUE(testing::same_bytes(out, expected_out));
   }
+}
+
+// The fused forward's bf16 copy is its fp32 out rounded once to nearest even (the bits of casting out), and it
+// changes nothing else the pass writes.
+TEST(RmsNorm, AddForwardWritesTheBf16RoundingOfItsOutput) {
+  Shape shape{6, 130};
+  OwnedTensor a = testing::random_tensor(shape, 60), b = testing::random_tensor(shape, 61, 3.0f);
+  OwnedTensor weight = testing::random_tensor(Shape{130}, 62);
+  OwnedTensor expected_sum(shape, DType::f32), expected_out(shape, DType::f32), expected_rstd(Shape{6}, DType::f32);
+  add_rmsnorm_forward(expected_sum, expected_out, expected_rstd, a, b, weight, 1e-6f);
+  OwnedTensor cast(shape, DType::bf16);
+  cast_tensor(cast, expected_out);
+
+  OwnedTensor sum(shape, DType::f32), out(shape, DType::f32), rstd(Shape{6}, DType::f32);
+  OwnedTensor out_bf16(shape, DType::bf16);
+  add_rmsnorm_forward(sum, out, rstd, a, b, weight, 1e-6f, out_bf16);
+  EXPECT_TRUE(testing::same_bytes(sum, expected_sum));
+  EXPECT_TRUE(testing::same_bytes(out, expected_out));
+  EXPECT_TRUE(testing::same_bytes(rstd, expected_rstd));
+  EXPECT_TRUE(testing::same_bytes(out_bf16, cast));
+  int64_t rounded = 0;  // elements the rounding changed: the copy is not fp32's bits cut short
+  for (int64_t i = 0; i < out.numel(); ++i) {
+    float value = out.data<float>()[i];
+    ASSERT_EQ(out_bf16.data<bf16>()[i].bits, float_to_bf16(value)) << "element " << i;
+    rounded += bf16_to_float(out_bf16.data<bf16>()[i].bits) != value;
+  }
+  EXPECT_GT(rounded, out.numel() / 2);
+
+  OwnedTensor narrow_out(shape, DType::bf16), wide_copy(shape, DType::f32);
+  EXPECT_THROW(add_rmsnorm_forward(sum, narrow_out, rstd, a, b, weight, 1e-6f, out_bf16), Error);  // out is bf16
+  EXPECT_THROW(add_rmsnorm_forward(sum, out, rstd, a, b, weight, 1e-6f, wide_copy), Error);        // not bf16
 }
 
 // The residual gradient option is bitwise the backward then add_scaled of the residual's gradient, into a

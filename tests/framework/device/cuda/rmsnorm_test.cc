@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "apps/hai-bench/gpu_timer.h"
+#include "framework/device/cast.h"
 #include "framework/device/elementwise.h"
 #include "framework/device/rmsnorm.h"
 #include "tests/framework/device/cuda/parity.h"
@@ -96,6 +97,17 @@ void check_fused_rmsnorm(int64_t rows, int64_t width, uint64_t seed) {
     add.run([](const std::vector<Tensor>& t) { add_rmsnorm_forward(t[0], t[1], t[2], t[3], t[4], t[5], kEps); },
             "add_rmsnorm_forward_" + std::string(dtype_name(dtype)) + "_" + size);
   }
+  ParityCase rounded;  // an fp32 out and its bf16 copy
+  rounded.output(OwnedTensor(shape, DType::f32), kForward);                               // sum
+  rounded.output(OwnedTensor(shape, DType::f32), kForward);                               // out
+  rounded.output(OwnedTensor(shape, DType::bf16), Tolerance{.atol = 1e-5, .rtol = 8e-3});  // out_bf16
+  rounded.output(OwnedTensor(Shape{rows}, DType::f32), kForward);                         // rstd
+  rounded.input(testing::random_tensor(shape, seed, 2.0f));                               // a
+  rounded.input(testing::random_tensor(shape, seed + 1));                                 // b
+  rounded.input(testing::random_tensor(Shape{width}, seed + 2));                          // weight
+  rounded.run(
+      [](const std::vector<Tensor>& t) { add_rmsnorm_forward(t[0], t[1], t[3], t[4], t[5], t[6], kEps, t[2]); },
+      "add_rmsnorm_forward_f32_and_bf16_" + size);
   ParityCase in_place;
   in_place.output(testing::random_tensor(shape, seed, 2.0f), kForward);  // a, then the sum
   in_place.output(OwnedTensor(shape, DType::f32), kForward);             // out
@@ -144,6 +156,18 @@ void check_fused_rmsnorm_bitwise(int64_t rows, int64_t width, uint64_t seed) {
   EXPECT_TRUE(testing::same_bytes(host_copy(fused_out), host_copy(separate_out)));
   EXPECT_TRUE(testing::same_bytes(host_copy(fused_rstd), host_copy(separate_rstd)));
 
+  // An fp32 out with its bf16 copy, as the decoder layer in front of the MoE: the copy is the cast of out.
+  OwnedTensor wide_sum = copy_to(testing::random_tensor(shape, seed, 2.0f), gpu);
+  OwnedTensor wide_out(shape, DType::f32, gpu), out_bf16(shape, DType::bf16, gpu);
+  OwnedTensor wide_rstd(Shape{rows}, DType::f32, gpu);
+  add_rmsnorm_forward(wide_sum, wide_out, wide_rstd, wide_sum, b, weight, kEps, out_bf16);
+  OwnedTensor cast_out(shape, DType::bf16, gpu);
+  cast_tensor(cast_out, wide_out);
+  EXPECT_TRUE(testing::same_bytes(host_copy(wide_sum), host_copy(separate_sum)));
+  EXPECT_TRUE(testing::same_bytes(host_copy(wide_rstd), host_copy(separate_rstd)));
+  EXPECT_TRUE(testing::same_bytes(host_copy(out_bf16), host_copy(cast_out)));
+  EXPECT_TRUE(testing::same_bytes(host_copy(out_bf16), host_copy(separate_out)));
+
   OwnedTensor d_out = copy_to(testing::random_tensor(shape, seed + 3), gpu);
   OwnedTensor d_residual = copy_to(testing::random_tensor(shape, seed + 4), gpu);
   OwnedTensor separate_d_x(shape, DType::f32, gpu);
@@ -177,20 +201,23 @@ Placed placed(const Tensor& values, int64_t first) {
 
 // The forward's warp kernel (16-byte aligned rows of float4s, at most 2048 wide) against its block kernel (the same
 // rows shifted by one element): the same bytes of rstd, out and, with the residual add (in place, as the decoder
-// layer), sum.
+// layer), sum, and of the bf16 copy beside an fp32 out when the add writes one.
 void check_warp_kernel_is_the_block_kernel(int64_t rows, int64_t width, DType out_dtype, bool add, uint64_t seed) {
+  bool rounded_copy = add && out_dtype == DType::f32;
   Shape shape{rows, width};
   OwnedTensor x = testing::random_tensor(shape, seed, 2.0f);
   OwnedTensor addend = testing::random_tensor(shape, seed + 1);
   OwnedTensor weight = testing::random_tensor(Shape{width}, seed + 2);
-  std::vector<OwnedTensor> results[2];  // [first]: (sum,) out, rstd
+  std::vector<OwnedTensor> results[2];  // [first]: (sum, (out_bf16,)) out, rstd
   for (int64_t first : {0, 1}) {
     Placed placed_x = placed(x, first), placed_addend = placed(addend, first), placed_weight = placed(weight, first);
     Placed out = placed(OwnedTensor(shape, out_dtype), first), rstd = placed(OwnedTensor(Shape{rows}, DType::f32), 0);
+    Placed out_bf16 = placed(OwnedTensor(shape, DType::bf16), first);
     if (add) {
       add_rmsnorm_forward(placed_x.view, out.view, rstd.view, placed_x.view, placed_addend.view, placed_weight.view,
-                          kEps);
+                          kEps, rounded_copy ? out_bf16.view : Tensor());
       results[first].push_back(host_copy(placed_x.view));
+      if (rounded_copy) results[first].push_back(host_copy(out_bf16.view));
     } else {
       rmsnorm_forward(out.view, rstd.view, placed_x.view, placed_weight.view, kEps);
     }
@@ -214,8 +241,8 @@ TEST(CudaRmsnorm, WarpKernelIsBitwiseTheBlockKernel) {
 }
 
 // Prints the forward's time per call at the shapes of configs/bench_moe_1p7b.yaml (8192 tokens: the layers' norms of
-// hidden 2048, the fused residual add, MLA's q and kv latents) and the bandwidth it reaches on the bytes it moves
-// (asserts nothing about speed).
+// hidden 2048, the fused residual add (in front of the MoE: an fp32 out and its bf16 copy), MLA's q and kv latents)
+// and the bandwidth it reaches on the bytes it moves (asserts nothing about speed).
 TEST(CudaRmsnorm, ForwardThroughput) {
   HAI_REQUIRE_CUDA_DEVICE();
   Device gpu = Device::cuda(0);
@@ -223,25 +250,29 @@ TEST(CudaRmsnorm, ForwardThroughput) {
     int64_t width;
     DType out;
     bool add;
+    bool bf16_copy = false;
   };
-  for (Case c : {Case{2048, DType::f32, false}, Case{2048, DType::f32, true}, Case{2048, DType::bf16, false},
-                 Case{2048, DType::bf16, true}, Case{512, DType::bf16, false}, Case{256, DType::bf16, false}}) {
+  for (Case c : {Case{2048, DType::f32, false}, Case{2048, DType::f32, true}, Case{2048, DType::f32, true, true},
+                 Case{2048, DType::bf16, false}, Case{2048, DType::bf16, true}, Case{512, DType::bf16, false},
+                 Case{256, DType::bf16, false}}) {
     Shape shape{8192, c.width};
     OwnedTensor x = copy_to(testing::random_tensor(shape, 1), gpu);
     OwnedTensor addend = copy_to(testing::random_tensor(shape, 2), gpu);
     OwnedTensor weight = copy_to(testing::random_tensor(Shape{c.width}, 3), gpu);
     OwnedTensor out(shape, c.out, gpu), rstd(Shape{8192}, DType::f32, gpu);
+    OwnedTensor out_bf16 = c.bf16_copy ? OwnedTensor(shape, DType::bf16, gpu) : OwnedTensor();
     double ms = bench::time_ms(
         [&] {
-          if (c.add) return add_rmsnorm_forward(x, out, rstd, x, addend, weight, kEps);
+          if (c.add) return add_rmsnorm_forward(x, out, rstd, x, addend, weight, kEps, out_bf16);
           rmsnorm_forward(out, rstd, x, weight, kEps);
         },
         {});
     ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-    double bytes = static_cast<double>(shape.numel()) * ((c.add ? 12.0 : 4.0) + static_cast<double>(dtype_size(c.out)));
-    std::printf("[ timing ] %s [8192, %lld] -> %s: %.1f us = %.0f GB/s\n",
+    double element_bytes = (c.add ? 12.0 : 4.0) + static_cast<double>(dtype_size(c.out)) + (c.bf16_copy ? 2.0 : 0.0);
+    std::printf("[ timing ] %s [8192, %lld] -> %s%s: %.1f us = %.0f GB/s\n",
                 c.add ? "add_rmsnorm_forward" : "rmsnorm_forward", static_cast<long long>(c.width),
-                std::string(dtype_name(c.out)).c_str(), 1e3 * ms, bytes / (ms * 1e6));
+                std::string(dtype_name(c.out)).c_str(), c.bf16_copy ? " + bf16" : "", 1e3 * ms,
+                static_cast<double>(shape.numel()) * element_bytes / (ms * 1e6));
   }
 }
 
