@@ -75,6 +75,7 @@ void rmsnorm_backward(const Tensor& d_x, const Tensor& d_weight, const Tensor& d
                       [[maybe_unused]] Stream stream) {
   check_operands({&d_x, &d_out, &x}, x, weight, rstd);
   if (options.residual_grad.defined()) check_operands({&options.residual_grad}, x, weight, rstd);
+  if (options.d_x_bf16.defined()) check_rounded_copy(options.d_x_bf16, d_x, "rmsnorm d_x_bf16");
   check_shape(d_weight, weight.shape(), "rmsnorm d_weight");
   check_dtype(d_weight, DType::f32, "rmsnorm d_weight");
   check_same_device(d_weight, x, "rmsnorm");

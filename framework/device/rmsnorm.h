@@ -30,6 +30,9 @@ struct RmsnormBackwardOptions {
   // [N, D], optional: the gradient of a residual path around the norm, added to d_x (d_x = residual_grad + the
   // norm's input gradient, one fp32 add, as add_scaled after the backward). May be d_x itself: d_x accumulates.
   Tensor residual_grad = {};
+  // [N, D] bf16, optional: d_x (with residual_grad added) rounded once to nearest even, written in the same pass (the
+  // bits of casting d_x afterwards, for a bf16 GEMM that reads the gradient beside its fp32 readers).
+  Tensor d_x_bf16 = {};
 };
 
 // d_x: [N, D] (overwritten), d_weight: [D] <- d_out: [N, D], x: [N, D], weight: [D], rstd: [N]

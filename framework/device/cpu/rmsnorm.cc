@@ -83,6 +83,7 @@ void rmsnorm_backward(const Tensor& d_x, const Tensor& d_weight, const Tensor& d
   float* d_w = d_weight.data<float>();            // [D]
   // [N, D] added to d_x, or none; may be d_x itself (each element is read before it is written)
   const float* residual = options.residual_grad.defined() ? options.residual_grad.data<float>() : nullptr;
+  bf16* rounded = options.d_x_bf16.defined() ? options.d_x_bf16.data<bf16>() : nullptr;  // [N, D] d_x, or none
   int64_t width = x.size(1);
   // NOTE: the row sums are added into d_weight row by row; beta 0 starts them from zero, as zero_fill would.
   if (options.weight_grad_beta == 0.0f) std::fill(d_w, d_w + width, 0.0f);
@@ -95,7 +96,9 @@ void rmsnorm_backward(const Tensor& d_x, const Tensor& d_weight, const Tensor& d
     double correction = r * r * projection / static_cast<double>(width);
     for (int64_t d = 0; d < width; ++d) {
       float gradient = static_cast<float>(r * (w[d] * d_row[d] - row[d] * correction));
-      d_input[n * width + d] = residual ? gradient + residual[n * width + d] : gradient;
+      float value = residual ? gradient + residual[n * width + d] : gradient;
+      d_input[n * width + d] = value;
+      if (rounded) store(rounded + n * width + d, value);
       d_w[d] += static_cast<float>(d_row[d] * row[d] * r);
     }
   }

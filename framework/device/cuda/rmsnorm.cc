@@ -33,6 +33,7 @@ void rmsnorm_backward(const Tensor& d_x, const Tensor& d_weight, const Tensor& d
                   cuda_stream);  // [chunks, width] fp32
   const float* residual_grad = options.residual_grad.defined() ? options.residual_grad.data<float>() : nullptr;
   check_launch(kernels::rmsnorm_backward({.d_x = d_x.data<float>(),
+                                          .d_x_bf16 = options.d_x_bf16.defined() ? options.d_x_bf16.raw() : nullptr,
                                           .d_weight = d_weight.data<float>(),
                                           .partial = static_cast<float*>(partial.data()),
                                           .residual_grad = residual_grad,

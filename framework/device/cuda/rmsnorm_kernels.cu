@@ -144,7 +144,8 @@ __global__ void __launch_bounds__(kThreads) rmsnorm_forward_warp_kernel(Out* out
   if (out_bf16) store_row(out_bf16, values, row, width, lane);
 }
 
-// d_x = rstd * (weight * d_out - x * rstd^2 * mean(weight * d_out * x)) (+ residual_grad), one block per row.
+// d_x = rstd * (weight * d_out - x * rstd^2 * mean(weight * d_out * x)) (+ residual_grad), and d_x_bf16 unless
+// null, one block per row.
 __global__ void rmsnorm_input_grad_kernel(RmsnormBackwardArguments arguments) {
   __shared__ float scratch[32];
   int64_t width = arguments.width;
@@ -158,10 +159,14 @@ __global__ void rmsnorm_input_grad_kernel(RmsnormBackwardArguments arguments) {
   float correction = r * r * projection / static_cast<float>(width);
   float* d_x_row = arguments.d_x + blockIdx.x * width;  // [width]
   const float* residual_row = arguments.residual_grad ? arguments.residual_grad + blockIdx.x * width : nullptr;
+  auto* rounded = static_cast<__nv_bfloat16*>(arguments.d_x_bf16);
+  __nv_bfloat16* rounded_row = rounded ? rounded + blockIdx.x * width : nullptr;  // [width], or none
   for (int64_t d = threadIdx.x; d < width; d += blockDim.x) {
     float gradient = r * (weight[d] * d_row[d] - row[d] * correction);
     // NOTE: __fadd_rn: the gradient rounded, then one rounded add, as add_scaled after a separate backward.
-    d_x_row[d] = residual_row ? __fadd_rn(gradient, residual_row[d]) : gradient;
+    float value = residual_row ? __fadd_rn(gradient, residual_row[d]) : gradient;
+    d_x_row[d] = value;
+    if (rounded_row) store(rounded_row + d, value);
   }
 }
 
@@ -211,8 +216,8 @@ __global__ void rmsnorm_weight_grad_sum_kernel(float* d_weight, const float* par
   d_weight[d] = beta == 0.0f ? total : d_weight[d] + total;
 }
 
-// d_x[at, at + 4) = rstd * (weight * d_out - x * correction) (+ residual_grad), rmsnorm_input_grad_kernel's
-// operations on 4 columns.
+// d_x[at, at + 4) = rstd * (weight * d_out - x * correction) (+ residual_grad), and d_x_bf16 unless null,
+// rmsnorm_input_grad_kernel's operations on 4 columns.
 __device__ inline void store_input_grad(const RmsnormBackwardArguments& arguments, int64_t at, float4 weight,
                                         float4 d_out, float4 x, float r, float correction) {
   float4 gradient{r * (weight.x * d_out.x - x.x * correction), r * (weight.y * d_out.y - x.y * correction),
@@ -223,6 +228,13 @@ __device__ inline void store_input_grad(const RmsnormBackwardArguments& argument
                       __fadd_rn(gradient.z, residual.z), __fadd_rn(gradient.w, residual.w)};
   }
   *reinterpret_cast<float4*>(arguments.d_x + at) = gradient;
+  if (!arguments.d_x_bf16) return;
+  Vector<__nv_bfloat16, 4> rounded;
+  store(&rounded.values[0], gradient.x);
+  store(&rounded.values[1], gradient.y);
+  store(&rounded.values[2], gradient.z);
+  store(&rounded.values[3], gradient.w);
+  store_vector(static_cast<__nv_bfloat16*>(arguments.d_x_bf16) + at, rounded);
 }
 
 // sums += d_out * x * rstd, per column.
@@ -348,14 +360,17 @@ cudaError_t add_rmsnorm_forward(float* sum, void* out, bool bf16_out, void* out_
 
 namespace {
 
-// The chunk kernel's float4 rows need 16-byte aligned tensors and widths, and at most kMaxVectors float4s a thread.
+// The chunk kernel's float4 rows need 16-byte aligned tensors (d_x_bf16: 8-byte) and widths, and at most kMaxVectors
+// float4s a thread.
 constexpr int kMaxVectors = 8;
 
 bool rows_of_float4(const RmsnormBackwardArguments& arguments) {
   auto aligned = [](const float* pointer) {
     return pointer == nullptr || reinterpret_cast<uintptr_t>(pointer) % 16 == 0;
   };
-  return arguments.width % 4 == 0 && arguments.width <= 4 * kThreads * kMaxVectors && aligned(arguments.d_x) &&
+  bool rounded_aligned = arguments.d_x_bf16 == nullptr || vector_aligned<__nv_bfloat16, 4>(arguments.d_x_bf16);
+  return arguments.width % 4 == 0 && arguments.width <= 4 * kThreads * kMaxVectors && rounded_aligned &&
+         aligned(arguments.d_x) &&
          aligned(arguments.partial) && aligned(arguments.residual_grad) && aligned(arguments.d_out) &&
          aligned(arguments.x) && aligned(arguments.weight);
 }

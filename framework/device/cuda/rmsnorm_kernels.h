@@ -25,6 +25,7 @@ int64_t rmsnorm_weight_grad_chunks(int64_t rows);
 
 struct RmsnormBackwardArguments {
   float* d_x;                   // [rows, width], overwritten
+  void* d_x_bf16;               // [rows, width] bf16: d_x rounded once, or null
   float* d_weight;              // [width]: the sum over rows + weight_grad_beta * d_weight
   float* partial;               // [rmsnorm_weight_grad_chunks(rows), width] scratch
   const float* residual_grad;   // [rows, width] added to d_x, or null; may be d_x

@@ -136,10 +136,30 @@ void check_fused_rmsnorm(int64_t rows, int64_t width, uint64_t seed) {
         rmsnorm_backward(t[0], t[1], t[2], t[3], t[4], t[5], {.weight_grad_beta = 0.0f, .residual_grad = t[6]});
       },
       "rmsnorm_backward_residual_" + size);
+
+  OwnedTensor rounded_x = testing::random_tensor(shape, seed, 2.0f);
+  OwnedTensor rounded_weight = testing::random_tensor(Shape{width}, seed + 1);
+  OwnedTensor rounded_rstd(Shape{rows}, DType::f32);
+  rmsnorm_forward(out, rounded_rstd, rounded_x, rounded_weight, kEps);
+  ParityCase with_copy;  // the same with d_x's bf16 copy
+  with_copy.output(OwnedTensor(shape, DType::f32), kBackward);                                // d_x
+  with_copy.output(testing::random_tensor(Shape{width}, seed + 5), kBackward);                // d_weight, added to
+  with_copy.output(OwnedTensor(shape, DType::bf16), Tolerance{.atol = 1e-4, .rtol = 8e-3});  // d_x_bf16
+  with_copy.input(testing::random_tensor(shape, seed + 3));                                   // d_out
+  with_copy.input(std::move(rounded_x));
+  with_copy.input(std::move(rounded_weight));
+  with_copy.input(std::move(rounded_rstd));
+  with_copy.input(testing::random_tensor(shape, seed + 4));  // the residual's gradient
+  with_copy.run(
+      [](const std::vector<Tensor>& t) {
+        rmsnorm_backward(t[0], t[1], t[3], t[4], t[5], t[6], {.residual_grad = t[7], .d_x_bf16 = t[2]});
+      },
+      "rmsnorm_backward_residual_bf16_" + size);
 }
 
 // On the GPU itself the fused forms are bitwise the separate ops they replace (the decoder layer's results must
-// not change): add_scaled then rmsnorm_forward; rmsnorm_backward (adding into zeros) then add_scaled.
+// not change): add_scaled then rmsnorm_forward; rmsnorm_backward (adding into zeros) then add_scaled; their bf16
+// copies then cast_tensor.
 void check_fused_rmsnorm_bitwise(int64_t rows, int64_t width, uint64_t seed) {
   Device gpu = Device::cuda(0);
   Shape shape{rows, width};
@@ -181,6 +201,17 @@ void check_fused_rmsnorm_bitwise(int64_t rows, int64_t width, uint64_t seed) {
                    {.weight_grad_beta = 0.0f, .residual_grad = d_residual});
   EXPECT_TRUE(testing::same_bytes(host_copy(fused_d_x), host_copy(separate_d_x)));
   EXPECT_TRUE(testing::same_bytes(host_copy(fused_d_weight), host_copy(separate_d_weight)));
+
+  // With d_x's bf16 copy, as the decoder layer in front of o_proj's and the down projection's bf16 GEMMs: d_x and
+  // d_weight unchanged, the copy the cast of d_x.
+  OwnedTensor rounded_d_x(shape, DType::f32, gpu), rounded_d_weight(Shape{width}, DType::f32, gpu);
+  OwnedTensor d_x_bf16(shape, DType::bf16, gpu), cast_d_x(shape, DType::bf16, gpu);
+  rmsnorm_backward(rounded_d_x, rounded_d_weight, d_out, a, weight, fused_rstd,
+                   {.weight_grad_beta = 0.0f, .residual_grad = d_residual, .d_x_bf16 = d_x_bf16});
+  cast_tensor(cast_d_x, rounded_d_x);
+  EXPECT_TRUE(testing::same_bytes(host_copy(rounded_d_x), host_copy(separate_d_x)));
+  EXPECT_TRUE(testing::same_bytes(host_copy(rounded_d_weight), host_copy(separate_d_weight)));
+  EXPECT_TRUE(testing::same_bytes(host_copy(d_x_bf16), host_copy(cast_d_x)));
 }
 
 // A GPU copy of host `values` placed from element `first` of a flat [numel + 1], and that view of it (first = 1:
@@ -288,6 +319,7 @@ TEST(CudaRmsnorm, FusedFormsAreBitwiseTheSeparateOps) {
   HAI_REQUIRE_CUDA_DEVICE();
   check_fused_rmsnorm_bitwise(77, 1000, 51);
   check_fused_rmsnorm_bitwise(2049, 7168, 52);
+  check_fused_rmsnorm_bitwise(515, 33, 53);  // rows that are not float4s: the block kernels
 }
 
 TEST(CudaRmsnorm, ForwardAndBackwardMatchCpu) {
