@@ -55,10 +55,14 @@ void DecoderLayer::forward(Context& ctx, const Tensor& out, OwnedTensor&& input,
   ctx.mlp_rstd = OwnedTensor(Shape{tokens}, DType::f32, x.device());
   // [T, H] post_attention_layernorm(h); fp32 for the MoE gate
   OwnedTensor mlp_input(x.shape(), moe_ ? DType::f32 : dense_->input_dtype(), x.device());
-  // h = attention output + x, in place in ctx.residual, and its norm in one pass
-  add_rmsnorm_forward(ctx.residual, mlp_input, ctx.mlp_rstd, ctx.residual, x, post_attention_norm_.value, norm_eps_);
+  // [T, H] the same rounded to bf16 for the MoE's experts when they read that, else empty
+  OwnedTensor mlp_input_bf16 =
+      moe_ && moe_->takes_bf16_input() ? OwnedTensor(x.shape(), DType::bf16, x.device()) : OwnedTensor();
+  // h = attention output + x, in place in ctx.residual, and its norm (and that rounding) in one pass
+  add_rmsnorm_forward(ctx.residual, mlp_input, ctx.mlp_rstd, ctx.residual, x, post_attention_norm_.value, norm_eps_,
+                      mlp_input_bf16);
   if (moe_) {
-    moe_->forward(ctx.moe, out, std::move(mlp_input), seq_len);
+    moe_->forward(ctx.moe, out, std::move(mlp_input), seq_len, std::move(mlp_input_bf16));
   } else {
     dense_->forward(ctx.dense, out, std::move(mlp_input));
   }

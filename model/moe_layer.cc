@@ -55,7 +55,7 @@ void MoeLayer::forward(Context& ctx, const Tensor& out, const Tensor& x, int64_t
   forward(ctx, out, to_compute_dtype(x, DType::f32), seq_len);
 }
 
-void MoeLayer::forward(Context& ctx, const Tensor& out, OwnedTensor&& x, int64_t seq_len) const {
+void MoeLayer::forward(Context& ctx, const Tensor& out, OwnedTensor&& x, int64_t seq_len, OwnedTensor x_bf16) const {
   ctx.input = std::move(x);  // [T, H] fp32
   const Tensor& input = ctx.input.tensor();
   route(ctx, input, seq_len);
@@ -64,7 +64,7 @@ void MoeLayer::forward(Context& ctx, const Tensor& out, OwnedTensor&& x, int64_t
   build_routing_plan(*ctx.plan, ctx.topk_indices);
   // NOTE: under FP8 the experts read the rows quantised as the dispatch quantises them; expert_tokens is then only
   // the weight gradient's recomputed input.
-  OwnedTensor tokens = fp8_dispatch_ ? OwnedTensor() : expert_tokens(input);  // [T, H], or empty: x itself
+  OwnedTensor tokens = forward_tokens(input, std::move(x_bf16));  // [T, H], or empty: x itself
   if (fp8_dispatch_ && !exchange_) {
     compute_local_experts_fp8(ctx, input);
   } else {
@@ -117,6 +117,18 @@ OwnedTensor MoeLayer::expert_tokens(const Tensor& x) const {
   }
   if (x.dtype() == experts_.compute_dtype()) return {};
   return to_compute_dtype(x, experts_.compute_dtype());
+}
+
+bool MoeLayer::takes_bf16_input() const {
+  return !exchange_ && !fp8_dispatch_ && experts_.compute_dtype() == DType::bf16;
+}
+
+OwnedTensor MoeLayer::forward_tokens(const Tensor& x, OwnedTensor x_bf16) const {
+  if (!x_bf16.tensor().defined()) return fp8_dispatch_ ? OwnedTensor() : expert_tokens(x);
+  HAI_CHECK(takes_bf16_input(), "MoE layer: a bf16 copy of its input handed to experts that do not read one");
+  check_shape(x_bf16, x.shape(), "MoE layer's bf16 input");
+  check_dtype(x_bf16, DType::bf16, "MoE layer's bf16 input");
+  return x_bf16;
 }
 
 bool MoeLayer::shared_reads_expert_tokens() const {

@@ -68,9 +68,14 @@ class MoeLayer {
   };
 
   // out: [T, H] <- x: [T, H] fp32, T a multiple of seq_len (the balance loss is per sequence of seq_len tokens).
-  // x handed over is kept for the gate's weight gradient; the other form keeps a copy.
-  void forward(Context& ctx, const Tensor& out, OwnedTensor&& x, int64_t seq_len) const;
+  // x handed over is kept for the gate's weight gradient; the other form keeps a copy. x_bf16: [T, H] x rounded to
+  // bf16, handed over by x's producer when takes_bf16_input() (the decoder layer's norm writes it in its own pass),
+  // read in place of the rounding pass of expert_tokens; else empty.
+  void forward(Context& ctx, const Tensor& out, OwnedTensor&& x, int64_t seq_len, OwnedTensor x_bf16 = {}) const;
   void forward(Context& ctx, const Tensor& out, const Tensor& x, int64_t seq_len) const;
+  // Whether forward reads x rounded to bf16 beside x (expert_tokens: bf16 experts without expert parallelism or
+  // FP8), so that x's producer may write that copy and hand it over.
+  bool takes_bf16_input() const;
   // d_x: [T, H] <- d_out: [T, H]. Overwrites d_x. balance_loss_grad is the derivative of the trained objective
   // with respect to this layer's balance loss, the mean of ctx.sequence_balance_loss (the scale the loss got,
   // e.g. the trainer's per-micro-batch loss scale).
@@ -95,6 +100,9 @@ class MoeLayer {
   // give the same bits as on their T * K copies, and the copy then moves half the bytes); empty when they read x
   // itself (expert parallelism: the exchange moves fp32 rows and quantises them itself; fp32 training).
   OwnedTensor expert_tokens(const Tensor& x) const;
+  // expert_tokens(x) for forward: x_bf16 when x's producer handed it over, else made here (empty under FP8, where
+  // the experts read the rows the dispatch quantises).
+  OwnedTensor forward_tokens(const Tensor& x, OwnedTensor x_bf16) const;
   // Whether the shared expert reads expert_tokens as they are (same dtype, no FP8 round trip): then it keeps them
   // as its saved input, and backward_weight permutes them again instead of rounding x a second time.
   bool shared_reads_expert_tokens() const;
