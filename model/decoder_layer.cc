@@ -17,6 +17,11 @@ OwnedTensor copy_of(const Tensor& x) {
   return copy;
 }
 
+// [x's shape] bf16 for a norm to write x's rounding into, when x's reader keeps x in reader_dtype bf16; else empty.
+OwnedTensor bf16_copy_for(DType reader_dtype, const Tensor& x) {
+  return reader_dtype == DType::bf16 ? OwnedTensor(x.shape(), DType::bf16, x.device()) : OwnedTensor();
+}
+
 }  // namespace
 
 DecoderLayer::DecoderLayer(const ModelConfig& model, const ParameterStore& store, int64_t layer,
@@ -80,15 +85,23 @@ void DecoderLayer::backward_input(Context& ctx, const Tensor& d_x, const Tensor&
     dense_->backward_input(ctx.dense, d_mlp_input, d_out);
   }
   OwnedTensor d_residual = like(d_out);  // [T, H] d_h
+  // [T, H] d_h rounded to bf16 when o_proj keeps its output gradient so, else empty
+  OwnedTensor d_residual_bf16 = bf16_copy_for(attention_.output_grad_dtype(), d_out);
   rmsnorm_backward(d_residual, post_attention_norm_.grad, d_mlp_input, ctx.residual, post_attention_norm_.value,
                    ctx.mlp_rstd,
-                   {.weight_grad_beta = post_attention_norm_.take_grad_beta(), .residual_grad = d_out});
+                   {.weight_grad_beta = post_attention_norm_.take_grad_beta(),
+                    .residual_grad = d_out,
+                    .d_x_bf16 = d_residual_bf16});
   ctx.residual = OwnedTensor();
 
   // Attention branch: d_x = d_h + norm_backward(attention_backward(d_h)).
   mark_phase(profiler_, "backward_input.attention");
   OwnedTensor d_attention_input = like(d_out);
-  attention_.backward_input(ctx.attention, d_attention_input, d_residual);
+  if (d_residual_bf16.tensor().defined()) {
+    attention_.backward_input(ctx.attention, d_attention_input, std::move(d_residual_bf16));
+  } else {
+    attention_.backward_input(ctx.attention, d_attention_input, d_residual);
+  }
   rmsnorm_backward(d_x, input_norm_.grad, d_attention_input, ctx.input, input_norm_.value, ctx.attention_rstd,
                    {.weight_grad_beta = input_norm_.take_grad_beta(), .residual_grad = d_residual});
   ctx.input = OwnedTensor();
