@@ -74,13 +74,21 @@ void DecoderLayer::forward(Context& ctx, const Tensor& out, OwnedTensor&& input,
   add_scaled(out, ctx.residual);
 }
 
-void DecoderLayer::backward_input(Context& ctx, const Tensor& d_x, const Tensor& d_out,
-                                  float balance_loss_grad) const {
+bool DecoderLayer::takes_bf16_output_grad() const {
+  return moe_ ? moe_->takes_bf16_output_grad() : dense_->output_grad_dtype() == DType::bf16;
+}
+
+void DecoderLayer::backward_input(Context& ctx, const Tensor& d_x, const Tensor& d_out, float balance_loss_grad,
+                                  OwnedTensor d_out_bf16, const Tensor& d_x_bf16) const {
   // MLP branch: d_h = d_out + norm_backward(mlp_backward(d_out)).
   mark_phase(profiler_, moe_ ? "backward_input.moe_experts" : "backward_input.dense_mlp");
   OwnedTensor d_mlp_input = like(d_out);
   if (moe_) {
-    moe_->backward_input(ctx.moe, d_mlp_input, d_out, balance_loss_grad);
+    moe_->backward_input(ctx.moe, d_mlp_input, d_out, balance_loss_grad, std::move(d_out_bf16));
+  } else if (d_out_bf16.tensor().defined()) {
+    HAI_CHECK(takes_bf16_output_grad(), "decoder layer: a bf16 output gradient handed to an MLP that keeps {}",
+              dtype_name(dense_->output_grad_dtype()));
+    dense_->backward_input(ctx.dense, d_mlp_input, std::move(d_out_bf16));
   } else {
     dense_->backward_input(ctx.dense, d_mlp_input, d_out);
   }
@@ -103,7 +111,9 @@ void DecoderLayer::backward_input(Context& ctx, const Tensor& d_x, const Tensor&
     attention_.backward_input(ctx.attention, d_attention_input, d_residual);
   }
   rmsnorm_backward(d_x, input_norm_.grad, d_attention_input, ctx.input, input_norm_.value, ctx.attention_rstd,
-                   {.weight_grad_beta = input_norm_.take_grad_beta(), .residual_grad = d_residual});
+                   {.weight_grad_beta = input_norm_.take_grad_beta(),
+                    .residual_grad = d_residual,
+                    .d_x_bf16 = d_x_bf16});
   ctx.input = OwnedTensor();
 }
 

@@ -231,7 +231,11 @@ void MoeLayer::combine(const Context& ctx, const Tensor& out) const {
   unpermute_tokens(out, ctx.expert_output, ctx.topk_weights, *ctx.plan);
 }
 
-void MoeLayer::backward_input(Context& ctx, const Tensor& d_x, const Tensor& d_out, float balance_loss_grad) const {
+void MoeLayer::backward_input(Context& ctx, const Tensor& d_x, const Tensor& d_out, float balance_loss_grad,
+                              OwnedTensor d_out_bf16) const {
+  bool handed_bf16 = d_out_bf16.tensor().defined();
+  HAI_CHECK(!handed_bf16 || takes_bf16_output_grad(),
+            "MoE layer: a bf16 copy of its output gradient handed to a layer that does not read one");
   const int64_t tokens = d_out.size(0), hidden = d_out.size(1);
   const Device device = d_out.device();
   // NOTE: without an exchange, in the dtype the experts compute in (bf16 in bf16 training): they keep it for W.
@@ -245,7 +249,11 @@ void MoeLayer::backward_input(Context& ctx, const Tensor& d_x, const Tensor& d_o
   dispatch_backward(ctx, d_x, d_x_sorted);
   if (shared_) {
     mark_phase(profiler_, "backward_input.shared_expert");
-    shared_->backward_input(*ctx.shared, d_x, d_out, /*accumulate=*/true);
+    if (handed_bf16) {
+      shared_->backward_input(*ctx.shared, d_x, std::move(d_out_bf16), /*accumulate=*/true);
+    } else {
+      shared_->backward_input(*ctx.shared, d_x, d_out, /*accumulate=*/true);
+    }
   }
   mark_phase(profiler_, "backward_input.moe_routing");
   route_backward(ctx, d_x, d_topk_weights, balance_loss_grad);

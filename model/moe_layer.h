@@ -78,8 +78,14 @@ class MoeLayer {
   bool takes_bf16_input() const;
   // d_x: [T, H] <- d_out: [T, H]. Overwrites d_x. balance_loss_grad is the derivative of the trained objective
   // with respect to this layer's balance loss, the mean of ctx.sequence_balance_loss (the scale the loss got,
-  // e.g. the trainer's per-micro-batch loss scale).
-  void backward_input(Context& ctx, const Tensor& d_x, const Tensor& d_out, float balance_loss_grad) const;
+  // e.g. the trainer's per-micro-batch loss scale). d_out_bf16: [T, H] d_out rounded to bf16, handed over by
+  // d_out's producer when takes_bf16_output_grad() (for the shared expert, in place of its rounding pass); else
+  // empty.
+  void backward_input(Context& ctx, const Tensor& d_x, const Tensor& d_out, float balance_loss_grad,
+                      OwnedTensor d_out_bf16 = {}) const;
+  // Whether backward_input reads d_out rounded to bf16 beside d_out (the shared expert's down projection keeps it
+  // so: bf16 and fp8 training), so that d_out's producer may write that copy and hand it over.
+  bool takes_bf16_output_grad() const { return shared_ && shared_->output_grad_dtype() == DType::bf16; }
   // Accumulates the gradients of the gate, the shared experts and the routed experts that received tokens, then
   // releases what ctx holds for it.
   void backward_weight(Context& ctx) const;

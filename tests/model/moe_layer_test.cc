@@ -314,14 +314,15 @@ TEST(MoeLayer, EmptyExpertsAreSkipped) {
   expect_weighted_experts_plus_shared(f, ctx, out);
 }
 
-// The output, input gradient and parameter gradients of a forward and backward on x ([T, H] fp32), with x_bf16
-// ([T, H] bf16, or empty) handed over beside it.
-std::vector<OwnedTensor> forward_and_backward(MoeFixture& f, const MoeLayer& layer, OwnedTensor x_bf16) {
+// The output, input gradient and parameter gradients of a forward and backward on x and d_out ([T, H] fp32), with
+// x_bf16 and d_out_bf16 ([T, H] bf16, or empty) handed over beside them.
+std::vector<OwnedTensor> forward_and_backward(MoeFixture& f, const MoeLayer& layer, OwnedTensor x_bf16,
+                                              OwnedTensor d_out_bf16 = {}) {
   MoeLayer::Context ctx;
   OwnedTensor out({kTokens, kHidden}, DType::f32), d_x({kTokens, kHidden}, DType::f32);
   OwnedTensor x = host_copy(f.x);
   layer.forward(ctx, out, std::move(x), kSeqLen, std::move(x_bf16));
-  layer.backward_input(ctx, d_x, f.d_out, 1.0f);
+  layer.backward_input(ctx, d_x, f.d_out, 1.0f, std::move(d_out_bf16));
   f.store.zero_grads();
   layer.backward_weight(ctx);
   std::vector<OwnedTensor> results;
@@ -354,6 +355,29 @@ TEST(MoeLayer, TakesTheBf16InputItsProducerWrote) {
   MoeLayer fp32_layer(fp32.model, fp32.store, kLayer);
   EXPECT_FALSE(fp32_layer.takes_bf16_input());
   EXPECT_THROW(forward_and_backward(fp32, fp32_layer, to_compute_dtype(fp32.x, DType::bf16)), Error);
+}
+
+// The same for the output gradient: the shared expert's down projection keeps d_out rounded to bf16, and the copy
+// handed over (the layer above's input norm writes it in its pass) gives the bits of the layer's own rounding.
+TEST(MoeLayer, TakesTheBf16OutputGradientItsProducerWrote) {
+  MoeFixture f(DType::bf16);
+  MoeLayer layer(f.model, f.store, kLayer);
+  ASSERT_TRUE(layer.takes_bf16_output_grad());
+  std::vector<OwnedTensor> rounded_here = forward_and_backward(f, layer, OwnedTensor());
+  std::vector<OwnedTensor> handed_over =
+      forward_and_backward(f, layer, OwnedTensor(), to_compute_dtype(f.d_out, DType::bf16));
+  for (size_t i = 0; i < rounded_here.size(); ++i) {
+    EXPECT_TRUE(testing::same_bytes(handed_over[i], rounded_here[i])) << "result " << i;
+  }
+  OwnedTensor zeros = zero_tensor({kTokens, kHidden}, DType::bf16);  // what the shared expert's gradients read
+  EXPECT_FALSE(testing::same_bytes(forward_and_backward(f, layer, OwnedTensor(), std::move(zeros))[2],
+                                   rounded_here[2]));
+
+  MoeFixture fp32;
+  MoeLayer fp32_layer(fp32.model, fp32.store, kLayer);
+  EXPECT_FALSE(fp32_layer.takes_bf16_output_grad());
+  EXPECT_THROW(forward_and_backward(fp32, fp32_layer, OwnedTensor(), to_compute_dtype(fp32.d_out, DType::bf16)),
+               Error);
 }
 
 TEST(MoeLayer, RejectsPartialSequences) {
