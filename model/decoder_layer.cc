@@ -17,6 +17,11 @@ OwnedTensor copy_of(const Tensor& x) {
   return copy;
 }
 
+// [x's shape] bf16 for a norm to write x's rounding into, when x's reader keeps x in reader_dtype bf16; else empty.
+OwnedTensor bf16_copy_for(DType reader_dtype, const Tensor& x) {
+  return reader_dtype == DType::bf16 ? OwnedTensor(x.shape(), DType::bf16, x.device()) : OwnedTensor();
+}
+
 }  // namespace
 
 DecoderLayer::DecoderLayer(const ModelConfig& model, const ParameterStore& store, int64_t layer,
@@ -55,39 +60,61 @@ void DecoderLayer::forward(Context& ctx, const Tensor& out, OwnedTensor&& input,
   ctx.mlp_rstd = OwnedTensor(Shape{tokens}, DType::f32, x.device());
   // [T, H] post_attention_layernorm(h); fp32 for the MoE gate
   OwnedTensor mlp_input(x.shape(), moe_ ? DType::f32 : dense_->input_dtype(), x.device());
-  // h = attention output + x, in place in ctx.residual, and its norm in one pass
-  add_rmsnorm_forward(ctx.residual, mlp_input, ctx.mlp_rstd, ctx.residual, x, post_attention_norm_.value, norm_eps_);
+  // [T, H] the same rounded to bf16 for the MoE's experts when they read that, else empty
+  OwnedTensor mlp_input_bf16 =
+      moe_ && moe_->takes_bf16_input() ? OwnedTensor(x.shape(), DType::bf16, x.device()) : OwnedTensor();
+  // h = attention output + x, in place in ctx.residual, and its norm (and that rounding) in one pass
+  add_rmsnorm_forward(ctx.residual, mlp_input, ctx.mlp_rstd, ctx.residual, x, post_attention_norm_.value, norm_eps_,
+                      mlp_input_bf16);
   // out = h + mlp(...): the MoE's combine starts from h (no pass of its own over [T, H]); the dense MLP adds it after.
   if (moe_) {
-    moe_->forward(ctx.moe, out, std::move(mlp_input), seq_len, ctx.residual);
+    moe_->forward(ctx.moe, out, std::move(mlp_input), seq_len, ctx.residual, std::move(mlp_input_bf16));
   } else {
     dense_->forward(ctx.dense, out, std::move(mlp_input));
     add_scaled(out, ctx.residual);
   }
 }
 
-void DecoderLayer::backward_input(Context& ctx, const Tensor& d_x, const Tensor& d_out,
-                                  float balance_loss_grad) const {
+bool DecoderLayer::takes_bf16_output_grad() const {
+  return moe_ ? moe_->takes_bf16_output_grad() : dense_->output_grad_dtype() == DType::bf16;
+}
+
+void DecoderLayer::backward_input(Context& ctx, const Tensor& d_x, const Tensor& d_out, float balance_loss_grad,
+                                  OwnedTensor d_out_bf16, const Tensor& d_x_bf16) const {
   // MLP branch: d_h = d_out + norm_backward(mlp_backward(d_out)).
   mark_phase(profiler_, moe_ ? "backward_input.moe_experts" : "backward_input.dense_mlp");
   OwnedTensor d_mlp_input = like(d_out);
   if (moe_) {
-    moe_->backward_input(ctx.moe, d_mlp_input, d_out, balance_loss_grad);
+    moe_->backward_input(ctx.moe, d_mlp_input, d_out, balance_loss_grad, std::move(d_out_bf16));
+  } else if (d_out_bf16.tensor().defined()) {
+    HAI_CHECK(takes_bf16_output_grad(), "decoder layer: a bf16 output gradient handed to an MLP that keeps {}",
+              dtype_name(dense_->output_grad_dtype()));
+    dense_->backward_input(ctx.dense, d_mlp_input, std::move(d_out_bf16));
   } else {
     dense_->backward_input(ctx.dense, d_mlp_input, d_out);
   }
   OwnedTensor d_residual = like(d_out);  // [T, H] d_h
+  // [T, H] d_h rounded to bf16 when o_proj keeps its output gradient so, else empty
+  OwnedTensor d_residual_bf16 = bf16_copy_for(attention_.output_grad_dtype(), d_out);
   rmsnorm_backward(d_residual, post_attention_norm_.grad, d_mlp_input, ctx.residual, post_attention_norm_.value,
                    ctx.mlp_rstd,
-                   {.weight_grad_beta = post_attention_norm_.take_grad_beta(), .residual_grad = d_out});
+                   {.weight_grad_beta = post_attention_norm_.take_grad_beta(),
+                    .residual_grad = d_out,
+                    .d_x_bf16 = d_residual_bf16});
   ctx.residual = OwnedTensor();
 
   // Attention branch: d_x = d_h + norm_backward(attention_backward(d_h)).
   mark_phase(profiler_, "backward_input.attention");
   OwnedTensor d_attention_input = like(d_out);
-  attention_.backward_input(ctx.attention, d_attention_input, d_residual);
+  if (d_residual_bf16.tensor().defined()) {
+    attention_.backward_input(ctx.attention, d_attention_input, std::move(d_residual_bf16));
+  } else {
+    attention_.backward_input(ctx.attention, d_attention_input, d_residual);
+  }
   rmsnorm_backward(d_x, input_norm_.grad, d_attention_input, ctx.input, input_norm_.value, ctx.attention_rstd,
-                   {.weight_grad_beta = input_norm_.take_grad_beta(), .residual_grad = d_residual});
+                   {.weight_grad_beta = input_norm_.take_grad_beta(),
+                    .residual_grad = d_residual,
+                    .d_x_bf16 = d_x_bf16});
   ctx.input = OwnedTensor();
 }
 

@@ -38,7 +38,14 @@ class DecoderLayer {
   void forward(Context& ctx, const Tensor& out, OwnedTensor&& x, const Tensor& positions, int64_t seq_len) const;
   // d_x: [T, H] (overwritten) <- d_out: [T, H]. balance_loss_grad: the objective's derivative with respect to
   // this layer's balance loss (ignored by dense layers). Norm weight gradients are accumulated here.
-  void backward_input(Context& ctx, const Tensor& d_x, const Tensor& d_out, float balance_loss_grad) const;
+  // d_out_bf16: [T, H] d_out rounded to bf16, handed over by the layer above (its d_x_bf16) when
+  // takes_bf16_output_grad(), else empty (the MLP rounds d_out itself). d_x_bf16: [T, H] bf16, optional: d_x rounded
+  // once, written by the input norm's backward in its pass, for the layer below.
+  void backward_input(Context& ctx, const Tensor& d_x, const Tensor& d_out, float balance_loss_grad,
+                      OwnedTensor d_out_bf16 = {}, const Tensor& d_x_bf16 = {}) const;
+  // Whether backward_input reads d_out rounded to bf16 (its MLP's down projection keeps d_out so: the dense MLP or
+  // the MoE's shared expert, in bf16 and fp8 training), so that the layer above may write that copy and hand it over.
+  bool takes_bf16_output_grad() const;
   void backward_weight(Context& ctx) const;
   // Marks the phases of this layer's parts (attention block, dense MLP or the MoE's parts) in `profiler`
   // (framework/metrics/step_profiler.h); null turns it off.

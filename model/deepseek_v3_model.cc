@@ -175,12 +175,18 @@ void DeepseekV3Model::backward(Pass& pass, float grad_scale, const GradientsFina
   // the layers' buckets are announced one by one over the whole backward and their reductions (data parallelism)
   // run under the layers below; what is left to reduce after the backward is the first layer's and the
   // embedding's. (The pipeline stages split B and W for their schedules; a whole model has no reason to.)
+  OwnedTensor d_hidden_bf16;  // [T, H] d_hidden rounded to bf16 by the layer above, or empty
   for (size_t layer = layers_.size(); layer-- > 0;) {
     OwnedTensor d_input(hidden_shape, DType::f32, device());
-    layers_[layer]->backward_input(pass.layers[layer], d_input, d_hidden, grad_scale);
+    // [T, H] d_input rounded to bf16 by this layer's input norm when the layer below reads that, else empty
+    bool below_takes_bf16 = layer > 0 && layers_[layer - 1]->takes_bf16_output_grad();
+    OwnedTensor d_input_bf16 = below_takes_bf16 ? OwnedTensor(hidden_shape, DType::bf16, device()) : OwnedTensor();
+    layers_[layer]->backward_input(pass.layers[layer], d_input, d_hidden, grad_scale, std::move(d_hidden_bf16),
+                                   d_input_bf16);
     layers_[layer]->backward_weight(pass.layers[layer]);
     finished(layer_bucket(static_cast<int64_t>(layer)));
     d_hidden = std::move(d_input);
+    d_hidden_bf16 = std::move(d_input_bf16);
   }
   // NOTE: the embedding's gradient is complete after the MTP modules' (their embeddings') and the input's.
   mark_phase(profiler_, "backward_weight.embedding");

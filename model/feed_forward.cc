@@ -70,10 +70,15 @@ OwnedTensor FeedForward::projections_forward(Context& ctx, const Linear::Prepare
 }
 
 void FeedForward::backward_input(Context& ctx, const Tensor& d_x, const Tensor& d_out, bool accumulate) const {
-  const int64_t rows = d_out.size(0);
   // [N, H] a copy (the caller may reuse d_out), rounded to the dtype of the layer's output gradients
-  ctx.d_out = down_.prepare_output_grad(to_compute_dtype(d_out, down_.output_grad_dtype()));
-  OwnedTensor d_activation(Shape{rows, ffn_size()}, DType::f32, d_out.device());  // [N, F]
+  backward_input(ctx, d_x, to_compute_dtype(d_out, output_grad_dtype()), accumulate);
+}
+
+void FeedForward::backward_input(Context& ctx, const Tensor& d_x, OwnedTensor&& d_out, bool accumulate) const {
+  const int64_t rows = d_out.tensor().size(0);
+  const Device device = d_out.tensor().device();
+  ctx.d_out = down_.prepare_output_grad(std::move(d_out));
+  OwnedTensor d_activation(Shape{rows, ffn_size()}, DType::f32, device);  // [N, F]
   down_.backward_input(d_activation, ctx.d_out);
   projections_backward_input(ctx, d_x, d_activation, accumulate);
 }

@@ -44,6 +44,11 @@ class FeedForward {
   DType input_dtype() const { return gate_.input_dtype(); }
   // d_x: [N, H] <- d_out: [N, H]. Overwrites d_x, or adds to it when accumulate is set.
   void backward_input(Context& ctx, const Tensor& d_x, const Tensor& d_out, bool accumulate = false) const;
+  // The same from d_out handed over: kept for down_proj's weight gradient without a copy when it has
+  // output_grad_dtype() (a decoder layer's norm writes it so in its own pass).
+  void backward_input(Context& ctx, const Tensor& d_x, OwnedTensor&& d_out, bool accumulate = false) const;
+  // The dtype in which backward_input keeps d_out: Linear::output_grad_dtype of down_proj.
+  DType output_grad_dtype() const { return down_.output_grad_dtype(); }
   // Accumulates the gradients of the three weights, then releases ctx.
   void backward_weight(Context& ctx) const;
 

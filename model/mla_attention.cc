@@ -150,11 +150,15 @@ OwnedTensor MlaAttention::rotated(OwnedTensor x, int64_t column_offset, DType dt
 }
 
 void MlaAttention::backward_input(Context& ctx, const Tensor& d_x, const Tensor& d_out) const {
-  int64_t tokens = d_out.size(0);
-  int64_t qk_dim = nope_dim_ + rope_dim_;
-  Device device = d_out.device();
   // NOTE: a copy; the caller may reuse d_out.
-  ctx.d_out = o_proj_.prepare_output_grad(to_compute_dtype(d_out, o_proj_.output_grad_dtype()));
+  backward_input(ctx, d_x, to_compute_dtype(d_out, output_grad_dtype()));
+}
+
+void MlaAttention::backward_input(Context& ctx, const Tensor& d_x, OwnedTensor&& d_out) const {
+  int64_t tokens = d_out.tensor().size(0);
+  int64_t qk_dim = nope_dim_ + rope_dim_;
+  Device device = d_out.tensor().device();
+  ctx.d_out = o_proj_.prepare_output_grad(std::move(d_out));
   // bf16 when the attention reads bf16, but fp32 with FP8 (the header says why)
   DType d_o_dtype = o_proj_.uses_fp8() ? DType::f32 : attention_dtype_;
   OwnedTensor d_o(Shape{tokens, heads_, value_dim_}, d_o_dtype, device);  // [T, H, d_v]

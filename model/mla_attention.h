@@ -72,6 +72,11 @@ class MlaAttention {
   DType input_dtype() const { return q_a_proj_.input_dtype(); }
   // d_x: [T, hidden] (overwritten) <- d_out: [T, hidden]. Accumulates the two RMSNorm weights' gradients.
   void backward_input(Context& ctx, const Tensor& d_x, const Tensor& d_out) const;
+  // The same from d_out handed over: kept for o_proj's weight gradient without a copy when it has output_grad_dtype()
+  // (the decoder layer's norm writes it so in its own pass).
+  void backward_input(Context& ctx, const Tensor& d_x, OwnedTensor&& d_out) const;
+  // The dtype in which backward_input keeps d_out: Linear::output_grad_dtype of o_proj.
+  DType output_grad_dtype() const { return o_proj_.output_grad_dtype(); }
   // Accumulates the five projection weights' gradients, then releases everything ctx holds.
   void backward_weight(Context& ctx) const;
 

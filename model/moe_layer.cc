@@ -56,8 +56,8 @@ void MoeLayer::forward(Context& ctx, const Tensor& out, const Tensor& x, int64_t
   forward(ctx, out, to_compute_dtype(x, DType::f32), seq_len, residual);
 }
 
-void MoeLayer::forward(Context& ctx, const Tensor& out, OwnedTensor&& x, int64_t seq_len,
-                       const Tensor& residual) const {
+void MoeLayer::forward(Context& ctx, const Tensor& out, OwnedTensor&& x, int64_t seq_len, const Tensor& residual,
+                       OwnedTensor x_bf16) const {
   ctx.input = std::move(x);  // [T, H] fp32
   const Tensor& input = ctx.input.tensor();
   route(ctx, input, seq_len);
@@ -66,7 +66,7 @@ void MoeLayer::forward(Context& ctx, const Tensor& out, OwnedTensor&& x, int64_t
   build_routing_plan(*ctx.plan, ctx.topk_indices);
   // NOTE: under FP8 the experts read the rows quantised as the dispatch quantises them; expert_tokens is then only
   // the weight gradient's recomputed input.
-  OwnedTensor tokens = fp8_dispatch_ ? OwnedTensor() : expert_tokens(input);  // [T, H], or empty: x itself
+  OwnedTensor tokens = forward_tokens(input, std::move(x_bf16));  // [T, H], or empty: x itself
   if (fp8_dispatch_ && !exchange_) {
     compute_local_experts_fp8(ctx, input);
   } else {
@@ -119,6 +119,18 @@ OwnedTensor MoeLayer::expert_tokens(const Tensor& x) const {
   }
   if (x.dtype() == experts_.compute_dtype()) return {};
   return to_compute_dtype(x, experts_.compute_dtype());
+}
+
+bool MoeLayer::takes_bf16_input() const {
+  return !exchange_ && !fp8_dispatch_ && experts_.compute_dtype() == DType::bf16;
+}
+
+OwnedTensor MoeLayer::forward_tokens(const Tensor& x, OwnedTensor x_bf16) const {
+  if (!x_bf16.tensor().defined()) return fp8_dispatch_ ? OwnedTensor() : expert_tokens(x);
+  HAI_CHECK(takes_bf16_input(), "MoE layer: a bf16 copy of its input handed to experts that do not read one");
+  check_shape(x_bf16, x.shape(), "MoE layer's bf16 input");
+  check_dtype(x_bf16, DType::bf16, "MoE layer's bf16 input");
+  return x_bf16;
 }
 
 bool MoeLayer::shared_reads_expert_tokens() const {
@@ -221,7 +233,11 @@ void MoeLayer::combine(const Context& ctx, const Tensor& out, const Tensor& resi
   unpermute_tokens(out, ctx.expert_output, ctx.topk_weights, *ctx.plan, residual);  // [T, H]
 }
 
-void MoeLayer::backward_input(Context& ctx, const Tensor& d_x, const Tensor& d_out, float balance_loss_grad) const {
+void MoeLayer::backward_input(Context& ctx, const Tensor& d_x, const Tensor& d_out, float balance_loss_grad,
+                              OwnedTensor d_out_bf16) const {
+  bool handed_bf16 = d_out_bf16.tensor().defined();
+  HAI_CHECK(!handed_bf16 || takes_bf16_output_grad(),
+            "MoE layer: a bf16 copy of its output gradient handed to a layer that does not read one");
   const int64_t tokens = d_out.size(0), hidden = d_out.size(1);
   const Device device = d_out.device();
   // NOTE: without an exchange, in the dtype the experts compute in (bf16 in bf16 training): they keep it for W.
@@ -235,7 +251,11 @@ void MoeLayer::backward_input(Context& ctx, const Tensor& d_x, const Tensor& d_o
   dispatch_backward(ctx, d_x, d_x_sorted);
   if (shared_) {
     mark_phase(profiler_, "backward_input.shared_expert");
-    shared_->backward_input(*ctx.shared, d_x, d_out, /*accumulate=*/true);
+    if (handed_bf16) {
+      shared_->backward_input(*ctx.shared, d_x, std::move(d_out_bf16), /*accumulate=*/true);
+    } else {
+      shared_->backward_input(*ctx.shared, d_x, d_out, /*accumulate=*/true);
+    }
   }
   mark_phase(profiler_, "backward_input.moe_routing");
   route_backward(ctx, d_x, d_topk_weights, balance_loss_grad);

@@ -72,12 +72,24 @@ class MoeLayer {
   // from out, or not defined: out = residual + the layer's output, summed in fp32 from the residual, then the routed
   // experts' weighted rows in k order (the combine, unpermute_tokens), then the shared expert's output (its down
   // projection's GEMM accumulates into out). Its gradient is d_out itself, so backward_input does not see it.
-  void forward(Context& ctx, const Tensor& out, OwnedTensor&& x, int64_t seq_len, const Tensor& residual = {}) const;
+  // x_bf16: [T, H] x rounded to bf16, handed over by x's producer when takes_bf16_input() (the decoder layer's norm
+  // writes it in its own pass), read in place of the rounding pass of expert_tokens; else empty.
+  void forward(Context& ctx, const Tensor& out, OwnedTensor&& x, int64_t seq_len, const Tensor& residual = {},
+               OwnedTensor x_bf16 = {}) const;
   void forward(Context& ctx, const Tensor& out, const Tensor& x, int64_t seq_len, const Tensor& residual = {}) const;
+  // Whether forward reads x rounded to bf16 beside x (expert_tokens: bf16 experts without expert parallelism or
+  // FP8), so that x's producer may write that copy and hand it over.
+  bool takes_bf16_input() const;
   // d_x: [T, H] <- d_out: [T, H]. Overwrites d_x. balance_loss_grad is the derivative of the trained objective
   // with respect to this layer's balance loss, the mean of ctx.sequence_balance_loss (the scale the loss got,
-  // e.g. the trainer's per-micro-batch loss scale).
-  void backward_input(Context& ctx, const Tensor& d_x, const Tensor& d_out, float balance_loss_grad) const;
+  // e.g. the trainer's per-micro-batch loss scale). d_out_bf16: [T, H] d_out rounded to bf16, handed over by
+  // d_out's producer when takes_bf16_output_grad() (for the shared expert, in place of its rounding pass); else
+  // empty.
+  void backward_input(Context& ctx, const Tensor& d_x, const Tensor& d_out, float balance_loss_grad,
+                      OwnedTensor d_out_bf16 = {}) const;
+  // Whether backward_input reads d_out rounded to bf16 beside d_out (the shared expert's down projection keeps it
+  // so: bf16 and fp8 training), so that d_out's producer may write that copy and hand it over.
+  bool takes_bf16_output_grad() const { return shared_ && shared_->output_grad_dtype() == DType::bf16; }
   // Accumulates the gradients of the gate, the shared experts and the routed experts that received tokens, then
   // releases what ctx holds for it.
   void backward_weight(Context& ctx) const;
@@ -98,6 +110,9 @@ class MoeLayer {
   // give the same bits as on their T * K copies, and the copy then moves half the bytes); empty when they read x
   // itself (expert parallelism: the exchange moves fp32 rows and quantises them itself; fp32 training).
   OwnedTensor expert_tokens(const Tensor& x) const;
+  // expert_tokens(x) for forward: x_bf16 when x's producer handed it over, else made here (empty under FP8, where
+  // the experts read the rows the dispatch quantises).
+  OwnedTensor forward_tokens(const Tensor& x, OwnedTensor x_bf16) const;
   // Whether the shared expert reads expert_tokens as they are (same dtype, no FP8 round trip): then it keeps them
   // as its saved input, and backward_weight permutes them again instead of rounding x a second time.
   bool shared_reads_expert_tokens() const;

@@ -61,8 +61,12 @@ void MtpModule::backward_input(Context& ctx, const Tensor& d_previous, const Ten
   if (d_output.defined() && d_output.numel() > 0) add_scaled(d_block_output, d_output);
 
   OwnedTensor d_projected(d_previous.shape(), DType::f32, device);  // [T, H]
-  block_.backward_input(ctx.block, d_projected, d_block_output, balance_loss_grad);
-  ctx.d_projected = projection_.prepare_output_grad(std::move(d_projected));
+  // [T, H] the same rounded to bf16 by the block's input norm when eh_proj's GEMMs read that (bf16 compute, no FP8:
+  // prepare_output_grad would round d_projected to it), else empty
+  bool reads_bf16 = projection_.compute_dtype() == DType::bf16 && !projection_.uses_fp8();
+  OwnedTensor d_projected_bf16 = reads_bf16 ? OwnedTensor(d_previous.shape(), DType::bf16, device) : OwnedTensor();
+  block_.backward_input(ctx.block, d_projected, d_block_output, balance_loss_grad, {}, d_projected_bf16);
+  ctx.d_projected = projection_.prepare_output_grad(reads_bf16 ? std::move(d_projected_bf16) : std::move(d_projected));
   OwnedTensor d_concatenated(Shape{d_previous.size(0), 2 * hidden}, DType::f32, device);
   projection_.backward_input(d_concatenated, ctx.d_projected);
 

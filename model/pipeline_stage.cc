@@ -121,14 +121,20 @@ void PipelineStage::backward_input(Context& ctx, const MicroBatchInputs& batch, 
     backward_head(ctx, d_head, grad_scale);
     d_hidden = d_head;
   }
-  OwnedTensor d_layer;  // [T, H] the current layer's input gradient
+  OwnedTensor d_layer;        // [T, H] the current layer's input gradient
+  OwnedTensor d_hidden_bf16;  // [T, H] d_hidden rounded to bf16 by the layer above, or empty
   for (size_t index = blocks_.size(); index-- > 0;) {
     bool writes_input = index == 0 && !layers_.first;
     OwnedTensor d_x = writes_input ? OwnedTensor() : OwnedTensor(hidden_shape, DType::f32, device);  // [T, H]
     Tensor d_x_view = writes_input ? d_input : d_x.tensor();
-    blocks_[index]->backward_input(ctx.layers[index], d_x_view, d_hidden, grad_scale);
+    // [T, H] d_x rounded to bf16 by this layer's input norm when the layer below reads that, else empty
+    bool below_takes_bf16 = index > 0 && blocks_[index - 1]->takes_bf16_output_grad();
+    OwnedTensor d_x_bf16 = below_takes_bf16 ? OwnedTensor(hidden_shape, DType::bf16, device) : OwnedTensor();
+    blocks_[index]->backward_input(ctx.layers[index], d_x_view, d_hidden, grad_scale, std::move(d_hidden_bf16),
+                                   d_x_bf16);
     d_layer = std::move(d_x);
     d_hidden = d_x_view;
+    d_hidden_bf16 = std::move(d_x_bf16);
   }
   if (layers_.first) ctx.d_embedded = std::move(d_layer);
 }

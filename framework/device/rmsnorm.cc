@@ -35,6 +35,14 @@ void check_forward_output(const Tensor& out, const Tensor& x, float eps) {
   HAI_CHECK(eps >= 0.0f, "rmsnorm eps must not be negative, got {}", eps);
 }
 
+// copy: [N, D] bf16, the rounding of `of` ([N, D] fp32) written beside it.
+void check_rounded_copy(const Tensor& copy, const Tensor& of, const char* what) {
+  check_shape(copy, of.shape(), what);
+  check_dtype(copy, DType::bf16, what);
+  HAI_CHECK(of.dtype() == DType::f32, "{} is written beside an fp32 result, not {}", what, of.str());
+  check_same_device(copy, of, "rmsnorm");
+}
+
 }  // namespace
 
 void rmsnorm_forward(const Tensor& out, const Tensor& rstd, const Tensor& x, const Tensor& weight, float eps,
@@ -50,12 +58,13 @@ void rmsnorm_forward(const Tensor& out, const Tensor& rstd, const Tensor& x, con
 }
 
 void add_rmsnorm_forward(const Tensor& sum, const Tensor& out, const Tensor& rstd, const Tensor& a, const Tensor& b,
-                         const Tensor& weight, float eps, [[maybe_unused]] Stream stream) {
+                         const Tensor& weight, float eps, const Tensor& out_bf16, [[maybe_unused]] Stream stream) {
   check_operands({&sum, &a, &b}, sum, weight, rstd);
   check_forward_output(out, sum, eps);
-  if (sum.device().is_cpu()) return cpu::add_rmsnorm_forward(sum, out, rstd, a, b, weight, eps);
+  if (out_bf16.defined()) check_rounded_copy(out_bf16, out, "rmsnorm out_bf16");
+  if (sum.device().is_cpu()) return cpu::add_rmsnorm_forward(sum, out, rstd, a, b, weight, eps, out_bf16);
 #ifdef HAI_WITH_CUDA
-  return cuda::add_rmsnorm_forward(sum, out, rstd, a, b, weight, eps, stream);
+  return cuda::add_rmsnorm_forward(sum, out, rstd, a, b, weight, eps, out_bf16, stream);
 #else
   throw_no_backend("add_rmsnorm_forward", sum.device());
 #endif
@@ -66,6 +75,7 @@ void rmsnorm_backward(const Tensor& d_x, const Tensor& d_weight, const Tensor& d
                       [[maybe_unused]] Stream stream) {
   check_operands({&d_x, &d_out, &x}, x, weight, rstd);
   if (options.residual_grad.defined()) check_operands({&options.residual_grad}, x, weight, rstd);
+  if (options.d_x_bf16.defined()) check_rounded_copy(options.d_x_bf16, d_x, "rmsnorm d_x_bf16");
   check_shape(d_weight, weight.shape(), "rmsnorm d_weight");
   check_dtype(d_weight, DType::f32, "rmsnorm d_weight");
   check_same_device(d_weight, x, "rmsnorm");

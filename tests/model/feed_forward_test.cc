@@ -130,6 +130,37 @@ TEST(FeedForward, RowSliceEqualsRowsOfTheWholeBatch) {
 // write them: the block's output is, bit for bit, the composition of its parts with exactly those roundings. The
 // output gradients kept for the weight gradients are their FP8 transposes (one byte an element), the dgrad rows
 // released.
+// In fp8 training the down projection keeps d_out in bf16 (output_grad_dtype) and quantises it from there: handed
+// over so (a decoder layer's norm writes that rounding in its pass), it gives the bits of d_out passed in fp32.
+TEST(FeedForward, TakesItsOutputGradientInOutputGradDtype) {
+  constexpr int64_t kRows = 6, kHidden = 5, kFfn = 7;
+  EXPECT_EQ(FeedForward(feed_forward_store(kHidden, kFfn, 0.5), kPrefix).output_grad_dtype(), DType::f32);
+  ParameterStore store = feed_forward_store(kHidden, kFfn, 0.5, /*fp8=*/true);
+  FeedForward ffn(store, kPrefix);
+  ASSERT_EQ(ffn.output_grad_dtype(), DType::bf16);
+  OwnedTensor x = testing::random_tensor({kRows, kHidden}, 30), d_out = testing::random_tensor({kRows, kHidden}, 31);
+  auto gradients = [&](bool hand_over_bf16) {  // d_x, then the three weights' gradients
+    FeedForward::Context ctx;
+    OwnedTensor out({kRows, kHidden}, DType::f32), d_x({kRows, kHidden}, DType::f32);
+    ffn.forward(ctx, out, x);
+    if (hand_over_bf16) {
+      ffn.backward_input(ctx, d_x, to_compute_dtype(d_out, DType::bf16));
+    } else {
+      ffn.backward_input(ctx, d_x, d_out);
+    }
+    store.zero_grads();
+    ffn.backward_weight(ctx);
+    std::vector<OwnedTensor> results;
+    results.push_back(std::move(d_x));
+    results.push_back(host_copy(store.grads()));
+    return results;
+  };
+  std::vector<OwnedTensor> from_fp32 = gradients(false), handed_over = gradients(true);
+  EXPECT_TRUE(testing::same_bytes(handed_over[0], from_fp32[0]));
+  EXPECT_TRUE(testing::same_bytes(handed_over[1], from_fp32[1]));
+  EXPECT_GT(testing::dot(handed_over[1], handed_over[1]), 0.0);
+}
+
 TEST(FeedForward, Fp8RoundsOnlyTheProjectionInputsAndGradientsToBf16) {
   constexpr int64_t kRows = 9, kHidden = 200, kFfn = 136;
   ParameterStore store = feed_forward_store(kHidden, kFfn, 0.05, /*fp8=*/true);

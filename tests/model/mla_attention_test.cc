@@ -226,6 +226,41 @@ TEST_F(MlaAttentionTest, Bf16ComputeStaysCloseToFp32) {
   EXPECT_GT(testing::dot(bf16_store.grads(), bf16_store.grads()), 0.0);
 }
 
+// The output gradient handed over in output_grad_dtype() (bf16 in bf16 training; the decoder layer's norm writes it
+// so) is what backward_input would round d_out to: d_x and every parameter gradient are the bits of passing d_out
+// in fp32. fp32 training keeps d_out in fp32.
+TEST_F(MlaAttentionTest, TakesTheBf16OutputGradientItsProducerWrote) {
+  EXPECT_EQ(MlaAttention(model_, store_, 0, rope_).output_grad_dtype(), DType::f32);
+  ParameterStore bf16_store(deepseek_v3_parameters(model_), Device::cpu(), DType::bf16);
+  copy_tensor(bf16_store.values(), store_.values());
+  bf16_store.refresh_compute_copy();
+  MlaAttention bf16_attention(model_, bf16_store, 0, rope_);
+  ASSERT_EQ(bf16_attention.output_grad_dtype(), DType::bf16);
+  OwnedTensor x = testing::random_tensor(Shape{kTokens, model_.hidden_size}, 10);
+  OwnedTensor d_out = testing::random_tensor(Shape{kTokens, model_.hidden_size}, 11);
+  OwnedTensor positions = positions_of(kTokens);
+  auto gradients = [&](bool hand_over_bf16) {  // d_x, then every parameter's gradient
+    MlaAttention::Context ctx;
+    OwnedTensor out(Shape{kTokens, model_.hidden_size}, DType::f32), d_x(x.shape(), DType::f32);
+    bf16_attention.forward(ctx, out, x, positions, kSeqLen);
+    bf16_store.zero_grads();
+    if (hand_over_bf16) {
+      bf16_attention.backward_input(ctx, d_x, to_compute_dtype(d_out, DType::bf16));
+    } else {
+      bf16_attention.backward_input(ctx, d_x, d_out);
+    }
+    bf16_attention.backward_weight(ctx);
+    std::vector<OwnedTensor> results;
+    results.push_back(std::move(d_x));
+    results.push_back(host_copy(bf16_store.grads()));
+    return results;
+  };
+  std::vector<OwnedTensor> from_fp32 = gradients(false), handed_over = gradients(true);
+  EXPECT_TRUE(testing::same_bytes(handed_over[0], from_fp32[0]));
+  EXPECT_TRUE(testing::same_bytes(handed_over[1], from_fp32[1]));
+  EXPECT_GT(testing::dot(handed_over[1], handed_over[1]), 0.0);
+}
+
 // In fp8 training (FP8 projections computing in bf16) the tensors between the projections and the attention core
 // are bf16, as in bf16 training: x, q, k, v and o; d_o alone stays fp32 (the header says why). The output gradients
 // the projections keep for wgrad are their FP8 transposes. (tests/model/linear_fp8_test.cc checks the FP8 GEMMs'

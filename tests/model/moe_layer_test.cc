@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "model/linear.h"
 #include "model/parameters.h"
 #include "tests/framework/device/test_util.h"
 
@@ -323,6 +324,72 @@ TEST(MoeLayer, EmptyExpertsAreSkipped) {
   EXPECT_GT(grad_l1(1), 0.0);
   for (int64_t e = 2; e < kExperts; ++e) EXPECT_EQ(grad_l1(e), 0.0) << e;
   expect_weighted_experts_plus_shared(f, ctx, out);
+}
+
+// The output, input gradient and parameter gradients of a forward and backward on x and d_out ([T, H] fp32), with
+// x_bf16 and d_out_bf16 ([T, H] bf16, or empty) handed over beside them.
+std::vector<OwnedTensor> forward_and_backward(MoeFixture& f, const MoeLayer& layer, OwnedTensor x_bf16,
+                                              OwnedTensor d_out_bf16 = {}) {
+  MoeLayer::Context ctx;
+  OwnedTensor out({kTokens, kHidden}, DType::f32), d_x({kTokens, kHidden}, DType::f32);
+  OwnedTensor x = host_copy(f.x);
+  layer.forward(ctx, out, std::move(x), kSeqLen, /*residual=*/{}, std::move(x_bf16));
+  layer.backward_input(ctx, d_x, f.d_out, 1.0f, std::move(d_out_bf16));
+  f.store.zero_grads();
+  layer.backward_weight(ctx);
+  std::vector<OwnedTensor> results;
+  results.push_back(std::move(out));
+  results.push_back(std::move(d_x));
+  results.push_back(host_copy(f.store.grads()));
+  return results;
+}
+
+// In bf16 training the experts (and the shared expert) read x rounded to bf16: handed over by x's producer (the
+// decoder layer's norm writes it in its own pass), that copy replaces the layer's rounding pass, and the output and
+// every gradient are the same bits (and a copy of other values changes the output: it is what the experts read). In
+// fp32 training the layer reads no copy and refuses one.
+TEST(MoeLayer, TakesTheBf16InputItsProducerWrote) {
+  MoeFixture f(DType::bf16);
+  MoeLayer layer(f.model, f.store, kLayer);
+  ASSERT_TRUE(layer.takes_bf16_input());
+  std::vector<OwnedTensor> rounded_here = forward_and_backward(f, layer, OwnedTensor());
+  std::vector<OwnedTensor> handed_over = forward_and_backward(f, layer, to_compute_dtype(f.x, DType::bf16));
+  for (size_t i = 0; i < rounded_here.size(); ++i) {
+    EXPECT_TRUE(testing::same_bytes(handed_over[i], rounded_here[i])) << "result " << i;
+  }
+  double grad_l1 = 0;  // the gradients compared are not all zero
+  for (int64_t i = 0; i < f.store.grads().numel(); ++i) grad_l1 += std::fabs(handed_over[2].data<float>()[i]);
+  EXPECT_GT(grad_l1, 1.0);
+  OwnedTensor zeros = zero_tensor({kTokens, kHidden}, DType::bf16);
+  EXPECT_FALSE(testing::same_bytes(forward_and_backward(f, layer, std::move(zeros))[0], rounded_here[0]));
+
+  MoeFixture fp32;
+  MoeLayer fp32_layer(fp32.model, fp32.store, kLayer);
+  EXPECT_FALSE(fp32_layer.takes_bf16_input());
+  EXPECT_THROW(forward_and_backward(fp32, fp32_layer, to_compute_dtype(fp32.x, DType::bf16)), Error);
+}
+
+// The same for the output gradient: the shared expert's down projection keeps d_out rounded to bf16, and the copy
+// handed over (the layer above's input norm writes it in its pass) gives the bits of the layer's own rounding.
+TEST(MoeLayer, TakesTheBf16OutputGradientItsProducerWrote) {
+  MoeFixture f(DType::bf16);
+  MoeLayer layer(f.model, f.store, kLayer);
+  ASSERT_TRUE(layer.takes_bf16_output_grad());
+  std::vector<OwnedTensor> rounded_here = forward_and_backward(f, layer, OwnedTensor());
+  std::vector<OwnedTensor> handed_over =
+      forward_and_backward(f, layer, OwnedTensor(), to_compute_dtype(f.d_out, DType::bf16));
+  for (size_t i = 0; i < rounded_here.size(); ++i) {
+    EXPECT_TRUE(testing::same_bytes(handed_over[i], rounded_here[i])) << "result " << i;
+  }
+  OwnedTensor zeros = zero_tensor({kTokens, kHidden}, DType::bf16);  // what the shared expert's gradients read
+  EXPECT_FALSE(testing::same_bytes(forward_and_backward(f, layer, OwnedTensor(), std::move(zeros))[2],
+                                   rounded_here[2]));
+
+  MoeFixture fp32;
+  MoeLayer fp32_layer(fp32.model, fp32.store, kLayer);
+  EXPECT_FALSE(fp32_layer.takes_bf16_output_grad());
+  EXPECT_THROW(forward_and_backward(fp32, fp32_layer, OwnedTensor(), to_compute_dtype(fp32.d_out, DType::bf16)),
+               Error);
 }
 
 TEST(MoeLayer, RejectsPartialSequences) {

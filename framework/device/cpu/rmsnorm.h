@@ -8,7 +8,7 @@ namespace hai::cpu {
 
 void rmsnorm_forward(const Tensor& out, const Tensor& rstd, const Tensor& x, const Tensor& weight, float eps);
 void add_rmsnorm_forward(const Tensor& sum, const Tensor& out, const Tensor& rstd, const Tensor& a, const Tensor& b,
-                         const Tensor& weight, float eps);
+                         const Tensor& weight, float eps, const Tensor& out_bf16);
 void rmsnorm_backward(const Tensor& d_x, const Tensor& d_weight, const Tensor& d_out, const Tensor& x,
                       const Tensor& weight, const Tensor& rstd, const RmsnormBackwardOptions& options);
 

@@ -15,9 +15,10 @@ void rmsnorm_forward(const Tensor& out, const Tensor& rstd, const Tensor& x, con
 }
 
 void add_rmsnorm_forward(const Tensor& sum, const Tensor& out, const Tensor& rstd, const Tensor& a, const Tensor& b,
-                         const Tensor& weight, float eps, Stream stream) {
+                         const Tensor& weight, float eps, const Tensor& out_bf16, Stream stream) {
   cudaStream_t cuda_stream = prepare_launch(sum.device(), stream);
-  check_launch(kernels::add_rmsnorm_forward(sum.data<float>(), out.raw(), out.dtype() == DType::bf16,
+  void* rounded = out_bf16.defined() ? out_bf16.raw() : nullptr;  // [N, D] bf16, or none
+  check_launch(kernels::add_rmsnorm_forward(sum.data<float>(), out.raw(), out.dtype() == DType::bf16, rounded,
                                             rstd.data<float>(), a.data<float>(), b.data<float>(),
                                             weight.data<float>(), eps, sum.size(0), sum.size(1), cuda_stream),
                "add_rmsnorm_forward");
@@ -32,6 +33,7 @@ void rmsnorm_backward(const Tensor& d_x, const Tensor& d_weight, const Tensor& d
                   cuda_stream);  // [chunks, width] fp32
   const float* residual_grad = options.residual_grad.defined() ? options.residual_grad.data<float>() : nullptr;
   check_launch(kernels::rmsnorm_backward({.d_x = d_x.data<float>(),
+                                          .d_x_bf16 = options.d_x_bf16.defined() ? options.d_x_bf16.raw() : nullptr,
                                           .d_weight = d_weight.data<float>(),
                                           .partial = static_cast<float*>(partial.data()),
                                           .residual_grad = residual_grad,

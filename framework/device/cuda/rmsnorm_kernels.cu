@@ -39,11 +39,13 @@ __device__ inline float block_order_sum_of_squares(const float4 (&values)[kVecto
   return total + __shfl_xor_sync(0xffffffffu, total, 8);
 }
 
-// out, rstd <- the norm of x's row, one block per row. With an addend, the norm of sum = x + addend, whose row the
-// block writes first (each thread reads back only the elements it wrote, so sum may be x or the addend).
+// out, rstd <- the norm of x's row, one block per row (and out_bf16, unless null: out's values rounded). With an
+// addend, the norm of sum = x + addend, whose row the block writes first (each thread reads back only the elements
+// it wrote, so sum may be x or the addend).
 template <typename Out>
-__global__ void rmsnorm_forward_kernel(Out* out, float* rstd, const float* x, const float* addend, float* sum,
-                                       const float* weight, float eps, int64_t width) {
+__global__ void rmsnorm_forward_kernel(Out* out, __nv_bfloat16* out_bf16, float* rstd, const float* x,
+                                       const float* addend, float* sum, const float* weight, float eps,
+                                       int64_t width) {
   __shared__ float scratch[32];
   const float* row = x + blockIdx.x * width;  // [width]
   float sum_of_squares = 0.0f;
@@ -64,8 +66,13 @@ __global__ void rmsnorm_forward_kernel(Out* out, float* rstd, const float* x, co
   float mean_square = width > 0 ? sum_of_squares / static_cast<float>(width) : 0.0f;
   float r = rsqrtf(mean_square + eps);
   if (threadIdx.x == 0) rstd[blockIdx.x] = r;
-  Out* out_row = out + blockIdx.x * width;  // [width]
-  for (int64_t d = threadIdx.x; d < width; d += blockDim.x) store(out_row + d, row[d] * r * weight[d]);
+  Out* out_row = out + blockIdx.x * width;                                           // [width]
+  __nv_bfloat16* rounded_row = out_bf16 ? out_bf16 + blockIdx.x * width : nullptr;  // [width], or none
+  for (int64_t d = threadIdx.x; d < width; d += blockDim.x) {
+    float normed = row[d] * r * weight[d];
+    store(out_row + d, normed);
+    if (rounded_row) store(rounded_row + d, normed);
+  }
 }
 
 // Row `row` of a [rows, width] tensor as lane `lane` of its warp holds it: the float4s at columns 128 m + 4 lane,
@@ -96,12 +103,13 @@ __device__ inline void store_row(Out* rows, const float4 (&values)[kVectors], in
 }
 
 // The forward where the rows are float4s and at most 128 * kVectors wide: a warp per row (kThreads / 32 rows a
-// block) holding the row as load_row does, so x (and the addend) is read once. Its rstd, out and sum are
+// block) holding the row as load_row does, so x (and the addend) is read once. Its rstd, out, out_bf16 and sum are
 // rmsnorm_forward_kernel's bit for bit (block_order_sum_of_squares).
 // NOTE: each row's loads all come before its stores (sum may be x or the addend, out may be anything), so that
 // they are in flight together.
 template <typename Out, int kVectors>
-__global__ void __launch_bounds__(kThreads) rmsnorm_forward_warp_kernel(Out* out, float* rstd, const float* x,
+__global__ void __launch_bounds__(kThreads) rmsnorm_forward_warp_kernel(Out* out, __nv_bfloat16* out_bf16,
+                                                                        float* rstd, const float* x,
                                                                         const float* addend, float* sum,
                                                                         const float* weight, float eps, int64_t rows,
                                                                         int64_t width) {
@@ -133,9 +141,11 @@ __global__ void __launch_bounds__(kThreads) rmsnorm_forward_warp_kernel(Out* out
                        values[m].z * r * weights[m].z, values[m].w * r * weights[m].w};
   }
   store_row(out, values, row, width, lane);
+  if (out_bf16) store_row(out_bf16, values, row, width, lane);
 }
 
-// d_x = rstd * (weight * d_out - x * rstd^2 * mean(weight * d_out * x)) (+ residual_grad), one block per row.
+// d_x = rstd * (weight * d_out - x * rstd^2 * mean(weight * d_out * x)) (+ residual_grad), and d_x_bf16 unless
+// null, one block per row.
 __global__ void rmsnorm_input_grad_kernel(RmsnormBackwardArguments arguments) {
   __shared__ float scratch[32];
   int64_t width = arguments.width;
@@ -149,10 +159,14 @@ __global__ void rmsnorm_input_grad_kernel(RmsnormBackwardArguments arguments) {
   float correction = r * r * projection / static_cast<float>(width);
   float* d_x_row = arguments.d_x + blockIdx.x * width;  // [width]
   const float* residual_row = arguments.residual_grad ? arguments.residual_grad + blockIdx.x * width : nullptr;
+  auto* rounded = static_cast<__nv_bfloat16*>(arguments.d_x_bf16);
+  __nv_bfloat16* rounded_row = rounded ? rounded + blockIdx.x * width : nullptr;  // [width], or none
   for (int64_t d = threadIdx.x; d < width; d += blockDim.x) {
     float gradient = r * (weight[d] * d_row[d] - row[d] * correction);
     // NOTE: __fadd_rn: the gradient rounded, then one rounded add, as add_scaled after a separate backward.
-    d_x_row[d] = residual_row ? __fadd_rn(gradient, residual_row[d]) : gradient;
+    float value = residual_row ? __fadd_rn(gradient, residual_row[d]) : gradient;
+    d_x_row[d] = value;
+    if (rounded_row) store(rounded_row + d, value);
   }
 }
 
@@ -202,8 +216,8 @@ __global__ void rmsnorm_weight_grad_sum_kernel(float* d_weight, const float* par
   d_weight[d] = beta == 0.0f ? total : d_weight[d] + total;
 }
 
-// d_x[at, at + 4) = rstd * (weight * d_out - x * correction) (+ residual_grad), rmsnorm_input_grad_kernel's
-// operations on 4 columns.
+// d_x[at, at + 4) = rstd * (weight * d_out - x * correction) (+ residual_grad), and d_x_bf16 unless null,
+// rmsnorm_input_grad_kernel's operations on 4 columns.
 __device__ inline void store_input_grad(const RmsnormBackwardArguments& arguments, int64_t at, float4 weight,
                                         float4 d_out, float4 x, float r, float correction) {
   float4 gradient{r * (weight.x * d_out.x - x.x * correction), r * (weight.y * d_out.y - x.y * correction),
@@ -214,6 +228,13 @@ __device__ inline void store_input_grad(const RmsnormBackwardArguments& argument
                       __fadd_rn(gradient.z, residual.z), __fadd_rn(gradient.w, residual.w)};
   }
   *reinterpret_cast<float4*>(arguments.d_x + at) = gradient;
+  if (!arguments.d_x_bf16) return;
+  Vector<__nv_bfloat16, 4> rounded;
+  store(&rounded.values[0], gradient.x);
+  store(&rounded.values[1], gradient.y);
+  store(&rounded.values[2], gradient.z);
+  store(&rounded.values[3], gradient.w);
+  store_vector(static_cast<__nv_bfloat16*>(arguments.d_x_bf16) + at, rounded);
 }
 
 // sums += d_out * x * rstd, per column.
@@ -281,21 +302,23 @@ __global__ void __launch_bounds__(kThreads) rmsnorm_backward_chunk_kernel(Rmsnor
 constexpr int kMaxRowVectors = 16;
 
 template <typename Out>
-bool rows_of_float4(const Out* out, const float* x, const float* addend, const float* sum, const float* weight,
-                    int64_t width) {
+bool rows_of_float4(const Out* out, const __nv_bfloat16* out_bf16, const float* x, const float* addend,
+                    const float* sum, const float* weight, int64_t width) {
   auto aligned = [](const float* pointer) { return pointer == nullptr || vector_aligned<float, 4>(pointer); };
-  return width % 4 == 0 && width <= 128 * kMaxRowVectors && vector_aligned<Out, 4>(out) && aligned(x) &&
-         aligned(addend) && aligned(sum) && aligned(weight);
+  bool rounded_aligned = out_bf16 == nullptr || vector_aligned<__nv_bfloat16, 4>(out_bf16);
+  return width % 4 == 0 && width <= 128 * kMaxRowVectors && vector_aligned<Out, 4>(out) && rounded_aligned &&
+         aligned(x) && aligned(addend) && aligned(sum) && aligned(weight);
 }
 
 // The forward over the rows: the warp kernel where the rows allow it, else the block kernel.
 template <typename Out>
-cudaError_t launch_forward(Out* out, float* rstd, const float* x, const float* addend, float* sum,
-                           const float* weight, float eps, int64_t rows, int64_t width, cudaStream_t stream) {
+cudaError_t launch_forward(Out* out, __nv_bfloat16* out_bf16, float* rstd, const float* x, const float* addend,
+                           float* sum, const float* weight, float eps, int64_t rows, int64_t width,
+                           cudaStream_t stream) {
   if (rows == 0) return cudaSuccess;
-  if (!rows_of_float4(out, x, addend, sum, weight, width)) {
-    rmsnorm_forward_kernel<<<static_cast<unsigned int>(rows), kThreads, 0, stream>>>(out, rstd, x, addend, sum,
-                                                                                     weight, eps, width);
+  if (!rows_of_float4(out, out_bf16, x, addend, sum, weight, width)) {
+    rmsnorm_forward_kernel<<<static_cast<unsigned int>(rows), kThreads, 0, stream>>>(out, out_bf16, rstd, x, addend,
+                                                                                     sum, weight, eps, width);
     return cudaGetLastError();
   }
   int64_t vectors = (width + 127) / 128;
@@ -306,41 +329,48 @@ cudaError_t launch_forward(Out* out, float* rstd, const float* x, const float* a
                                : rmsnorm_forward_warp_kernel<Out, kMaxRowVectors>;
   constexpr int kRowsPerBlock = kThreads / 32;
   kernel<<<static_cast<unsigned int>((rows + kRowsPerBlock - 1) / kRowsPerBlock), kThreads, 0, stream>>>(
-      out, rstd, x, addend, sum, weight, eps, rows, width);
+      out, out_bf16, rstd, x, addend, sum, weight, eps, rows, width);
   return cudaGetLastError();
 }
 
 // launch_forward for either output dtype.
-cudaError_t launch_forward(void* out, bool bf16_out, float* rstd, const float* x, const float* addend, float* sum,
-                           const float* weight, float eps, int64_t rows, int64_t width, cudaStream_t stream) {
+cudaError_t launch_forward(void* out, bool bf16_out, void* out_bf16, float* rstd, const float* x, const float* addend,
+                           float* sum, const float* weight, float eps, int64_t rows, int64_t width,
+                           cudaStream_t stream) {
+  auto* rounded = static_cast<__nv_bfloat16*>(out_bf16);
   if (bf16_out) {
-    return launch_forward(static_cast<__nv_bfloat16*>(out), rstd, x, addend, sum, weight, eps, rows, width, stream);
+    return launch_forward(static_cast<__nv_bfloat16*>(out), rounded, rstd, x, addend, sum, weight, eps, rows, width,
+                          stream);
   }
-  return launch_forward(static_cast<float*>(out), rstd, x, addend, sum, weight, eps, rows, width, stream);
+  return launch_forward(static_cast<float*>(out), rounded, rstd, x, addend, sum, weight, eps, rows, width, stream);
 }
 
 }  // namespace
 
 cudaError_t rmsnorm_forward(void* out, bool bf16_out, float* rstd, const float* x, const float* weight, float eps,
                             int64_t rows, int64_t width, cudaStream_t stream) {
-  return launch_forward(out, bf16_out, rstd, x, nullptr, nullptr, weight, eps, rows, width, stream);
+  return launch_forward(out, bf16_out, nullptr, rstd, x, nullptr, nullptr, weight, eps, rows, width, stream);
 }
 
-cudaError_t add_rmsnorm_forward(float* sum, void* out, bool bf16_out, float* rstd, const float* a, const float* b,
-                                const float* weight, float eps, int64_t rows, int64_t width, cudaStream_t stream) {
-  return launch_forward(out, bf16_out, rstd, a, b, sum, weight, eps, rows, width, stream);
+cudaError_t add_rmsnorm_forward(float* sum, void* out, bool bf16_out, void* out_bf16, float* rstd, const float* a,
+                                const float* b, const float* weight, float eps, int64_t rows, int64_t width,
+                                cudaStream_t stream) {
+  return launch_forward(out, bf16_out, out_bf16, rstd, a, b, sum, weight, eps, rows, width, stream);
 }
 
 namespace {
 
-// The chunk kernel's float4 rows need 16-byte aligned tensors and widths, and at most kMaxVectors float4s a thread.
+// The chunk kernel's float4 rows need 16-byte aligned tensors (d_x_bf16: 8-byte) and widths, and at most kMaxVectors
+// float4s a thread.
 constexpr int kMaxVectors = 8;
 
 bool rows_of_float4(const RmsnormBackwardArguments& arguments) {
   auto aligned = [](const float* pointer) {
     return pointer == nullptr || reinterpret_cast<uintptr_t>(pointer) % 16 == 0;
   };
-  return arguments.width % 4 == 0 && arguments.width <= 4 * kThreads * kMaxVectors && aligned(arguments.d_x) &&
+  bool rounded_aligned = arguments.d_x_bf16 == nullptr || vector_aligned<__nv_bfloat16, 4>(arguments.d_x_bf16);
+  return arguments.width % 4 == 0 && arguments.width <= 4 * kThreads * kMaxVectors && rounded_aligned &&
+         aligned(arguments.d_x) &&
          aligned(arguments.partial) && aligned(arguments.residual_grad) && aligned(arguments.d_out) &&
          aligned(arguments.x) && aligned(arguments.weight);
 }

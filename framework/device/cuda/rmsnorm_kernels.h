@@ -12,9 +12,11 @@ namespace hai::cuda::kernels {
 cudaError_t rmsnorm_forward(void* out, bool bf16_out, float* rstd, const float* x, const float* weight, float eps,
                             int64_t rows, int64_t width, cudaStream_t stream);
 
-// sum [rows, width] = a + b (sum may be a or b), then out and rstd as rmsnorm_forward of sum, in the same pass.
-cudaError_t add_rmsnorm_forward(float* sum, void* out, bool bf16_out, float* rstd, const float* a, const float* b,
-                                const float* weight, float eps, int64_t rows, int64_t width, cudaStream_t stream);
+// sum [rows, width] = a + b (sum may be a or b), then out and rstd as rmsnorm_forward of sum, in the same pass;
+// out_bf16 [rows, width] bf16 (or null, and only beside an fp32 out): out's values rounded once, in that pass too.
+cudaError_t add_rmsnorm_forward(float* sum, void* out, bool bf16_out, void* out_bf16, float* rstd, const float* a,
+                                const float* b, const float* weight, float eps, int64_t rows, int64_t width,
+                                cudaStream_t stream);
 
 // Rows per chunk of the weight gradient's first pass (a block of the one-pass backward: 512 blocks at 8192 rows), and
 // the chunks of `rows` rows: the backward's partial buffer holds [chunks, width] fp32.
@@ -23,6 +25,7 @@ int64_t rmsnorm_weight_grad_chunks(int64_t rows);
 
 struct RmsnormBackwardArguments {
   float* d_x;                   // [rows, width], overwritten
+  void* d_x_bf16;               // [rows, width] bf16: d_x rounded once, or null
   float* d_weight;              // [width]: the sum over rows + weight_grad_beta * d_weight
   float* partial;               // [rmsnorm_weight_grad_chunks(rows), width] scratch
   const float* residual_grad;   // [rows, width] added to d_x, or null; may be d_x

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "framework/device/cast.h"
 #include "framework/device/elementwise.h"
 #include "framework/device/rmsnorm.h"
 #include "tests/framework/device/test_util.h"
@@ -109,6 +110,18 @@ OwnedTensor copy_of(const Tensor& source) {
   return copy;
 }
 
+// The element-by-element check that `copy` holds the bf16 rounding of fp32 `of` (nearest even), and that the rounding
+// changed most elements (the copy is not fp32's bits cut short).
+void expect_rounding_of(const Tensor& copy, const Tensor& of) {
+  int64_t changed = 0;
+  for (int64_t i = 0; i < of.numel(); ++i) {
+    float value = of.data<float>()[i];
+    ASSERT_EQ(copy.data<bf16>()[i].bits, float_to_bf16(value)) << "element " << i;
+    changed += bf16_to_float(copy.data<bf16>()[i].bits) != value;
+  }
+  EXPECT_GT(changed, of.numel() / 2);
+}
+
 // The fused residual add is bitwise the add (add_scaled) and the norm apart, for either output dtype and with the
 // sum written over either summand.
 TEST(RmsNorm, AddForwardIsTheAddThenTheNorm) {
@@ -135,6 +148,31 @@ TEST(RmsNorm, AddForwardIsTheAddThenTheNorm) {
   }
 }
 
+// The fused forward's bf16 copy is its fp32 out rounded once to nearest even (the bits of casting out), and it
+// changes nothing else the pass writes.
+TEST(RmsNorm, AddForwardWritesTheBf16RoundingOfItsOutput) {
+  Shape shape{6, 130};
+  OwnedTensor a = testing::random_tensor(shape, 60), b = testing::random_tensor(shape, 61, 3.0f);
+  OwnedTensor weight = testing::random_tensor(Shape{130}, 62);
+  OwnedTensor expected_sum(shape, DType::f32), expected_out(shape, DType::f32), expected_rstd(Shape{6}, DType::f32);
+  add_rmsnorm_forward(expected_sum, expected_out, expected_rstd, a, b, weight, 1e-6f);
+  OwnedTensor cast(shape, DType::bf16);
+  cast_tensor(cast, expected_out);
+
+  OwnedTensor sum(shape, DType::f32), out(shape, DType::f32), rstd(Shape{6}, DType::f32);
+  OwnedTensor out_bf16(shape, DType::bf16);
+  add_rmsnorm_forward(sum, out, rstd, a, b, weight, 1e-6f, out_bf16);
+  EXPECT_TRUE(testing::same_bytes(sum, expected_sum));
+  EXPECT_TRUE(testing::same_bytes(out, expected_out));
+  EXPECT_TRUE(testing::same_bytes(rstd, expected_rstd));
+  EXPECT_TRUE(testing::same_bytes(out_bf16, cast));
+  expect_rounding_of(out_bf16, out);
+
+  OwnedTensor narrow_out(shape, DType::bf16), wide_copy(shape, DType::f32);
+  EXPECT_THROW(add_rmsnorm_forward(sum, narrow_out, rstd, a, b, weight, 1e-6f, out_bf16), Error);  // out is bf16
+  EXPECT_THROW(add_rmsnorm_forward(sum, out, rstd, a, b, weight, 1e-6f, wide_copy), Error);        // not bf16
+}
+
 // The residual gradient option is bitwise the backward then add_scaled of the residual's gradient, into a
 // separate d_x or into d_x itself; beta 0 writes d_weight without reading it (NaN before).
 TEST(RmsNorm, BackwardAddsTheResidualGradientAndWritesTheWeightGradient) {
@@ -159,6 +197,41 @@ TEST(RmsNorm, BackwardAddsTheResidualGradientAndWritesTheWeightGradient) {
                    {.weight_grad_beta = 0.0f, .residual_grad = accumulated});
   EXPECT_TRUE(testing::same_bytes(accumulated, expected_d_x));
   EXPECT_THROW(rmsnorm_backward(d_x, d_weight, d_out, x, weight, rstd, {.weight_grad_beta = 0.5f}), Error);
+}
+
+// The backward's bf16 copy is its fp32 d_x (with the residual's gradient added or not, into a separate d_x or into
+// d_x itself) rounded once to nearest even, the bits of casting d_x; d_x and d_weight are those without the copy.
+TEST(RmsNorm, BackwardWritesTheBf16RoundingOfTheInputGradient) {
+  Shape shape{300, 70};
+  OwnedTensor x = testing::random_tensor(shape, 70), weight = testing::random_tensor(Shape{70}, 71);
+  OwnedTensor d_out = testing::random_tensor(shape, 72), d_residual = testing::random_tensor(shape, 73);
+  OwnedTensor out(shape, DType::f32), rstd(Shape{300}, DType::f32);
+  rmsnorm_forward(out, rstd, x, weight, 1e-6f);
+  for (bool residual : {false, true}) {
+    SCOPED_TRACE(residual ? "with the residual's gradient" : "without");
+    Tensor residual_grad = residual ? d_residual.tensor() : Tensor();
+    OwnedTensor expected_d_x(shape, DType::f32), expected_d_weight(Shape{70}, DType::f32);
+    rmsnorm_backward(expected_d_x, expected_d_weight, d_out, x, weight, rstd,
+                     {.weight_grad_beta = 0.0f, .residual_grad = residual_grad});
+    OwnedTensor cast(shape, DType::bf16);
+    cast_tensor(cast, expected_d_x);
+
+    OwnedTensor d_x(shape, DType::f32), d_weight(Shape{70}, DType::f32), d_x_bf16(shape, DType::bf16);
+    rmsnorm_backward(d_x, d_weight, d_out, x, weight, rstd,
+                     {.weight_grad_beta = 0.0f, .residual_grad = residual_grad, .d_x_bf16 = d_x_bf16});
+    EXPECT_TRUE(testing::same_bytes(d_x, expected_d_x));
+    EXPECT_TRUE(testing::same_bytes(d_weight, expected_d_weight));
+    EXPECT_TRUE(testing::same_bytes(d_x_bf16, cast));
+    expect_rounding_of(d_x_bf16, d_x);
+  }
+
+  OwnedTensor accumulated = copy_of(d_residual), d_weight(Shape{70}, DType::f32), d_x_bf16(shape, DType::bf16);
+  rmsnorm_backward(accumulated, d_weight, d_out, x, weight, rstd,
+                   {.weight_grad_beta = 0.0f, .residual_grad = accumulated, .d_x_bf16 = d_x_bf16});
+  expect_rounding_of(d_x_bf16, accumulated);
+
+  OwnedTensor wide_copy(shape, DType::f32);
+  EXPECT_THROW(rmsnorm_backward(accumulated, d_weight, d_out, x, weight, rstd, {.d_x_bf16 = wide_copy}), Error);
 }
 
 TEST(RmsNorm, RejectsMismatchedWeight) {

@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "apps/hai-bench/gpu_timer.h"
+#include "framework/device/cast.h"
 #include "framework/device/elementwise.h"
 #include "framework/device/rmsnorm.h"
 #include "tests/framework/device/cuda/parity.h"
@@ -96,6 +97,17 @@ void check_fused_rmsnorm(int64_t rows, int64_t width, uint64_t seed) {
     add.run([](const std::vector<Tensor>& t) { add_rmsnorm_forward(t[0], t[1], t[2], t[3], t[4], t[5], kEps); },
             "add_rmsnorm_forward_" + std::string(dtype_name(dtype)) + "_" + size);
   }
+  ParityCase rounded;  // an fp32 out and its bf16 copy
+  rounded.output(OwnedTensor(shape, DType::f32), kForward);                               // sum
+  rounded.output(OwnedTensor(shape, DType::f32), kForward);                               // out
+  rounded.output(OwnedTensor(shape, DType::bf16), Tolerance{.atol = 1e-5, .rtol = 8e-3});  // out_bf16
+  rounded.output(OwnedTensor(Shape{rows}, DType::f32), kForward);                         // rstd
+  rounded.input(testing::random_tensor(shape, seed, 2.0f));                               // a
+  rounded.input(testing::random_tensor(shape, seed + 1));                                 // b
+  rounded.input(testing::random_tensor(Shape{width}, seed + 2));                          // weight
+  rounded.run(
+      [](const std::vector<Tensor>& t) { add_rmsnorm_forward(t[0], t[1], t[3], t[4], t[5], t[6], kEps, t[2]); },
+      "add_rmsnorm_forward_f32_and_bf16_" + size);
   ParityCase in_place;
   in_place.output(testing::random_tensor(shape, seed, 2.0f), kForward);  // a, then the sum
   in_place.output(OwnedTensor(shape, DType::f32), kForward);             // out
@@ -124,10 +136,30 @@ void check_fused_rmsnorm(int64_t rows, int64_t width, uint64_t seed) {
         rmsnorm_backward(t[0], t[1], t[2], t[3], t[4], t[5], {.weight_grad_beta = 0.0f, .residual_grad = t[6]});
       },
       "rmsnorm_backward_residual_" + size);
+
+  OwnedTensor rounded_x = testing::random_tensor(shape, seed, 2.0f);
+  OwnedTensor rounded_weight = testing::random_tensor(Shape{width}, seed + 1);
+  OwnedTensor rounded_rstd(Shape{rows}, DType::f32);
+  rmsnorm_forward(out, rounded_rstd, rounded_x, rounded_weight, kEps);
+  ParityCase with_copy;  // the same with d_x's bf16 copy
+  with_copy.output(OwnedTensor(shape, DType::f32), kBackward);                                // d_x
+  with_copy.output(testing::random_tensor(Shape{width}, seed + 5), kBackward);                // d_weight, added to
+  with_copy.output(OwnedTensor(shape, DType::bf16), Tolerance{.atol = 1e-4, .rtol = 8e-3});  // d_x_bf16
+  with_copy.input(testing::random_tensor(shape, seed + 3));                                   // d_out
+  with_copy.input(std::move(rounded_x));
+  with_copy.input(std::move(rounded_weight));
+  with_copy.input(std::move(rounded_rstd));
+  with_copy.input(testing::random_tensor(shape, seed + 4));  // the residual's gradient
+  with_copy.run(
+      [](const std::vector<Tensor>& t) {
+        rmsnorm_backward(t[0], t[1], t[3], t[4], t[5], t[6], {.residual_grad = t[7], .d_x_bf16 = t[2]});
+      },
+      "rmsnorm_backward_residual_bf16_" + size);
 }
 
 // On the GPU itself the fused forms are bitwise the separate ops they replace (the decoder layer's results must
-// not change): add_scaled then rmsnorm_forward; rmsnorm_backward (adding into zeros) then add_scaled.
+// not change): add_scaled then rmsnorm_forward; rmsnorm_backward (adding into zeros) then add_scaled; their bf16
+// copies then cast_tensor.
 void check_fused_rmsnorm_bitwise(int64_t rows, int64_t width, uint64_t seed) {
   Device gpu = Device::cuda(0);
   Shape shape{rows, width};
@@ -144,6 +176,18 @@ void check_fused_rmsnorm_bitwise(int64_t rows, int64_t width, uint64_t seed) {
   EXPECT_TRUE(testing::same_bytes(host_copy(fused_out), host_copy(separate_out)));
   EXPECT_TRUE(testing::same_bytes(host_copy(fused_rstd), host_copy(separate_rstd)));
 
+  // An fp32 out with its bf16 copy, as the decoder layer in front of the MoE: the copy is the cast of out.
+  OwnedTensor wide_sum = copy_to(testing::random_tensor(shape, seed, 2.0f), gpu);
+  OwnedTensor wide_out(shape, DType::f32, gpu), out_bf16(shape, DType::bf16, gpu);
+  OwnedTensor wide_rstd(Shape{rows}, DType::f32, gpu);
+  add_rmsnorm_forward(wide_sum, wide_out, wide_rstd, wide_sum, b, weight, kEps, out_bf16);
+  OwnedTensor cast_out(shape, DType::bf16, gpu);
+  cast_tensor(cast_out, wide_out);
+  EXPECT_TRUE(testing::same_bytes(host_copy(wide_sum), host_copy(separate_sum)));
+  EXPECT_TRUE(testing::same_bytes(host_copy(wide_rstd), host_copy(separate_rstd)));
+  EXPECT_TRUE(testing::same_bytes(host_copy(out_bf16), host_copy(cast_out)));
+  EXPECT_TRUE(testing::same_bytes(host_copy(out_bf16), host_copy(separate_out)));
+
   OwnedTensor d_out = copy_to(testing::random_tensor(shape, seed + 3), gpu);
   OwnedTensor d_residual = copy_to(testing::random_tensor(shape, seed + 4), gpu);
   OwnedTensor separate_d_x(shape, DType::f32, gpu);
@@ -157,6 +201,17 @@ void check_fused_rmsnorm_bitwise(int64_t rows, int64_t width, uint64_t seed) {
                    {.weight_grad_beta = 0.0f, .residual_grad = d_residual});
   EXPECT_TRUE(testing::same_bytes(host_copy(fused_d_x), host_copy(separate_d_x)));
   EXPECT_TRUE(testing::same_bytes(host_copy(fused_d_weight), host_copy(separate_d_weight)));
+
+  // With d_x's bf16 copy, as the decoder layer in front of o_proj's and the down projection's bf16 GEMMs: d_x and
+  // d_weight unchanged, the copy the cast of d_x.
+  OwnedTensor rounded_d_x(shape, DType::f32, gpu), rounded_d_weight(Shape{width}, DType::f32, gpu);
+  OwnedTensor d_x_bf16(shape, DType::bf16, gpu), cast_d_x(shape, DType::bf16, gpu);
+  rmsnorm_backward(rounded_d_x, rounded_d_weight, d_out, a, weight, fused_rstd,
+                   {.weight_grad_beta = 0.0f, .residual_grad = d_residual, .d_x_bf16 = d_x_bf16});
+  cast_tensor(cast_d_x, rounded_d_x);
+  EXPECT_TRUE(testing::same_bytes(host_copy(rounded_d_x), host_copy(separate_d_x)));
+  EXPECT_TRUE(testing::same_bytes(host_copy(rounded_d_weight), host_copy(separate_d_weight)));
+  EXPECT_TRUE(testing::same_bytes(host_copy(d_x_bf16), host_copy(cast_d_x)));
 }
 
 // A GPU copy of host `values` placed from element `first` of a flat [numel + 1], and that view of it (first = 1:
@@ -177,20 +232,23 @@ Placed placed(const Tensor& values, int64_t first) {
 
 // The forward's warp kernel (16-byte aligned rows of float4s, at most 2048 wide) against its block kernel (the same
 // rows shifted by one element): the same bytes of rstd, out and, with the residual add (in place, as the decoder
-// layer), sum.
+// layer), sum, and of the bf16 copy beside an fp32 out when the add writes one.
 void check_warp_kernel_is_the_block_kernel(int64_t rows, int64_t width, DType out_dtype, bool add, uint64_t seed) {
+  bool rounded_copy = add && out_dtype == DType::f32;
   Shape shape{rows, width};
   OwnedTensor x = testing::random_tensor(shape, seed, 2.0f);
   OwnedTensor addend = testing::random_tensor(shape, seed + 1);
   OwnedTensor weight = testing::random_tensor(Shape{width}, seed + 2);
-  std::vector<OwnedTensor> results[2];  // [first]: (sum,) out, rstd
+  std::vector<OwnedTensor> results[2];  // [first]: (sum, (out_bf16,)) out, rstd
   for (int64_t first : {0, 1}) {
     Placed placed_x = placed(x, first), placed_addend = placed(addend, first), placed_weight = placed(weight, first);
     Placed out = placed(OwnedTensor(shape, out_dtype), first), rstd = placed(OwnedTensor(Shape{rows}, DType::f32), 0);
+    Placed out_bf16 = placed(OwnedTensor(shape, DType::bf16), first);
     if (add) {
       add_rmsnorm_forward(placed_x.view, out.view, rstd.view, placed_x.view, placed_addend.view, placed_weight.view,
-                          kEps);
+                          kEps, rounded_copy ? out_bf16.view : Tensor());
       results[first].push_back(host_copy(placed_x.view));
+      if (rounded_copy) results[first].push_back(host_copy(out_bf16.view));
     } else {
       rmsnorm_forward(out.view, rstd.view, placed_x.view, placed_weight.view, kEps);
     }
@@ -214,8 +272,8 @@ TEST(CudaRmsnorm, WarpKernelIsBitwiseTheBlockKernel) {
 }
 
 // Prints the forward's time per call at the shapes of configs/bench_moe_1p7b.yaml (8192 tokens: the layers' norms of
-// hidden 2048, the fused residual add, MLA's q and kv latents) and the bandwidth it reaches on the bytes it moves
-// (asserts nothing about speed).
+// hidden 2048, the fused residual add (in front of the MoE: an fp32 out and its bf16 copy), MLA's q and kv latents)
+// and the bandwidth it reaches on the bytes it moves (asserts nothing about speed).
 TEST(CudaRmsnorm, ForwardThroughput) {
   HAI_REQUIRE_CUDA_DEVICE();
   Device gpu = Device::cuda(0);
@@ -223,25 +281,29 @@ TEST(CudaRmsnorm, ForwardThroughput) {
     int64_t width;
     DType out;
     bool add;
+    bool bf16_copy = false;
   };
-  for (Case c : {Case{2048, DType::f32, false}, Case{2048, DType::f32, true}, Case{2048, DType::bf16, false},
-                 Case{2048, DType::bf16, true}, Case{512, DType::bf16, false}, Case{256, DType::bf16, false}}) {
+  for (Case c : {Case{2048, DType::f32, false}, Case{2048, DType::f32, true}, Case{2048, DType::f32, true, true},
+                 Case{2048, DType::bf16, false}, Case{2048, DType::bf16, true}, Case{512, DType::bf16, false},
+                 Case{256, DType::bf16, false}}) {
     Shape shape{8192, c.width};
     OwnedTensor x = copy_to(testing::random_tensor(shape, 1), gpu);
     OwnedTensor addend = copy_to(testing::random_tensor(shape, 2), gpu);
     OwnedTensor weight = copy_to(testing::random_tensor(Shape{c.width}, 3), gpu);
     OwnedTensor out(shape, c.out, gpu), rstd(Shape{8192}, DType::f32, gpu);
+    OwnedTensor out_bf16 = c.bf16_copy ? OwnedTensor(shape, DType::bf16, gpu) : OwnedTensor();
     double ms = bench::time_ms(
         [&] {
-          if (c.add) return add_rmsnorm_forward(x, out, rstd, x, addend, weight, kEps);
+          if (c.add) return add_rmsnorm_forward(x, out, rstd, x, addend, weight, kEps, out_bf16);
           rmsnorm_forward(out, rstd, x, weight, kEps);
         },
         {});
     ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-    double bytes = static_cast<double>(shape.numel()) * ((c.add ? 12.0 : 4.0) + static_cast<double>(dtype_size(c.out)));
-    std::printf("[ timing ] %s [8192, %lld] -> %s: %.1f us = %.0f GB/s\n",
+    double element_bytes = (c.add ? 12.0 : 4.0) + static_cast<double>(dtype_size(c.out)) + (c.bf16_copy ? 2.0 : 0.0);
+    std::printf("[ timing ] %s [8192, %lld] -> %s%s: %.1f us = %.0f GB/s\n",
                 c.add ? "add_rmsnorm_forward" : "rmsnorm_forward", static_cast<long long>(c.width),
-                std::string(dtype_name(c.out)).c_str(), 1e3 * ms, bytes / (ms * 1e6));
+                std::string(dtype_name(c.out)).c_str(), c.bf16_copy ? " + bf16" : "", 1e3 * ms,
+                static_cast<double>(shape.numel()) * element_bytes / (ms * 1e6));
   }
 }
 
@@ -257,6 +319,7 @@ TEST(CudaRmsnorm, FusedFormsAreBitwiseTheSeparateOps) {
   HAI_REQUIRE_CUDA_DEVICE();
   check_fused_rmsnorm_bitwise(77, 1000, 51);
   check_fused_rmsnorm_bitwise(2049, 7168, 52);
+  check_fused_rmsnorm_bitwise(515, 33, 53);  // rows that are not float4s: the block kernels
 }
 
 TEST(CudaRmsnorm, ForwardAndBackwardMatchCpu) {
