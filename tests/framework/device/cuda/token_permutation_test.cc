@@ -102,21 +102,32 @@ TEST(CudaTokenPermutation, PermuteAndItsBackwardAreExact) {
   }
 }
 
+// unpermute_tokens of the shape's tokens with y_sorted in fp32 and in bf16 (widened exactly: the same sums), from a
+// random addend [T, D] with with_addend (compared too: read only). Takes its inputs' seeds from seed on, and
+// advances it.
+void expect_unpermute_matches_cpu(const PlanShape& shape, uint64_t& seed, bool with_addend) {
+  for (DType y_dtype : {DType::f32, DType::bf16}) {
+    ParityCase unpermute;
+    add_plan(unpermute, shape);
+    unpermute.output(testing::random_tensor(Shape{shape.tokens, shape.width}, seed++), kExact);  // overwritten
+    unpermute.input(
+        testing::converted(testing::random_tensor(Shape{shape.assignments(), shape.width}, seed++), y_dtype));
+    unpermute.input(testing::random_tensor(Shape{shape.tokens, shape.experts_per_token}, seed++));
+    if (with_addend) unpermute.output(testing::random_tensor(Shape{shape.tokens, shape.width}, seed++), kExact);
+    unpermute.run(
+        [with_addend](const std::vector<Tensor>& t) {
+          unpermute_tokens(t[3], t[4], t[5], plan_of(t), with_addend ? t[6] : Tensor{});
+        },
+        fmt::format("unpermute_tokens{} {} rows {}", with_addend ? " with addend" : "", dtype_name(y_dtype),
+                    shape.name()));
+  }
+}
+
 TEST(CudaTokenPermutation, UnpermuteAndItsBackwardMatchCpu) {
   HAI_REQUIRE_CUDA_DEVICE();
   for (const PlanShape& shape : kShapes) {
-    // fp32 expert outputs, and bf16 ones widened exactly: the same sums.
     uint64_t seed = 5;
-    for (DType y_dtype : {DType::f32, DType::bf16}) {
-      ParityCase unpermute;
-      add_plan(unpermute, shape);
-      unpermute.output(testing::random_tensor(Shape{shape.tokens, shape.width}, seed++), kExact);  // overwritten
-      unpermute.input(
-          testing::converted(testing::random_tensor(Shape{shape.assignments(), shape.width}, seed++), y_dtype));
-      unpermute.input(testing::random_tensor(Shape{shape.tokens, shape.experts_per_token}, seed++));
-      unpermute.run([](const std::vector<Tensor>& t) { unpermute_tokens(t[3], t[4], t[5], plan_of(t)); },
-                    fmt::format("unpermute_tokens {} rows {}", dtype_name(y_dtype), shape.name()));
-    }
+    expect_unpermute_matches_cpu(shape, seed, /*with_addend=*/false);
 
     // y_sorted and d_y_sorted in fp32, then as the MoE layer keeps them in bf16 training: bf16 expert outputs, and
     // bf16 gradients for bf16 experts (one rounding of the same product).
@@ -140,30 +151,14 @@ TEST(CudaTokenPermutation, UnpermuteAndItsBackwardMatchCpu) {
   }
 }
 
-// unpermute_tokens from a random addend [T, D] of the shape's tokens, with y_sorted in fp32 and bf16; the addend is
-// compared too (read only). Takes its inputs' seeds from seed on, and advances it.
-void expect_unpermute_with_addend_matches_cpu(const PlanShape& shape, uint64_t& seed) {
-  for (DType y_dtype : {DType::f32, DType::bf16}) {
-    ParityCase unpermute;
-    add_plan(unpermute, shape);
-    unpermute.output(testing::random_tensor(Shape{shape.tokens, shape.width}, seed++), kExact);  // overwritten
-    unpermute.input(
-        testing::converted(testing::random_tensor(Shape{shape.assignments(), shape.width}, seed++), y_dtype));
-    unpermute.input(testing::random_tensor(Shape{shape.tokens, shape.experts_per_token}, seed++));
-    unpermute.output(testing::random_tensor(Shape{shape.tokens, shape.width}, seed++), kExact);  // addend
-    unpermute.run([](const std::vector<Tensor>& t) { unpermute_tokens(t[3], t[4], t[5], plan_of(t), t[6]); },
-                  fmt::format("unpermute_tokens with addend {} rows {}", dtype_name(y_dtype), shape.name()));
-  }
-}
-
 // The combine starting from an addend (the MoE layer's residual): the first of a token's passes reads it, later
 // ones (6 and 9 experts a token) the sums in out; through the kernels' pieces and element loops as in
 // UnpermuteAndItsBackwardMatchCpu, and at the tiny shapes.
 TEST(CudaTokenPermutation, UnpermuteWithAnAddendMatchesCpu) {
   HAI_REQUIRE_CUDA_DEVICE();
   uint64_t seed = 40;
-  for (const PlanShape& shape : kShapes) expect_unpermute_with_addend_matches_cpu(shape, seed);
-  for (const PlanShape& shape : kTinyShapes) expect_unpermute_with_addend_matches_cpu(shape, seed);
+  for (const PlanShape& shape : kShapes) expect_unpermute_matches_cpu(shape, seed, /*with_addend=*/true);
+  for (const PlanShape& shape : kTinyShapes) expect_unpermute_matches_cpu(shape, seed, /*with_addend=*/true);
 }
 
 // Rows of a width that takes 16-byte pieces, but not 16-byte aligned: the kernels' element loops (2-byte pieces for
