@@ -70,7 +70,8 @@ void PipelineStage::forward(Context& ctx, const MicroBatchInputs& batch, const T
     embedding_forward(embedded, embedding_.value, batch.inputs);
     x = embedded;
   }
-  std::vector<OwnedTensor> hidden;  // [layers][T, H] the layers' outputs (the last one's is `output` but on the last stage)
+  // [layers][T, H] the layers' outputs (the last one's is `output` but on the last stage)
+  std::vector<OwnedTensor> hidden;
   ctx.layers.resize(blocks_.size());
   for (size_t index = 0; index < blocks_.size(); ++index) {
     bool writes_output = index + 1 == blocks_.size() && !layers_.last;

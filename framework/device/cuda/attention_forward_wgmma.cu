@@ -2,9 +2,10 @@
 // forward (attention_forward_kernels.cu): a block owns 128 query rows of one (b, h), each of its two warpgroups 64,
 // and walks the 128-key tiles up to the diagonal: S = Q K^T with both operands in shared memory, the online softmax
 // in fp32 registers, P rounded to bf16 as the register A operand of out += P V (v MN-major). Writes out (fp32, or
-// bf16 rounded once) and the log-sum-exp once. A third warpgroup loads (one thread): k and v in two rings of two stages, filled by TMA
-// copies, each stage completing on a "ready" mbarrier and given back on an "empty" one when both warpgroups' products
-// have read it. (128-key tiles: the score products are m64n128, an iteration's fixed costs come half as often.)
+// bf16 rounded once) and the log-sum-exp once. A third warpgroup loads (one thread): k and v in two rings of two
+// stages, filled by TMA copies, each stage completing on a "ready" mbarrier and given back on an "empty" one when
+// both warpgroups' products have read it. (128-key tiles: the score products are m64n128, an iteration's fixed
+// costs come half as often.)
 //
 // The warpgroups take turns to issue their products (FA3's ping-pong, two named barriers): while one turns its
 // scores into probabilities (exp2 and the row bookkeeping, which leave the tensor cores idle), the other's products

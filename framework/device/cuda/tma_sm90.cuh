@@ -2,9 +2,9 @@
 // Hopper's bulk tensor copies (TMA) and what warp-specialised kernels build around them: shared-memory mbarriers
 // that count arrivals and the bytes of copies in flight (a phase completes when both reach zero), copies of a 2D or
 // 3D or 4D box of a tensor map (encoded on the host, tensor_map.h) into shared memory that complete on such a barrier,
-// copies of a shared-memory box back to a 2D tensor (or added to it), named barriers, and setmaxnreg, which moves registers between
-// warpgroups. Like wgmma_sm90.cuh, the functions exist only where nvcc compiles for sm_90a; callers guard their use
-// with HAI_WGMMA_AVAILABLE.
+// copies of a shared-memory box back to a 2D or 3D tensor (or added to it), named barriers, and setmaxnreg, which
+// moves registers between warpgroups. Like wgmma_sm90.cuh, the functions exist only where nvcc compiles for sm_90a;
+// callers guard their use with HAI_WGMMA_AVAILABLE.
 //
 // Barrier phases: a barrier starts in phase 0; wait(barrier, parity) returns once the phase of that parity has
 // completed, so waiting for parity 1 on a fresh barrier returns at once (the phase "before" phase 0).
