@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "framework/device/attention.h"
+#include "framework/device/attention_mla.h"
 #include "framework/device/column_copy.h"
 #include "framework/device/rmsnorm.h"
 #include "framework/device/rope.h"
@@ -163,16 +164,22 @@ void MlaAttention::backward_input(Context& ctx, const Tensor& d_x, OwnedTensor&&
   DType d_o_dtype = o_proj_.uses_fp8() ? DType::f32 : attention_dtype_;
   OwnedTensor d_o(Shape{tokens, heads_, value_dim_}, d_o_dtype, device);  // [T, H, d_v]
   o_proj_.backward_input(flatten_heads(d_o), ctx.d_out);
-  OwnedTensor d_q = f32_tensor(Shape{tokens, heads_, qk_dim}, device);      // [T, H, d_qk]
-  OwnedTensor d_k = f32_tensor(Shape{tokens, heads_, qk_dim}, device);      // [T, H, d_qk]
-  OwnedTensor d_v = f32_tensor(Shape{tokens, heads_, value_dim_}, device);  // [T, H, d_v]
+  OwnedTensor d_q(Shape{tokens, heads_, qk_dim}, attention_gradient_dtype(q_b_proj_), device);  // [T, H, d_qk]
+  DType d_kv_dtype = attention_gradient_dtype(kv_b_proj_);
+  OwnedTensor d_kv(Shape{tokens, heads_, nope_dim_ + value_dim_}, d_kv_dtype, device);  // [T, H, d_nope + d_v]
+  OwnedTensor d_k_rope = f32_tensor(Shape{tokens, heads_, rope_dim_}, device);  // [T, H, d_rope]
   int64_t s = ctx.seq_len;
-  attention_backward(per_sequence(d_q, s), per_sequence(d_k, s), per_sequence(d_v, s), per_sequence(d_o, s),
-                     per_sequence(ctx.q, s), per_sequence(ctx.k, s), per_sequence(ctx.v, s),
-                     per_sequence(attention_output(ctx), s), ctx.lse, softmax_scale_);
+  attention_backward_mla({per_sequence(d_q, s), per_sequence(d_kv, s), per_sequence(d_k_rope, s)},
+                         per_sequence(d_o, s), per_sequence(ctx.q, s), per_sequence(ctx.k, s),
+                         per_sequence(ctx.v, s), per_sequence(attention_output(ctx), s), ctx.lse, softmax_scale_,
+                         ctx.positions, rope_);
   for (OwnedTensor* released : {&ctx.o, &ctx.q, &ctx.k, &ctx.v, &ctx.lse}) *released = OwnedTensor();
   backward_query(ctx, d_x, std::move(d_q));
-  backward_key_value(ctx, d_x, d_k, d_v);
+  backward_key_value(ctx, d_x, std::move(d_kv), d_k_rope);
+}
+
+DType MlaAttention::attention_gradient_dtype(const Linear& projection) {
+  return projection.output_grad_dtype() == DType::bf16 ? DType::bf16 : DType::f32;
 }
 
 Tensor MlaAttention::attention_output(const Context& ctx) const {
@@ -184,8 +191,7 @@ Tensor MlaAttention::attention_output(const Context& ctx) const {
 void MlaAttention::backward_query(Context& ctx, const Tensor& d_x, OwnedTensor d_q) const {
   int64_t tokens = d_x.size(0);
   int64_t q_lora_rank = q_a_proj_.out_features();
-  ctx.d_q = q_b_proj_.prepare_output_grad(flatten_heads(
-      rotated(std::move(d_q), nope_dim_, q_b_proj_.output_grad_dtype(), ctx.positions, /*backward=*/true)));
+  ctx.d_q = q_b_proj_.prepare_output_grad(flatten_heads(in_dtype(std::move(d_q), q_b_proj_.output_grad_dtype())));
   OwnedTensor d_q_latent_normed = f32_tensor(Shape{tokens, q_lora_rank}, d_x.device());  // [T, q_lora]
   q_b_proj_.backward_input(d_q_latent_normed, ctx.d_q);
   OwnedTensor d_q_latent = f32_tensor(Shape{tokens, q_lora_rank}, d_x.device());  // [T, q_lora]
@@ -197,15 +203,10 @@ void MlaAttention::backward_query(Context& ctx, const Tensor& d_x, OwnedTensor d
   q_a_proj_.backward_input(d_x, ctx.d_q_latent);
 }
 
-void MlaAttention::backward_key_value(Context& ctx, const Tensor& d_x, const Tensor& d_k, const Tensor& d_v) const {
+void MlaAttention::backward_key_value(Context& ctx, const Tensor& d_x, OwnedTensor d_kv,
+                                      const Tensor& d_k_rope) const {
   int64_t tokens = d_x.size(0);
-  // NOTE: d_kv is assembled straight in kv_b_proj's gradient dtype when the column copy can write it (fp32, bf16).
-  DType d_kv_dtype = kv_b_proj_.output_grad_dtype();
-  DType assembled = d_kv_dtype == DType::bf16 ? DType::bf16 : DType::f32;
-  OwnedTensor d_kv(Shape{tokens, heads_, nope_dim_ + value_dim_}, assembled, d_x.device());  // [T, H, d_nope + d_v]
-  copy_columns(d_kv, d_k, {.width = nope_dim_});
-  copy_columns(d_kv, d_v, {.dst_offset = nope_dim_, .width = value_dim_});
-  ctx.d_kv = kv_b_proj_.prepare_output_grad(flatten_heads(in_dtype(std::move(d_kv), d_kv_dtype)));
+  ctx.d_kv = kv_b_proj_.prepare_output_grad(flatten_heads(in_dtype(std::move(d_kv), kv_b_proj_.output_grad_dtype())));
   OwnedTensor d_kv_latent_normed = f32_tensor(Shape{tokens, kv_lora_rank_}, d_x.device());  // [T, kv_lora]
   kv_b_proj_.backward_input(d_kv_latent_normed, ctx.d_kv);
   OwnedTensor d_kv_latent = f32_tensor(Shape{tokens, kv_lora_rank_}, d_x.device());  // [T, kv_lora]
@@ -216,7 +217,7 @@ void MlaAttention::backward_key_value(Context& ctx, const Tensor& d_x, const Ten
   OwnedTensor d_ckv = f32_tensor(Shape{tokens, kv_lora_rank_ + rope_dim_}, d_x.device());  // [T, kv_lora + d_rope]
   copy_columns(d_ckv, d_kv_latent, {.width = kv_lora_rank_});
   // k_rope is shared by all heads: its gradient is the sum over them.
-  sum_columns(d_ckv, d_k, {.dst_offset = kv_lora_rank_, .src_offset = nope_dim_, .width = rope_dim_});
+  sum_columns(d_ckv, d_k_rope, {.dst_offset = kv_lora_rank_, .width = rope_dim_});
   ctx.d_ckv = kv_a_proj_.prepare_output_grad(
       rotated(std::move(d_ckv), kv_lora_rank_, kv_a_proj_.output_grad_dtype(), ctx.positions, /*backward=*/true));
   kv_a_proj_.backward_input(d_x, ctx.d_ckv, /*accumulate=*/true);

@@ -13,9 +13,9 @@
 // d_qk^-0.5, times mscale^2 when YaRN is active. The attention core reads q, k and v in bf16 when the projections
 // compute in bf16 (rounded after RoPE, like tensor-core inputs), in fp32 otherwise; its softmax and q, k, v
 // gradients are fp32. In bf16 and fp8 training the passes between the projections and the attention core write
-// bf16 only: kv_b_proj outputs bf16, q is rotated into bf16, o is bf16, d_q and d_kv are written in bf16 by the
-// rotation and the column copy (each value rounded once, where it was rounded before, or in fp8 training before
-// its e4m3 quantisation). d_o is bf16 in bf16 training; with FP8 it stays fp32, as rounding it would change the
+// bf16 only: kv_b_proj outputs bf16, q is rotated into bf16, o is bf16, and the attention backward writes d_q
+// (rotated back) and d_kv in bf16 itself (attention_mla.h: each value rounded once, where it was rounded before, or
+// in fp8 training before its e4m3 quantisation). d_o is bf16 in bf16 training; with FP8 it stays fp32, as rounding it would change the
 // attention backward's D = dot(d_o, o), not only an FP8 GEMM's operand. Follows docs/design/model-layers.md
 // (forward / backward_input / backward_weight).
 
@@ -91,10 +91,13 @@ class MlaAttention {
                       bool backward) const;
   // The attention output o [T, H, d_v] for the attention backward: ctx.o, or o_proj's saved input (o itself).
   Tensor attention_output(const Context& ctx) const;
-  // d_x: [T, hidden] (overwritten) <- d_q: [T, H, d_qk] fp32 (rotated back, then kept in ctx.d_q)
+  // The dtype in which the attention backward writes a gradient that `projection` reads: its output gradient
+  // dtype when that is bf16, else fp32 (converted after).
+  static DType attention_gradient_dtype(const Linear& projection);
+  // d_x: [T, hidden] (overwritten) <- d_q: [T, H, d_qk] rotated back (then kept in ctx.d_q)
   void backward_query(Context& ctx, const Tensor& d_x, OwnedTensor d_q) const;
-  // d_x: [T, hidden] (accumulated) <- d_k: [T, H, d_qk], d_v: [T, H, d_v]
-  void backward_key_value(Context& ctx, const Tensor& d_x, const Tensor& d_k, const Tensor& d_v) const;
+  // d_x: [T, hidden] (accumulated) <- d_kv: [T, H, d_nope + d_v] (then kept in ctx.d_kv), d_k_rope: [T, H, d_rope]
+  void backward_key_value(Context& ctx, const Tensor& d_x, OwnedTensor d_kv, const Tensor& d_k_rope) const;
 
   int64_t heads_;
   int64_t nope_dim_;

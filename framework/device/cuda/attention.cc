@@ -29,6 +29,22 @@ kernels::AttentionGeometry geometry_of(const Tensor& q, const Tensor& v, float s
 
 const uint16_t* bf16_bits(const Tensor& tensor) { return static_cast<const uint16_t*>(tensor.raw()); }
 
+// attention_output_dots: D of row r of [B, S, H] into dots[r * dots_stride], and for the bf16 kernels (q bf16)
+// d_out in bf16: as given, or rounded once into `rounded`. Returns the bf16 d_out those kernels read (null for
+// fp32 q).
+const uint16_t* output_dots(float* dots, int64_t dots_stride, std::optional<Scratch>& rounded, const Tensor& d_out,
+                            const Tensor& out, const Tensor& q, const kernels::AttentionGeometry& geometry,
+                            cudaStream_t stream) {
+  bool bf16_kernels = q.dtype() == DType::bf16, bf16_d_out = d_out.dtype() == DType::bf16;
+  if (bf16_kernels && !bf16_d_out) rounded.emplace(d_out.numel() * 2, stream);  // [B, S, H, d_v] bf16
+  auto* rounded_bits = rounded ? static_cast<uint16_t*>(rounded->data()) : nullptr;
+  check_launch(kernels::attention_output_dots(dots, dots_stride, rounded_bits, d_out.raw(), bf16_d_out, out.raw(),
+                                              out.dtype() == DType::bf16, geometry, stream),
+               "attention_backward");
+  if (!bf16_kernels) return nullptr;
+  return rounded_bits ? rounded_bits : bf16_bits(d_out);
+}
+
 }  // namespace
 
 void attention_forward(const Tensor& out, const Tensor& lse, const Tensor& q, const Tensor& k, const Tensor& v,
@@ -54,30 +70,52 @@ void attention_backward(const Tensor& d_q, const Tensor& d_k, const Tensor& d_v,
       geometry_of(q, v, softmax_scale, {&d_q, &d_k, &d_v, &d_out, &q, &k, &v, &out});
   if (q.numel() == 0) return;
   cudaStream_t cuda_stream = prepare_launch(q.device(), stream);
-  bool bf16_d_out = d_out.dtype() == DType::bf16, bf16_out = out.dtype() == DType::bf16;
+  std::optional<Scratch> rounded_d_out;
+  const uint16_t* d_out_bits =
+      output_dots(d_q.data<float>(), geometry.qk_dim, rounded_d_out, d_out, out, q, geometry, cuda_stream);
   if (q.dtype() == DType::bf16) {
-    // d_out in bf16 for the tensor cores: as given, or rounded once by the dots kernel into scratch.
-    std::optional<Scratch> rounded_d_out;
-    if (!bf16_d_out) rounded_d_out.emplace(d_out.numel() * 2, cuda_stream);  // [B, S, H, d_v] bf16
-    auto* rounded_bits = rounded_d_out ? static_cast<uint16_t*>(rounded_d_out->data()) : nullptr;
-    check_launch(kernels::attention_output_dots(d_q.data<float>(), rounded_bits, d_out.raw(), bf16_d_out, out.raw(),
-                                                bf16_out, geometry, cuda_stream),
-                 "attention_backward");
-    check_launch(kernels::attention_backward_bf16(d_q.data<float>(), d_k.data<float>(), d_v.data<float>(),
-                                                  rounded_bits ? rounded_bits : bf16_bits(d_out), bf16_bits(q),
-                                                  bf16_bits(k), bf16_bits(v), lse.data<float>(), geometry,
-                                                  cuda_stream),
+    check_launch(kernels::attention_backward_bf16(d_q.data<float>(), d_k.data<float>(), d_v.data<float>(), d_out_bits,
+                                                  bf16_bits(q), bf16_bits(k), bf16_bits(v), lse.data<float>(),
+                                                  geometry, cuda_stream),
                  "attention_backward");
     return;
   }
-  check_launch(kernels::attention_output_dots(d_q.data<float>(), nullptr, d_out.raw(), false, out.raw(), false,
-                                              geometry, cuda_stream),
-               "attention_backward");
   check_launch(kernels::attention_backward_f32(d_q.data<float>(), d_k.data<float>(), d_v.data<float>(),
                                                d_out.data<float>(), q.data<float>(), k.data<float>(),
-                                               v.data<float>(), lse.data<float>(), geometry,
-                                               cuda_stream),
+                                               v.data<float>(), lse.data<float>(), geometry, cuda_stream),
                "attention_backward");
+}
+
+bool attention_backward_mla(const Tensor& d_q, const Tensor& d_kv, const Tensor& d_k_rope, const Tensor& d_out,
+                            const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out, const Tensor& lse,
+                            float softmax_scale, const Tensor& positions, const RopeTable& table, Stream stream) {
+  for (const Tensor* tensor : {&q, &d_q, &d_kv}) {
+    if (tensor->dtype() != DType::bf16) return false;
+  }
+  kernels::AttentionGeometry geometry =
+      geometry_of(q, v, softmax_scale, {&d_q, &d_kv, &d_k_rope, &d_out, &q, &k, &v, &out});
+  int64_t nope_dim = q.size(3) - 2 * table.cos.size(1);
+  cudaStream_t cuda_stream = prepare_launch(q.device(), stream);
+  bool applies = false;
+  check_launch(kernels::attention_wgmma_applies(geometry, &applies), "attention_backward_mla");
+  if (!applies || nope_dim % 2 != 0) return false;
+  if (q.numel() == 0) return true;
+  Scratch dots(geometry.batch * geometry.sequence * geometry.heads * 4, cuda_stream);  // [B, S, H] fp32: D
+  auto* dot_values = static_cast<float*>(dots.data());
+  std::optional<Scratch> rounded_d_out;
+  const uint16_t* d_out_bits = output_dots(dot_values, 1, rounded_d_out, d_out, out, q, geometry, cuda_stream);
+  kernels::MlaGradients gradients{.d_q = static_cast<uint16_t*>(d_q.raw()),
+                                  .d_kv = static_cast<uint16_t*>(d_kv.raw()),
+                                  .d_k_rope = d_k_rope.data<float>(),
+                                  .positions = positions.data<int32_t>(),
+                                  .cos = table.cos.data<float>(),
+                                  .sin = table.sin.data<float>(),
+                                  .table_positions = table.cos.size(0),
+                                  .nope_dim = static_cast<int>(nope_dim)};
+  check_launch(kernels::attention_backward_mla_wgmma(gradients, dot_values, d_out_bits, bf16_bits(q), bf16_bits(k),
+                                                     bf16_bits(v), lse.data<float>(), geometry, cuda_stream),
+               "attention_backward_mla");
+  return true;
 }
 
 }  // namespace hai::cuda

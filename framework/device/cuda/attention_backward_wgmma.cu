@@ -14,6 +14,9 @@
 // and j - 1). D and lse as in the mma.sync kernels: D[i] = dot(d_out[i], out[i]) in d_q's first column,
 // written by attention_output_dots; the key kernel runs first and the query kernel reads its rows' D before it
 // overwrites them. P and dS are rounded to bf16 for the tensor-core products; everything accumulates in fp32.
+// The same kernels write MLA's layout instead (attention_backward_mla_wgmma; D then in rows of its own): the
+// epilogues round d_q to bf16 with its rope columns rotated back, and split d_k into bf16 columns beside d_v's and
+// fp32 rope columns.
 // Compiled for sm_90a only (HAI_WGMMA_AVAILABLE); attention_backward_bf16 runs it where attention_wgmma_applies.
 
 #include <cuda_bf16.h>
@@ -45,10 +48,73 @@ constexpr int kOwnedRows = 2 * attention_wgmma::kWarpgroupRows;  // keys of a ke
 constexpr int kStepRows = attention_wgmma::kStepRows;  // queries per step of the key kernel, keys of the query kernel
 constexpr float kLog2E = 1.4426950408889634f;
 
+// What the kernels write and where they read D: attention_backward's fp32 gradients with D in d_q's first column,
+// or MLA's layout (mla.d_q not null) with D in rows of its own.
+struct BackwardTargets {
+  float* d_q;  // [B, S, H, d_qk] fp32, or null
+  float* d_k;  // [B, S, H, d_qk] fp32, or null
+  float* d_v;  // [B, S, H, d_v] fp32, or null
+  MlaGradients mla;
+  const float* dots;    // D of row r of [B, S, H] at dots[r * dots_stride]
+  int64_t dots_stride;
+
+  __host__ __device__ bool is_mla() const { return mla.d_q != nullptr; }
+};
+
 template <typename Element>
 __device__ inline HeadRows<Element> output_rows(Element* tensor, const AttentionGeometry& geometry, int dim) {
   return attention_tiles::head_rows(tensor, blockIdx.y / geometry.heads, blockIdx.y % geometry.heads,
                                     geometry.sequence, geometry.heads, dim);
+}
+
+// Columns [first, first + count) of `rows`.
+template <typename Element>
+__device__ inline HeadRows<Element> column_window(const HeadRows<Element>& rows, int first, int count) {
+  return {rows.base + first, rows.pitch, count, rows.valid};
+}
+
+// The key kernel's gradients of its warpgroup's 64 keys from first_key: d_k (times the softmax scale) and d_v.
+template <int qk_width, int v_width>
+__device__ inline void store_key_gradients(const BackwardTargets& targets, const AttentionGeometry& geometry,
+                                           int64_t first_key, const float (&d_k)[qk_width / 2],
+                                           const float (&d_v)[v_width / 2]) {
+  const float scale = geometry.softmax_scale;
+  if (!targets.is_mla()) {
+    attention_wgmma::store_rows<qk_width>(output_rows(targets.d_k, geometry, geometry.qk_dim), first_key, d_k, scale,
+                                          scale);
+    attention_wgmma::store_rows<v_width>(output_rows(targets.d_v, geometry, geometry.v_dim), first_key, d_v, 1.0f,
+                                         1.0f);
+    return;
+  }
+  const int nope = targets.mla.nope_dim;
+  const HeadRows<bf16> d_kv = output_rows(reinterpret_cast<bf16*>(targets.mla.d_kv), geometry, nope + geometry.v_dim);
+  attention_wgmma::store_rows<qk_width>(column_window(d_kv, 0, nope), first_key, d_k, scale, scale);
+  attention_wgmma::store_rows<qk_width>(output_rows(targets.mla.d_k_rope, geometry, geometry.qk_dim - nope),
+                                        first_key, d_k, scale, scale, nope);
+  attention_wgmma::store_rows<v_width>(column_window(d_kv, nope, geometry.v_dim), first_key, d_v, 1.0f, 1.0f);
+}
+
+// The query kernel's d_q (times the softmax scale) of its warpgroup's 64 queries from first_query.
+template <int qk_width>
+__device__ inline void store_query_gradients(const BackwardTargets& targets, const AttentionGeometry& geometry,
+                                             int64_t first_query, const float (&d_q)[qk_width / 2]) {
+  const float scale = geometry.softmax_scale;
+  if (!targets.is_mla()) {
+    attention_wgmma::store_rows<qk_width>(output_rows(targets.d_q, geometry, geometry.qk_dim), first_query, d_q,
+                                          scale, scale);
+    return;
+  }
+  const MlaGradients& mla = targets.mla;
+  const int64_t batch_index = blockIdx.y / geometry.heads;
+  const attention_wgmma::RotatedColumns rope{.positions = mla.positions + batch_index * geometry.sequence,
+                                             .cos = mla.cos,
+                                             .sin = mla.sin,
+                                             .pairs = (geometry.qk_dim - mla.nope_dim) / 2,
+                                             .table_positions = mla.table_positions,
+                                             .first_column = mla.nope_dim};
+  attention_wgmma::store_rotated_rows<qk_width>(output_rows(reinterpret_cast<bf16*>(mla.d_q), geometry,
+                                                            geometry.qk_dim),
+                                                first_query, d_q, scale, rope);
 }
 
 // exp(score * scale - lse) in log2 units.
@@ -144,8 +210,7 @@ __device__ inline void key_kernel_step(float (&d_k)[qk_width / 2], float (&d_v)[
 
 template <int qk_width, int v_width>
 __global__ void __launch_bounds__(kThreads, 1)
-    attention_key_gradients_wgmma_kernel(float* d_k, float* d_v, const float* d_q,
-                                         const __grid_constant__ CUtensorMap d_out_map,
+    attention_key_gradients_wgmma_kernel(BackwardTargets targets, const __grid_constant__ CUtensorMap d_out_map,
                                          const __grid_constant__ CUtensorMap q_map,
                                          const __grid_constant__ CUtensorMap k_map,
                                          const __grid_constant__ CUtensorMap v_map, const float* lse,
@@ -157,7 +222,8 @@ __global__ void __launch_bounds__(kThreads, 1)
   const int64_t sequence = geometry.sequence;
   const int batch_index = static_cast<int>(blockIdx.y / geometry.heads);
   const int head = static_cast<int>(blockIdx.y % geometry.heads);
-  const QueryStatRows stats = attention_tiles::query_stat_rows(d_q, lse, geometry, batch_index, head);
+  const QueryStatRows stats =
+      attention_tiles::query_stat_rows(targets.dots, targets.dots_stride, lse, geometry, batch_index, head);
   const int warpgroup = static_cast<int>(threadIdx.x) / 128;
   const int64_t first_key = int64_t{blockIdx.x} * kOwnedRows;
   const int64_t warpgroup_first_key = first_key + attention_wgmma::kWarpgroupRows * warpgroup;
@@ -217,10 +283,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   }
   attention_wgmma::fence_registers(d_k_values);
   attention_wgmma::fence_registers(d_v_values);
-  attention_wgmma::store_rows<qk_width>(output_rows(d_k, geometry, geometry.qk_dim), warpgroup_first_key, d_k_values,
-                                        geometry.softmax_scale, geometry.softmax_scale);
-  attention_wgmma::store_rows<v_width>(output_rows(d_v, geometry, geometry.v_dim), warpgroup_first_key, d_v_values,
-                                       1.0f, 1.0f);
+  store_key_gradients<qk_width, v_width>(targets, geometry, warpgroup_first_key, d_k_values, d_v_values);
 #else
   __trap();  // NOTE: launched only where nvcc built sm_90a code (wgmma_applies)
 #endif
@@ -316,7 +379,7 @@ __device__ inline void query_kernel_iteration(float (&d_q)[qk_width / 2], uint32
 
 template <int qk_width, int v_width>
 __global__ void __launch_bounds__(kThreads, 1)
-    attention_query_gradients_wgmma_kernel(float* d_q, const __grid_constant__ CUtensorMap d_out_map,
+    attention_query_gradients_wgmma_kernel(BackwardTargets targets, const __grid_constant__ CUtensorMap d_out_map,
                                            const __grid_constant__ CUtensorMap q_map,
                                            const __grid_constant__ CUtensorMap k_map,
                                            const __grid_constant__ CUtensorMap v_map, const float* lse,
@@ -329,8 +392,8 @@ __global__ void __launch_bounds__(kThreads, 1)
   const int batch_index = static_cast<int>(blockIdx.y / geometry.heads);
   const int head = static_cast<int>(blockIdx.y % geometry.heads);
   const float* head_lse = lse + blockIdx.y * sequence;
-  const float* output_dot = d_q + (int64_t{batch_index} * sequence * geometry.heads + head) * geometry.qk_dim;
-  const int64_t output_dot_pitch = geometry.heads * geometry.qk_dim;  // D[s] in d_q's first column
+  const QueryStatRows row_stats =
+      attention_tiles::query_stat_rows(targets.dots, targets.dots_stride, lse, geometry, batch_index, head);
   const int warpgroup = static_cast<int>(threadIdx.x) / 128;
   const int64_t first_query = int64_t{gridDim.x - 1 - blockIdx.x} * kOwnedRows;  // diagonal-heavy blocks first
   const int64_t warpgroup_first_query = first_query + attention_wgmma::kWarpgroupRows * warpgroup;
@@ -350,7 +413,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     int64_t query = warpgroup_first_query + place.row(2 * half);
     bool valid = query < sequence;
     stats.lse_log2[half] = valid ? head_lse[query] * kLog2E : 0.0f;
-    stats.output_dot[half] = valid ? output_dot[query * output_dot_pitch] : 0.0f;
+    stats.output_dot[half] = valid ? row_stats.dot(query) : 0.0f;
   }
   // Prologue: the barriers, then Q, d_out and the first key tile.
   if (issues_copies) {
@@ -394,8 +457,7 @@ __global__ void __launch_bounds__(kThreads, 1)
                                           sequence, scale_log2);
     }
   }
-  attention_wgmma::store_rows<qk_width>(output_rows(d_q, geometry, geometry.qk_dim), warpgroup_first_query,
-                                        d_q_values, geometry.softmax_scale, geometry.softmax_scale);
+  store_query_gradients<qk_width>(targets, geometry, warpgroup_first_query, d_q_values);
 #else
   __trap();  // NOTE: launched only where nvcc built sm_90a code (wgmma_applies)
 #endif
@@ -444,9 +506,11 @@ cudaError_t attention_wgmma_applies(const AttentionGeometry& geometry, bool* app
   return wgmma_applies(applies);
 }
 
-cudaError_t attention_backward_bf16_wgmma(float* d_q, float* d_k, float* d_v, const uint16_t* d_out,
-                                          const uint16_t* q, const uint16_t* k, const uint16_t* v, const float* lse,
-                                          const AttentionGeometry& geometry, cudaStream_t stream) {
+namespace {
+
+cudaError_t launch_backward(const BackwardTargets& targets, const uint16_t* d_out, const uint16_t* q,
+                            const uint16_t* k, const uint16_t* v, const float* lse, const AttentionGeometry& geometry,
+                            cudaStream_t stream) {
   unsigned int blocks = static_cast<unsigned int>((geometry.sequence + kOwnedRows - 1) / kOwnedRows);
   dim3 grid(blocks, static_cast<unsigned int>(geometry.batch * geometry.heads));
   auto launch_widths = [&](auto qk_width, auto v_width) {
@@ -458,12 +522,12 @@ cudaError_t attention_backward_bf16_wgmma(float* d_q, float* d_k, float* d_v, co
     status = encode_backward_maps(&query_kernel_maps, d_out, q, k, v, geometry, kOwnedRows, kStepRows);
     if (status != cudaSuccess) return status;
     status = launch(attention_key_gradients_wgmma_kernel<qk, vw>, grid, KeyKernelLayout<qk, vw>::kSharedBytes, stream,
-                    d_k, d_v, static_cast<const float*>(d_q), key_kernel_maps.d_out, key_kernel_maps.q,
-                    key_kernel_maps.k, key_kernel_maps.v, lse, geometry);
+                    targets, key_kernel_maps.d_out, key_kernel_maps.q, key_kernel_maps.k, key_kernel_maps.v, lse,
+                    geometry);
     if (status != cudaSuccess) return status;
     return launch(attention_query_gradients_wgmma_kernel<qk, vw>, grid, QueryKernelLayout<qk, vw>::kSharedBytes,
-                  stream, d_q, query_kernel_maps.d_out, query_kernel_maps.q, query_kernel_maps.k, query_kernel_maps.v,
-                  lse, geometry);
+                  stream, targets, query_kernel_maps.d_out, query_kernel_maps.q, query_kernel_maps.k,
+                  query_kernel_maps.v, lse, geometry);
   };
   return attention_widths::with_padded_widths(geometry.qk_dim, geometry.v_dim, [&](auto qk_width, auto v_width) {
     constexpr int qk = decltype(qk_width)::value, vw = decltype(v_width)::value;
@@ -473,6 +537,24 @@ cudaError_t attention_backward_bf16_wgmma(float* d_q, float* d_k, float* d_v, co
       return cudaErrorNotSupported;
     }
   });
+}
+
+}  // namespace
+
+cudaError_t attention_backward_bf16_wgmma(float* d_q, float* d_k, float* d_v, const uint16_t* d_out,
+                                          const uint16_t* q, const uint16_t* k, const uint16_t* v, const float* lse,
+                                          const AttentionGeometry& geometry, cudaStream_t stream) {
+  BackwardTargets targets{.d_q = d_q, .d_k = d_k, .d_v = d_v, .mla = {}, .dots = d_q, .dots_stride = geometry.qk_dim};
+  return launch_backward(targets, d_out, q, k, v, lse, geometry, stream);
+}
+
+cudaError_t attention_backward_mla_wgmma(const MlaGradients& gradients, const float* dots, const uint16_t* d_out,
+                                         const uint16_t* q, const uint16_t* k, const uint16_t* v, const float* lse,
+                                         const AttentionGeometry& geometry, cudaStream_t stream) {
+  if (gradients.d_q == nullptr || gradients.nope_dim % 2 != 0) return cudaErrorInvalidValue;
+  BackwardTargets targets{
+      .d_q = nullptr, .d_k = nullptr, .d_v = nullptr, .mla = gradients, .dots = dots, .dots_stride = 1};
+  return launch_backward(targets, d_out, q, k, v, lse, geometry, stream);
 }
 
 }  // namespace hai::cuda::kernels

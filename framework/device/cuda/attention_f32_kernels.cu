@@ -150,8 +150,8 @@ __device__ inline float value_at(const void* tensor, bool bf16, int64_t index) {
               : static_cast<const float*>(tensor)[index];
 }
 
-__global__ void output_dots_kernel(float* d_q, __nv_bfloat16* rounded_d_out, const void* d_out, bool bf16_d_out,
-                                   const void* out, bool bf16_out, AttentionGeometry geometry) {
+__global__ void output_dots_kernel(float* dots, int64_t dots_stride, __nv_bfloat16* rounded_d_out, const void* d_out,
+                                   bool bf16_d_out, const void* out, bool bf16_out, AttentionGeometry geometry) {
   WarpRow row = warp_row(geometry);
   if (!row.valid) return;
   float d_output[kColumnsPerLane];
@@ -164,7 +164,7 @@ __global__ void output_dots_kernel(float* d_q, __nv_bfloat16* rounded_d_out, con
     if (inside) sum += d_output[c] * value_at(out, bf16_out, row.row * geometry.v_dim + column);
   }
   float dot = warp_sum(sum);
-  if (row.lane == 0) d_q[row.row * geometry.qk_dim] = dot;
+  if (row.lane == 0) dots[row.row * dots_stride] = dot;
   if (rounded_d_out == nullptr) return;
 #pragma unroll
   for (int c = 0; c < kColumnsPerLane; ++c) {
@@ -197,11 +197,11 @@ cudaError_t attention_backward_f32(float* d_q, float* d_k, float* d_v, const flo
   return cudaGetLastError();
 }
 
-cudaError_t attention_output_dots(float* d_q, uint16_t* rounded_d_out, const void* d_out, bool bf16_d_out,
-                                  const void* out, bool bf16_out, const AttentionGeometry& geometry,
+cudaError_t attention_output_dots(float* dots, int64_t dots_stride, uint16_t* rounded_d_out, const void* d_out,
+                                  bool bf16_d_out, const void* out, bool bf16_out, const AttentionGeometry& geometry,
                                   cudaStream_t stream) {
   output_dots_kernel<<<blocks_for_rows(geometry), kThreads, 0, stream>>>(
-      d_q, reinterpret_cast<__nv_bfloat16*>(rounded_d_out), d_out, bf16_d_out, out, bf16_out, geometry);
+      dots, dots_stride, reinterpret_cast<__nv_bfloat16*>(rounded_d_out), d_out, bf16_d_out, out, bf16_out, geometry);
   return cudaGetLastError();
 }
 

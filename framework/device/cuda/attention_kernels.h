@@ -42,12 +42,30 @@ cudaError_t attention_backward_f32(float* d_q, float* d_k, float* d_v, const flo
                                    const float* k, const float* v, const float* lse,
                                    const AttentionGeometry& geometry, cudaStream_t stream);
 
-// D[row] = dot(d_out[row], out[row]) for every [B, S, H] row, stored in d_q[row * qk_dim] (the first element of
-// the row's d_q, which the d_q kernels read before they overwrite it). d_out and out are fp32, or bf16 with their
-// flags. Unless rounded_d_out is null, also writes d_out rounded to bf16 there ([B, S, H, d_v], for the bf16
-// kernels, when d_out is fp32).
-cudaError_t attention_output_dots(float* d_q, uint16_t* rounded_d_out, const void* d_out, bool bf16_d_out,
-                                  const void* out, bool bf16_out, const AttentionGeometry& geometry,
+// D[row] = dot(d_out[row], out[row]) for every [B, S, H] row, stored in dots[row * dots_stride] (attention_backward:
+// d_q's first element of the row, dots_stride = qk_dim, which the d_q kernels read before they overwrite it). d_out
+// and out are fp32, or bf16 with their flags. Unless rounded_d_out is null, also writes d_out rounded to bf16 there
+// ([B, S, H, d_v], for the bf16 kernels, when d_out is fp32).
+cudaError_t attention_output_dots(float* dots, int64_t dots_stride, uint16_t* rounded_d_out, const void* d_out,
+                                  bool bf16_d_out, const void* out, bool bf16_out, const AttentionGeometry& geometry,
                                   cudaStream_t stream);
+
+// MLA's layout of the gradients (framework/device/attention_mla.h); N = nope_dim, R = d_qk - N.
+struct MlaGradients {
+  uint16_t* d_q;             // [B, S, H, d_qk] bf16, columns [N, d_qk) rotated back by their positions' angles
+  uint16_t* d_kv;            // [B, S, H, N + d_v] bf16: d_k's columns [0, N), then d_v
+  float* d_k_rope;           // [B, S, H, R] fp32: d_k's columns [N, d_qk)
+  const int32_t* positions;  // [B * S]; a position outside the table gives NaN in its row's rotated columns
+  const float* cos;          // [table_positions, R / 2]
+  const float* sin;          // [table_positions, R / 2]
+  int64_t table_positions;
+  int nope_dim;              // even
+};
+
+// attention_backward_bf16_wgmma with MLA's gradients written in place of fp32 d_q, d_k, d_v, and D read from dots
+// [B, S, H] (attention_output_dots with dots_stride 1). Only where attention_wgmma_applies.
+cudaError_t attention_backward_mla_wgmma(const MlaGradients& gradients, const float* dots, const uint16_t* d_out,
+                                         const uint16_t* q, const uint16_t* k, const uint16_t* v, const float* lse,
+                                         const AttentionGeometry& geometry, cudaStream_t stream);
 
 }  // namespace hai::cuda::kernels

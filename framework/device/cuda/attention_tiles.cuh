@@ -31,8 +31,8 @@ __device__ inline HeadRows<Element> head_rows(Element* tensor, int64_t batch_ind
   return {tensor + ((batch_index * sequence) * heads + head) * dim, heads * dim, dim, sequence};
 }
 
-// Where the backward kernels read each query's lse and D = rowsum(d_out o) of one (b, h): D lies in d_q's first
-// column (attention_output_dots).
+// Where the backward kernels read each query's lse and D = rowsum(d_out o) of one (b, h): D of row r of [B, S, H]
+// at dots[r * dots_stride] (attention_output_dots; attention_backward keeps it in d_q's first column).
 struct QueryStatRows {
   const float* lse;         // [S] of this (b, h)
   const float* output_dot;  // D[s] at output_dot[s * output_dot_pitch]
@@ -42,11 +42,12 @@ struct QueryStatRows {
   __device__ float dot(int64_t query) const { return output_dot[query * output_dot_pitch]; }
 };
 
-__device__ inline QueryStatRows query_stat_rows(const float* d_q, const float* lse, const AttentionGeometry& geometry,
-                                                int64_t batch_index, int64_t head) {
+__device__ inline QueryStatRows query_stat_rows(const float* dots, int64_t dots_stride, const float* lse,
+                                                const AttentionGeometry& geometry, int64_t batch_index,
+                                                int64_t head) {
   int64_t sequence = geometry.sequence, heads = geometry.heads;
-  HeadRows<const float> d_q_rows = head_rows(d_q, batch_index, head, sequence, heads, geometry.qk_dim);
-  return {lse + (batch_index * heads + head) * sequence, d_q_rows.base, d_q_rows.pitch};
+  return {lse + (batch_index * heads + head) * sequence, dots + (batch_index * sequence * heads + head) * dots_stride,
+          heads * dots_stride};
 }
 
 // The operands of one (b, h) that the backward kernels read, as rows, and the queries' statistics.
@@ -63,7 +64,7 @@ __device__ inline HeadOperands head_operands(const float* d_q, const __nv_bfloat
           head_rows(k, batch_index, head, sequence, heads, geometry.qk_dim),
           head_rows(v, batch_index, head, sequence, heads, geometry.v_dim),
           head_rows(d_out, batch_index, head, sequence, heads, geometry.v_dim),
-          query_stat_rows(d_q, lse, geometry, batch_index, head)};
+          query_stat_rows(d_q, geometry.qk_dim, lse, geometry, batch_index, head)};
 }
 
 // This thread's value of the `queries` rows from first_query on, for a key kernel's shared row stats: threads

@@ -17,6 +17,7 @@
 #include "framework/device/cuda/attention_kernels.h"
 #include "framework/device/cuda/attention_tiles.cuh"
 #include "framework/device/cuda/mma_sm80.cuh"
+#include "framework/device/cuda/rope_pair.cuh"
 #include "framework/device/cuda/tensor_map.h"
 #include "framework/device/cuda/tma_sm90.cuh"
 #include "framework/device/cuda/wgmma_sm90.cuh"
@@ -244,22 +245,59 @@ __device__ inline void mask_uncounted(float (&values)[count], const CausalTile& 
 }
 
 // Writes this thread's accumulators of a 64 x width product (rows from row0 of `target`), its upper row (e = 0, 1)
-// times factor_low and its lower one times factor_high, to fp32 rows (or bf16 ones: rounded once), skipping columns
-// past target.dim and rows past the sequence end.
+// times factor_low and its lower one times factor_high, to fp32 rows (or bf16 ones: rounded once), skipping rows
+// past the sequence end. Column c goes to target column c - first_column; only those in [0, target.dim) are written
+// (first_column even: pairs do not straddle the window).
 template <int width, typename Element>
 __device__ inline void store_rows(const HeadRows<Element>& target, int64_t row0, const float (&values)[width / 2],
-                                  float factor_low, float factor_high) {
+                                  float factor_low, float factor_high, int first_column = 0) {
   AccumulatorPlace place;
 #pragma unroll
   for (int j = 0; j < width / 8; ++j) {
 #pragma unroll
     for (int half = 0; half < 2; ++half) {
       int64_t row = row0 + place.row(2 * half);
-      int column = place.column(j, 0);
+      int column = place.column(j, 0) - first_column;
       float factor = half == 0 ? factor_low : factor_high;
-      if (row >= target.valid || column >= target.dim) continue;
+      if (row >= target.valid || column < 0 || column >= target.dim) continue;
       attention_tiles::store_pair(target.base + row * target.pitch + column, values[4 * j + 2 * half] * factor,
                                   values[4 * j + 2 * half + 1] * factor);
+    }
+  }
+}
+
+// The RoPE pairs of one sequence's rows that store_rotated_rows turns back: columns from first_column on.
+struct RotatedColumns {
+  const int32_t* positions;  // [S] of this sequence
+  const float* cos;          // [table_positions, pairs]
+  const float* sin;
+  int64_t pairs, table_positions;
+  int first_column;          // even
+};
+
+// store_rows (factor on both rows) into bf16 rows, with the pairs of columns from rope.first_column on rotated by
+// -angle at the row's position (rope_backward, rope_pair.cuh) before rounding: rope_backward of the fp32 rows
+// store_rows would write, rounded to bf16, bit for bit.
+template <int width>
+__device__ inline void store_rotated_rows(const HeadRows<bf16>& target, int64_t row0, const float (&values)[width / 2],
+                                          float factor, const RotatedColumns& rope) {
+  AccumulatorPlace place;
+#pragma unroll
+  for (int half = 0; half < 2; ++half) {
+    int64_t row = row0 + place.row(2 * half);
+    if (row >= target.valid) continue;
+    int32_t position = rope.positions[row];
+#pragma unroll
+    for (int j = 0; j < width / 8; ++j) {
+      int column = place.column(j, 0);
+      if (column >= target.dim) continue;
+      float2 pair{__fmul_rn(values[4 * j + 2 * half], factor), __fmul_rn(values[4 * j + 2 * half + 1], factor)};
+      int offset = column - rope.first_column;
+      if (offset >= 0) {
+        pair = rotated_pair(pair.x, pair.y, offset / 2, position, rope.cos, rope.sin, rope.pairs,
+                            rope.table_positions, -1.0f);
+      }
+      attention_tiles::store_pair(target.base + row * target.pitch + column, pair.x, pair.y);
     }
   }
 }

@@ -1,23 +1,11 @@
 #include <cuda_bf16.h>
 
-#include <cmath>
-
 #include "framework/device/cuda/kernel_util.cuh"
 #include "framework/device/cuda/rope_kernels.h"
+#include "framework/device/cuda/rope_pair.cuh"
 
 namespace hai::cuda::kernels {
 namespace {
-
-// Pair i of the rotated block, (real, imaginary), rotated by sin_sign * angle (NaN for a position outside the
-// table): every product and sum rounded separately, as the CPU op does.
-__device__ inline float2 rotated_pair(float real, float imaginary, int64_t i, int32_t position, const float* cos,
-                                      const float* sin, const RopeLayout& layout, float sin_sign) {
-  if (position < 0 || position >= layout.table_positions) return float2{NAN, NAN};
-  float c = cos[position * layout.pairs + i];
-  float s = sin_sign * sin[position * layout.pairs + i];
-  return float2{__fsub_rn(__fmul_rn(real, c), __fmul_rn(imaginary, s)),
-                __fadd_rn(__fmul_rn(real, s), __fmul_rn(imaginary, c))};
-}
 
 // One thread per rotated pair.
 __global__ void rope_kernel(float* out, const float* x, const int32_t* positions, const float* cos, const float* sin,
@@ -27,7 +15,8 @@ __global__ void rope_kernel(float* out, const float* x, const int32_t* positions
     int64_t row = index / layout.pairs;  // token * heads + head
     int64_t i = index % layout.pairs;
     int64_t column = row * layout.width + layout.column_offset + 2 * i;
-    float2 pair = rotated_pair(x[column], x[column + 1], i, positions[row / layout.heads], cos, sin, layout, sin_sign);
+    float2 pair = rotated_pair(x[column], x[column + 1], i, positions[row / layout.heads], cos, sin, layout.pairs,
+                               layout.table_positions, sin_sign);
     out[column] = pair.x;
     out[column + 1] = pair.y;
   }
@@ -59,7 +48,8 @@ __global__ void rope_to_bf16_vector_kernel(__nv_bfloat16* out, const float* x, c
       int64_t offset = column + k - layout.column_offset;  // of the pair's real column in the rotated block
       float2 pair{in.values[k], in.values[k + 1]};
       if (offset >= 0 && offset < 2 * layout.pairs) {
-        pair = rotated_pair(pair.x, pair.y, offset / 2, position, cos, sin, layout, sin_sign);
+        pair = rotated_pair(pair.x, pair.y, offset / 2, position, cos, sin, layout.pairs, layout.table_positions,
+                            sin_sign);
       }
       result.values[k] = __float2bfloat16_rn(pair.x);
       result.values[k + 1] = __float2bfloat16_rn(pair.y);
@@ -74,7 +64,8 @@ __device__ inline float rotated_value(const float* row, int64_t column, int32_t 
   int64_t offset = column - layout.column_offset;
   if (offset < 0 || offset >= 2 * layout.pairs) return row[column];
   int64_t real = column - offset % 2;
-  float2 pair = rotated_pair(row[real], row[real + 1], offset / 2, position, cos, sin, layout, sin_sign);
+  float2 pair = rotated_pair(row[real], row[real + 1], offset / 2, position, cos, sin, layout.pairs,
+                             layout.table_positions, sin_sign);
   return offset % 2 == 0 ? pair.x : pair.y;
 }
 

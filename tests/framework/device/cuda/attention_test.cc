@@ -9,6 +9,8 @@
 
 #include "apps/hai-bench/gpu_timer.h"
 #include "framework/device/attention.h"
+#include "framework/device/attention_mla.h"
+#include "framework/device/rope_table.h"
 #include "tests/framework/device/cuda/parity.h"
 #include "tests/framework/device/test_util.h"
 
@@ -145,6 +147,57 @@ TEST(CudaAttention, Bf16BackwardIsDeterministic) {
     std::vector<OwnedTensor> again = gradients();
     for (size_t i = 0; i < first.size(); ++i) EXPECT_TRUE(testing::same_bytes(first[i], again[i])) << "gradient " << i;
   }
+}
+
+// MLA's layout (attention_mla.h) written by the wgmma kernels' epilogues (bf16 d_q and d_kv) against the same op with
+// fp32 gradients, which runs the attention backward into fp32 and lays it out with rope_backward and copy_columns:
+// rounded to bf16 on the host, every byte the same. 64 rotated columns; positions differ between the sequences and
+// reach past the sequence length.
+void check_mla_layout(const AttentionSizes& sizes, DType outputs_dtype, uint64_t seed) {
+  constexpr int64_t kRope = 64, kTablePositions = 4096;
+  int64_t nope = sizes.qk_dim - kRope;
+  Device gpu = Device::cuda(0), cpu = Device::cpu();
+  OwnedTensor cos(Shape{kTablePositions, kRope / 2}, DType::f32), sin(Shape{kTablePositions, kRope / 2}, DType::f32);
+  fill_rope_table({cos, sin}, {.rope_dim = kRope, .max_positions = kTablePositions});
+  OwnedTensor gpu_cos = testing::copy_to(cos, gpu), gpu_sin = testing::copy_to(sin, gpu);
+  OwnedTensor positions(Shape{sizes.batch * sizes.sequence}, DType::i32);
+  for (int64_t t = 0; t < positions.numel(); ++t) positions.data<int32_t>()[t] = static_cast<int32_t>(7 * t % 4000);
+  OwnedTensor gpu_positions = testing::copy_to(positions, gpu);
+  OwnedTensor q = testing::copy_to(random_operand(sizes.qk(), seed, DType::bf16), gpu);
+  OwnedTensor k = testing::copy_to(random_operand(sizes.qk(), seed + 1, DType::bf16), gpu);
+  OwnedTensor v = testing::copy_to(random_operand(sizes.v(), seed + 2, DType::bf16), gpu);
+  OwnedTensor d_out = testing::copy_to(random_operand(sizes.v(), seed + 3, outputs_dtype), gpu);
+  OwnedTensor out(sizes.v(), outputs_dtype, gpu), lse(sizes.lse(), DType::f32, gpu);
+  float scale = 1.0f / std::sqrt(static_cast<float>(sizes.qk_dim));
+  attention_forward(out, lse, q, k, v, scale);
+  Shape kv_shape{sizes.batch, sizes.sequence, sizes.heads, nope + sizes.v_dim};
+  auto backward = [&](DType dtype) {
+    std::vector<OwnedTensor> gradients;
+    gradients.emplace_back(sizes.qk(), dtype, gpu);
+    gradients.emplace_back(kv_shape, dtype, gpu);
+    gradients.emplace_back(Shape{sizes.batch, sizes.sequence, sizes.heads, kRope}, DType::f32, gpu);
+    attention_backward_mla({gradients[0], gradients[1], gradients[2]}, d_out, q, k, v, out, lse, scale,
+                           gpu_positions, {gpu_cos, gpu_sin});
+    std::vector<OwnedTensor> on_cpu;
+    for (const OwnedTensor& gradient : gradients) on_cpu.push_back(testing::copy_to(gradient, cpu));
+    return on_cpu;
+  };
+  std::vector<OwnedTensor> fused = backward(DType::bf16), laid_out = backward(DType::f32);
+  const char* names[] = {"d_q", "d_kv", "d_k_rope"};
+  for (int i = 0; i < 3; ++i) {
+    OwnedTensor expected = testing::converted(laid_out[i], fused[i].tensor().dtype());
+    EXPECT_TRUE(testing::same_bytes(fused[i], expected)) << names[i] << " " << sizes.name();
+    double magnitude = 0;
+    for (int64_t e = 0; e < laid_out[i].numel(); ++e) magnitude += std::abs(laid_out[i].data<float>()[e]);
+    EXPECT_TRUE(std::isfinite(magnitude) && magnitude > 0) << names[i] << " " << sizes.name();
+  }
+}
+
+TEST(CudaAttention, MlaBackwardWritesTheLaidOutGradientsBitForBit) {
+  HAI_REQUIRE_CUDA_DEVICE();
+  check_mla_layout({1, 77, 2, 192, 128}, DType::bf16, 700);
+  check_mla_layout({2, 300, 3, 192, 128}, DType::f32, 710);
+  check_mla_layout({1, 130, 2, 96, 128}, DType::bf16, 720);  // padded to 128 / 128: the rope columns end at 96
 }
 
 // Prints the throughput of the bf16 kernels at the benchmark model's shape (asserts nothing about speed).
