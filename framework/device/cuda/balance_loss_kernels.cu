@@ -5,7 +5,6 @@ namespace hai::cuda::kernels {
 namespace {
 
 constexpr int kWarpSize = 32;
-constexpr int kSequenceThreads = 1024;  // one block per sequence: as many warps as a block holds
 constexpr int kBackwardWarpsPerBlock = 8;
 
 // Z_t = sum_i s[t, i] and sum_i f_i s[t, i] of one token, summed by its warp and returned to every lane.
@@ -23,7 +22,8 @@ __device__ TokenSums token_sums(const float* score, const float* fraction, int64
   return {warp_sum(score_sum), warp_sum(fraction_weighted)};
 }
 
-// Expert counts of the sequence in shared memory, then f = E / (K * L) * count (exact, as on the CPU).
+// Expert counts of the sequence in shared memory, then f = E / (K * L) * count (exact, as on the CPU), also
+// written to global_fraction unless it is null.
 __device__ void expert_fraction_of_sequence(float* fraction, float* global_fraction, int* counts,
                                             const int32_t* topk, const BalanceShape& shape) {
   for (int64_t e = threadIdx.x; e < shape.experts; e += blockDim.x) counts[e] = 0;
@@ -37,32 +37,44 @@ __device__ void expert_fraction_of_sequence(float* fraction, float* global_fract
   float normaliser = __fdiv_rn(static_cast<float>(shape.experts), static_cast<float>(assignments));
   for (int64_t e = threadIdx.x; e < shape.experts; e += blockDim.x) {
     fraction[e] = __fmul_rn(static_cast<float>(counts[e]), normaliser);
-    global_fraction[e] = fraction[e];
+    if (global_fraction != nullptr) global_fraction[e] = fraction[e];
   }
   __syncthreads();
 }
 
-__global__ void balance_forward_kernel(float* loss, float* expert_fraction, const float* scores,
-                                       const int32_t* topk_indices, BalanceShape shape, float alpha) {
+// Tokens of a sequence per block of balance_partials_kernel: the sequences' terms are summed by many blocks.
+constexpr int kChunkTokens = 128;
+constexpr int kChunkThreads = 256;
+
+int64_t chunks_per_sequence(const BalanceShape& shape) {
+  return (shape.tokens_per_sequence + kChunkTokens - 1) / kChunkTokens;
+}
+
+// Block (n, c): partials[n * chunks + c] = the sum over chunk c's tokens t of sequence n of sum_i f_i s[t, i] / Z_t,
+// each warp summing its tokens (warp, warp + warps, ...) in that order, then the warps in a block tree; f from the
+// sequence's counts (every block of the sequence counts them; chunk 0 writes them to expert_fraction).
+__global__ void balance_partials_kernel(float* partials, float* expert_fraction, const float* scores,
+                                        const int32_t* topk_indices, BalanceShape shape) {
   extern __shared__ float fraction[];  // [E], then E ints of counts
   __shared__ float scratch[32];
-  int64_t sequence = blockIdx.x;
+  int64_t sequence = blockIdx.x, chunk = blockIdx.y;
   int64_t first_token = sequence * shape.tokens_per_sequence;
-  expert_fraction_of_sequence(fraction, expert_fraction + sequence * shape.experts,
-                              reinterpret_cast<int*>(fraction + shape.experts),
+  float* fraction_out = chunk == 0 ? expert_fraction + sequence * shape.experts : nullptr;
+  expert_fraction_of_sequence(fraction, fraction_out, reinterpret_cast<int*>(fraction + shape.experts),
                               topk_indices + first_token * shape.experts_per_token, shape);
   int lane = threadIdx.x % kWarpSize, warp = threadIdx.x / kWarpSize, warps = blockDim.x / kWarpSize;
-  // sum over this warp's tokens (warp, warp + warps, ...) of sum_i f_i s[t, i] / Z_t, in that order; kTokenBatch of
-  // them at a time, each lane's loads of the batch in flight together (token_sums' sums, term by term).
+  int64_t chunk_begin = chunk * kChunkTokens;
+  int64_t chunk_end = min(chunk_begin + kChunkTokens, shape.tokens_per_sequence);
+  // kTokenBatch tokens at a time, each lane's loads of the batch in flight together (token_sums' sums, term by term)
   constexpr int kTokenBatch = 8;
   float warp_total = 0.0f;
-  for (int64_t first = warp; first < shape.tokens_per_sequence; first += kTokenBatch * warps) {
+  for (int64_t first = chunk_begin + warp; first < chunk_end; first += kTokenBatch * warps) {
     float score_sum[kTokenBatch] = {}, fraction_weighted[kTokenBatch] = {};
     for (int64_t e = lane; e < shape.experts; e += kWarpSize) {
 #pragma unroll
       for (int i = 0; i < kTokenBatch; ++i) {
         int64_t t = first + i * warps;
-        float score = t < shape.tokens_per_sequence ? scores[(first_token + t) * shape.experts + e] : 0.0f;
+        float score = t < chunk_end ? scores[(first_token + t) * shape.experts + e] : 0.0f;
         score_sum[i] += score;
         fraction_weighted[i] += fraction[e] * score;
       }
@@ -70,10 +82,20 @@ __global__ void balance_forward_kernel(float* loss, float* expert_fraction, cons
 #pragma unroll
     for (int i = 0; i < kTokenBatch; ++i) {
       float sum = warp_sum(score_sum[i]), weighted = warp_sum(fraction_weighted[i]);
-      if (first + i * warps < shape.tokens_per_sequence) warp_total += weighted / sum;
+      if (first + i * warps < chunk_end) warp_total += weighted / sum;
     }
   }
   float total = block_sum(lane == 0 ? warp_total : 0.0f, scratch);
+  if (threadIdx.x == 0) partials[sequence * gridDim.y + chunk] = total;
+}
+
+// One warp per sequence: loss[n] = alpha / L * the sum of its chunks' partials (lane-strided, then a warp tree).
+__global__ void balance_total_kernel(float* loss, const float* partials, int64_t chunks, BalanceShape shape,
+                                     float alpha) {
+  int64_t sequence = blockIdx.x;
+  float total = 0.0f;
+  for (int64_t c = threadIdx.x; c < chunks; c += kWarpSize) total += partials[sequence * chunks + c];
+  total = warp_sum(total);
   if (threadIdx.x == 0) loss[sequence] = alpha / static_cast<float>(shape.tokens_per_sequence) * total;
 }
 
@@ -103,10 +125,23 @@ cudaError_t balance_loss_forward(float* loss, float* expert_fraction, const floa
                                  const int32_t* topk_indices, const BalanceShape& shape, float alpha,
                                  cudaStream_t stream) {
   if (shape.sequences == 0) return cudaSuccess;
+  int64_t chunks = chunks_per_sequence(shape);
+  float* partials = nullptr;  // [N, chunks]
+  cudaError_t status =
+      cudaMallocAsync(&partials, static_cast<size_t>(shape.sequences * chunks) * sizeof(float), stream);
+  if (status != cudaSuccess) return status;
   size_t shared_bytes = static_cast<size_t>(shape.experts) * (sizeof(float) + sizeof(int));
-  balance_forward_kernel<<<static_cast<unsigned int>(shape.sequences), kSequenceThreads, shared_bytes, stream>>>(
-      loss, expert_fraction, scores, topk_indices, shape, alpha);
-  return cudaGetLastError();
+  dim3 grid(static_cast<unsigned int>(shape.sequences), static_cast<unsigned int>(chunks));
+  balance_partials_kernel<<<grid, kChunkThreads, shared_bytes, stream>>>(partials, expert_fraction, scores,
+                                                                         topk_indices, shape);
+  status = cudaGetLastError();
+  if (status == cudaSuccess) {
+    balance_total_kernel<<<static_cast<unsigned int>(shape.sequences), kWarpSize, 0, stream>>>(loss, partials, chunks,
+                                                                                             shape, alpha);
+    status = cudaGetLastError();
+  }
+  cudaError_t freed = cudaFreeAsync(partials, stream);
+  return status != cudaSuccess ? status : freed;
 }
 
 cudaError_t balance_loss_backward(float* d_logits, const float* d_loss, const float* expert_fraction,

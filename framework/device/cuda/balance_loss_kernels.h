@@ -1,8 +1,9 @@
 #pragma once
 // Launchers of the balance loss kernels behind framework/device/balance_loss.h: N sequences of L tokens,
 // E experts, K experts per token. The expert fractions are exact (integer counts); the per-token sums over E run
-// in a warp tree and the per-sequence sum in a block tree, so the loss and gradients differ from the CPU op's
-// serial sums by rounding only (deterministic from run to run).
+// in a warp tree, the per-sequence sum over chunks of 128 tokens (a block tree each) and then over the chunks (a
+// warp tree), so the loss and gradients differ from the CPU op's serial sums by rounding only (deterministic from
+// run to run).
 
 #include <cuda_runtime_api.h>
 
@@ -20,7 +21,8 @@ struct BalanceShape {
 // The largest E the forward kernel holds in shared memory.
 inline constexpr int64_t kMaxBalanceExperts = 4096;
 
-// loss [N], expert_fraction [N, E] <- scores [N * L, E], topk_indices [N * L, K]. One block per sequence.
+// loss [N], expert_fraction [N, E] <- scores [N * L, E], topk_indices [N * L, K]. A block per 128 tokens of a
+// sequence, then a warp per sequence.
 cudaError_t balance_loss_forward(float* loss, float* expert_fraction, const float* scores,
                                  const int32_t* topk_indices, const BalanceShape& shape, float alpha,
                                  cudaStream_t stream);
