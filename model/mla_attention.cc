@@ -32,6 +32,11 @@ Tensor per_sequence(const Tensor& per_head, int64_t seq_len) {
   return per_head.reshape(Shape{per_head.size(0) / seq_len, seq_len, per_head.size(1), per_head.size(2)});
 }
 
+// [B, S, W] view of [T, W]: k_rope as the attention op reads it.
+Tensor per_sequence_rows(const Tensor& rows, int64_t seq_len) {
+  return rows.reshape(Shape{rows.size(0) / seq_len, seq_len, rows.size(1)});
+}
+
 }  // namespace
 
 RopeSettings mla_rope_settings(const ModelConfig& model) {
@@ -92,8 +97,8 @@ void MlaAttention::forward(Context& ctx, const Tensor& out, OwnedTensor&& x, con
   // holds o.
   OwnedTensor o(Shape{tokens, heads_, value_dim_}, o_proj_.input_dtype(), device);  // [T, H, d_v]
   ctx.lse = f32_tensor(Shape{tokens / seq_len, heads_, seq_len}, device);
-  attention_forward(per_sequence(o, seq_len), ctx.lse, per_sequence(ctx.q, seq_len), per_sequence(ctx.k, seq_len),
-                    per_sequence(ctx.v, seq_len), softmax_scale_);
+  attention_forward_mla(per_sequence(o, seq_len), ctx.lse, per_sequence(ctx.q, seq_len),
+                        per_sequence(ctx.kv, seq_len), per_sequence_rows(ctx.k_rope, seq_len), softmax_scale_);
   bool o_proj_keeps_o = !o_proj_.uses_fp8() && o.tensor().dtype() == o_proj_.compute_dtype();
   if (!o_proj_keeps_o) {
     o_proj_.forward(out, flatten_heads(o), ctx.o_input);
@@ -127,15 +132,13 @@ void MlaAttention::forward_key_value(Context& ctx, const Linear::PreparedInput& 
   OwnedTensor kv_latent_normed(Shape{tokens, kv_lora_rank_}, kv_b_proj_.input_dtype(), device);  // [T, kv_lora]
   ctx.kv_latent_rstd = f32_tensor(Shape{tokens}, device);
   rmsnorm_forward(kv_latent_normed, ctx.kv_latent_rstd, ctx.kv_latent, kv_a_norm_->value, norm_eps_);
-  // NOTE: k_nope and v are plain copies of kv's columns, so kv_b_proj rounds its output to the attention dtype
-  // itself (the same bits as rounding the copies; FP8 GEMMs write bf16 as the bf16 ones do).
-  OwnedTensor kv(Shape{tokens, heads_, nope_dim_ + value_dim_}, attention_dtype_, device);  // [T, H, d_nope + d_v]
-  kv_b_proj_.forward(flatten_heads(kv), std::move(kv_latent_normed), ctx.kv_latent_normed);
-  ctx.k = OwnedTensor(Shape{tokens, heads_, nope_dim_ + rope_dim_}, attention_dtype_, device);  // [T, H, d_qk]
-  copy_columns(ctx.k, kv, {.width = nope_dim_});
-  copy_columns(ctx.k, ckv, {.dst_offset = nope_dim_, .src_offset = kv_lora_rank_, .width = rope_dim_});
-  ctx.v = OwnedTensor(Shape{tokens, heads_, value_dim_}, attention_dtype_, device);  // [T, H, d_v]
-  copy_columns(ctx.v, kv, {.src_offset = nope_dim_, .width = value_dim_});
+  // NOTE: the attention reads k_nope and v in kv's columns, so kv_b_proj rounds its output to the attention dtype
+  // itself (FP8 GEMMs write bf16 as the bf16 ones do).
+  // [T, H, d_nope + d_v]
+  ctx.kv = OwnedTensor(Shape{tokens, heads_, nope_dim_ + value_dim_}, attention_dtype_, device);
+  kv_b_proj_.forward(flatten_heads(ctx.kv), std::move(kv_latent_normed), ctx.kv_latent_normed);
+  ctx.k_rope = OwnedTensor(Shape{tokens, rope_dim_}, attention_dtype_, device);  // [T, d_rope]
+  copy_columns(ctx.k_rope, ckv, {.src_offset = kv_lora_rank_, .width = rope_dim_});
 }
 
 OwnedTensor MlaAttention::rotated(OwnedTensor x, int64_t column_offset, DType dtype, const Tensor& positions,
@@ -170,10 +173,10 @@ void MlaAttention::backward_input(Context& ctx, const Tensor& d_x, OwnedTensor&&
   OwnedTensor d_k_rope = f32_tensor(Shape{tokens, heads_, rope_dim_}, device);  // [T, H, d_rope]
   int64_t s = ctx.seq_len;
   attention_backward_mla({per_sequence(d_q, s), per_sequence(d_kv, s), per_sequence(d_k_rope, s)},
-                         per_sequence(d_o, s), per_sequence(ctx.q, s), per_sequence(ctx.k, s),
-                         per_sequence(ctx.v, s), per_sequence(attention_output(ctx), s), ctx.lse, softmax_scale_,
-                         ctx.positions, rope_);
-  for (OwnedTensor* released : {&ctx.o, &ctx.q, &ctx.k, &ctx.v, &ctx.lse}) *released = OwnedTensor();
+                         per_sequence(d_o, s), per_sequence(ctx.q, s), per_sequence(ctx.kv, s),
+                         per_sequence_rows(ctx.k_rope, s), per_sequence(attention_output(ctx), s), ctx.lse,
+                         softmax_scale_, ctx.positions, rope_);
+  for (OwnedTensor* released : {&ctx.o, &ctx.q, &ctx.kv, &ctx.k_rope, &ctx.lse}) *released = OwnedTensor();
   backward_query(ctx, d_x, std::move(d_q));
   backward_key_value(ctx, d_x, std::move(d_kv), d_k_rope);
 }

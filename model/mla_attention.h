@@ -10,14 +10,14 @@
 //   o    = softmax(causal(q k^T * scale)) v       per sequence, softmax in fp32   [T, H, d_v]
 //   out  = o W_o^T                                o_proj                          [T, hidden]
 // RoPE (interleaved, YaRN) rotates the d_rope columns of q per head and k_rope once per token. The softmax scale is
-// d_qk^-0.5, times mscale^2 when YaRN is active. The attention core reads q, k and v in bf16 when the projections
-// compute in bf16 (rounded after RoPE, like tensor-core inputs), in fp32 otherwise; its softmax and q, k, v
-// gradients are fp32. In bf16 and fp8 training the passes between the projections and the attention core write
-// bf16 only: kv_b_proj outputs bf16, q is rotated into bf16, o is bf16, and the attention backward writes d_q
-// (rotated back) and d_kv in bf16 itself (attention_mla.h: each value rounded once, where it was rounded before, or
-// in fp8 training before its e4m3 quantisation). d_o is bf16 in bf16 training; with FP8 it stays fp32, as rounding it would change the
-// attention backward's D = dot(d_o, o), not only an FP8 GEMM's operand. Follows docs/design/model-layers.md
-// (forward / backward_input / backward_weight).
+// d_qk^-0.5, times mscale^2 when YaRN is active. The attention core (attention_mla.h) reads q, kv and k_rope as they
+// are made, in bf16 when the projections compute in bf16 (rounded after RoPE, like tensor-core inputs), in fp32
+// otherwise; its softmax and the q, k, v gradients are fp32. In bf16 and fp8 training the passes between the
+// projections and the attention core write bf16 only: kv_b_proj outputs bf16, q is rotated into bf16, o is bf16,
+// and the attention backward writes d_q (rotated back) and d_kv in bf16 itself (each value rounded once, where it
+// was rounded before, or in fp8 training before its e4m3 quantisation). d_o is bf16 in bf16 training; with FP8 it
+// stays fp32, as rounding it would change the attention backward's D = dot(d_o, o), not only an FP8 GEMM's operand.
+// Follows docs/design/model-layers.md (forward / backward_input / backward_weight).
 
 #include <cstdint>
 
@@ -48,14 +48,14 @@ class MlaAttention {
     OwnedTensor kv_latent_rstd;    // [T]
     OwnedTensor kv_latent_normed;  // [T, kv_lora], kv_b_proj's saved input
     OwnedTensor q;                 // [T, H, d_qk], rotated, attention dtype
-    OwnedTensor k;                 // [T, H, d_qk], rotated, attention dtype
-    OwnedTensor v;                 // [T, H, d_v], attention dtype
+    OwnedTensor kv;                // [T, H, d_nope + d_v], kv_b_proj's output: k_nope and v, attention dtype
+    OwnedTensor k_rope;            // [T, d_rope], rotated, attention dtype
     OwnedTensor o;                 // [T, H, d_v], attention dtype; only when o_input is not o itself (FP8, fp16)
     OwnedTensor o_input;           // [T, H * d_v], o_proj's saved input (o itself, or FP8 in fp8 training)
     OwnedTensor lse;               // [B, H, S]
     // Output gradients of the five projections (in Linear::output_grad_dtype, or with FP8 quantised for wgrad),
     // prepared by backward_input for backward_weight (which releases everything). backward_input releases what
-    // only it reads: q_latent, kv_latent, their rstd, q, k, v, o and lse.
+    // only it reads: q_latent, kv_latent, their rstd, q, kv, k_rope, o and lse.
     Linear::PreparedOutputGrad d_out;       // [T, hidden]
     Linear::PreparedOutputGrad d_q;         // [T, H * d_qk]
     Linear::PreparedOutputGrad d_kv;        // [T, H * (d_nope + d_v)]
@@ -83,7 +83,7 @@ class MlaAttention {
  private:
   // q: [T, H, d_qk] <- x: [T, hidden] prepared for q_a_proj (the q path up to and including RoPE).
   void forward_query(Context& ctx, const Linear::PreparedInput& input, int64_t tokens, Device device) const;
-  // k: [T, H, d_qk], v: [T, H, d_v] <- x: [T, hidden] prepared for kv_a_proj_with_mqa (the kv path).
+  // kv: [T, H, d_nope + d_v], k_rope: [T, d_rope] <- x: [T, hidden] prepared for kv_a_proj_with_mqa (the kv path).
   void forward_key_value(Context& ctx, const Linear::PreparedInput& input, int64_t tokens, Device device) const;
   // x: [T, ..., W] fp32 with its RoPE columns from column_offset rotated (backward: rotated back), in `dtype`:
   // rotated into bf16 in one pass, else in place and then converted.

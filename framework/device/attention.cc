@@ -48,22 +48,16 @@ void attention_forward(const Tensor& out, const Tensor& lse, const Tensor& q, co
 #endif
 }
 
-void check_attention_backward_inputs(const Tensor& d_out, const Tensor& q, const Tensor& k, const Tensor& v,
-                                     const Tensor& out, const Tensor& lse) {
-  check_attention_operands(q, k, v, out, lse);
-  check_shape(d_out, out.shape(), "attention d_out");
-  check_output_dtype(d_out, q, "attention d_out");
-  check_same_device(d_out, q, "attention_backward");
-}
-
 void attention_backward(const Tensor& d_q, const Tensor& d_k, const Tensor& d_v, const Tensor& d_out,
                         const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out, const Tensor& lse,
                         float softmax_scale, [[maybe_unused]] Stream stream) {
-  check_attention_backward_inputs(d_out, q, k, v, out, lse);
+  check_attention_operands(q, k, v, out, lse);
   check_shape(d_q, q.shape(), "attention d_q");
   check_shape(d_k, k.shape(), "attention d_k");
   check_shape(d_v, v.shape(), "attention d_v");
-  for (const Tensor* tensor : {&d_q, &d_k, &d_v}) check_same_device(*tensor, q, "attention_backward");
+  check_shape(d_out, out.shape(), "attention d_out");
+  check_output_dtype(d_out, q, "attention d_out");
+  for (const Tensor* tensor : {&d_q, &d_k, &d_v, &d_out}) check_same_device(*tensor, q, "attention_backward");
   for (const Tensor* tensor : {&d_q, &d_k, &d_v}) check_dtype(*tensor, DType::f32, "attention gradient");
   if (q.device().is_cpu()) return cpu::attention_backward(d_q, d_k, d_v, d_out, q, k, v, out, lse, softmax_scale);
 #ifdef HAI_WITH_CUDA

@@ -32,8 +32,4 @@ void attention_backward(const Tensor& d_q, const Tensor& d_k, const Tensor& d_v,
                         const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out, const Tensor& lse,
                         float softmax_scale, Stream stream = {});
 
-// attention_backward's checks of everything but the gradients (for the ops built on it: attention_mla.h).
-void check_attention_backward_inputs(const Tensor& d_out, const Tensor& q, const Tensor& k, const Tensor& v,
-                                     const Tensor& out, const Tensor& lse);
-
 }  // namespace hai

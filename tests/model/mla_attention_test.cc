@@ -277,7 +277,9 @@ TEST_F(MlaAttentionTest, Fp8KeepsBf16ActivationsAndGradientsAroundTheProjections
   OwnedTensor out(Shape{kTokens, model_.hidden_size}, DType::f32);
   OwnedTensor positions = positions_of(kTokens);
   fp8_attention.forward(ctx, out, x, positions, kSeqLen);
-  for (const OwnedTensor* kept : {&ctx.q, &ctx.k, &ctx.v, &ctx.o}) EXPECT_EQ(kept->tensor().dtype(), DType::bf16);
+  for (const OwnedTensor* kept : {&ctx.q, &ctx.kv, &ctx.k_rope, &ctx.o}) {
+    EXPECT_EQ(kept->tensor().dtype(), DType::bf16);
+  }
   OwnedTensor d_x(x.shape(), DType::f32);
   fp8_attention.backward_input(ctx, d_x, out);
   for (const Linear::PreparedOutputGrad* kept : {&ctx.d_out, &ctx.d_q, &ctx.d_kv, &ctx.d_ckv, &ctx.d_q_latent}) {

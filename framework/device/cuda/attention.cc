@@ -13,9 +13,9 @@ namespace {
 constexpr int64_t kMaxHeadDim = 256;
 
 // The kernels copy rows in 16-byte pieces: head widths are multiples of 8 and every tensor starts 16-byte aligned.
-kernels::AttentionGeometry geometry_of(const Tensor& q, const Tensor& v, float softmax_scale,
+kernels::AttentionGeometry geometry_of(const Tensor& q, int64_t v_dim, float softmax_scale,
                                        std::initializer_list<const Tensor*> tensors) {
-  int64_t qk_dim = q.size(3), v_dim = v.size(3);
+  int64_t qk_dim = q.size(3);
   HAI_CHECK(qk_dim % 8 == 0 && v_dim % 8 == 0 && qk_dim <= kMaxHeadDim && v_dim <= kMaxHeadDim && qk_dim > 0 &&
                 v_dim > 0,
             "CUDA attention needs head widths that are multiples of 8 up to {}, got d_qk {} and d_v {}", kMaxHeadDim,
@@ -49,7 +49,7 @@ const uint16_t* output_dots(float* dots, int64_t dots_stride, std::optional<Scra
 
 void attention_forward(const Tensor& out, const Tensor& lse, const Tensor& q, const Tensor& k, const Tensor& v,
                        float softmax_scale, Stream stream) {
-  kernels::AttentionGeometry geometry = geometry_of(q, v, softmax_scale, {&out, &q, &k, &v});
+  kernels::AttentionGeometry geometry = geometry_of(q, v.size(3), softmax_scale, {&out, &q, &k, &v});
   if (q.numel() == 0) return;
   cudaStream_t cuda_stream = prepare_launch(q.device(), stream);
   if (q.dtype() == DType::bf16) {
@@ -67,7 +67,7 @@ void attention_backward(const Tensor& d_q, const Tensor& d_k, const Tensor& d_v,
                         const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out, const Tensor& lse,
                         float softmax_scale, Stream stream) {
   kernels::AttentionGeometry geometry =
-      geometry_of(q, v, softmax_scale, {&d_q, &d_k, &d_v, &d_out, &q, &k, &v, &out});
+      geometry_of(q, v.size(3), softmax_scale, {&d_q, &d_k, &d_v, &d_out, &q, &k, &v, &out});
   if (q.numel() == 0) return;
   cudaStream_t cuda_stream = prepare_launch(q.device(), stream);
   std::optional<Scratch> rounded_d_out;
@@ -86,20 +86,55 @@ void attention_backward(const Tensor& d_q, const Tensor& d_k, const Tensor& d_v,
                "attention_backward");
 }
 
-bool attention_backward_mla(const Tensor& d_q, const Tensor& d_kv, const Tensor& d_k_rope, const Tensor& d_out,
-                            const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out, const Tensor& lse,
-                            float softmax_scale, const Tensor& positions, const RopeTable& table, Stream stream) {
-  for (const Tensor* tensor : {&q, &d_q, &d_kv}) {
-    if (tensor->dtype() != DType::bf16) return false;
-  }
-  kernels::AttentionGeometry geometry =
-      geometry_of(q, v, softmax_scale, {&d_q, &d_kv, &d_k_rope, &d_out, &q, &k, &v, &out});
-  int64_t nope_dim = q.size(3) - 2 * table.cos.size(1);
-  cudaStream_t cuda_stream = prepare_launch(q.device(), stream);
+namespace {
+
+// The geometry and kernel operands of MLA's q, kv, k_rope where the wgmma kernels read them (bf16, N a multiple of
+// 64, the kernels apply), with `tensors` 16-byte aligned; nullopt elsewhere.
+struct MlaKernelOperands {
+  kernels::AttentionGeometry geometry;
+  kernels::KeyValueSource key_values;
+};
+
+std::optional<MlaKernelOperands> mla_kernel_operands(const Tensor& q, const Tensor& kv, const Tensor& k_rope,
+                                                     float softmax_scale,
+                                                     std::initializer_list<const Tensor*> tensors) {
+  int64_t nope_dim = q.size(3) - k_rope.size(2);
+  if (q.dtype() != DType::bf16 || nope_dim % 64 != 0) return std::nullopt;
+  MlaKernelOperands operands{geometry_of(q, kv.size(3) - nope_dim, softmax_scale, tensors),
+                             {bf16_bits(kv), bf16_bits(kv), bf16_bits(k_rope), static_cast<int>(nope_dim)}};
   bool applies = false;
-  check_launch(kernels::attention_wgmma_applies(geometry, &applies), "attention_backward_mla");
-  if (!applies || nope_dim % 2 != 0) return false;
+  check_launch(kernels::attention_wgmma_applies(operands.geometry, &applies), "MLA attention");
+  if (!applies) return std::nullopt;
+  return operands;
+}
+
+}  // namespace
+
+bool attention_forward_mla(const Tensor& out, const Tensor& lse, const Tensor& q, const Tensor& kv,
+                           const Tensor& k_rope, float softmax_scale, Stream stream) {
+  cudaStream_t cuda_stream = prepare_launch(q.device(), stream);
+  std::optional<MlaKernelOperands> operands =
+      mla_kernel_operands(q, kv, k_rope, softmax_scale, {&out, &q, &kv, &k_rope});
+  if (!operands) return false;
   if (q.numel() == 0) return true;
+  check_launch(kernels::attention_forward_bf16_wgmma(out.raw(), out.dtype() == DType::bf16, lse.data<float>(),
+                                                     bf16_bits(q), operands->key_values, operands->geometry,
+                                                     cuda_stream),
+               "attention_forward_mla");
+  return true;
+}
+
+bool attention_backward_mla(const Tensor& d_q, const Tensor& d_kv, const Tensor& d_k_rope, const Tensor& d_out,
+                            const Tensor& q, const Tensor& kv, const Tensor& k_rope, const Tensor& out,
+                            const Tensor& lse, float softmax_scale, const Tensor& positions, const RopeTable& table,
+                            Stream stream) {
+  if (d_q.dtype() != DType::bf16 || d_kv.dtype() != DType::bf16) return false;
+  cudaStream_t cuda_stream = prepare_launch(q.device(), stream);
+  std::optional<MlaKernelOperands> operands =
+      mla_kernel_operands(q, kv, k_rope, softmax_scale, {&d_q, &d_kv, &d_k_rope, &d_out, &q, &kv, &k_rope, &out});
+  if (!operands) return false;
+  if (q.numel() == 0) return true;
+  const kernels::AttentionGeometry& geometry = operands->geometry;
   Scratch dots(geometry.batch * geometry.sequence * geometry.heads * 4, cuda_stream);  // [B, S, H] fp32: D
   auto* dot_values = static_cast<float*>(dots.data());
   std::optional<Scratch> rounded_d_out;
@@ -111,9 +146,9 @@ bool attention_backward_mla(const Tensor& d_q, const Tensor& d_kv, const Tensor&
                                   .cos = table.cos.data<float>(),
                                   .sin = table.sin.data<float>(),
                                   .table_positions = table.cos.size(0),
-                                  .nope_dim = static_cast<int>(nope_dim)};
-  check_launch(kernels::attention_backward_mla_wgmma(gradients, dot_values, d_out_bits, bf16_bits(q), bf16_bits(k),
-                                                     bf16_bits(v), lse.data<float>(), geometry, cuda_stream),
+                                  .nope_dim = operands->key_values.nope_dim};
+  check_launch(kernels::attention_backward_mla_wgmma(gradients, dot_values, d_out_bits, bf16_bits(q),
+                                                     operands->key_values, lse.data<float>(), geometry, cuda_stream),
                "attention_backward_mla");
   return true;
 }

@@ -266,7 +266,7 @@ cudaError_t attention_backward_bf16(float* d_q, float* d_k, float* d_v, const ui
   bool wgmma = false;
   cudaError_t wgmma_status = attention_wgmma_applies(geometry, &wgmma);
   if (wgmma_status != cudaSuccess) return wgmma_status;
-  if (wgmma) return attention_backward_bf16_wgmma(d_q, d_k, d_v, d_out, q, k, v, lse, geometry, stream);
+  if (wgmma) return attention_backward_bf16_wgmma(d_q, d_k, d_v, d_out, q, {k, v}, lse, geometry, stream);
   auto q_bf16 = reinterpret_cast<const __nv_bfloat16*>(q);
   auto k_bf16 = reinterpret_cast<const __nv_bfloat16*>(k);
   auto v_bf16 = reinterpret_cast<const __nv_bfloat16*>(v);

@@ -212,8 +212,8 @@ template <int qk_width, int v_width>
 __global__ void __launch_bounds__(kThreads, 1)
     attention_key_gradients_wgmma_kernel(BackwardTargets targets, const __grid_constant__ CUtensorMap d_out_map,
                                          const __grid_constant__ CUtensorMap q_map,
-                                         const __grid_constant__ CUtensorMap k_map,
-                                         const __grid_constant__ CUtensorMap v_map, const float* lse,
+                                         const __grid_constant__ attention_wgmma::KeyValueMaps key_value_maps,
+                                         const float* lse,
                                          AttentionGeometry geometry) {
 #if defined(HAI_WGMMA_AVAILABLE)
   using Layout = KeyKernelLayout<qk_width, v_width>;
@@ -244,8 +244,8 @@ __global__ void __launch_bounds__(kThreads, 1)
   }
   __syncthreads();
   if (issues_copies) {
-    attention_wgmma::copy_head_row_pair<kOwnedRows, qk_width, v_width>(layout.k(), &k_map, layout.v(), &v_map, head,
-                                                                       first_key, batch_index, layout.keys_ready());
+    attention_wgmma::copy_key_value_rows<kOwnedRows, qk_width, v_width>(layout.k(), layout.v(), key_value_maps, head,
+                                                                        first_key, batch_index, layout.keys_ready());
     load_query_tile(0, first_key);
   }
   if (threadIdx.x < 2 * kStepRows) {
@@ -381,8 +381,8 @@ template <int qk_width, int v_width>
 __global__ void __launch_bounds__(kThreads, 1)
     attention_query_gradients_wgmma_kernel(BackwardTargets targets, const __grid_constant__ CUtensorMap d_out_map,
                                            const __grid_constant__ CUtensorMap q_map,
-                                           const __grid_constant__ CUtensorMap k_map,
-                                           const __grid_constant__ CUtensorMap v_map, const float* lse,
+                                           const __grid_constant__ attention_wgmma::KeyValueMaps key_value_maps,
+                                           const float* lse,
                                            AttentionGeometry geometry) {
 #if defined(HAI_WGMMA_AVAILABLE)
   using Layout = QueryKernelLayout<qk_width, v_width>;
@@ -402,9 +402,9 @@ __global__ void __launch_bounds__(kThreads, 1)
   // Called by the issuing thread only.
   auto load_key_tile = [&](int tile) {
     uint64_t* ready = layout.stage_ready(tile);
-    attention_wgmma::copy_head_row_pair<kStepRows, qk_width, v_width>(layout.k(tile), &k_map, layout.v(tile), &v_map,
-                                                                      head, int64_t{tile} * kStepRows, batch_index,
-                                                                      ready);
+    attention_wgmma::copy_key_value_rows<kStepRows, qk_width, v_width>(layout.k(tile), layout.v(tile), key_value_maps,
+                                                                       head, int64_t{tile} * kStepRows, batch_index,
+                                                                       ready);
   };
 
   QueryRowStats stats;
@@ -484,15 +484,18 @@ cudaError_t launch(Kernel kernel, dim3 grid, int shared_bytes, cudaStream_t stre
 // The tensor maps of a backward kernel that copies `query_rows` rows of q and d_out and `key_rows` rows of k and v at
 // a time.
 struct BackwardMaps {
-  CUtensorMap d_out, q, k, v;
+  CUtensorMap d_out, q;
+  attention_wgmma::KeyValueMaps key_values;
 };
 
-cudaError_t encode_backward_maps(BackwardMaps* maps, const uint16_t* d_out, const uint16_t* q, const uint16_t* k,
-                                 const uint16_t* v, const AttentionGeometry& geometry, int query_rows, int key_rows) {
-  return encode_tensor_maps({attention_wgmma::head_rows_map(&maps->d_out, d_out, geometry, geometry.v_dim, query_rows),
-                             attention_wgmma::head_rows_map(&maps->q, q, geometry, geometry.qk_dim, query_rows),
-                             attention_wgmma::head_rows_map(&maps->k, k, geometry, geometry.qk_dim, key_rows),
-                             attention_wgmma::head_rows_map(&maps->v, v, geometry, geometry.v_dim, key_rows)});
+cudaError_t encode_backward_maps(BackwardMaps* maps, const uint16_t* d_out, const uint16_t* q,
+                                 const KeyValueSource& key_values, const AttentionGeometry& geometry, int query_rows,
+                                 int key_rows) {
+  cudaError_t status =
+      encode_tensor_maps({attention_wgmma::head_rows_map(&maps->d_out, d_out, geometry, geometry.v_dim, query_rows),
+                          attention_wgmma::head_rows_map(&maps->q, q, geometry, geometry.qk_dim, query_rows)});
+  if (status != cudaSuccess) return status;
+  return attention_wgmma::encode_key_value_maps(&maps->key_values, key_values, geometry, key_rows);
 }
 
 }  // namespace
@@ -509,7 +512,7 @@ cudaError_t attention_wgmma_applies(const AttentionGeometry& geometry, bool* app
 namespace {
 
 cudaError_t launch_backward(const BackwardTargets& targets, const uint16_t* d_out, const uint16_t* q,
-                            const uint16_t* k, const uint16_t* v, const float* lse, const AttentionGeometry& geometry,
+                            const KeyValueSource& key_values, const float* lse, const AttentionGeometry& geometry,
                             cudaStream_t stream) {
   unsigned int blocks = static_cast<unsigned int>((geometry.sequence + kOwnedRows - 1) / kOwnedRows);
   dim3 grid(blocks, static_cast<unsigned int>(geometry.batch * geometry.heads));
@@ -517,17 +520,17 @@ cudaError_t launch_backward(const BackwardTargets& targets, const uint16_t* d_ou
     constexpr int qk = decltype(qk_width)::value, vw = decltype(v_width)::value;
     // The key kernel copies 64-query tiles and its 128 keys, the query kernel 64-key tiles and its 128 queries.
     BackwardMaps key_kernel_maps, query_kernel_maps;
-    cudaError_t status = encode_backward_maps(&key_kernel_maps, d_out, q, k, v, geometry, kStepRows, kOwnedRows);
+    cudaError_t status =
+        encode_backward_maps(&key_kernel_maps, d_out, q, key_values, geometry, kStepRows, kOwnedRows);
     if (status != cudaSuccess) return status;
-    status = encode_backward_maps(&query_kernel_maps, d_out, q, k, v, geometry, kOwnedRows, kStepRows);
+    status = encode_backward_maps(&query_kernel_maps, d_out, q, key_values, geometry, kOwnedRows, kStepRows);
     if (status != cudaSuccess) return status;
     status = launch(attention_key_gradients_wgmma_kernel<qk, vw>, grid, KeyKernelLayout<qk, vw>::kSharedBytes, stream,
-                    targets, key_kernel_maps.d_out, key_kernel_maps.q, key_kernel_maps.k, key_kernel_maps.v, lse,
-                    geometry);
+                    targets, key_kernel_maps.d_out, key_kernel_maps.q, key_kernel_maps.key_values, lse, geometry);
     if (status != cudaSuccess) return status;
     return launch(attention_query_gradients_wgmma_kernel<qk, vw>, grid, QueryKernelLayout<qk, vw>::kSharedBytes,
-                  stream, targets, query_kernel_maps.d_out, query_kernel_maps.q, query_kernel_maps.k,
-                  query_kernel_maps.v, lse, geometry);
+                  stream, targets, query_kernel_maps.d_out, query_kernel_maps.q, query_kernel_maps.key_values, lse,
+                  geometry);
   };
   return attention_widths::with_padded_widths(geometry.qk_dim, geometry.v_dim, [&](auto qk_width, auto v_width) {
     constexpr int qk = decltype(qk_width)::value, vw = decltype(v_width)::value;
@@ -542,19 +545,19 @@ cudaError_t launch_backward(const BackwardTargets& targets, const uint16_t* d_ou
 }  // namespace
 
 cudaError_t attention_backward_bf16_wgmma(float* d_q, float* d_k, float* d_v, const uint16_t* d_out,
-                                          const uint16_t* q, const uint16_t* k, const uint16_t* v, const float* lse,
+                                          const uint16_t* q, const KeyValueSource& key_values, const float* lse,
                                           const AttentionGeometry& geometry, cudaStream_t stream) {
   BackwardTargets targets{.d_q = d_q, .d_k = d_k, .d_v = d_v, .mla = {}, .dots = d_q, .dots_stride = geometry.qk_dim};
-  return launch_backward(targets, d_out, q, k, v, lse, geometry, stream);
+  return launch_backward(targets, d_out, q, key_values, lse, geometry, stream);
 }
 
 cudaError_t attention_backward_mla_wgmma(const MlaGradients& gradients, const float* dots, const uint16_t* d_out,
-                                         const uint16_t* q, const uint16_t* k, const uint16_t* v, const float* lse,
+                                         const uint16_t* q, const KeyValueSource& key_values, const float* lse,
                                          const AttentionGeometry& geometry, cudaStream_t stream) {
   if (gradients.d_q == nullptr || gradients.nope_dim % 2 != 0) return cudaErrorInvalidValue;
   BackwardTargets targets{
       .d_q = nullptr, .d_k = nullptr, .d_v = nullptr, .mla = gradients, .dots = dots, .dots_stride = 1};
-  return launch_backward(targets, d_out, q, k, v, lse, geometry, stream);
+  return launch_backward(targets, d_out, q, key_values, lse, geometry, stream);
 }
 
 }  // namespace hai::cuda::kernels

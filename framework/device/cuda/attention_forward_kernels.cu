@@ -187,7 +187,7 @@ cudaError_t attention_forward_bf16(void* out, bool bf16_out, float* lse, const u
   bool wgmma = false;
   cudaError_t wgmma_status = attention_wgmma_applies(geometry, &wgmma);
   if (wgmma_status != cudaSuccess) return wgmma_status;
-  if (wgmma) return attention_forward_bf16_wgmma(out, bf16_out, lse, q, k, v, geometry, stream);
+  if (wgmma) return attention_forward_bf16_wgmma(out, bf16_out, lse, q, {k, v}, geometry, stream);
   return attention_widths::with_padded_widths(geometry.qk_dim, geometry.v_dim, [&](auto qk_width, auto v_width) {
     constexpr int qk = decltype(qk_width)::value, vw = decltype(v_width)::value;
     auto kernel = attention_forward_kernel<qk, vw>;

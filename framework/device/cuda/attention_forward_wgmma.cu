@@ -183,8 +183,8 @@ __device__ inline void forward_iteration(float (&out)[v_width / 2], uint32_t (&p
 template <int qk_width, int v_width>
 __global__ void __launch_bounds__(kBlockThreads, 1)
     attention_forward_wgmma_kernel(void* out, bool bf16_out, float* lse, const __grid_constant__ CUtensorMap q_map,
-                                   const __grid_constant__ CUtensorMap k_map,
-                                   const __grid_constant__ CUtensorMap v_map, AttentionGeometry geometry) {
+                                   const __grid_constant__ attention_wgmma::KeyValueMaps key_value_maps,
+                                   AttentionGeometry geometry) {
 #if defined(HAI_WGMMA_AVAILABLE)
   using Layout = ForwardLayout<qk_width, v_width>;
   extern __shared__ __align__(16) unsigned char shared[];
@@ -214,26 +214,25 @@ __global__ void __launch_bounds__(kBlockThreads, 1)
     // The loading warpgroup: Q, then k of tile j + 1 and v of tile j once the stages they take are given back.
     sm90::lower_registers<kLoaderRegisters>();
     if (threadIdx.x == kConsumerThreads) {
-      auto load = [&](uint64_t* ready, unsigned char* tile_start, const CUtensorMap* map, auto rows, auto width,
-                      int64_t first_row) {
-        constexpr int kRows = decltype(rows)::value, kWidth = decltype(width)::value;
-        sm90::barrier_arrive_expect_bytes(ready, Tile<kRows, kWidth>::kBytes);
-        attention_wgmma::copy_head_rows<kRows, kWidth>(tile_start, map, static_cast<int>(head), first_row,
-                                                       static_cast<int>(batch_index), ready);
+      const int head_index = static_cast<int>(head), batch = static_cast<int>(batch_index);
+      sm90::barrier_arrive_expect_bytes(layout.q_ready(), Tile<kQueries, qk_width>::kBytes);
+      attention_wgmma::copy_head_rows<kQueries, qk_width>(layout.q(), &q_map, head_index, first_query, batch,
+                                                          layout.q_ready());
+      auto load_keys = [&](int tile) {
+        sm90::barrier_arrive_expect_bytes(layout.k_ready(tile), Tile<kKeys, qk_width>::kBytes);
+        attention_wgmma::copy_key_rows<kKeys, qk_width>(layout.k(tile), key_value_maps, head_index,
+                                                        int64_t{tile} * kKeys, batch, layout.k_ready(tile));
       };
-      using Queries = std::integral_constant<int, kQueries>;
-      using Keys = std::integral_constant<int, kKeys>;
-      using QkWidth = std::integral_constant<int, qk_width>;
-      using VWidth = std::integral_constant<int, v_width>;
-      load(layout.q_ready(), layout.q(), &q_map, Queries{}, QkWidth{}, first_query);
-      load(layout.k_ready(0), layout.k(0), &k_map, Keys{}, QkWidth{}, 0);
+      load_keys(0);
       for (int tile = 0; tile < tiles; ++tile) {
         if (tile + 1 < tiles) {
           if (tile >= 1) sm90::barrier_wait(layout.k_empty(tile - 1), ((tile - 1) / 2) & 1);
-          load(layout.k_ready(tile + 1), layout.k(tile + 1), &k_map, Keys{}, QkWidth{}, int64_t{tile + 1} * kKeys);
+          load_keys(tile + 1);
         }
         if (tile >= 2) sm90::barrier_wait(layout.v_empty(tile - 2), ((tile - 2) / 2) & 1);
-        load(layout.v_ready(tile), layout.v(tile), &v_map, Keys{}, VWidth{}, int64_t{tile} * kKeys);
+        sm90::barrier_arrive_expect_bytes(layout.v_ready(tile), Tile<kKeys, v_width>::kBytes);
+        attention_wgmma::copy_value_rows<kKeys, v_width>(layout.v(tile), key_value_maps, head_index,
+                                                         int64_t{tile} * kKeys, batch, layout.v_ready(tile));
       }
     }
     return;
@@ -291,16 +290,18 @@ __global__ void __launch_bounds__(kBlockThreads, 1)
 
 }  // namespace
 
-cudaError_t attention_forward_bf16_wgmma(void* out, bool bf16_out, float* lse, const uint16_t* q, const uint16_t* k,
-                                         const uint16_t* v, const AttentionGeometry& geometry, cudaStream_t stream) {
+cudaError_t attention_forward_bf16_wgmma(void* out, bool bf16_out, float* lse, const uint16_t* q,
+                                         const KeyValueSource& key_values, const AttentionGeometry& geometry,
+                                         cudaStream_t stream) {
   return attention_widths::with_padded_widths(geometry.qk_dim, geometry.v_dim, [&](auto qk_width, auto v_width) {
     constexpr int qk = decltype(qk_width)::value, vw = decltype(v_width)::value;
     if constexpr (attention_wgmma::built_for(qk, vw)) {
-      CUtensorMap q_map, k_map, v_map;
+      CUtensorMap q_map;
+      attention_wgmma::KeyValueMaps key_value_maps;
       cudaError_t status =
-          encode_tensor_maps({attention_wgmma::head_rows_map(&q_map, q, geometry, geometry.qk_dim, kQueries),
-                              attention_wgmma::head_rows_map(&k_map, k, geometry, geometry.qk_dim, kKeys),
-                              attention_wgmma::head_rows_map(&v_map, v, geometry, geometry.v_dim, kKeys)});
+          encode_tensor_maps({attention_wgmma::head_rows_map(&q_map, q, geometry, geometry.qk_dim, kQueries)});
+      if (status != cudaSuccess) return status;
+      status = attention_wgmma::encode_key_value_maps(&key_value_maps, key_values, geometry, kKeys);
       if (status != cudaSuccess) return status;
       auto kernel = attention_forward_wgmma_kernel<qk, vw>;
       constexpr int shared_bytes = ForwardLayout<qk, vw>::kSharedBytes;
@@ -308,7 +309,7 @@ cudaError_t attention_forward_bf16_wgmma(void* out, bool bf16_out, float* lse, c
       if (status != cudaSuccess) return status;
       dim3 grid(static_cast<unsigned int>((geometry.sequence + kQueries - 1) / kQueries),
                 static_cast<unsigned int>(geometry.batch * geometry.heads));
-      kernel<<<grid, kBlockThreads, shared_bytes, stream>>>(out, bf16_out, lse, q_map, k_map, v_map, geometry);
+      kernel<<<grid, kBlockThreads, shared_bytes, stream>>>(out, bf16_out, lse, q_map, key_value_maps, geometry);
       return cudaGetLastError();
     } else {
       return cudaErrorNotSupported;

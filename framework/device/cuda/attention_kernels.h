@@ -29,10 +29,20 @@ cudaError_t attention_backward_bf16(float* d_q, float* d_k, float* d_v, const ui
 // 192/128, and HAI_ATTENTION_WGMMA=0 is not in the environment (read once; for A/B timings).
 // attention_forward_bf16 and attention_backward_bf16 run the wgmma kernels where they apply.
 cudaError_t attention_wgmma_applies(const AttentionGeometry& geometry, bool* applies);
-cudaError_t attention_forward_bf16_wgmma(void* out, bool bf16_out, float* lse, const uint16_t* q, const uint16_t* k,
-                                         const uint16_t* v, const AttentionGeometry& geometry, cudaStream_t stream);
+// Where the wgmma kernels read k and v: separate [B, S, H, d_qk] and [B, S, H, d_v] tensors (k_rope null), or MLA's
+// kv [B, S, H, N + d_v] (k's first N columns, then v; k = v = kv) and k_rope [B, S, R] (k's other columns, one row
+// a token shared by the heads), with N = nope_dim a multiple of 64.
+struct KeyValueSource {
+  const uint16_t* k;
+  const uint16_t* v;
+  const uint16_t* k_rope = nullptr;
+  int nope_dim = 0;
+};
+cudaError_t attention_forward_bf16_wgmma(void* out, bool bf16_out, float* lse, const uint16_t* q,
+                                         const KeyValueSource& key_values, const AttentionGeometry& geometry,
+                                         cudaStream_t stream);
 cudaError_t attention_backward_bf16_wgmma(float* d_q, float* d_k, float* d_v, const uint16_t* d_out,
-                                          const uint16_t* q, const uint16_t* k, const uint16_t* v, const float* lse,
+                                          const uint16_t* q, const KeyValueSource& key_values, const float* lse,
                                           const AttentionGeometry& geometry, cudaStream_t stream);
 
 // fp32 on CUDA cores: every operand fp32.
@@ -65,7 +75,7 @@ struct MlaGradients {
 // attention_backward_bf16_wgmma with MLA's gradients written in place of fp32 d_q, d_k, d_v, and D read from dots
 // [B, S, H] (attention_output_dots with dots_stride 1). Only where attention_wgmma_applies.
 cudaError_t attention_backward_mla_wgmma(const MlaGradients& gradients, const float* dots, const uint16_t* d_out,
-                                         const uint16_t* q, const uint16_t* k, const uint16_t* v, const float* lse,
+                                         const uint16_t* q, const KeyValueSource& key_values, const float* lse,
                                          const AttentionGeometry& geometry, cudaStream_t stream);
 
 }  // namespace hai::cuda::kernels

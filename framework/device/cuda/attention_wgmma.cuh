@@ -51,17 +51,47 @@ __device__ inline unsigned char* align_1024(unsigned char* shared) {
 }
 
 // The map of a [B, S, H, dim] bf16 tensor that copy_head_rows reads: boxes of 64 columns of `box_rows` rows of one
-// (b, h), zero past the sequence end and past dim.
+// (b, h), zero past the sequence end and past dim. `heads` is H (1 for MLA's k_rope, one row a token).
 inline TensorMapRequest head_rows_map(CUtensorMap* map, const uint16_t* tensor, const AttentionGeometry& geometry,
-                                      int dim, int box_rows) {
+                                      int dim, int box_rows, int64_t heads_of_tensor = 0) {
   uint64_t row_bytes = static_cast<uint64_t>(dim) * sizeof(uint16_t);
-  uint64_t heads = static_cast<uint64_t>(geometry.heads), sequence = static_cast<uint64_t>(geometry.sequence);
+  uint64_t heads = static_cast<uint64_t>(heads_of_tensor > 0 ? heads_of_tensor : geometry.heads);
+  uint64_t sequence = static_cast<uint64_t>(geometry.sequence);
   return {map, tensor,
           {CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
            4,
            {static_cast<uint64_t>(dim), heads, sequence, static_cast<uint64_t>(geometry.batch)},
            {row_bytes, heads * row_bytes, sequence * heads * row_bytes},
            {64, 1, static_cast<uint32_t>(box_rows), 1}}};
+}
+
+// The maps a kernel copies key and value rows through: separate k [B, S, H, d_qk] and v [B, S, H, d_v], or MLA's kv
+// [B, S, H, N + d_v] (k's first N columns, then v) and k_rope [B, S, 1, R] (k's other columns, shared by the heads).
+struct KeyValueMaps {
+  CUtensorMap k;       // k, or kv
+  CUtensorMap k_rope;  // MLA's k_rope (separate k, v: k again, never read)
+  CUtensorMap v;       // v, or kv
+  int k_rope_chunk;    // k's 64-column chunks from this one on come from k_rope (at least width / 64 when none do)
+  int v_column;        // the first column of v in its map: 0, or N
+};
+
+// Encodes `maps` for boxes of box_rows rows: from source.k and source.v, or MLA's (attention_kernels.h).
+inline cudaError_t encode_key_value_maps(KeyValueMaps* maps, const KeyValueSource& source,
+                                        const AttentionGeometry& geometry, int box_rows) {
+  if (source.k_rope == nullptr) {
+    maps->k_rope_chunk = 1 << 20;
+    maps->v_column = 0;
+    return encode_tensor_maps({head_rows_map(&maps->k, source.k, geometry, geometry.qk_dim, box_rows),
+                               head_rows_map(&maps->k_rope, source.k, geometry, geometry.qk_dim, box_rows),
+                               head_rows_map(&maps->v, source.v, geometry, geometry.v_dim, box_rows)});
+  }
+  int kv_dim = source.nope_dim + geometry.v_dim;
+  maps->k_rope_chunk = source.nope_dim / 64;
+  maps->v_column = source.nope_dim;
+  return encode_tensor_maps({head_rows_map(&maps->k, source.k, geometry, kv_dim, box_rows),
+                             head_rows_map(&maps->k_rope, source.k_rope, geometry, geometry.qk_dim - source.nope_dim,
+                                           box_rows, 1),
+                             head_rows_map(&maps->v, source.k, geometry, kv_dim, box_rows)});
 }
 
 #if defined(HAI_WGMMA_AVAILABLE)
@@ -78,8 +108,8 @@ __device__ inline void copy_head_rows(unsigned char* tile, const CUtensorMap* ma
   }
 }
 
-// The same rows of two such tensors (the operands that a step or a block reads together: K and V, or q and d_out)
-// into their tiles, both completing on `ready`, which expects their bytes.
+// The same rows of two such tensors (the operands that a step or a block reads together: q and d_out) into their
+// tiles, both completing on `ready`, which expects their bytes.
 template <int rows, int first_width, int second_width>
 __device__ inline void copy_head_row_pair(unsigned char* first_tile, const CUtensorMap* first_map,
                                           unsigned char* second_tile, const CUtensorMap* second_map, int head,
@@ -87,6 +117,40 @@ __device__ inline void copy_head_row_pair(unsigned char* first_tile, const CUten
   sm90::barrier_arrive_expect_bytes(ready, Tile<rows, first_width>::kBytes + Tile<rows, second_width>::kBytes);
   copy_head_rows<rows, first_width>(first_tile, first_map, head, first, batch_index, ready);
   copy_head_rows<rows, second_width>(second_tile, second_map, head, first, batch_index, ready);
+}
+
+// copy_head_rows of k's rows through `maps`: chunk c from maps.k (columns 64 c on, head `head`) or, from
+// maps.k_rope_chunk on, from maps.k_rope (columns 64 (c - k_rope_chunk) on, its only head).
+template <int rows, int width>
+__device__ inline void copy_key_rows(unsigned char* tile, const KeyValueMaps& maps, int head, int64_t first,
+                                     int batch_index, uint64_t* ready) {
+#pragma unroll
+  for (int chunk = 0; chunk < width / 64; ++chunk) {
+    bool rope = chunk >= maps.k_rope_chunk;
+    sm90::copy_box_4d(tile + chunk * Tile<rows, width>::kChunkBytes, rope ? &maps.k_rope : &maps.k,
+                      (rope ? chunk - maps.k_rope_chunk : chunk) * 64, rope ? 0 : head, static_cast<int>(first),
+                      batch_index, ready);
+  }
+}
+
+// copy_head_rows of v's rows through `maps` (columns from maps.v_column on).
+template <int rows, int width>
+__device__ inline void copy_value_rows(unsigned char* tile, const KeyValueMaps& maps, int head, int64_t first,
+                                       int batch_index, uint64_t* ready) {
+#pragma unroll
+  for (int chunk = 0; chunk < width / 64; ++chunk) {
+    sm90::copy_box_4d(tile + chunk * Tile<rows, width>::kChunkBytes, &maps.v, maps.v_column + chunk * 64, head,
+                      static_cast<int>(first), batch_index, ready);
+  }
+}
+
+// Rows first .. first + rows - 1 of k and v into their tiles, both completing on `ready`, which expects their bytes.
+template <int rows, int k_width, int v_width>
+__device__ inline void copy_key_value_rows(unsigned char* k_tile, unsigned char* v_tile, const KeyValueMaps& maps,
+                                           int head, int64_t first, int batch_index, uint64_t* ready) {
+  sm90::barrier_arrive_expect_bytes(ready, Tile<rows, k_width>::kBytes + Tile<rows, v_width>::kBytes);
+  copy_key_rows<rows, k_width>(k_tile, maps, head, first, batch_index, ready);
+  copy_value_rows<rows, v_width>(v_tile, maps, head, first, batch_index, ready);
 }
 #endif
 

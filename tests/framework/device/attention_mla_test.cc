@@ -24,20 +24,34 @@ OwnedTensor in_dtype(const Tensor& x, DType dtype) {
   return converted;
 }
 
-// The attention operands in `dtype`, out and lse from the forward op, a RoPE table of 16 positions, and positions
-// that differ between the two sequences.
+// k [B, S, H, d_qk] and v [B, S, H, d_v] of MLA's kv [B, S, H, N + d_v] and k_rope [B, S, R], assembled by hand.
+void assemble(const Tensor& k, const Tensor& v, const Tensor& kv, const Tensor& k_rope) {
+  for (int64_t row = 0; row < kBatch * kSequence * kHeads; ++row) {
+    const float* kv_row = kv.data<float>() + row * (kNope + kValue);
+    const float* rope_row = k_rope.data<float>() + row / kHeads * kRope;
+    for (int64_t c = 0; c < kNope; ++c) k.data<float>()[row * kQk + c] = kv_row[c];
+    for (int64_t c = 0; c < kRope; ++c) k.data<float>()[row * kQk + kNope + c] = rope_row[c];
+    for (int64_t c = 0; c < kValue; ++c) v.data<float>()[row * kValue + c] = kv_row[kNope + c];
+  }
+}
+
+// MLA's attention operands in `dtype` (and as fp32 k and v), out and lse from the forward op, a RoPE table of 16
+// positions, and positions that differ between the two sequences.
 struct MlaOperands {
   explicit MlaOperands(DType dtype)
       : q(in_dtype(testing::random_tensor(per_head(kQk), 1), dtype)),
-        k(in_dtype(testing::random_tensor(per_head(kQk), 2), dtype)),
-        v(in_dtype(testing::random_tensor(per_head(kValue), 3), dtype)),
+        kv(in_dtype(testing::random_tensor(per_head(kNope + kValue), 2), dtype)),
+        k_rope(in_dtype(testing::random_tensor(Shape{kBatch, kSequence, kRope}, 3), dtype)),
+        k(per_head(kQk), DType::f32),
+        v(per_head(kValue), DType::f32),
         d_out(testing::random_tensor(per_head(kValue), 4)),
         out(per_head(kValue), DType::f32),
         lse(Shape{kBatch, kHeads, kSequence}, DType::f32),
         positions(Shape{kBatch * kSequence}, DType::i32),
         cos(Shape{16, kRope / 2}, DType::f32),
         sin(Shape{16, kRope / 2}, DType::f32) {
-    attention_forward(out, lse, q, k, v, kScale);
+    assemble(k, v, in_dtype(kv, DType::f32), in_dtype(k_rope, DType::f32));
+    attention_forward_mla(out, lse, q, kv, k_rope, kScale);
     fill_rope_table(table(), {.rope_dim = kRope, .max_positions = 16});
     for (int64_t t = 0; t < kBatch * kSequence; ++t) positions.data<int32_t>()[t] = static_cast<int32_t>(3 * t % 16);
   }
@@ -49,20 +63,28 @@ struct MlaOperands {
     d_kv = OwnedTensor(per_head(kNope + kValue), d_kv_dtype);
     d_k_rope = OwnedTensor(per_head(kRope), DType::f32);
     MlaAttentionGradients gradients{d_q, d_kv, d_k_rope};
-    attention_backward_mla(gradients, d_out, q, k, v, out, lse, kScale, positions, table());
+    attention_backward_mla(gradients, d_out, q, kv, k_rope, out, lse, kScale, positions, table());
     return gradients;
   }
 
   static constexpr float kScale = 0.3f;
-  OwnedTensor q, k, v, d_out, out, lse, positions, cos, sin;
+  OwnedTensor q, kv, k_rope, k, v, d_out, out, lse, positions, cos, sin;
   OwnedTensor d_q, d_kv, d_k_rope;
 };
+
+TEST(AttentionMla, ForwardIsAttentionOnTheAssembledKeysAndValues) {
+  MlaOperands operands(DType::f32);
+  OwnedTensor out(per_head(kValue), DType::f32), lse(Shape{kBatch, kHeads, kSequence}, DType::f32);
+  attention_forward(out, lse, operands.q, operands.k, operands.v, MlaOperands::kScale);
+  EXPECT_TRUE(testing::same_bytes(out, operands.out));
+  EXPECT_TRUE(testing::same_bytes(lse, operands.lse));
+}
 
 TEST(AttentionMla, Fp32GradientsAreAttentionBackwardsLaidOut) {
   MlaOperands operands(DType::f32);
   OwnedTensor d_q(per_head(kQk), DType::f32), d_k(per_head(kQk), DType::f32), d_v(per_head(kValue), DType::f32);
   attention_backward(d_q, d_k, d_v, operands.d_out, operands.q, operands.k, operands.v, operands.out, operands.lse,
-                     MlaOperands::kScale);
+                     MlaOperands::kScale);  // on the assembled k and v
   MlaAttentionGradients mla = operands.backward(DType::f32, DType::f32);
   const float* cos = operands.cos.data<float>();
   const float* sin = operands.sin.data<float>();
@@ -99,12 +121,12 @@ TEST(AttentionMla, Bf16GradientsAreTheFp32OnesRoundedOnce) {
   EXPECT_TRUE(testing::same_bytes(narrow.d_k_rope, wide_d_k_rope));
 }
 
-TEST(AttentionMla, RejectsMisshapenGradients) {
+TEST(AttentionMla, RejectsMisshapenOperands) {
   MlaOperands operands(DType::f32);
   OwnedTensor d_q(per_head(kQk), DType::f32), d_k_rope(per_head(kRope), DType::f32);
   OwnedTensor narrow_kv(per_head(kNope + kValue - 2), DType::f32), d_kv(per_head(kNope + kValue), DType::f32);
   auto run = [&](const Tensor& kv, const Tensor& rope, const Tensor& positions) {
-    attention_backward_mla({d_q, kv, rope}, operands.d_out, operands.q, operands.k, operands.v, operands.out,
+    attention_backward_mla({d_q, kv, rope}, operands.d_out, operands.q, operands.kv, operands.k_rope, operands.out,
                            operands.lse, MlaOperands::kScale, positions, operands.table());
   };
   EXPECT_THROW(run(narrow_kv, d_k_rope, operands.positions), std::exception);
@@ -112,6 +134,10 @@ TEST(AttentionMla, RejectsMisshapenGradients) {
   OwnedTensor short_positions(Shape{kSequence}, DType::i32);
   EXPECT_THROW(run(d_kv, d_k_rope, short_positions), std::exception);
   EXPECT_NO_THROW(run(d_kv, d_k_rope, operands.positions));
+  OwnedTensor per_head_rope(per_head(kRope), DType::f32);  // k_rope is one row a token, not a head
+  EXPECT_THROW(attention_forward_mla(operands.out, operands.lse, operands.q, operands.kv, per_head_rope,
+                                     MlaOperands::kScale),
+               std::exception);
 }
 
 }  // namespace

@@ -149,13 +149,14 @@ TEST(CudaAttention, Bf16BackwardIsDeterministic) {
   }
 }
 
-// MLA's layout (attention_mla.h) written by the wgmma kernels' epilogues (bf16 d_q and d_kv) against the same op with
-// fp32 gradients, which runs the attention backward into fp32 and lays it out with rope_backward and copy_columns:
-// rounded to bf16 on the host, every byte the same. 64 rotated columns; positions differ between the sequences and
-// reach past the sequence length.
+// MLA's attention (attention_mla.h) on the wgmma kernels, which read kv and k_rope and write bf16 d_q (rotated
+// back) and d_kv themselves, against the same ops where they assemble k and v and lay the gradients out: the
+// forward against attention_forward on k and v assembled on the host, the backward against the op with fp32
+// gradients (attention_backward into fp32, rope_backward, copy_columns), rounded to bf16 on the host. Every byte the
+// same. 64 rotated columns; positions differ between the sequences and reach past the sequence length.
 void check_mla_layout(const AttentionSizes& sizes, DType outputs_dtype, uint64_t seed) {
   constexpr int64_t kRope = 64, kTablePositions = 4096;
-  int64_t nope = sizes.qk_dim - kRope;
+  int64_t nope = sizes.qk_dim - kRope, kv_width = nope + sizes.v_dim;
   Device gpu = Device::cuda(0), cpu = Device::cpu();
   OwnedTensor cos(Shape{kTablePositions, kRope / 2}, DType::f32), sin(Shape{kTablePositions, kRope / 2}, DType::f32);
   fill_rope_table({cos, sin}, {.rope_dim = kRope, .max_positions = kTablePositions});
@@ -163,20 +164,36 @@ void check_mla_layout(const AttentionSizes& sizes, DType outputs_dtype, uint64_t
   OwnedTensor positions(Shape{sizes.batch * sizes.sequence}, DType::i32);
   for (int64_t t = 0; t < positions.numel(); ++t) positions.data<int32_t>()[t] = static_cast<int32_t>(7 * t % 4000);
   OwnedTensor gpu_positions = testing::copy_to(positions, gpu);
+  Shape kv_shape{sizes.batch, sizes.sequence, sizes.heads, kv_width};
+  OwnedTensor kv = random_operand(kv_shape, seed + 1, DType::bf16);
+  OwnedTensor k_rope = random_operand(Shape{sizes.batch, sizes.sequence, kRope}, seed + 2, DType::bf16);
+  OwnedTensor k(sizes.qk(), DType::bf16), v(sizes.v(), DType::bf16);  // assembled on the host
+  for (int64_t row = 0; row < sizes.batch * sizes.sequence * sizes.heads; ++row) {
+    for (int64_t c = 0; c < sizes.qk_dim; ++c) {
+      k.data<bf16>()[row * sizes.qk_dim + c] = c < nope ? kv.data<bf16>()[row * kv_width + c]
+                                                        : k_rope.data<bf16>()[row / sizes.heads * kRope + c - nope];
+    }
+    for (int64_t c = 0; c < sizes.v_dim; ++c) {
+      v.data<bf16>()[row * sizes.v_dim + c] = kv.data<bf16>()[row * kv_width + nope + c];
+    }
+  }
   OwnedTensor q = testing::copy_to(random_operand(sizes.qk(), seed, DType::bf16), gpu);
-  OwnedTensor k = testing::copy_to(random_operand(sizes.qk(), seed + 1, DType::bf16), gpu);
-  OwnedTensor v = testing::copy_to(random_operand(sizes.v(), seed + 2, DType::bf16), gpu);
+  OwnedTensor gpu_kv = testing::copy_to(kv, gpu), gpu_k_rope = testing::copy_to(k_rope, gpu);
+  OwnedTensor gpu_k = testing::copy_to(k, gpu), gpu_v = testing::copy_to(v, gpu);
   OwnedTensor d_out = testing::copy_to(random_operand(sizes.v(), seed + 3, outputs_dtype), gpu);
   OwnedTensor out(sizes.v(), outputs_dtype, gpu), lse(sizes.lse(), DType::f32, gpu);
+  OwnedTensor plain_out(sizes.v(), outputs_dtype, gpu), plain_lse(sizes.lse(), DType::f32, gpu);
   float scale = 1.0f / std::sqrt(static_cast<float>(sizes.qk_dim));
-  attention_forward(out, lse, q, k, v, scale);
-  Shape kv_shape{sizes.batch, sizes.sequence, sizes.heads, nope + sizes.v_dim};
+  attention_forward_mla(out, lse, q, gpu_kv, gpu_k_rope, scale);
+  attention_forward(plain_out, plain_lse, q, gpu_k, gpu_v, scale);
+  EXPECT_TRUE(testing::same_bytes(testing::copy_to(out, cpu), testing::copy_to(plain_out, cpu))) << sizes.name();
+  EXPECT_TRUE(testing::same_bytes(testing::copy_to(lse, cpu), testing::copy_to(plain_lse, cpu))) << sizes.name();
   auto backward = [&](DType dtype) {
     std::vector<OwnedTensor> gradients;
     gradients.emplace_back(sizes.qk(), dtype, gpu);
     gradients.emplace_back(kv_shape, dtype, gpu);
     gradients.emplace_back(Shape{sizes.batch, sizes.sequence, sizes.heads, kRope}, DType::f32, gpu);
-    attention_backward_mla({gradients[0], gradients[1], gradients[2]}, d_out, q, k, v, out, lse, scale,
+    attention_backward_mla({gradients[0], gradients[1], gradients[2]}, d_out, q, gpu_kv, gpu_k_rope, out, lse, scale,
                            gpu_positions, {gpu_cos, gpu_sin});
     std::vector<OwnedTensor> on_cpu;
     for (const OwnedTensor& gradient : gradients) on_cpu.push_back(testing::copy_to(gradient, cpu));
@@ -193,11 +210,11 @@ void check_mla_layout(const AttentionSizes& sizes, DType outputs_dtype, uint64_t
   }
 }
 
-TEST(CudaAttention, MlaBackwardWritesTheLaidOutGradientsBitForBit) {
+TEST(CudaAttention, MlaKernelsReadAndWriteMlaLayoutsBitForBit) {
   HAI_REQUIRE_CUDA_DEVICE();
   check_mla_layout({1, 77, 2, 192, 128}, DType::bf16, 700);
   check_mla_layout({2, 300, 3, 192, 128}, DType::f32, 710);
-  check_mla_layout({1, 130, 2, 96, 128}, DType::bf16, 720);  // padded to 128 / 128: the rope columns end at 96
+  check_mla_layout({1, 130, 2, 128, 128}, DType::bf16, 720);  // N 64: k's second chunk is k_rope
 }
 
 // Prints the throughput of the bf16 kernels at the benchmark model's shape (asserts nothing about speed).
