@@ -198,11 +198,16 @@ void MlaAttention::backward_query(Context& ctx, const Tensor& d_x, OwnedTensor d
   OwnedTensor d_q_latent_normed = f32_tensor(Shape{tokens, q_lora_rank}, d_x.device());  // [T, q_lora]
   q_b_proj_.backward_input(d_q_latent_normed, ctx.d_q);
   OwnedTensor d_q_latent = f32_tensor(Shape{tokens, q_lora_rank}, d_x.device());  // [T, q_lora]
+  // q_a_proj's bf16 output gradient written by the norm beside the fp32 one (the same rounding as a cast)
+  bool bf16_gradient = q_a_proj_.output_grad_dtype() == DType::bf16;
+  OwnedTensor d_q_latent_bf16 = bf16_gradient ? OwnedTensor(d_q_latent.shape(), DType::bf16, d_x.device())
+                                              : OwnedTensor();  // [T, q_lora]
   rmsnorm_backward(d_q_latent, q_a_norm_->grad, d_q_latent_normed, ctx.q_latent, q_a_norm_->value,
-                   ctx.q_latent_rstd, {.weight_grad_beta = q_a_norm_->take_grad_beta()});
+                   ctx.q_latent_rstd, {.weight_grad_beta = q_a_norm_->take_grad_beta(), .d_x_bf16 = d_q_latent_bf16});
   ctx.q_latent = OwnedTensor();
   ctx.q_latent_rstd = OwnedTensor();
-  ctx.d_q_latent = q_a_proj_.prepare_output_grad(in_dtype(std::move(d_q_latent), q_a_proj_.output_grad_dtype()));
+  ctx.d_q_latent = q_a_proj_.prepare_output_grad(
+      bf16_gradient ? std::move(d_q_latent_bf16) : in_dtype(std::move(d_q_latent), q_a_proj_.output_grad_dtype()));
   q_a_proj_.backward_input(d_x, ctx.d_q_latent);
 }
 

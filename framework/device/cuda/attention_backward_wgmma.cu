@@ -161,8 +161,6 @@ __device__ inline void key_kernel_step(float (&d_k)[qk_width / 2], float (&d_v)[
                                        int64_t first_key, int64_t first_query, int64_t sequence, bool masked,
                                        float scale_log2) {
   float scores[32], d_p[32];  // S^T, then P^T; dP^T, then dS^T: [64 keys, 64 queries]
-  attention_wgmma::zero(scores);
-  attention_wgmma::zero(d_p);
   int key_row0 = attention_wgmma::kWarpgroupRows * warpgroup;
   sm90::warpgroup_fence();
   attention_wgmma::multiply_tiles<qk_width, kOwnedRows>(scores, layout.k(), key_row0, layout.q(stage));
@@ -332,8 +330,6 @@ __device__ inline void query_kernel_iteration(float (&d_q)[qk_width / 2], uint32
                                               int warpgroup, const QueryRowStats& stats, int64_t first_query,
                                               int64_t sequence, float scale_log2) {
   float scores[32], d_p[32];  // S, then P; dP, then dS: [64 queries, 64 keys]
-  attention_wgmma::zero(scores);
-  attention_wgmma::zero(d_p);
   int query_row0 = attention_wgmma::kWarpgroupRows * warpgroup;
   sm90::warpgroup_fence();
   if constexpr (kScores) {
@@ -350,15 +346,15 @@ __device__ inline void query_kernel_iteration(float (&d_q)[qk_width / 2], uint32
     // P while dP (and d_q's product) are in flight.
     sm90::warpgroup_wait<kGradient ? 2 : 1>();
     attention_wgmma::fence_registers(scores);
-    AccumulatorPlace place;
-    const CausalTile causal(int64_t{tile} * kStepRows, first_query, sequence);
 #pragma unroll
     for (int j = 0; j < 8; ++j) {
 #pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        bool counts = causal.counts(place.column(j, e), place.row(e));
-        scores[4 * j + e] = counts ? probability(scores[4 * j + e], scale_log2, stats.lse_log2[e / 2]) : 0.0f;
-      }
+      for (int e = 0; e < 4; ++e) scores[4 * j + e] = probability(scores[4 * j + e], scale_log2, stats.lse_log2[e / 2]);
+    }
+    // Only the diagonal tile holds keys after some query (and only a warpgroup at the sequence end has rows past it).
+    const int64_t first_key = int64_t{tile} * kStepRows;
+    if (first_key + kStepRows > first_query || first_query + attention_wgmma::kWarpgroupRows > sequence) {
+      attention_wgmma::mask_uncounted<false>(scores, CausalTile(first_key, first_query, sequence), 0.0f);
     }
     sm90::warpgroup_wait<kGradient ? 1 : 0>();
     attention_wgmma::fence_registers(d_p);
@@ -502,9 +498,10 @@ cudaError_t encode_backward_maps(BackwardMaps* maps, const uint16_t* d_out, cons
 
 cudaError_t attention_wgmma_applies(const AttentionGeometry& geometry, bool* applies) {
   *applies = false;
-  bool widths_fit = attention_widths::with_padded_widths(geometry.qk_dim, geometry.v_dim, [](auto qk_width, auto v_width) {
-    return attention_wgmma::built_for(decltype(qk_width)::value, decltype(v_width)::value);
-  });
+  bool widths_fit =
+      attention_widths::with_padded_widths(geometry.qk_dim, geometry.v_dim, [](auto qk_width, auto v_width) {
+        return attention_wgmma::built_for(decltype(qk_width)::value, decltype(v_width)::value);
+      });
   if (!widths_fit || !wgmma_kernels_enabled()) return cudaSuccess;
   return wgmma_applies(applies);
 }
