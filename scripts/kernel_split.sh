@@ -2,7 +2,8 @@
 # Where a training step's GPU time goes, kernel by kernel (the "ncu, base clocks" splits in docs/performance.md):
 # builds hai-train with CUDA in build-gpu (or $HAI_BUILD_DIR), trains configs/bench_moe_1p7b.yaml for STEPS steps
 # (default 3) under Nsight Compute collecting only each kernel's duration, and prints the per-kernel time a step
-# (scripts/kernel_split.py). One H200: ~70 s a precision.
+# (scripts/kernel_split.py). One H200: ~70 s a precision. The SMs run at base clocks; HAI_NCU_CLOCK_CONTROL=none
+# leaves them at the clocks an unprofiled run gets (each kernel still runs alone).
 #   NCCL_NVLS_ENABLE=0 bash scripts/kernel_split.sh OUT_DIR [--steps N] [--modes bf16,fp8] [--set key=value]...
 # OUT_DIR receives ncu_<mode>.csv and split_<mode>.json.
 set -euo pipefail
@@ -27,7 +28,7 @@ mkdir -p "$out"
 cmake -S "$root" -B "$build_dir" -G Ninja -DHAI_CUDA=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build "$build_dir" -j "$(nproc)" --target hai-train >/dev/null
 for mode in ${modes//,/ }; do
-  "$ncu" --metrics gpu__time_duration.sum --csv --print-units base \
+  "$ncu" --metrics gpu__time_duration.sum --csv --print-units base --clock-control "${HAI_NCU_CLOCK_CONTROL:-base}" \
     "$build_dir/apps/hai-train/hai-train" --config "$root/configs/bench_moe_1p7b.yaml" --set train.steps="$steps" \
     --set logging.interval=1 --set checkpoint.save=false --set precision.mode="$mode" \
     --set logging.run_dir="$out/run_$mode" "${overrides[@]}" >"$out/ncu_$mode.csv" 2>"$out/ncu_$mode.log"

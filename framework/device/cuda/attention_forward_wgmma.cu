@@ -140,6 +140,7 @@ __device__ inline void forward_iteration(float (&out)[v_width / 2], uint32_t (&p
                                          const ForwardLayout<qk_width, v_width>& layout, int tile, bool masked,
                                          int warpgroup, int64_t first_query, float scale_log2) {
   float scores[kKeys / 2];  // [64 queries, 128 keys]
+  attention_wgmma::zero(scores);
   const bool warp_leader = threadIdx.x % 32 == 0;
   sm90::sync_named(kTurnBarrier + warpgroup, kConsumerThreads);
   sm90::warpgroup_fence();
