@@ -161,13 +161,11 @@ __device__ inline void key_kernel_step(float (&d_k)[qk_width / 2], float (&d_v)[
                                        int64_t first_key, int64_t first_query, int64_t sequence, bool masked,
                                        float scale_log2) {
   float scores[32], d_p[32];  // S^T, then P^T; dP^T, then dS^T: [64 keys, 64 queries]
-  attention_wgmma::zero(scores);
-  attention_wgmma::zero(d_p);
   int key_row0 = attention_wgmma::kWarpgroupRows * warpgroup;
   sm90::warpgroup_fence();
-  attention_wgmma::multiply_tiles<qk_width, kOwnedRows>(scores, layout.k(), key_row0, layout.q(stage));
+  attention_wgmma::multiply_tiles<qk_width, kOwnedRows, kStepRows, true>(scores, layout.k(), key_row0, layout.q(stage));
   sm90::warpgroup_commit();
-  attention_wgmma::multiply_tiles<v_width, kOwnedRows>(d_p, layout.v(), key_row0, layout.d_out(stage));
+  attention_wgmma::multiply_tiles<v_width, kOwnedRows, kStepRows, true>(d_p, layout.v(), key_row0, layout.d_out(stage));
   sm90::warpgroup_commit();
 
   // P^T while dP^T is in flight.
@@ -332,14 +330,14 @@ __device__ inline void query_kernel_iteration(float (&d_q)[qk_width / 2], uint32
                                               int warpgroup, const QueryRowStats& stats, int64_t first_query,
                                               int64_t sequence, float scale_log2) {
   float scores[32], d_p[32];  // S, then P; dP, then dS: [64 queries, 64 keys]
-  attention_wgmma::zero(scores);
-  attention_wgmma::zero(d_p);
   int query_row0 = attention_wgmma::kWarpgroupRows * warpgroup;
   sm90::warpgroup_fence();
   if constexpr (kScores) {
-    attention_wgmma::multiply_tiles<qk_width, kOwnedRows>(scores, layout.q(), query_row0, layout.k(tile));
+    attention_wgmma::multiply_tiles<qk_width, kOwnedRows, kStepRows, true>(scores, layout.q(), query_row0,
+                                                                           layout.k(tile));
     sm90::warpgroup_commit();
-    attention_wgmma::multiply_tiles<v_width, kOwnedRows>(d_p, layout.d_out(), query_row0, layout.v(tile));
+    attention_wgmma::multiply_tiles<v_width, kOwnedRows, kStepRows, true>(d_p, layout.d_out(), query_row0,
+                                                                          layout.v(tile));
     sm90::warpgroup_commit();
   }
   if constexpr (kGradient) {

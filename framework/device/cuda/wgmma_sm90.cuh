@@ -55,10 +55,10 @@ __device__ inline void fence_register(float& value) { asm volatile("" : "+f"(val
 // Keeps a register A operand's values in place until the wait after the product that reads them.
 __device__ inline void fence_register(uint32_t& value) { asm volatile("" : "+r"(value)::"memory"); }
 
-// d[64] += A (64 x 16, descriptor a) @ B (16 x 128, descriptor b); kTransposeA / kTransposeB: the operand is
-// MN-major instead of K-major.
+// d[64] += A (64 x 16, descriptor a) @ B (16 x 128, descriptor b), or d = the product without accumulate (d is not
+// read); kTransposeA / kTransposeB: the operand is MN-major instead of K-major.
 template <int kTransposeA, int kTransposeB>
-__device__ inline void mma_m64n128k16_bf16(float (&d)[64], uint64_t a, uint64_t b) {
+__device__ inline void mma_m64n128k16_bf16(float (&d)[64], uint64_t a, uint64_t b, bool accumulate = true) {
   asm volatile(
       "{\n"
       ".reg .pred accumulate;\n"
@@ -80,7 +80,7 @@ __device__ inline void mma_m64n128k16_bf16(float (&d)[64], uint64_t a, uint64_t 
         "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
         "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
         "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
-      : "l"(a), "l"(b), "n"(kTransposeA), "n"(kTransposeB), "r"(1));
+      : "l"(a), "l"(b), "n"(kTransposeA), "n"(kTransposeB), "r"(static_cast<int>(accumulate)));
 }
 
 // d[128] += A (64 x 16, descriptor a) @ B (16 x 256, descriptor b), as mma_m64n128k16_bf16 with twice the columns.
@@ -124,7 +124,7 @@ __device__ inline void mma_m64n256k16_bf16(float (&d)[128], uint64_t a, uint64_t
 
 // d[32] += A (64 x 16, descriptor a) @ B (16 x 64, descriptor b), as mma_m64n128k16_bf16 with 64 columns.
 template <int kTransposeA, int kTransposeB>
-__device__ inline void mma_m64n64k16_bf16(float (&d)[32], uint64_t a, uint64_t b) {
+__device__ inline void mma_m64n64k16_bf16(float (&d)[32], uint64_t a, uint64_t b, bool accumulate = true) {
   asm volatile(
       "{\n"
       ".reg .pred accumulate;\n"
@@ -140,7 +140,7 @@ __device__ inline void mma_m64n64k16_bf16(float (&d)[32], uint64_t a, uint64_t b
         "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
         "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
         "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
-      : "l"(a), "l"(b), "n"(kTransposeA), "n"(kTransposeB), "r"(1));
+      : "l"(a), "l"(b), "n"(kTransposeA), "n"(kTransposeB), "r"(static_cast<int>(accumulate)));
 }
 
 // d[32] += A (64 x 16 from registers: this warp's 16 rows in mma.m16n8k16's A layout, mma_sm80.cuh) @ B (16 x 64,
