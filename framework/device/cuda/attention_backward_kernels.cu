@@ -57,8 +57,9 @@ struct KeyKernelStages {
 
 template <int qk_width, int v_width>
 constexpr int key_kernel_shared_bytes() {
-  return (kOwnedRows * (stride_of(qk_width) + stride_of(v_width)) + 2 * KeyKernelStages<qk_width, v_width>::kTileElements) *
-             static_cast<int>(sizeof(__nv_bfloat16)) +
+  constexpr int tile_elements =
+      kOwnedRows * (stride_of(qk_width) + stride_of(v_width)) + 2 * KeyKernelStages<qk_width, v_width>::kTileElements;
+  return tile_elements * static_cast<int>(sizeof(__nv_bfloat16)) +
          2 * 2 * kKeyKernelQueries * static_cast<int>(sizeof(float));
 }
 
@@ -94,7 +95,8 @@ __global__ void __launch_bounds__(kWarps * 32)
   attention_tiles::load_tile_async<kOwnedRows, v_width>(v_tile, operands.v, first_key);
   load_query_tile(0, first_key);
   if (threadIdx.x < 2 * kKeyKernelQueries) {
-    stages.lse_log2(0)[threadIdx.x] = attention_tiles::query_row_stat<kKeyKernelQueries>(operands.stats, first_key, sequence);
+    stages.lse_log2(0)[threadIdx.x] =
+        attention_tiles::query_row_stat<kKeyKernelQueries>(operands.stats, first_key, sequence);
   }
 
   Accumulator d_k_tiles[1][qk_tiles], d_v_tiles[1][v_tiles];  // [16, qk_width], [16, v_width] of this warp
@@ -164,8 +166,9 @@ __host__ __device__ constexpr int query_kernel_stage_elements() {
 
 template <int qk_width, int v_width>
 constexpr int query_kernel_shared_bytes() {
-  return (kOwnedRows * (stride_of(qk_width) + stride_of(v_width)) + 2 * query_kernel_stage_elements<qk_width, v_width>()) *
-         static_cast<int>(sizeof(__nv_bfloat16));
+  constexpr int tile_elements =
+      kOwnedRows * (stride_of(qk_width) + stride_of(v_width)) + 2 * query_kernel_stage_elements<qk_width, v_width>();
+  return tile_elements * static_cast<int>(sizeof(__nv_bfloat16));
 }
 
 template <int qk_width, int v_width>
