@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Where a training step's GPU time goes, kernel by kernel (the "ncu, base clocks" splits in docs/performance.md):
 # builds hai-train with CUDA in build-gpu (or $HAI_BUILD_DIR), trains configs/bench_moe_1p7b.yaml for STEPS steps
-# (default 3) under Nsight Compute collecting only each kernel's duration, and prints the per-kernel time a step
-# (scripts/kernel_split.py). One H200: ~70 s a precision. The SMs run at base clocks; HAI_NCU_CLOCK_CONTROL=none
+# (default 3) under Nsight Compute collecting only each kernel's duration, and prints the per-kernel time a step of
+# the steps after the first (scripts/kernel_split.py --steady). One H200: ~70 s a precision. The SMs run at base clocks; HAI_NCU_CLOCK_CONTROL=none
 # leaves them at the clocks an unprofiled run gets (each kernel still runs alone).
 #   NCCL_NVLS_ENABLE=0 bash scripts/kernel_split.sh OUT_DIR [--steps N] [--modes bf16,fp8] [--set key=value]...
 # OUT_DIR receives ncu_<mode>.csv and split_<mode>.json.
@@ -33,5 +33,5 @@ for mode in ${modes//,/ }; do
     --set logging.interval=1 --set checkpoint.save=false --set precision.mode="$mode" \
     --set logging.run_dir="$out/run_$mode" "${overrides[@]}" >"$out/ncu_$mode.csv" 2>"$out/ncu_$mode.log"
   echo "== $mode"
-  python3 "$root/scripts/kernel_split.py" "$out/ncu_$mode.csv" "$steps" --json "$out/split_$mode.json"
+  python3 "$root/scripts/kernel_split.py" "$out/ncu_$mode.csv" "$steps" --steady --json "$out/split_$mode.json"
 done

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # scripts/kernel_split.py on a small Nsight Compute CSV (the layout `ncu --csv --print-units base` writes: a header
-# row, then one row per kernel launch and metric): per-kernel sums over the launches, in ms a step, by time.
+# row, then one row per kernel launch and metric): per-kernel sums over the launches, in ms a step, by time; with
+# --steady, over the launches after the first optimizer step.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 dir=$(mktemp -d)
@@ -25,4 +26,8 @@ assert abs(kernels[0]["ms"] - 3.0) < 1e-9 and kernels[0]["calls"] == 1.0, kernel
 assert abs(kernels[1]["ms"] - 1.25) < 1e-9 and kernels[1]["calls"] == 1.0, kernels
 PY
 grep -q "4.25 ms of kernels a step (2 launches)" "$dir/out.txt"
+# --steady: the set-up and the first step (up to its optimizer launches, here the first one) left out
+python3 "$root/scripts/kernel_split.py" "$dir/ncu.csv" 2 --steady >"$dir/steady.txt"
+cat "$dir/steady.txt"
+grep -q "5.50 ms of kernels a step (3 launches)" "$dir/steady.txt"
 echo "kernel_split_test: ok"
