@@ -3,12 +3,25 @@
 // covers f32, bf16, f16, i32, i64 and u8 with values every dtype holds exactly.
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
+#include "framework/core/error.h"
 #include "framework/core/dtype.h"
 #include "framework/tensor/tensor.h"
 
 namespace hai::testing {
+
+// The message of the hai::Error `call` throws ("" if none).
+template <typename Call>
+std::string error_of(Call call) {
+  try {
+    call();
+  } catch (const Error& error) {
+    return error.message();
+  }
+  return "";
+}
 
 inline void set_value(const Tensor& tensor, int64_t index, double value) {
   switch (tensor.dtype()) {

@@ -8,9 +8,12 @@
 #include <vector>
 
 #include "framework/comm/communicator.h"
+#include "tests/framework/comm/comm_test_util.h"
 
 namespace hai {
 namespace {
+
+using testing::error_of;
 
 class FakeCommunicator final : public Communicator {
  public:
@@ -47,17 +50,6 @@ class FakeCommunicator final : public Communicator {
   int rank_;
   int size_;
 };
-
-// The message of the hai::Error `call` throws ("" if none).
-template <typename Call>
-std::string error_of(Call call) {
-  try {
-    call();
-  } catch (const Error& error) {
-    return error.message();
-  }
-  return "";
-}
 
 TEST(Communicator, NumbersEveryOperation) {
   FakeCommunicator communicator(1, 4);

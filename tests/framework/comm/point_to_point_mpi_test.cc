@@ -10,6 +10,7 @@
 namespace hai {
 namespace {
 
+using testing::error_of;
 using testing::make_tensor;
 
 using PointToPoint = testing::World;
@@ -104,17 +105,6 @@ TEST_F(PointToPoint, NestedGroupsCompleteAtTheOutermostEnd) {
   world_->recv(received, previous(), 5);
   world_->group_end();
   for (int64_t i = 0; i < 3; ++i) EXPECT_EQ(received.data<int32_t>()[i], previous() * 3 + i);
-}
-
-// The message of the hai::Error `call` throws ("" if none).
-template <typename Call>
-std::string error_of(Call call) {
-  try {
-    call();
-  } catch (const Error& error) {
-    return error.message();
-  }
-  return "";
 }
 
 TEST_F(PointToPoint, ReceivesOfTheWrongSizeFail) {
