@@ -21,7 +21,7 @@ TEST(FlatShard, ChunksArePaddedToTheGroupSize) {
 }
 
 TEST(FlatShard, SegmentsSplitParametersAtTheShardAndSkipFrozenOnes) {
-  ParameterStore store(testing::zero1_specs(), Device::cpu());
+  ParameterStore store(testing::optimizer_test_specs(), Device::cpu());
   // Gradient layout: w.weight [0, 12), w.norm [12, 16), x.bias [16, 19), experts [19, 39).
   // Value layout: w.weight [0, 12), w.norm [12, 16), gate.bias [16, 18), x.bias [18, 21), experts [21, 41).
   std::vector<ShardSegment> segments = shard_segments(store, 10, 30);

@@ -29,7 +29,7 @@ using Zero1World = testing::World;
 
 // The mean over ranks of fill_rank_grads(rank, step), into the store's gradients.
 void fill_mean_grads(ParameterStore& store, int ranks, int64_t step) {
-  ParameterStore scratch(testing::zero1_specs(), Device::cpu());
+  ParameterStore scratch(testing::optimizer_test_specs(), Device::cpu());
   zero_fill(store.grads());
   for (int rank = 0; rank < ranks; ++rank) {
     testing::fill_rank_grads(scratch, rank, step);
@@ -56,9 +56,9 @@ void expect_close(const Tensor& expected, const Tensor& actual, double tolerance
 }
 
 TEST_F(Zero1World, EqualsOneRankOnTheMeanGradient) {
-  OptimizerConfig config = testing::zero1_optimizer_config();
-  ParameterStore store(testing::zero1_specs(), Device::cpu());
-  ParameterStore reference_store(testing::zero1_specs(), Device::cpu());
+  OptimizerConfig config = testing::optimizer_test_config();
+  ParameterStore store(testing::optimizer_test_specs(), Device::cpu());
+  ParameterStore reference_store(testing::optimizer_test_specs(), Device::cpu());
   store.initialize(5, 0.5);
   reference_store.initialize(5, 0.5);
   SingleRankCommunicator one_rank;
@@ -107,11 +107,11 @@ TEST_F(Zero1World, EqualsOneRankOnTheMeanGradient) {
 }
 
 TEST_F(Zero1World, ExpertsOfEachRankReduceOverItsExpertDpGroupOnly) {
-  OptimizerConfig config = testing::zero1_optimizer_config();
+  OptimizerConfig config = testing::optimizer_test_config();
   ParallelGroups groups = make_parallel_groups(*world_, GridShape{.dp = size(), .ep = size()});
   ASSERT_EQ(groups.expert_dp->size(), 1);
-  ParameterStore store(testing::zero1_specs(), Device::cpu());
-  ParameterStore reference_store(testing::zero1_specs(), Device::cpu());
+  ParameterStore store(testing::optimizer_test_specs(), Device::cpu());
+  ParameterStore reference_store(testing::optimizer_test_specs(), Device::cpu());
   store.initialize(5, 0.5);
   reference_store.initialize(5, 0.5);
   SingleRankCommunicator one_rank;
@@ -144,7 +144,7 @@ int test_bucket(const ParameterSpec& spec) {
 }
 
 TEST(GradientBucketRanges, CutTheDenseAndExpertRangesWhereTheBucketChanges) {
-  ParameterStore store(testing::zero1_specs(), Device::cpu());
+  ParameterStore store(testing::optimizer_test_specs(), Device::cpu());
   std::vector<BucketRange> ranges = gradient_bucket_ranges(store, test_bucket);
   ASSERT_EQ(ranges.size(), 4u);
   auto expect_range = [&](size_t i, int64_t begin, int64_t end, int bucket) {
@@ -161,9 +161,9 @@ TEST(GradientBucketRanges, CutTheDenseAndExpertRangesWhereTheBucketChanges) {
 // Reductions started early, bucket by bucket and in another order than the layout's, give the optimizer without
 // buckets: the same gradient norm and values, each rank's moments those of its chunk of every bucket.
 TEST_F(Zero1World, BucketsReducedDuringTheBackwardEqualOneReductionAtTheEnd) {
-  OptimizerConfig config = testing::zero1_optimizer_config();
-  ParameterStore store(testing::zero1_specs(), Device::cpu());
-  ParameterStore reference_store(testing::zero1_specs(), Device::cpu());
+  OptimizerConfig config = testing::optimizer_test_config();
+  ParameterStore store(testing::optimizer_test_specs(), Device::cpu());
+  ParameterStore reference_store(testing::optimizer_test_specs(), Device::cpu());
   store.initialize(5, 0.5);
   reference_store.initialize(5, 0.5);
   Zero1Optimizer bucketed(store, config, *world_, *world_, {.bucket_of = test_bucket, .reads_fp32_value = {}});
@@ -191,9 +191,9 @@ TEST_F(Zero1World, BucketsReducedDuringTheBackwardEqualOneReductionAtTheEnd) {
 // of the fp32 gather, the fp32 values of the experts other ranks own stay stale, and gather_master_values() makes
 // every value the fp32 gather's.
 TEST_F(Zero1World, GatheringTheComputeCopyGivesTheSameCopyAndTheValuesOnDemand) {
-  OptimizerConfig config = testing::zero1_optimizer_config();
-  ParameterStore store(testing::zero1_specs(), Device::cpu(), DType::bf16);
-  ParameterStore reference_store(testing::zero1_specs(), Device::cpu(), DType::bf16);
+  OptimizerConfig config = testing::optimizer_test_config();
+  ParameterStore store(testing::optimizer_test_specs(), Device::cpu(), DType::bf16);
+  ParameterStore reference_store(testing::optimizer_test_specs(), Device::cpu(), DType::bf16);
   for (ParameterStore* each : {&store, &reference_store}) initialize_with_compute_copy(*each, 6);
   Zero1Optimizer halves(store, config, *world_, *world_, {.bucket_of = {}, .reads_fp32_value = reads_norm_in_fp32});
   Zero1Optimizer reference(reference_store, config, *world_);
@@ -222,9 +222,9 @@ TEST_F(Zero1World, GatheringTheComputeCopyGivesTheSameCopyAndTheValuesOnDemand) 
 // Left running after step() and joined by parameters_needed() (the next forward's wait), the experts' compute-copy
 // gathers give the same copy as gathering within step(); the fp32 values come whole on demand as before.
 TEST_F(Zero1World, GathersLeftRunningUnderTheForwardGiveTheSameCopy) {
-  OptimizerConfig config = testing::zero1_optimizer_config();
-  ParameterStore store(testing::zero1_specs(), Device::cpu(), DType::bf16);
-  ParameterStore reference_store(testing::zero1_specs(), Device::cpu(), DType::bf16);
+  OptimizerConfig config = testing::optimizer_test_config();
+  ParameterStore store(testing::optimizer_test_specs(), Device::cpu(), DType::bf16);
+  ParameterStore reference_store(testing::optimizer_test_specs(), Device::cpu(), DType::bf16);
   for (ParameterStore* each : {&store, &reference_store}) initialize_with_compute_copy(*each, 7);
   Zero1Optimizer deferred(store, config, *world_, *world_,
                           {.bucket_of = {}, .reads_fp32_value = reads_norm_in_fp32, .gather_under_forward = true});
@@ -251,8 +251,8 @@ TEST_F(Zero1World, GathersLeftRunningUnderTheForwardGiveTheSameCopy) {
 // An inf on the last rank, in an element the first rank owns, makes the norm non-finite on every rank: the
 // trainer's finite check is this norm.
 TEST_F(Zero1World, ANonFiniteGradientOnOneRankMakesEveryRanksNormNonFinite) {
-  ParameterStore store(testing::zero1_specs(), Device::cpu());
-  Zero1Optimizer zero1(store, testing::zero1_optimizer_config(), *world_);
+  ParameterStore store(testing::optimizer_test_specs(), Device::cpu());
+  Zero1Optimizer zero1(store, testing::optimizer_test_config(), *world_);
   testing::fill_rank_grads(store, rank(), 2);
   if (rank() == size() - 1) store.grads().data<float>()[0] = std::numeric_limits<float>::infinity();
   EXPECT_FALSE(std::isfinite(zero1.clip(zero1.reduce_gradients(), 1.0)));
@@ -261,10 +261,10 @@ TEST_F(Zero1World, ANonFiniteGradientOnOneRankMakesEveryRanksNormNonFinite) {
 // Sharded, each rank updates its shard and rounds the whole range's compute copy after the all-gather: every
 // rank's bf16 copy is the rounding of its (equal) values.
 TEST_F(Zero1World, TheComputeCopyFollowsTheGatheredValues) {
-  ParameterStore store(testing::zero1_specs(), Device::cpu(), DType::bf16);
+  ParameterStore store(testing::optimizer_test_specs(), Device::cpu(), DType::bf16);
   store.initialize(6, 0.5);
   store.refresh_compute_copy();
-  Zero1Optimizer zero1(store, testing::zero1_optimizer_config(), *world_);
+  Zero1Optimizer zero1(store, testing::optimizer_test_config(), *world_);
   for (int64_t step = 1; step <= 2; ++step) {
     testing::fill_rank_grads(store, rank(), step);
     zero1.clip(zero1.reduce_gradients(), 1.5);
@@ -281,7 +281,7 @@ TEST_F(Zero1World, TheComputeCopyFollowsTheGatheredValues) {
 // copy, which skips the experts, is still the rounding of every other parameter's (gathered) values, and the
 // experts' FP8 copies the quantisation of theirs, on every rank.
 TEST_F(Zero1World, Fp8OnlyExpertsKeepNoComputeCopyAndTheirFp8CopiesFollowTheValues) {
-  std::vector<ParameterSpec> specs = testing::zero1_specs();
+  std::vector<ParameterSpec> specs = testing::optimizer_test_specs();
   for (ParameterSpec& spec : specs) {
     spec.fp8_gemm = spec.group == ParameterGroup::expert;
     spec.fp8_only = spec.fp8_gemm;
@@ -290,7 +290,7 @@ TEST_F(Zero1World, Fp8OnlyExpertsKeepNoComputeCopyAndTheirFp8CopiesFollowTheValu
   ParameterStore store(specs, Device::cpu(), DType::bf16, {.enabled = true});
   initialize_with_compute_copy(store, 7);
   ASSERT_EQ(store.compute_values().numel(), store.numel() - 20);  // the two experts' 20 elements have none
-  Zero1Optimizer zero1(store, testing::zero1_optimizer_config(), *world_, *world_, options);
+  Zero1Optimizer zero1(store, testing::optimizer_test_config(), *world_, *world_, options);
   for (int64_t step = 1; step <= 2; ++step) {
     testing::fill_rank_grads(store, rank(), step);
     zero1.clip(zero1.reduce_gradients(), 1.5);
@@ -317,8 +317,8 @@ TEST_F(Zero1World, Fp8OnlyExpertsKeepNoComputeCopyAndTheirFp8CopiesFollowTheValu
 }
 
 TEST_F(Zero1World, NormIsTheSameOnEveryRank) {
-  ParameterStore store(testing::zero1_specs(), Device::cpu());
-  Zero1Optimizer zero1(store, testing::zero1_optimizer_config(), *world_);
+  ParameterStore store(testing::optimizer_test_specs(), Device::cpu());
+  Zero1Optimizer zero1(store, testing::optimizer_test_config(), *world_);
   testing::fill_rank_grads(store, rank(), 9);
   double squared = zero1.reduce_gradients();
   OwnedTensor bits(Shape{1}, DType::i64);

@@ -25,13 +25,13 @@ using testing::same_bytes;
 
 // The test specs with an FP8 copy of w.weight.
 std::vector<ParameterSpec> fp8_specs() {
-  std::vector<ParameterSpec> specs = testing::zero1_specs();
+  std::vector<ParameterSpec> specs = testing::optimizer_test_specs();
   specs[0].fp8_gemm = true;
   return specs;
 }
 
 TEST(Zero1, OneRankEqualsAdamW) {
-  OptimizerConfig config = testing::zero1_optimizer_config();
+  OptimizerConfig config = testing::optimizer_test_config();
   ParameterStore plain_store(fp8_specs(), Device::cpu(), DType::bf16, {.enabled = true});
   ParameterStore zero1_store(fp8_specs(), Device::cpu(), DType::bf16, {.enabled = true});
   plain_store.initialize(3, 0.5);
@@ -74,7 +74,7 @@ TEST(Zero1, OneRankEqualsAdamW) {
 // Three steps of the plain optimizer and of ZeRO-1 on one rank, over stores of `specs` in bf16 with FP8 copies,
 // with the same clipped gradients; then the stores hold the same values, compute copies and FP8 copies.
 void expect_one_rank_equals_adamw(const std::vector<ParameterSpec>& specs) {
-  OptimizerConfig config = testing::zero1_optimizer_config();
+  OptimizerConfig config = testing::optimizer_test_config();
   ParameterStore plain_store(specs, Device::cpu(), DType::bf16, {.enabled = true});
   ParameterStore zero1_store(specs, Device::cpu(), DType::bf16, {.enabled = true});
   plain_store.initialize(3, 0.5);
@@ -128,9 +128,9 @@ TEST(Zero1, OneRankEqualsAdamWWithAnFp8OnlyDenseWeight) {
 // Loss-scaled gradients (x 2^10) and the scale given to clip() update the parameters exactly as the unscaled
 // gradients do: the norm is reported unscaled and the unscale folds into the step's gradient scale.
 TEST(Zero1, TheLossScaleFoldsIntoTheStep) {
-  OptimizerConfig config = testing::zero1_optimizer_config();
-  ParameterStore plain_store(testing::zero1_specs(), Device::cpu(), DType::bf16);
-  ParameterStore scaled_store(testing::zero1_specs(), Device::cpu(), DType::bf16);
+  OptimizerConfig config = testing::optimizer_test_config();
+  ParameterStore plain_store(testing::optimizer_test_specs(), Device::cpu(), DType::bf16);
+  ParameterStore scaled_store(testing::optimizer_test_specs(), Device::cpu(), DType::bf16);
   plain_store.initialize(4, 0.5);
   scaled_store.initialize(4, 0.5);
   SingleRankCommunicator group;
@@ -152,9 +152,9 @@ TEST(Zero1, TheLossScaleFoldsIntoTheStep) {
 
 // An inf or NaN gradient makes the squared norm, and so the reported norm, non-finite: the trainer's skip test.
 TEST(Zero1, ANonFiniteGradientMakesTheNormNonFinite) {
-  ParameterStore store(testing::zero1_specs(), Device::cpu());
+  ParameterStore store(testing::optimizer_test_specs(), Device::cpu());
   SingleRankCommunicator group;
-  Zero1Optimizer zero1(store, testing::zero1_optimizer_config(), group);
+  Zero1Optimizer zero1(store, testing::optimizer_test_config(), group);
   for (float bad : {std::numeric_limits<float>::infinity(), std::numeric_limits<float>::quiet_NaN()}) {
     testing::fill_rank_grads(store, 0, 1);
     store.grads().data<float>()[30] = bad;  // an expert gradient
@@ -184,7 +184,7 @@ TEST(Zero1, StoreOrderIsDenseThenExpertThenUntrainedKeepingTheOrderWithinEach) {
 TEST(Zero1, RefusesExpertGradientsBeforeDenseOnes) {
   ParameterStore store({{"experts.0.weight", Shape{2}, ParameterGroup::expert}, {"w", Shape{2}}}, Device::cpu());
   SingleRankCommunicator group;
-  EXPECT_THROW((Zero1Optimizer{store, testing::zero1_optimizer_config(), group}), Error);
+  EXPECT_THROW((Zero1Optimizer{store, testing::optimizer_test_config(), group}), Error);
 }
 
 }  // namespace

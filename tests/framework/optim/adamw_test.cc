@@ -5,31 +5,13 @@
 #include "framework/device/adamw.h"
 #include "framework/optim/adamw.h"
 #include "tests/framework/device/test_util.h"
+#include "tests/framework/optim/optimizer_test_util.h"
 
 namespace hai {
 namespace {
 
-// A matrix with weight decay, a norm and a bias without, a non-trainable bias between them (which breaks the
-// contiguity of the value and gradient buffers), and two expert matrices (one contiguous run with weight decay).
-std::vector<ParameterSpec> specs() {
-  return {
-      {"w.weight", Shape{3, 4}, ParameterGroup::dense, ParameterInit::normal, true, true},
-      {"w.norm", Shape{4}, ParameterGroup::dense, ParameterInit::ones, false, true},
-      {"gate.bias", Shape{2}, ParameterGroup::dense, ParameterInit::zeros, false, false},
-      {"x.bias", Shape{3}, ParameterGroup::dense, ParameterInit::zeros, false, true},
-      {"experts.0.weight", Shape{2, 5}, ParameterGroup::expert, ParameterInit::normal, true, true},
-      {"experts.1.weight", Shape{2, 5}, ParameterGroup::expert, ParameterInit::normal, true, true},
-  };
-}
-
-OptimizerConfig config(MomentDType dtype) {
-  OptimizerConfig config;
-  config.betas = {0.8, 0.9};
-  config.eps = 1e-6;
-  config.weight_decay = 0.25;
-  config.moment_dtype = dtype;
-  return config;
-}
+using testing::optimizer_test_config;
+using testing::optimizer_test_specs;
 
 void fill(const Tensor& tensor, uint64_t seed) {
   OwnedTensor random = testing::random_tensor(Shape{tensor.numel()}, seed);
@@ -37,13 +19,13 @@ void fill(const Tensor& tensor, uint64_t seed) {
 }
 
 TEST(AdamW, MomentsAreLaidOutLikeTheGradients) {
-  ParameterStore store(specs(), Device::cpu());
-  AdamW bf16_moments(store, config(MomentDType::bf16));
+  ParameterStore store(optimizer_test_specs(), Device::cpu());
+  AdamW bf16_moments(store, optimizer_test_config(MomentDType::bf16));
   int64_t trainable = 12 + 4 + 3 + 10 + 10;
   EXPECT_EQ(bf16_moments.exp_avg().shape(), (Shape{trainable}));
   EXPECT_EQ(bf16_moments.exp_avg_sq().dtype(), DType::bf16);
   EXPECT_EQ(bf16_moments.state_bytes(), 2u * 2u * trainable);
-  AdamW fp32_moments(store, config(MomentDType::fp32));
+  AdamW fp32_moments(store, optimizer_test_config(MomentDType::fp32));
   EXPECT_EQ(fp32_moments.exp_avg().dtype(), DType::f32);
   EXPECT_EQ(fp32_moments.state_bytes(), 2u * 4u * trainable);
   for (int64_t i = 0; i < trainable; ++i) EXPECT_EQ(fp32_moments.exp_avg().data<float>()[i], 0.0f);
@@ -51,12 +33,12 @@ TEST(AdamW, MomentsAreLaidOutLikeTheGradients) {
 
 TEST(AdamW, KnownFirstStep) {
   // Step 1 with gradient 1: both bias-corrected moments are 1, so p <- p * (1 - lr * wd) - lr / (1 + eps).
-  ParameterStore store(specs(), Device::cpu());
+  ParameterStore store(optimizer_test_specs(), Device::cpu());
   store.initialize(1, 0.02);
   store["w.weight"].value.data<float>()[0] = 2.0f;
   store["w.weight"].grad.data<float>()[0] = 1.0f;
   store["w.norm"].grad.data<float>()[0] = 1.0f;
-  AdamW optimizer(store, config(MomentDType::fp32));
+  AdamW optimizer(store, optimizer_test_config(MomentDType::fp32));
   optimizer.step(0.1f, 1);
   EXPECT_FLOAT_EQ(store["w.weight"].value.data<float>()[0], 2.0f * (1.0f - 0.1f * 0.25f) - 0.1f);
   EXPECT_FLOAT_EQ(store["w.norm"].value.data<float>()[0], 1.0f - 0.1f);  // no weight decay on norms
@@ -67,12 +49,12 @@ TEST(AdamW, KnownFirstStep) {
 
 // Three steps of the optimizer equal adamw_step applied by hand to each parameter with its own weight decay.
 void expect_matches_per_parameter_updates(MomentDType dtype) {
-  ParameterStore store(specs(), Device::cpu(), DType::bf16);
+  ParameterStore store(optimizer_test_specs(), Device::cpu(), DType::bf16);
   store.initialize(5, 0.5);
   fill(store["gate.bias"].value, 9);
-  ParameterStore reference(specs(), Device::cpu());
+  ParameterStore reference(optimizer_test_specs(), Device::cpu());
   copy_tensor(reference.values(), store.values());
-  AdamW optimizer(store, config(dtype));
+  AdamW optimizer(store, optimizer_test_config(dtype));
   DType moments = moment_dtype(dtype);
   std::vector<OwnedTensor> exp_avg, exp_avg_sq;
   for (const Parameter& parameter : reference.parameters()) {
