@@ -230,10 +230,10 @@ void DeepseekV3Model::set_profiler(StepProfiler* profiler) {
 
 void DeepseekV3Model::reset_expert_load() { zero_fill(expert_load_); }
 
-void DeepseekV3Model::update_router_biases(float gamma) {
+void DeepseekV3Model::update_router_biases(float gamma, const Tensor& update_scale) {
   for (size_t row = 0; row < moe_layer_indices_.size(); ++row) {
     const Parameter& bias = store_[layer_prefix(moe_layer_indices_[row]) + "mlp.gate.e_score_correction_bias"];
-    update_router_bias(bias.value, expert_load_row(static_cast<int64_t>(row)), gamma);
+    update_router_bias(bias.value, expert_load_row(static_cast<int64_t>(row)), gamma, update_scale);
   }
 }
 

@@ -70,8 +70,9 @@ class DeepseekV3Model {
   // follow moe_layer_indices().
   Tensor expert_load() const { return expert_load_.tensor(); }
   void reset_expert_load();
-  // Auxiliary-loss-free balancing: every MoE layer's routing bias += gamma * sign(mean load - load).
-  void update_router_biases(float gamma);
+  // Auxiliary-loss-free balancing: every MoE layer's routing bias += gamma * sign(mean load - load), unless
+  // update_scale (the optimizer's [1] fp32 factor on the model's device, framework/device/grad_clip.h) is NaN.
+  void update_router_biases(float gamma, const Tensor& update_scale = {});
   // The layer index (as in the HF names) of each row of expert_load().
   const std::vector<int64_t>& moe_layer_indices() const { return moe_layer_indices_; }
 

@@ -1,13 +1,12 @@
 #include "parallel/zero1.h"
 
 #include <algorithm>
-#include <cmath>
+#include <bit>
 
 #include "framework/core/error.h"
 #include "framework/device/grad_norm.h"
 #include "framework/optim/adamw.h"
-#include "framework/optim/grad_clip.h"
-#include "parallel/rank_values.h"
+#include "framework/device/elementwise.h"
 
 namespace hai {
 namespace {
@@ -110,12 +109,18 @@ Zero1Optimizer::Zero1Optimizer(ParameterStore& store, const OptimizerConfig& con
   partitions_.reserve(ranges.size());
   for (const BucketRange& range : ranges) {
     Communicator& group = range.begin < dense_end ? dense_group : expert_group;
-    partitions_.emplace_back(store, range.begin, range.end, group, dp.size(), config.moment_dtype,
+    partitions_.emplace_back(store, range.begin, range.end, group, config.moment_dtype,
                              gathers_compute_copy(store, range, options));
     partition_buckets_.push_back(range.bucket);
   }
   reducing_.assign(partitions_.size(), false);
-  norm_scratch_ = OwnedTensor(Shape{grad_norm_scratch_size(shard_grads())}, DType::i64, store.grads().device());
+  Device device = store.grads().device();
+  norm_scratch_ = OwnedTensor(Shape{grad_norm_scratch_size(shard_grads())}, DType::i64, device);
+  own_squared_norm_ = zero_tensor(Shape{1}, DType::i64, device);
+  if (dp.size() > 1) rank_squared_norms_ = zero_tensor(Shape{dp.size()}, DType::i64, device);
+  grad_norm_ = zero_tensor(Shape{1}, DType::i64, device);
+  update_scale_ = OwnedTensor(Shape{1}, DType::f32, device);
+  fill_tensor(update_scale_, 1.0f / static_cast<float>(dp.size()));  // a step() before any reduce_gradients()
 }
 
 Zero1Optimizer::~Zero1Optimizer() = default;
@@ -137,26 +142,23 @@ std::vector<Tensor> Zero1Optimizer::shard_grads() const {
   return grads;
 }
 
-double Zero1Optimizer::reduce_gradients() {
+void Zero1Optimizer::reduce_gradients(const GradientClipSettings& clip) {
   join_gathers();
-  gradient_scale_ = 1.0f;
   for (size_t i = 0; i < partitions_.size(); ++i) {
     if (!reducing_[i]) partitions_[i].start_reduction();
   }
   for (Zero1Partition& partition : partitions_) partition.finish_reduction();
   reducing_.assign(partitions_.size(), false);
-  // NOTE: the shards hold sums over dp ranks (every partition's mean_over); the norm is that of the mean. With dp a
-  // power of two, the division is exact, as in AdamW's read of the gradients (zero1_partition.h).
-  double mean_over = dp_.size();
-  double own = grad_norm_squared(shard_grads(), norm_scratch_) / (mean_over * mean_over);
-  return dp_.size() > 1 ? sum_over_ranks(dp_, own) : own;
+  // NOTE: the shards hold sums over the dp ranks; gradient_update_scale takes the norm of their mean. With dp a
+  // power of two, its divisions by dp are exact.
+  grad_norm_squared_to(own_squared_norm_, shard_grads(), norm_scratch_);
+  if (dp_.size() > 1) dp_.all_gather(rank_squared_norms_, own_squared_norm_);
+  Tensor squared_norms = dp_.size() > 1 ? rank_squared_norms_.tensor() : own_squared_norm_.tensor();  // [dp]
+  gradient_update_scale(update_scale_, grad_norm_, squared_norms, clip);
 }
 
-double Zero1Optimizer::clip(double squared_norm, double max_norm, double loss_scale) {
-  HAI_CHECK(loss_scale > 0.0, "ZeRO-1: the loss scale must be positive, got {}", loss_scale);
-  double norm = std::sqrt(squared_norm) / loss_scale;
-  gradient_scale_ = static_cast<float>(clip_factor(norm, max_norm) / loss_scale);
-  return norm;
+double Zero1Optimizer::grad_norm() const {
+  return std::bit_cast<double>(host_copy(grad_norm_).tensor().data<int64_t>()[0]);
 }
 
 void Zero1Optimizer::step(float lr, int64_t step_number) {
@@ -166,7 +168,7 @@ void Zero1Optimizer::step(float lr, int64_t step_number) {
   // the compute stream waits for them before the compute copies are refreshed, except for those left running.
   for (Zero1Partition& partition : partitions_) {
     mark_phase(profiler_, "optimizer.adamw");
-    partition.step(settings, gradient_scale_);
+    partition.step(settings, GradientScale(update_scale_.tensor()));
     mark_phase(profiler_, "optimizer.parameter_all_gather");
     if (!gathers_under_forward(partition)) partition.start_gather_values();
   }

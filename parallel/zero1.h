@@ -7,17 +7,18 @@
 // so that a reduction started during the backward runs beside it on the GPU. One step:
 //   0. gradients_final(bucket), optional, during the last micro-batch's backward: the partitions of that bucket
 //      start their reduce-scatter now (the model announces each bucket once nothing more adds to it).
-//   1. reduce_gradients(): the partitions not started yet start theirs, in layout order; then each rank waits for
-//      all of them and holds its chunk of every partition's mean gradient. Every rank must start the partitions
-//      in the same order (the collectives pair up in order), which the model's fixed backward order gives.
-//      Returns the squared L2 norm of the whole mean gradient: the squared norms of this rank's shards,
-//      summed over the DP group in rank order in double (every element, dense or expert, is owned by exactly one
-//      rank of the DP group while tp = 1), so the value is the same on every rank. It is also the finite check:
-//      an inf or NaN gradient on any rank of the group reaches some rank's shard through the sums, so the norm is
-//      non-finite on every rank exactly when some rank's gradient was.
-//   2. clip(): sets the factor step() multiplies the gradients by as it reads them: the clipping factor
-//      (grad_clip.h) of the norm of the unscaled gradient, divided by the loss scale. The shards stay as they are.
-//   3. step(): AdamW on the owned elements, one fused launch per partition (framework/device/fused_adamw.h), with
+//   1. reduce_gradients(clip): the partitions not started yet start theirs, in layout order; then each rank waits
+//      for all of them and holds its chunk of every partition's summed gradient. Every rank must start the
+//      partitions in the same order (the collectives pair up in order), which the model's fixed backward order
+//      gives. Then, on the device, with nothing read back to the host (framework/device/grad_clip.h): the squared
+//      norms of this rank's shards are all-gathered over the DP group and summed in rank order in double (every
+//      element, dense or expert, is owned by exactly one rank of the DP group while tp = 1), so the global norm,
+//      and the factor step() multiplies the gradients by as it reads them, are the same on every rank. The factor
+//      clips the norm of the unscaled mean gradient to clip.max_norm, removes the loss scale and divides the sums
+//      by the ranks; the shards stay as they are. The norm is also the finite check: an inf or NaN gradient on any
+//      rank of the group reaches some rank's shard through the sums, so the norm is non-finite on every rank
+//      exactly when some rank's gradient was, and the factor is then NaN: step() changes nothing.
+//   2. step(): AdamW on the owned elements, one fused launch per partition (framework/device/fused_adamw.h), with
 //      the weight decay of the parameter each belongs to; each partition's all-gather of its updated values into
 //      every rank of its group starts as soon as its launch is queued and runs beside the next partition's (on the
 //      group's side stream); when all have finished, the compute copies are rounded (unsharded partitions wrote
@@ -26,7 +27,7 @@
 //      the FP8 weight copies are quantised. With gather_under_forward (Zero1Options, parallel.overlap_param_gather),
 //      the partitions that all-gather their compute copy in place (zero1_partition.h: the experts') start their
 //      gathers last instead and leave them running:
-//   4. parameters_needed(bucket), during the next forward pass, before the model reads the bucket's weights:
+//   3. parameters_needed(bucket), during the next forward pass, before the model reads the bucket's weights:
 //      the compute stream waits for that bucket's gathers (a later step(), reduce_gradients() or
 //      gather_master_values() waits for any left).
 // Optimizer memory falls as 1/dp for dense parameters and 1/expert-dp for experts. The FP32 values stay whole on
@@ -43,6 +44,7 @@
 
 #include "framework/comm/communicator.h"
 #include "framework/config/config.h"
+#include "framework/device/grad_clip.h"
 #include "framework/metrics/step_profiler.h"
 #include "framework/params/parameter_store.h"
 #include "parallel/zero1_partition.h"
@@ -107,15 +109,17 @@ class Zero1Optimizer {
 
   // Starts the reduction of the gradients of `bucket` (step 0 above); at most once per step and bucket.
   void gradients_final(int bucket);
-  // Reduces the store's gradients into this rank's shards (step 1 above); returns the global squared norm of the
-  // gradients as they are (times the loss scale when the loss was scaled). Resets the gradient scale to 1.
-  double reduce_gradients();
-  // Given reduce_gradients()'s squared norm of gradients scaled by loss_scale: returns the norm of the unscaled
-  // gradients, sqrt(squared_norm) / loss_scale, and makes the next step() multiply the gradients by
-  // clip_factor(norm, max_norm) / loss_scale (max_norm 0: no clipping).
-  double clip(double squared_norm, double max_norm, double loss_scale = 1.0);
+  // Reduces the store's gradients into this rank's shards and sets the global norm and update scale on the device
+  // (step 1 above); clip.loss_scale is the factor the loss was multiplied by. Queues work, waits for nothing.
+  void reduce_gradients(const GradientClipSettings& clip = {});
+  // The last reduce_gradients()'s norm of the unscaled mean gradient (not finite when some gradient was not),
+  // read back to the host: waits for the device.
+  double grad_norm() const;
+  // [1] fp32 on the gradients' device: what step() multiplies the summed gradients by; NaN when the last
+  // reduce_gradients() found a non-finite gradient (the update is skipped; the routing biases read it too).
+  Tensor update_scale() const { return update_scale_.tensor(); }
   // One AdamW update of the shards with learning rate `lr` (step_number counts from 1), then the all-gathers and
-  // the refresh of the compute and FP8 copies.
+  // the refresh of the compute and FP8 copies. Changes no value when update_scale() is NaN.
   void step(float lr, int64_t step_number);
   // Makes the compute stream wait for the gathers of `bucket` that step() left running (step 4 above).
   void parameters_needed(int bucket);
@@ -149,7 +153,10 @@ class Zero1Optimizer {
   bool gather_under_forward_ = false;   // Zero1Options::gather_under_forward
   std::vector<ValueRange> untrained_values_;  // the non-trainable parameters' values, contiguous runs merged
   OwnedTensor norm_scratch_;                  // grad_norm_squared's scratch for shard_grads()
-  float gradient_scale_ = 1.0f;               // what step() multiplies the gradients by (set by clip())
+  OwnedTensor own_squared_norm_;              // [1] i64: the squared norm of this rank's shards, a double's bits
+  OwnedTensor rank_squared_norms_;            // [dp] i64: every DP rank's, gathered (dp > 1)
+  OwnedTensor grad_norm_;                     // [1] i64: a double's bits (grad_norm())
+  OwnedTensor update_scale_;                  // [1] f32 (update_scale())
   StepProfiler* profiler_ = nullptr;
 };
 

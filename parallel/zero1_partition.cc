@@ -23,11 +23,10 @@ AdamWSegmentTable segment_table(const std::vector<ShardSegment>& segments, int64
 }  // namespace
 
 Zero1Partition::Zero1Partition(ParameterStore& store, int64_t layout_begin, int64_t layout_end, Communicator& group,
-                               int mean_over, MomentDType moments, bool gather_compute_copy)
+                               MomentDType moments, bool gather_compute_copy)
     : store_(store),
       layout_begin_(layout_begin),
       group_(group),
-      mean_over_(mean_over),
       shard_(flat_shard(layout_end - layout_begin, group.rank(), group.size())),
       own_segments_(shard_segments(store, layout_begin + shard_.begin, layout_begin + shard_.end)),
       all_segments_(shard_segments(store, layout_begin, layout_end)),
@@ -36,7 +35,6 @@ Zero1Partition::Zero1Partition(ParameterStore& store, int64_t layout_begin, int6
   HAI_CHECK(0 <= layout_begin && layout_begin <= layout_end && layout_end <= store.grads().numel(),
             "ZeRO-1 partition [{}, {}) outside the {} gradient elements", layout_begin, layout_end,
             store.grads().numel());
-  HAI_CHECK(mean_over >= 1, "ZeRO-1 partition: the mean over {} ranks", mean_over);
   if (!all_segments_.empty()) value_begin_ = all_segments_.front().value_offset;
   for (const ShardSegment& segment : all_segments_) {
     value_begin_ = std::min(value_begin_, segment.value_offset);
@@ -91,7 +89,7 @@ Tensor Zero1Partition::range_values() const { return store_.values().slice(value
 
 Tensor Zero1Partition::range_compute_copy() const { return store_.compute_values(value_begin_, value_end_); }
 
-void Zero1Partition::step(const AdamWSettings& settings, float gradient_scale) {
+void Zero1Partition::step(const AdamWSettings& settings, const GradientScale& gradient_scale) {
   // NOTE: unsharded, the step updates every value of the range and writes their compute copy as it goes; sharded
   // and gathering the compute copy, it writes that of the owned values, which the gather then spreads.
   // A range whose compute copy has holes (fp8_only weights among others, unsharded) is refreshed after the step.
@@ -99,7 +97,7 @@ void Zero1Partition::step(const AdamWSettings& settings, float gradient_scale) {
   bool in_one_piece = store_.compute_copy_in_one_piece(value_begin_, value_end_);
   Tensor compute = writes_compute && in_one_piece ? range_compute_copy() : Tensor();  // [range] compute dtype, or none
   fused_adamw_step(range_values(), compute, shard_grads(), exp_avg(), exp_avg_sq(), own_table_, settings,
-                   gradient_scale / static_cast<float>(mean_over_));
+                   gradient_scale);
   if (writes_compute && !in_one_piece) store_.refresh_compute_copy(value_begin_, value_end_);
 }
 

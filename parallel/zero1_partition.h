@@ -9,10 +9,10 @@
 //                       store's gradient buffer (no copy, no buffer the size of the range: at 1.7B parameters and
 //                       dp 2 that is 10 GB less);
 //   finish_reduction(): waits for it (the group may be a side-stream communicator, communicator.h): the shard holds
-//                       the sum of the mean_over ranks' gradients;
+//                       the sum of the DP ranks' gradients;
 //   step():             AdamW on the owned elements (a chunk boundary may split a parameter), one fused launch over
-//                       all of them (fused_adamw.h) with the gradients multiplied by a given scale / mean_over as
-//                       they are read: the mean gradient, without a pass of its own over the shard;
+//                       all of them (fused_adamw.h) with the gradients multiplied by a given scale as they are read
+//                       (zero1.h makes it divide by the ranks: the mean gradient, without a pass over the shard);
 //   start_gather_values(): the owned updated values are all-gathered into every rank's value buffer, on the
 //                       group's stream: the compute stream goes on (the next partition's step) until
 //   finish_gather_values(): waits for it (and copies the gathered values out of the staging, if staged);
@@ -39,6 +39,7 @@
 #include "framework/config/config.h"
 #include "framework/device/adamw.h"
 #include "framework/device/adamw_segments.h"
+#include "framework/device/fused_adamw.h"
 #include "framework/params/parameter_store.h"
 #include "framework/tensor/tensor.h"
 #include "parallel/flat_shard.h"
@@ -48,17 +49,16 @@ namespace hai {
 class Zero1Partition {
  public:
   // The store and the group must outlive the partition; every rank of the group has the same layout of the
-  // range. mean_over >= 1. Moments start at zero.
+  // range. Moments start at zero.
   Zero1Partition(ParameterStore& store, int64_t layout_begin, int64_t layout_end, Communicator& group,
-                 int mean_over, MomentDType moments, bool gather_compute_copy = false);
+                 MomentDType moments, bool gather_compute_copy = false);
 
   void start_reduction();
   void finish_reduction();
-  Tensor shard_grads() const;  // [shard().numel()] fp32, the sum over mean_over() ranks after finish_reduction()
-  int mean_over() const { return mean_over_; }
-  // AdamW on the owned elements with the gradients times gradient_scale; settings.weight_decay applies to the
-  // elements of parameters that ask for weight decay.
-  void step(const AdamWSettings& settings, float gradient_scale);
+  Tensor shard_grads() const;  // [shard().numel()] fp32, the sum over the ranks after finish_reduction()
+  // AdamW on the owned elements with the gradients times gradient_scale (NaN: no update); settings.weight_decay
+  // applies to the elements of parameters that ask for weight decay.
+  void step(const AdamWSettings& settings, const GradientScale& gradient_scale);
   void start_gather_values();
   void finish_gather_values();  // a no-op when no gather is pending
   void gather_master_values();
@@ -97,7 +97,6 @@ class Zero1Partition {
   ParameterStore& store_;
   int64_t layout_begin_;
   Communicator& group_;
-  int mean_over_;
   FlatShard shard_;
   std::vector<ShardSegment> own_segments_;  // the owned elements (absolute gradient offsets)
   std::vector<ShardSegment> all_segments_;  // every element of the range

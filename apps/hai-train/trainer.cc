@@ -77,6 +77,20 @@ struct StepLosses {
   }
 };
 
+// The step's losses, its one read of them: loss_sums [micro-batches, loss slots] on the device.
+StepLosses read_step_losses(const Tensor& loss_sums, const std::vector<CountedTokens>& counted, double mtp_loss_weight,
+                            Communicator& dp) {
+  auto micro_batches = static_cast<int64_t>(counted.size());
+  OwnedTensor host_sums = host_copy(loss_sums);
+  StepLosses losses;
+  for (int64_t micro_batch = 0; micro_batch < micro_batches; ++micro_batch) {
+    Tensor sums = host_sums.tensor().slice(micro_batch, micro_batch + 1).reshape(Shape{host_sums.shape()[1]});
+    losses.add(read_losses(sums, counted[static_cast<size_t>(micro_batch)]), mtp_loss_weight,
+               1.0 / static_cast<double>(micro_batches));
+  }
+  return losses.mean_over(dp);
+}
+
 }  // namespace
 
 Trainer::Trainer(const Config& config)
@@ -152,37 +166,32 @@ void Trainer::train_step() {
   double loss_scale = loss_scaler_ ? loss_scaler_->scale() : 1.0;
   std::vector<CountedTokens> counted =
       run_micro_batches(static_cast<float>(loss_scale) / static_cast<float>(micro_batches));
-  StepLosses losses;
   record_memory_point(profiler_.get(), "after_backward", "step");
-  mark_phase(profiler_.get(), "step.loss_read_back");
-  OwnedTensor host_sums = host_copy(loss_sums_);  // [micro-batches, loss slots]: the step's one read of its losses
-  for (int64_t micro_batch = 0; micro_batch < micro_batches; ++micro_batch) {
-    Tensor sums = host_sums.tensor().slice(micro_batch, micro_batch + 1).reshape(Shape{host_sums.shape()[1]});
-    losses.add(read_losses(sums, counted[static_cast<size_t>(micro_batch)]), config_.model.mtp_loss_weight,
-               1.0 / static_cast<double>(micro_batches));
-  }
-  losses = losses.mean_over(*groups_.dp);
   mark_phase(profiler_.get(), "step.expert_load_all_reduce");
   reduce_expert_load();
 
   ++step_;
+  // NOTE: the norm, the clipping and the skip of a non-finite step are decided on the device (zero1.h): the host
+  // queues the whole update without waiting, and reads the step's results once, at its end.
   mark_phase(profiler_.get(), "step.gradient_reduce_and_norm");
-  double squared_norm = optimizer_.reduce_gradients();
+  optimizer_.reduce_gradients({.max_norm = config_.optimizer.grad_clip, .loss_scale = loss_scale});
+  double lr = learning_rate(config_.optimizer, config_.train.steps, step_);
+  optimizer_.step(static_cast<float>(lr), step_);
+  mark_phase(profiler_.get(), "step.router_bias_update");
+  model_.update_router_biases(static_cast<float>(config_.model.moe.bias_update_speed), optimizer_.update_scale());
+
+  mark_phase(profiler_.get(), "step.read_back");
+  StepLosses losses = read_step_losses(loss_sums_, counted, config_.model.mtp_loss_weight, *groups_.dp);
   // NOTE: the norm is the finite check: non-finite on every rank exactly when some rank's gradients were.
-  double grad_norm = optimizer_.clip(squared_norm, config_.optimizer.grad_clip, loss_scale);
+  double grad_norm = optimizer_.grad_norm();
   bool skipped = !std::isfinite(grad_norm);
   if (loss_scaler_) loss_scaler_->update(!skipped);
-  double lr = learning_rate(config_.optimizer, config_.train.steps, step_);
   if (skipped) {
     spdlog::warn("step {}: the gradients are not finite (norm {}); the update is skipped", step_, grad_norm);
     if (loss_scaler_) spdlog::warn("step {}: loss scale {} -> {}", step_, loss_scale, loss_scaler_->scale());
-  } else {
-    optimizer_.step(static_cast<float>(lr), step_);
-    mark_phase(profiler_.get(), "step.router_bias_update");
-    model_.update_router_biases(static_cast<float>(config_.model.moe.bias_update_speed));
-    mark_phase(profiler_.get(), "step.ema");
-    if (ema_) ema_->submit(store_.values());
   }
+  mark_phase(profiler_.get(), "step.ema");
+  if (ema_ && !skipped) ema_->submit(store_.values());
 
   mark_phase(profiler_.get(), "step.metrics_and_logging");
   double step_ms = step_clock_.lap_ms();

@@ -23,15 +23,21 @@ void accumulate_expert_load(const Tensor& load, const Tensor& topk_indices, [[ma
 #endif
 }
 
-void update_router_bias(const Tensor& bias, const Tensor& load, float gamma, [[maybe_unused]] Stream stream) {
+void update_router_bias(const Tensor& bias, const Tensor& load, float gamma, const Tensor& update_scale,
+                        [[maybe_unused]] Stream stream) {
   HAI_CHECK(bias.rank() == 1, "router bias must be [E], got {}", bias.str());
   check_shape(load, bias.shape(), "expert load");
   check_dtype(bias, DType::f32, "router bias");
   check_dtype(load, DType::i32, "expert load");
   check_same_device(bias, load, "update_router_bias");
-  if (bias.device().is_cpu()) return cpu::update_router_bias(bias, load, gamma);
+  if (update_scale.defined()) {
+    check_dtype(update_scale, DType::f32, "router bias update scale");
+    HAI_CHECK(update_scale.numel() == 1, "router bias update scale must hold one value, got {}", update_scale.str());
+    check_same_device(update_scale, bias, "update_router_bias");
+  }
+  if (bias.device().is_cpu()) return cpu::update_router_bias(bias, load, gamma, update_scale);
 #ifdef HAI_WITH_CUDA
-  return cuda::update_router_bias(bias, load, gamma, stream);
+  return cuda::update_router_bias(bias, load, gamma, update_scale, stream);
 #else
   throw_no_backend("update_router_bias", bias.device());
 #endif

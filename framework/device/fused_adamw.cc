@@ -42,8 +42,14 @@ void check_operands(const Tensor& values, const Tensor& compute, const Tensor& g
 
 void fused_adamw_step(const Tensor& values, const Tensor& compute, const Tensor& grads, const Tensor& exp_avg,
                       const Tensor& exp_avg_sq, const AdamWSegmentTable& segments, const AdamWSettings& settings,
-                      float gradient_scale, [[maybe_unused]] Stream stream) {
+                      const GradientScale& gradient_scale, [[maybe_unused]] Stream stream) {
   check_operands(values, compute, grads, exp_avg, exp_avg_sq, segments);
+  if (gradient_scale.on_device.defined()) {
+    check_dtype(gradient_scale.on_device, DType::f32, "fused adamw gradient scale");
+    HAI_CHECK(gradient_scale.on_device.numel() == 1, "fused adamw gradient scale must hold one value, got {}",
+              gradient_scale.on_device.str());
+    check_same_device(gradient_scale.on_device, values, "fused adamw");
+  }
   check_adamw_settings(settings);
   if (segments.run_count() == 0) return;
   if (values.device().is_cpu()) {

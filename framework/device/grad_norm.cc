@@ -1,5 +1,7 @@
 #include "framework/device/grad_norm.h"
 
+#include <bit>
+
 #include "framework/device/cpu/grad_norm.h"
 #include "framework/device/dispatch.h"
 
@@ -29,16 +31,43 @@ int64_t grad_norm_scratch_size(const std::vector<Tensor>& tensors) {
 #endif
 }
 
-double grad_norm_squared(const std::vector<Tensor>& tensors, const Tensor& scratch, [[maybe_unused]] Stream stream) {
-  if (tensors.empty()) return 0.0;
-  check_gradients(tensors);
-  if (tensors.front().device().is_cpu()) return cpu::grad_norm_squared(tensors);
+namespace {
+
+void check_scratch(const Tensor& scratch, const std::vector<Tensor>& tensors) {
   check_dtype(scratch, DType::i64, "grad_norm_squared scratch");
   check_same_device(scratch, tensors.front(), "grad_norm_squared scratch");
   HAI_CHECK(scratch.numel() >= grad_norm_scratch_size(tensors), "grad_norm_squared: scratch of {} words, {} needed",
             scratch.numel(), grad_norm_scratch_size(tensors));
+}
+
+}  // namespace
+
+double grad_norm_squared(const std::vector<Tensor>& tensors, const Tensor& scratch, [[maybe_unused]] Stream stream) {
+  if (tensors.empty()) return 0.0;
+  check_gradients(tensors);
+  if (tensors.front().device().is_cpu()) return cpu::grad_norm_squared(tensors);
+  check_scratch(scratch, tensors);
 #ifdef HAI_WITH_CUDA
   return cuda::grad_norm_squared(tensors, scratch, stream);
+#else
+  throw_no_backend("grad_norm_squared", tensors.front().device());
+#endif
+}
+
+void grad_norm_squared_to(const Tensor& total, const std::vector<Tensor>& tensors, const Tensor& scratch,
+                          [[maybe_unused]] Stream stream) {
+  check_dtype(total, DType::i64, "grad_norm_squared total");
+  HAI_CHECK(total.numel() == 1, "grad_norm_squared total must hold one value, got {}", total.str());
+  if (tensors.empty()) return zero_fill(total, stream);
+  check_gradients(tensors);
+  check_same_device(total, tensors.front(), "grad_norm_squared total");
+  if (total.device().is_cpu()) {
+    total.data<int64_t>()[0] = std::bit_cast<int64_t>(cpu::grad_norm_squared(tensors));
+    return;
+  }
+  check_scratch(scratch, tensors);
+#ifdef HAI_WITH_CUDA
+  return cuda::grad_norm_squared_to(total, tensors, scratch, stream);
 #else
   throw_no_backend("grad_norm_squared", tensors.front().device());
 #endif

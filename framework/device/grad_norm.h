@@ -18,6 +18,10 @@ int64_t grad_norm_scratch_size(const std::vector<Tensor>& tensors);
 // sum over tensors and elements of x^2; 0 for an empty list. scratch: [>= grad_norm_scratch_size(tensors)] i64 on
 // the tensors' device, overwritten. Synchronous: the result is a host value.
 double grad_norm_squared(const std::vector<Tensor>& tensors, const Tensor& scratch, Stream stream = {});
+// The same sum written to total: [1] i64 on the tensors' device, as a double's bits, without waiting for the device
+// (0 for an empty list). The training step keeps its norm on the device this way (grad_clip.h).
+void grad_norm_squared_to(const Tensor& total, const std::vector<Tensor>& tensors, const Tensor& scratch,
+                          Stream stream = {});
 // The same with scratch of its own for this call (tests, one-off uses); a training loop keeps its scratch.
 double grad_norm_squared(const std::vector<Tensor>& tensors, Stream stream = {});
 

@@ -89,7 +89,7 @@ TEST(TrainerProfileTest, ThePhasesCoverTheStepAndEachIsMarkedPerLayerAndMicroBat
       {"backward_weight.shared_expert", per_micro_batch},
       {"backward_weight.moe_experts", per_micro_batch},
       {"backward_weight.embedding", per_micro_batch},
-      {"step.loss_read_back", 1},
+      {"step.read_back", 1},
       {"step.expert_load_all_reduce", 1},
       {"step.gradient_reduce_and_norm", 1},
       {"optimizer.adamw", partitions},

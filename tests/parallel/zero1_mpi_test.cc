@@ -15,6 +15,7 @@
 #include "framework/device/cast.h"
 #include "framework/device/elementwise.h"
 #include "framework/device/fp8_quantize.h"
+#include "framework/device/grad_clip.h"
 #include "framework/device/grad_norm.h"
 #include "parallel/rank_values.h"
 #include "parallel/topology.h"
@@ -73,17 +74,15 @@ TEST_F(Zero1World, EqualsOneRankOnTheMeanGradient) {
   for (int64_t step = 1; step <= 3; ++step) {
     testing::fill_rank_grads(store, rank(), step);
     fill_mean_grads(reference_store, size(), step);
-    double squared = zero1.reduce_gradients();
-    double reference_squared = reference.reduce_gradients();
-    EXPECT_NEAR(squared, reference_squared, 1e-6 * reference_squared);
+    zero1.reduce_gradients({.max_norm = 1.5});
+    reference.reduce_gradients({.max_norm = 1.5});
+    EXPECT_NEAR(zero1.grad_norm(), reference.grad_norm(), 1e-6 * reference.grad_norm());
     for (size_t i = 0; i < 2; ++i) {
       const Zero1Partition& part = zero1.partitions()[i];
       // the shard holds the sum over the ranks; AdamW and the norm divide by their number
       expect_close(reference.partitions()[i].shard_grads().slice(part.shard().begin, part.shard().end),
                    part.shard_grads(), 1e-6, 1.0 / size());
     }
-    zero1.clip(squared, 1.5);
-    reference.clip(reference_squared, 1.5);
     zero1.step(0.05f, step);
     reference.step(0.05f, step);
   }
@@ -124,13 +123,14 @@ TEST_F(Zero1World, ExpertsOfEachRankReduceOverItsExpertDpGroupOnly) {
     fill_mean_grads(reference_store, size(), step);
     copy_tensor(reference_store.grads().slice(dense, 39), store.grads().slice(dense, 39));
     scale_tensor(reference_store.grads().slice(dense, 39), 1.0f / static_cast<float>(size()));
+    // Its norm lacks the other ranks' experts: it is clipped here by the global norm, and not by its optimizer.
     double own_experts = grad_norm_squared({reference_store.grads().slice(dense, 39)});
-    double all_experts = sum_over_ranks(*world_, own_experts);
-    double squared = zero1.reduce_gradients();
-    double reference_squared = reference.reduce_gradients() - own_experts + all_experts;
-    EXPECT_NEAR(squared, reference_squared, 1e-6 * reference_squared);
-    zero1.clip(squared, 1.5);
-    reference.clip(reference_squared, 1.5);
+    double norm = std::sqrt(grad_norm_squared({reference_store.grads()}) - own_experts +
+                            sum_over_ranks(*world_, own_experts));
+    scale_tensor(reference_store.grads(), static_cast<float>(clip_factor(norm, 1.5)));
+    zero1.reduce_gradients({.max_norm = 1.5});
+    reference.reduce_gradients();
+    EXPECT_NEAR(zero1.grad_norm(), norm, 1e-6 * norm);
     zero1.step(0.05f, step);
     reference.step(0.05f, step);
   }
@@ -175,11 +175,10 @@ TEST_F(Zero1World, BucketsReducedDuringTheBackwardEqualOneReductionAtTheEnd) {
     bucketed.gradients_final(1);
     bucketed.gradients_final(0);
     EXPECT_THROW(bucketed.gradients_final(0), Error);  // once per step
-    double squared = bucketed.reduce_gradients();
-    double reference_squared = reference.reduce_gradients();
-    EXPECT_NEAR(squared, reference_squared, 1e-6 * reference_squared);  // fp32 sums, other chunking over 4 ranks
-    bucketed.clip(squared, 1.5);
-    reference.clip(reference_squared, 1.5);
+    bucketed.reduce_gradients({.max_norm = 1.5});
+    reference.reduce_gradients({.max_norm = 1.5});
+    // fp32 sums, other chunking over 4 ranks
+    EXPECT_NEAR(bucketed.grad_norm(), reference.grad_norm(), 1e-6 * reference.grad_norm());
     bucketed.step(0.05f, step);
     reference.step(0.05f, step);
   }
@@ -206,8 +205,8 @@ TEST_F(Zero1World, GatheringTheComputeCopyGivesTheSameCopyAndTheValuesOnDemand) 
   EXPECT_EQ(halves.partitions()[1].gathers_in_place(), size() > 1 && 20 % size() == 0);
   for (int64_t step = 1; step <= 2; ++step) {
     for (ParameterStore* each : {&store, &reference_store}) testing::fill_rank_grads(*each, rank(), step);
-    halves.clip(halves.reduce_gradients(), 1.5);
-    reference.clip(reference.reduce_gradients(), 1.5);
+    halves.reduce_gradients({.max_norm = 1.5});
+    reference.reduce_gradients({.max_norm = 1.5});
     halves.step(0.05f, step);
     reference.step(0.05f, step);
   }
@@ -236,8 +235,8 @@ TEST_F(Zero1World, GathersLeftRunningUnderTheForwardGiveTheSameCopy) {
             size() > 1 && 20 % size() == 0);
   for (int64_t step = 1; step <= 3; ++step) {
     for (ParameterStore* each : {&store, &reference_store}) testing::fill_rank_grads(*each, rank(), step);
-    deferred.clip(deferred.reduce_gradients(), 1.5);
-    reference.clip(reference.reduce_gradients(), 1.5);
+    deferred.reduce_gradients({.max_norm = 1.5});
+    reference.reduce_gradients({.max_norm = 1.5});
     deferred.step(0.05f, step);
     reference.step(0.05f, step);
     deferred.parameters_needed(kGradientsFinalAtEnd);  // the one bucket of every parameter here
@@ -255,7 +254,9 @@ TEST_F(Zero1World, ANonFiniteGradientOnOneRankMakesEveryRanksNormNonFinite) {
   Zero1Optimizer zero1(store, testing::optimizer_test_config(), *world_);
   testing::fill_rank_grads(store, rank(), 2);
   if (rank() == size() - 1) store.grads().data<float>()[0] = std::numeric_limits<float>::infinity();
-  EXPECT_FALSE(std::isfinite(zero1.clip(zero1.reduce_gradients(), 1.0)));
+  zero1.reduce_gradients({.max_norm = 1.0});
+  EXPECT_FALSE(std::isfinite(zero1.grad_norm()));
+  EXPECT_TRUE(std::isnan(zero1.update_scale().data<float>()[0]));  // every rank skips the step
 }
 
 // Sharded, each rank updates its shard and rounds the whole range's compute copy after the all-gather: every
@@ -267,7 +268,7 @@ TEST_F(Zero1World, TheComputeCopyFollowsTheGatheredValues) {
   Zero1Optimizer zero1(store, testing::optimizer_test_config(), *world_);
   for (int64_t step = 1; step <= 2; ++step) {
     testing::fill_rank_grads(store, rank(), step);
-    zero1.clip(zero1.reduce_gradients(), 1.5);
+    zero1.reduce_gradients({.max_norm = 1.5});
     zero1.step(0.05f, step);
   }
   OwnedTensor rounded(store.values().shape(), DType::bf16);  // [N]
@@ -293,7 +294,7 @@ TEST_F(Zero1World, Fp8OnlyExpertsKeepNoComputeCopyAndTheirFp8CopiesFollowTheValu
   Zero1Optimizer zero1(store, testing::optimizer_test_config(), *world_, *world_, options);
   for (int64_t step = 1; step <= 2; ++step) {
     testing::fill_rank_grads(store, rank(), step);
-    zero1.clip(zero1.reduce_gradients(), 1.5);
+    zero1.reduce_gradients({.max_norm = 1.5});
     zero1.step(0.05f, step);
   }
   zero1.gather_master_values();
@@ -320,9 +321,10 @@ TEST_F(Zero1World, NormIsTheSameOnEveryRank) {
   ParameterStore store(testing::optimizer_test_specs(), Device::cpu());
   Zero1Optimizer zero1(store, testing::optimizer_test_config(), *world_);
   testing::fill_rank_grads(store, rank(), 9);
-  double squared = zero1.reduce_gradients();
+  zero1.reduce_gradients({.max_norm = 1.0});
+  double norm = zero1.grad_norm();
   OwnedTensor bits(Shape{1}, DType::i64);
-  std::memcpy(bits.tensor().raw(), &squared, sizeof squared);
+  std::memcpy(bits.tensor().raw(), &norm, sizeof norm);
   OwnedTensor highest(Shape{1}, DType::i64);
   copy_tensor(highest, bits);
   world_->all_reduce(highest, ReduceOp::max);

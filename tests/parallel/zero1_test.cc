@@ -14,7 +14,7 @@
 #include "framework/device/elementwise.h"
 #include "framework/device/grad_norm.h"
 #include "framework/optim/adamw.h"
-#include "framework/optim/grad_clip.h"
+#include "framework/device/grad_clip.h"
 #include "parallel/zero1.h"
 #include "tests/parallel/zero1_test_util.h"
 
@@ -49,13 +49,12 @@ TEST(Zero1, OneRankEqualsAdamW) {
   for (int64_t step = 1; step <= 3; ++step) {
     testing::fill_rank_grads(plain_store, 0, step);
     testing::fill_rank_grads(zero1_store, 0, step);
-    double plain_squared = grad_norm_squared({plain_store.grads()});
-    double plain_norm = std::sqrt(plain_squared);
+    double plain_norm = std::sqrt(grad_norm_squared({plain_store.grads()}));
     scale_tensor(plain_store.grads(), static_cast<float>(clip_factor(plain_norm, 2.0)));
     plain.step(0.01f, step);
-    double squared = zero1.reduce_gradients();
-    EXPECT_EQ(squared, plain_squared);
-    EXPECT_EQ(zero1.clip(squared, 2.0), plain_norm);
+    zero1.reduce_gradients({.max_norm = 2.0});
+    EXPECT_EQ(zero1.grad_norm(), plain_norm);
+    EXPECT_EQ(zero1.update_scale().data<float>()[0], static_cast<float>(clip_factor(plain_norm, 2.0)));
     zero1.step(0.01f, step);
   }
   EXPECT_TRUE(same_bytes(plain_store.values(), zero1_store.values()));
@@ -88,7 +87,7 @@ void expect_one_rank_equals_adamw(const std::vector<ParameterSpec>& specs) {
     double plain_norm = std::sqrt(grad_norm_squared({plain_store.grads()}));
     scale_tensor(plain_store.grads(), static_cast<float>(clip_factor(plain_norm, 2.0)));
     plain.step(0.01f, step);
-    zero1.clip(zero1.reduce_gradients(), 2.0);
+    zero1.reduce_gradients({.max_norm = 2.0});
     zero1.step(0.01f, step);
   }
   EXPECT_TRUE(same_bytes(plain_store.values(), zero1_store.values()));
@@ -125,7 +124,7 @@ TEST(Zero1, OneRankEqualsAdamWWithAnFp8OnlyDenseWeight) {
   expect_one_rank_equals_adamw(specs);
 }
 
-// Loss-scaled gradients (x 2^10) and the scale given to clip() update the parameters exactly as the unscaled
+// Loss-scaled gradients (x 2^10) and the scale given to reduce_gradients() update the parameters exactly as the unscaled
 // gradients do: the norm is reported unscaled and the unscale folds into the step's gradient scale.
 TEST(Zero1, TheLossScaleFoldsIntoTheStep) {
   OptimizerConfig config = testing::optimizer_test_config();
@@ -141,8 +140,9 @@ TEST(Zero1, TheLossScaleFoldsIntoTheStep) {
     testing::fill_rank_grads(plain_store, 0, step);
     testing::fill_rank_grads(scaled_store, 0, step);
     scale_tensor(scaled_store.grads(), static_cast<float>(loss_scale));
-    double plain_norm = plain.clip(plain.reduce_gradients(), 1.0);
-    EXPECT_EQ(scaled.clip(scaled.reduce_gradients(), 1.0, loss_scale), plain_norm);
+    plain.reduce_gradients({.max_norm = 1.0});
+    scaled.reduce_gradients({.max_norm = 1.0, .loss_scale = loss_scale});
+    EXPECT_EQ(scaled.grad_norm(), plain.grad_norm());
     plain.step(0.01f, step);
     scaled.step(0.01f, step);
   }
@@ -150,16 +150,36 @@ TEST(Zero1, TheLossScaleFoldsIntoTheStep) {
   EXPECT_TRUE(same_bytes(plain_store.compute_values(), scaled_store.compute_values()));
 }
 
-// An inf or NaN gradient makes the squared norm, and so the reported norm, non-finite: the trainer's skip test.
-TEST(Zero1, ANonFiniteGradientMakesTheNormNonFinite) {
-  ParameterStore store(testing::optimizer_test_specs(), Device::cpu());
+// An inf or NaN gradient makes the norm non-finite (the trainer's skip test) and the update scale NaN, and the step
+// then changes nothing: values, compute copy and moments keep their bytes. A clean step afterwards updates again.
+TEST(Zero1, ANonFiniteGradientSkipsTheStep) {
+  ParameterStore store(testing::optimizer_test_specs(), Device::cpu(), DType::bf16);
+  store.initialize(8, 0.5);
+  store.refresh_compute_copy();
   SingleRankCommunicator group;
   Zero1Optimizer zero1(store, testing::optimizer_test_config(), group);
+  testing::fill_rank_grads(store, 0, 1);
+  zero1.reduce_gradients({.max_norm = 1.0});
+  zero1.step(0.01f, 1);
   for (float bad : {std::numeric_limits<float>::infinity(), std::numeric_limits<float>::quiet_NaN()}) {
-    testing::fill_rank_grads(store, 0, 1);
+    OwnedTensor values = host_copy(store.values()), compute = host_copy(store.compute_values());
+    OwnedTensor exp_avg = host_copy(zero1.partitions()[1].exp_avg());
+    testing::fill_rank_grads(store, 0, 2);
     store.grads().data<float>()[30] = bad;  // an expert gradient
-    EXPECT_FALSE(std::isfinite(zero1.clip(zero1.reduce_gradients(), 1.0, 8.0)));
+    zero1.reduce_gradients({.max_norm = 1.0, .loss_scale = 8.0});
+    EXPECT_FALSE(std::isfinite(zero1.grad_norm()));
+    EXPECT_TRUE(std::isnan(zero1.update_scale().data<float>()[0]));
+    zero1.step(0.01f, 2);
+    EXPECT_TRUE(same_bytes(values, store.values()));
+    EXPECT_TRUE(same_bytes(compute, store.compute_values()));
+    EXPECT_TRUE(same_bytes(exp_avg, zero1.partitions()[1].exp_avg()));
   }
+  OwnedTensor values = host_copy(store.values());
+  testing::fill_rank_grads(store, 0, 3);
+  zero1.reduce_gradients({.max_norm = 1.0});
+  EXPECT_TRUE(std::isfinite(zero1.grad_norm()));
+  zero1.step(0.01f, 2);
+  EXPECT_FALSE(same_bytes(values, store.values()));
 }
 
 TEST(Zero1, StoreOrderIsDenseThenExpertThenUntrainedKeepingTheOrderWithinEach) {

@@ -1,5 +1,7 @@
 #include "framework/device/cpu/expert_load.h"
 
+#include <cmath>
+
 namespace hai::cpu {
 
 void accumulate_expert_load(const Tensor& load, const Tensor& topk_indices) {
@@ -13,7 +15,8 @@ void accumulate_expert_load(const Tensor& load, const Tensor& topk_indices) {
   }
 }
 
-void update_router_bias(const Tensor& bias, const Tensor& load, float gamma) {
+void update_router_bias(const Tensor& bias, const Tensor& load, float gamma, const Tensor& update_scale) {
+  if (update_scale.defined() && std::isnan(update_scale.data<float>()[0])) return;  // a skipped step
   const int64_t experts = bias.size(0);
   const int32_t* load_data = load.data<int32_t>();  // [E]
   float* bias_data = bias.data<float>();            // [E]

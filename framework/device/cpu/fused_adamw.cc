@@ -1,5 +1,7 @@
 #include "framework/device/cpu/fused_adamw.h"
 
+#include <cmath>
+
 #include "framework/device/cpu/adamw_element.h"
 #include "framework/device/cpu/parallel.h"
 
@@ -41,11 +43,13 @@ void update(const Tensor& values, const Tensor& compute, const Tensor& grads, co
 
 void fused_adamw_step(const Tensor& values, const Tensor& compute, const Tensor& grads, const Tensor& exp_avg,
                       const Tensor& exp_avg_sq, const AdamWSegmentTable& segments, const AdamWSettings& settings,
-                      float gradient_scale) {
+                      const GradientScale& gradient_scale) {
+  float scale = gradient_scale.on_device.defined() ? gradient_scale.on_device.data<float>()[0] : gradient_scale.factor;
+  if (std::isnan(scale)) return;  // a skipped step
   if (exp_avg.dtype() == DType::bf16) {
-    return update<bf16>(values, compute, grads, exp_avg, exp_avg_sq, segments, settings, gradient_scale);
+    return update<bf16>(values, compute, grads, exp_avg, exp_avg_sq, segments, settings, scale);
   }
-  update<float>(values, compute, grads, exp_avg, exp_avg_sq, segments, settings, gradient_scale);
+  update<float>(values, compute, grads, exp_avg, exp_avg_sq, segments, settings, scale);
 }
 
 }  // namespace hai::cpu

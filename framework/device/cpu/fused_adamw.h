@@ -7,6 +7,6 @@ namespace hai::cpu {
 
 void fused_adamw_step(const Tensor& values, const Tensor& compute, const Tensor& grads, const Tensor& exp_avg,
                       const Tensor& exp_avg_sq, const AdamWSegmentTable& segments, const AdamWSettings& settings,
-                      float gradient_scale);
+                      const GradientScale& gradient_scale);
 
 }  // namespace hai::cpu

@@ -12,9 +12,12 @@ void accumulate_expert_load(const Tensor& load, const Tensor& topk_indices, Stre
                "accumulate_expert_load");
 }
 
-void update_router_bias(const Tensor& bias, const Tensor& load, float gamma, Stream stream) {
+void update_router_bias(const Tensor& bias, const Tensor& load, float gamma, const Tensor& update_scale,
+                        Stream stream) {
   cudaStream_t cuda_stream = prepare_launch(bias.device(), stream);
-  check_launch(kernels::update_router_bias(bias.data<float>(), load.data<int32_t>(), gamma, bias.size(0), cuda_stream),
+  const float* skip_on_nan = update_scale.defined() ? update_scale.data<float>() : nullptr;
+  check_launch(kernels::update_router_bias(bias.data<float>(), load.data<int32_t>(), gamma, skip_on_nan, bias.size(0),
+                                           cuda_stream),
                "update_router_bias");
 }
 

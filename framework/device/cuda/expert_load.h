@@ -7,6 +7,7 @@
 namespace hai::cuda {
 
 void accumulate_expert_load(const Tensor& load, const Tensor& topk_indices, Stream stream);
-void update_router_bias(const Tensor& bias, const Tensor& load, float gamma, Stream stream);
+void update_router_bias(const Tensor& bias, const Tensor& load, float gamma, const Tensor& update_scale,
+                        Stream stream);
 
 }  // namespace hai::cuda

@@ -12,7 +12,8 @@ __global__ void count_kernel(int32_t* load, const int32_t* topk_indices, int64_t
 }
 
 // One block; every thread sums the (few) loads itself, then updates its experts.
-__global__ void bias_kernel(float* bias, const int32_t* load, float gamma, int64_t experts) {
+__global__ void bias_kernel(float* bias, const int32_t* load, float gamma, const float* skip_on_nan, int64_t experts) {
+  if (skip_on_nan != nullptr && isnan(*skip_on_nan)) return;
   long long total = 0;
   for (int64_t e = 0; e < experts; ++e) total += load[e];
   for (int64_t e = threadIdx.x; e < experts; e += blockDim.x) {
@@ -31,9 +32,10 @@ cudaError_t accumulate_expert_load(int32_t* load, const int32_t* topk_indices, i
   return cudaGetLastError();
 }
 
-cudaError_t update_router_bias(float* bias, const int32_t* load, float gamma, int64_t experts, cudaStream_t stream) {
+cudaError_t update_router_bias(float* bias, const int32_t* load, float gamma, const float* skip_on_nan,
+                               int64_t experts, cudaStream_t stream) {
   if (experts == 0) return cudaSuccess;
-  bias_kernel<<<1, kThreads, 0, stream>>>(bias, load, gamma, experts);
+  bias_kernel<<<1, kThreads, 0, stream>>>(bias, load, gamma, skip_on_nan, experts);
   return cudaGetLastError();
 }
 

@@ -12,7 +12,9 @@ namespace hai::cuda::kernels {
 cudaError_t accumulate_expert_load(int32_t* load, const int32_t* topk_indices, int64_t assignments, int64_t experts,
                                    cudaStream_t stream);
 
-// bias [experts] += gamma * sign(sum(load) - experts * load[e]), in integers as the CPU op does
-cudaError_t update_router_bias(float* bias, const int32_t* load, float gamma, int64_t experts, cudaStream_t stream);
+// bias [experts] += gamma * sign(sum(load) - experts * load[e]), in integers as the CPU op does; nothing when
+// skip_on_nan (null, or [1]) holds NaN
+cudaError_t update_router_bias(float* bias, const int32_t* load, float gamma, const float* skip_on_nan,
+                               int64_t experts, cudaStream_t stream);
 
 }  // namespace hai::cuda::kernels

@@ -16,7 +16,7 @@ kernels::ComputeCopy compute_copy_of(const Tensor& compute) {
 
 void fused_adamw_step(const Tensor& values, const Tensor& compute, const Tensor& grads, const Tensor& exp_avg,
                       const Tensor& exp_avg_sq, const AdamWSegmentTable& segments, const AdamWSettings& settings,
-                      float gradient_scale, Stream stream) {
+                      const GradientScale& gradient_scale, Stream stream) {
   cudaStream_t cuda_stream = prepare_launch(values.device(), stream);
   kernels::FusedAdamWOperands operands{.values = values.data<float>(),
                                        .compute = compute.defined() ? compute.raw() : nullptr,
@@ -24,9 +24,12 @@ void fused_adamw_step(const Tensor& values, const Tensor& compute, const Tensor&
                                        .exp_avg = exp_avg.raw(),
                                        .exp_avg_sq = exp_avg_sq.raw(),
                                        .runs = segments.runs().data<int64_t>(),
-                                       .run_count = segments.run_count()};
+                                       .run_count = segments.run_count(),
+                                       .gradient_scale = gradient_scale.on_device.defined()
+                                                             ? gradient_scale.on_device.data<float>()
+                                                             : nullptr};
   check_launch(kernels::fused_adamw_step(operands, compute_copy_of(compute), exp_avg.dtype() == DType::bf16,
-                                         adamw_scalars(settings), gradient_scale, cuda_stream),
+                                         adamw_scalars(settings), gradient_scale.factor, cuda_stream),
                "fused_adamw_step");
 }
 

@@ -7,6 +7,6 @@ namespace hai::cuda {
 
 void fused_adamw_step(const Tensor& values, const Tensor& compute, const Tensor& grads, const Tensor& exp_avg,
                       const Tensor& exp_avg_sq, const AdamWSegmentTable& segments, const AdamWSettings& settings,
-                      float gradient_scale, Stream stream);
+                      const GradientScale& gradient_scale, Stream stream);
 
 }  // namespace hai::cuda

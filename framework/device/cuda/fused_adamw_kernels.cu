@@ -98,7 +98,9 @@ __device__ void update_element(const RunView<Moment>& run, int64_t i, const Adam
 
 // Block b updates run b: packs of 4 where every pointer allows, then the remaining elements one by one.
 template <typename Moment, typename Copy>
-__global__ void fused_adamw_kernel(FusedAdamWOperands operands, AdamWScalars s, float gradient_scale) {
+__global__ void fused_adamw_kernel(FusedAdamWOperands operands, AdamWScalars s, float host_gradient_scale) {
+  float gradient_scale = operands.gradient_scale != nullptr ? *operands.gradient_scale : host_gradient_scale;
+  if (isnan(gradient_scale)) return;  // a skipped step
   RunView<Moment> run = run_view<Moment, Copy>(operands, s, blockIdx.x);
   int64_t packed_end = packs_apply<Moment, Copy>(run) ? run.numel / kPack * kPack : 0;
   for (int64_t i = static_cast<int64_t>(threadIdx.x) * kPack; i < packed_end; i += blockDim.x * kPack) {

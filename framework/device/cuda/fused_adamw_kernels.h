@@ -21,9 +21,11 @@ struct FusedAdamWOperands {
   void* exp_avg_sq;           // [M] like exp_avg
   const int64_t* runs;        // [run_count, 4] i64: value_offset, state_offset, numel, weight_decay
   int64_t run_count;
+  const float* gradient_scale;  // [1] on the device, read by the kernel; null: the launch's host factor
 };
 
-// scalars.decay applies to the runs whose weight_decay is 1; the gradients are multiplied by gradient_scale.
+// scalars.decay applies to the runs whose weight_decay is 1; the gradients are multiplied by operands.gradient_scale[0]
+// or else gradient_scale; a NaN factor leaves everything as it is (a skipped step).
 cudaError_t fused_adamw_step(const FusedAdamWOperands& operands, ComputeCopy compute_copy, bool bf16_moments,
                              const AdamWScalars& scalars, float gradient_scale, cudaStream_t stream);
 

@@ -19,22 +19,33 @@ int64_t partial_count(const std::vector<Tensor>& tensors) {
 
 int64_t grad_norm_scratch_size(const std::vector<Tensor>& tensors) { return partial_count(tensors) + 1; }
 
-double grad_norm_squared(const std::vector<Tensor>& tensors, const Tensor& scratch, Stream stream) {
+void grad_norm_squared_to(const Tensor& total, const std::vector<Tensor>& tensors, const Tensor& scratch,
+                          Stream stream) {
   cudaStream_t cuda_stream = prepare_launch(tensors.front().device(), stream);
+  auto* result = static_cast<double*>(total.raw());
   int64_t count = partial_count(tensors);
-  if (count == 0) return 0.0;
-  auto* words = static_cast<double*>(scratch.raw());  // [partials..., total]
-  double* partials = words;
+  if (count == 0) {
+    HAI_CUDA_CHECK(cudaMemsetAsync(result, 0, sizeof(double), cuda_stream));
+    return;
+  }
+  auto* partials = static_cast<double*>(scratch.raw());  // [count]
+  double* next = partials;
   for (const Tensor& tensor : tensors) {
     if (tensor.numel() == 0) continue;
-    check_launch(kernels::sum_of_squares(partials, tensor.data<float>(), tensor.numel(), cuda_stream),
+    check_launch(kernels::sum_of_squares(next, tensor.data<float>(), tensor.numel(), cuda_stream),
                  "grad_norm_squared");
-    partials += kernels::sum_of_squares_blocks(tensor.numel());
+    next += kernels::sum_of_squares_blocks(tensor.numel());
   }
-  double* total = words + count;
-  check_launch(kernels::sum_partials(total, words, count, cuda_stream), "grad_norm_squared");
+  check_launch(kernels::sum_partials(result, partials, count, cuda_stream), "grad_norm_squared");
+}
+
+double grad_norm_squared(const std::vector<Tensor>& tensors, const Tensor& scratch, Stream stream) {
+  int64_t count = partial_count(tensors);
+  Tensor total = scratch.slice(count, count + 1);  // [1]: the word after the partial sums
+  grad_norm_squared_to(total, tensors, scratch, stream);
   double result = 0.0;
-  HAI_CUDA_CHECK(cudaMemcpyAsync(&result, total, sizeof(double), cudaMemcpyDeviceToHost, cuda_stream));
+  cudaStream_t cuda_stream = prepare_launch(tensors.front().device(), stream);
+  HAI_CUDA_CHECK(cudaMemcpyAsync(&result, total.raw(), sizeof(double), cudaMemcpyDeviceToHost, cuda_stream));
   HAI_CUDA_CHECK(cudaStreamSynchronize(cuda_stream));
   return result;
 }

@@ -1,9 +1,11 @@
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <vector>
 
 #include "framework/device/expert_load.h"
 #include "framework/tensor/tensor.h"
+#include "tests/framework/device/test_util.h"
 
 namespace hai {
 namespace {
@@ -40,6 +42,20 @@ TEST(RouterBias, MovesTowardsTheMeanLoad) {
   EXPECT_EQ(bias.data<float>()[1], 0.001f);
   EXPECT_EQ(bias.data<float>()[2], 0.5f);
   EXPECT_EQ(bias.data<float>()[3], 0.0f);
+}
+
+// The optimizer's update scale gates the update: NaN (a skipped step) leaves the bias, a finite one does not.
+TEST(RouterBias, StaysWhenTheUpdateScaleIsNan) {
+  OwnedTensor bias(Shape{2}, DType::f32), load(Shape{2}, DType::i32);
+  load.data<int32_t>()[0] = 1, load.data<int32_t>()[1] = 2;
+  OwnedTensor skipped = testing::tensor_of(Shape{1}, {std::numeric_limits<float>::quiet_NaN()});
+  update_router_bias(bias, load, 0.25f, skipped);
+  EXPECT_EQ(bias.data<float>()[0], 0.0f);
+  EXPECT_EQ(bias.data<float>()[1], 0.0f);
+  OwnedTensor clean = testing::tensor_of(Shape{1}, {0.5f});
+  update_router_bias(bias, load, 0.25f, clean);
+  EXPECT_EQ(bias.data<float>()[0], 0.25f);
+  EXPECT_EQ(bias.data<float>()[1], -0.25f);
 }
 
 TEST(RouterBias, NonIntegerMeanHasNoTies) {

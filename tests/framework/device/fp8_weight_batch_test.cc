@@ -5,7 +5,6 @@
 
 #include <gtest/gtest.h>
 
-#include <cstring>
 #include <vector>
 
 #include "framework/core/error.h"
@@ -14,6 +13,8 @@
 
 namespace hai {
 namespace {
+
+using testing::same_bytes;
 
 int64_t blocks(int64_t extent) { return (extent + 127) / 128; }
 
@@ -28,10 +29,6 @@ struct Fp8CopyStorage {
 
   Fp8WeightCopy copy_of(const Tensor& x) const { return {x, q, scales, q_t, scales_t}; }
 };
-
-bool same_bytes(const Tensor& a, const Tensor& b) {
-  return a.bytes() == b.bytes() && std::memcmp(a.raw(), b.raw(), a.bytes()) == 0;
-}
 
 TEST(Fp8WeightBatch, EveryCopyGetsTheQuantizeOpsBits) {
   std::vector<std::pair<int64_t, int64_t>> shapes = {{300, 260}, {1, 1001}, {256, 384}, {129, 7}};

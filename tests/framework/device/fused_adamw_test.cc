@@ -4,7 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <cstring>
+#include <limits>
 #include <vector>
 
 #include "framework/device/cast.h"
@@ -16,10 +16,7 @@ namespace hai {
 namespace {
 
 using testing::random_tensor;
-
-bool same_bytes(const Tensor& a, const Tensor& b) {
-  return a.bytes() == b.bytes() && std::memcmp(a.raw(), b.raw(), a.bytes()) == 0;
-}
+using testing::same_bytes;
 
 OwnedTensor copy_of(const Tensor& source) {
   OwnedTensor copy(source.shape(), source.dtype());
@@ -97,6 +94,40 @@ TEST(FusedAdamW, MultipliesTheGradientsByTheScaleWithoutWritingThem) {
   EXPECT_TRUE(same_bytes(fused.exp_avg, reference.exp_avg));
   EXPECT_TRUE(same_bytes(fused.exp_avg_sq, reference.exp_avg_sq));
   EXPECT_TRUE(same_bytes(fused.grads, grads_before));
+}
+
+// A scale read from a tensor at run time (a factor made on the device) updates as the same host float does.
+TEST(FusedAdamW, ReadsTheScaleFromATensorAsFromAHostFloat) {
+  AdamWState from_tensor(DType::bf16, 17), from_float(DType::bf16, 17);
+  OwnedTensor scale = testing::tensor_of(Shape{1}, {0.37f});
+  AdamWSegmentTable table(kSegments, Device::cpu());
+  fused_adamw_step(from_tensor.values, Tensor(), from_tensor.grads, from_tensor.exp_avg, from_tensor.exp_avg_sq, table,
+                   settings_of_step(2), GradientScale(scale.tensor()));
+  fused_adamw_step(from_float.values, Tensor(), from_float.grads, from_float.exp_avg, from_float.exp_avg_sq, table,
+                   settings_of_step(2), 0.37f);
+  EXPECT_TRUE(same_bytes(from_tensor.values, from_float.values));
+  EXPECT_TRUE(same_bytes(from_tensor.exp_avg, from_float.exp_avg));
+  EXPECT_TRUE(same_bytes(from_tensor.exp_avg_sq, from_float.exp_avg_sq));
+  OwnedTensor too_long(Shape{2}, DType::f32);
+  EXPECT_THROW(fused_adamw_step(from_tensor.values, Tensor(), from_tensor.grads, from_tensor.exp_avg,
+                                from_tensor.exp_avg_sq, table, settings_of_step(3), GradientScale(too_long.tensor())),
+               Error);
+}
+
+// A NaN scale (a step whose gradients were not finite, grad_clip.h) changes nothing: no decay, no moment, no copy.
+TEST(FusedAdamW, ANanScaleSkipsTheStep) {
+  AdamWState state(DType::f32, 19), untouched(DType::f32, 19);
+  OwnedTensor compute(Shape{kValues}, DType::bf16), zero_bits(Shape{kValues}, DType::bf16);
+  OwnedTensor nan = testing::tensor_of(Shape{1}, {std::numeric_limits<float>::quiet_NaN()});
+  AdamWSegmentTable table(kSegments, Device::cpu());
+  fused_adamw_step(state.values, compute, state.grads, state.exp_avg, state.exp_avg_sq, table, settings_of_step(1),
+                   GradientScale(nan.tensor()));
+  fused_adamw_step(state.values, compute, state.grads, state.exp_avg, state.exp_avg_sq, table, settings_of_step(1),
+                   std::numeric_limits<float>::quiet_NaN());
+  EXPECT_TRUE(same_bytes(state.values, untouched.values));
+  EXPECT_TRUE(same_bytes(state.exp_avg, untouched.exp_avg));
+  EXPECT_TRUE(same_bytes(state.exp_avg_sq, untouched.exp_avg_sq));
+  EXPECT_TRUE(same_bytes(compute, zero_bits));
 }
 
 TEST(FusedAdamW, WritesTheComputeCopyOfTheUpdatedValuesOnly) {

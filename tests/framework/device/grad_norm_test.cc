@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <cmath>
 #include <limits>
 
@@ -38,6 +39,19 @@ TEST(GradNorm, NeedsNoScratchOnTheCpu) {
   OwnedTensor a = testing::tensor_of(Shape{2}, {3, 4});
   EXPECT_EQ(grad_norm_scratch_size({a}), 0);
   EXPECT_EQ(grad_norm_squared({a}, Tensor()), 25.0);
+}
+
+// The sum written to a tensor (kept on the device by the training step) as a double's bits; 0 for no tensors.
+TEST(GradNorm, WritesTheSumToATensor) {
+  OwnedTensor a = testing::tensor_of(Shape{2}, {3, 4});
+  OwnedTensor b = testing::tensor_of(Shape{1, 1}, {-12});
+  OwnedTensor total(Shape{1}, DType::i64);
+  grad_norm_squared_to(total, {a, b}, Tensor());
+  EXPECT_EQ(std::bit_cast<double>(total.data<int64_t>()[0]), 169.0);
+  grad_norm_squared_to(total, {}, Tensor());
+  EXPECT_EQ(std::bit_cast<double>(total.data<int64_t>()[0]), 0.0);
+  OwnedTensor f32_total(Shape{1}, DType::f32);
+  EXPECT_THROW(grad_norm_squared_to(f32_total, {a}, Tensor()), Error);
 }
 
 TEST(GradNorm, RejectsNonFp32) {

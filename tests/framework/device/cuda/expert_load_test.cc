@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <utility>
 
 #include "framework/device/expert_load.h"
@@ -32,6 +33,20 @@ TEST(CudaExpertLoad, BiasUpdateIsExact) {
   bias.output(testing::random_tensor(Shape{kExperts}, 3), {});
   bias.input(std::move(loads));
   bias.run([](const std::vector<Tensor>& t) { update_router_bias(t[0], t[1], 1e-3f); }, "update_router_bias");
+}
+
+// Gated by the optimizer's update scale on the device: NaN keeps every bias on both, a finite one moves them.
+TEST(CudaExpertLoad, BiasUpdateReadsTheUpdateScale) {
+  HAI_REQUIRE_CUDA_DEVICE();
+  for (float scale : {std::numeric_limits<float>::quiet_NaN(), 0.25f}) {
+    OwnedTensor loads(Shape{kExperts}, DType::i32);
+    for (int64_t e = 0; e < kExperts; ++e) loads.data<int32_t>()[e] = static_cast<int32_t>(kExperts - e);
+    ParityCase bias;
+    bias.output(testing::random_tensor(Shape{kExperts}, 4), {});
+    bias.input(std::move(loads));
+    bias.input(testing::tensor_of(Shape{1}, {scale}));
+    bias.run([](const std::vector<Tensor>& t) { update_router_bias(t[0], t[1], 1e-3f, t[2]); }, "update_router_bias");
+  }
 }
 
 }  // namespace

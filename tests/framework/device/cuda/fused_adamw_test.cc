@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -74,6 +75,27 @@ TEST(CudaFusedAdamW, WithoutAComputeCopyMatchesCpu) {
                          {.lr = 1e-3f, .weight_decay = 0.05f, .step = 3}, 0.5f);
       },
       "fused_adamw_no_copy");
+}
+
+// The scale read from device memory by the kernel: a finite one updates as the CPU op does with it, a NaN one
+// leaves every operand as it was on both.
+TEST(CudaFusedAdamW, ReadsItsScaleFromTheDevice) {
+  HAI_REQUIRE_CUDA_DEVICE();
+  for (float scale : {0.3f / 1024.0f, std::numeric_limits<float>::quiet_NaN()}) {
+    ParityCase step;
+    step.output(testing::random_tensor(Shape{kValues}, 21), kExact);
+    step.output(testing::converted(testing::random_tensor(Shape{kValues}, 22), DType::bf16), kExact);
+    step.input(testing::random_tensor(Shape{kStates}, 23, 0.1f));
+    step.output(testing::random_tensor(Shape{kStates}, 24, 0.01f), kExact);
+    step.output(positive(testing::random_tensor(Shape{kStates}, 25, 1e-4f)), kExact);
+    step.input(testing::tensor_of(Shape{1}, {scale}));
+    step.run(
+        [&](const std::vector<Tensor>& t) {
+          fused_adamw_step(t[0], t[1], t[2], t[3], t[4], AdamWSegmentTable(kSegments, t[0].device()),
+                           {.lr = 1e-3f, .weight_decay = 0.05f, .step = 3}, GradientScale(t[5]));
+        },
+        "fused_adamw_device_scale");
+  }
 }
 
 }  // namespace

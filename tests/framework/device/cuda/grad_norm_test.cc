@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <vector>
 
 #include "framework/device/grad_norm.h"
@@ -42,6 +43,18 @@ TEST(CudaGradNorm, ReusesTheCallersScratch) {
   EXPECT_EQ(grad_norm_squared({on_gpu}, scratch), first);
   EXPECT_NEAR(first, grad_norm_squared({host}), 1e-12 * first);
   EXPECT_THROW(grad_norm_squared({on_gpu}, scratch.tensor().slice(0, words - 1)), Error);
+}
+
+// Written to a device word without a wait, the sum has the bits grad_norm_squared returns.
+TEST(CudaGradNorm, WritesTheSameSumToADeviceWord) {
+  HAI_REQUIRE_CUDA_DEVICE();
+  OwnedTensor on_gpu = testing::copy_to(testing::random_tensor(Shape{100003}, 402, 1e-2f), Device::cuda(0));
+  OwnedTensor scratch(Shape{grad_norm_scratch_size({on_gpu})}, DType::i64, Device::cuda(0));
+  OwnedTensor total(Shape{1}, DType::i64, Device::cuda(0));
+  grad_norm_squared_to(total, {on_gpu}, scratch);
+  EXPECT_EQ(std::bit_cast<double>(host_copy(total).data<int64_t>()[0]), grad_norm_squared({on_gpu}, scratch));
+  grad_norm_squared_to(total, {}, scratch);
+  EXPECT_EQ(host_copy(total).data<int64_t>()[0], 0);
 }
 
 // 1 + 4096^2 = 2^24 + 1 is not an fp32 number, but the double sum holds it exactly; the empty list gives 0.

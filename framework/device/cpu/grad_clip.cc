@@ -1,0 +1,22 @@
+#include "framework/device/cpu/grad_clip.h"
+
+#include <bit>
+#include <cmath>
+#include <limits>
+
+namespace hai::cpu {
+
+void gradient_update_scale(const Tensor& scale, const Tensor& norm, const Tensor& squared_norms,
+                           const GradientClipSettings& settings) {
+  const int64_t* words = squared_norms.data<int64_t>();  // [R] doubles
+  double ranks = static_cast<double>(squared_norms.numel());
+  double squared = 0.0;
+  for (int64_t r = 0; r < squared_norms.numel(); ++r) squared += std::bit_cast<double>(words[r]) / (ranks * ranks);
+  double unscaled_norm = std::sqrt(squared) / settings.loss_scale;
+  norm.data<int64_t>()[0] = std::bit_cast<int64_t>(unscaled_norm);
+  float factor = static_cast<float>(clip_factor(unscaled_norm, settings.max_norm) / settings.loss_scale);
+  scale.data<float>()[0] = std::isfinite(unscaled_norm) ? factor / static_cast<float>(ranks)
+                                                        : std::numeric_limits<float>::quiet_NaN();
+}
+
+}  // namespace hai::cpu

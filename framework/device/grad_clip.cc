@@ -1,0 +1,42 @@
+#include "framework/device/grad_clip.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "framework/device/cpu/grad_clip.h"
+#include "framework/device/dispatch.h"
+
+#ifdef HAI_WITH_CUDA
+#include "framework/device/cuda/grad_clip.h"
+#endif
+
+namespace hai {
+
+double clip_factor(double norm, double max_norm) {
+  HAI_CHECK(max_norm >= 0.0, "the clipping norm must not be negative, got {}", max_norm);
+  if (max_norm == 0.0 || !std::isfinite(norm)) return 1.0;
+  return std::min(1.0, max_norm / (norm + 1e-6));
+}
+
+void gradient_update_scale(const Tensor& scale, const Tensor& norm, const Tensor& squared_norms,
+                           const GradientClipSettings& settings, [[maybe_unused]] Stream stream) {
+  HAI_CHECK(settings.max_norm >= 0.0, "the clipping norm must not be negative, got {}", settings.max_norm);
+  HAI_CHECK(settings.loss_scale > 0.0, "the loss scale must be positive, got {}", settings.loss_scale);
+  check_dtype(scale, DType::f32, "update scale");
+  check_dtype(norm, DType::i64, "gradient norm");
+  check_dtype(squared_norms, DType::i64, "squared gradient norms");
+  HAI_CHECK(scale.numel() == 1 && norm.numel() == 1, "update scale and norm must hold one value each, got {} and {}",
+            scale.str(), norm.str());
+  HAI_CHECK(squared_norms.rank() == 1 && squared_norms.numel() >= 1, "squared gradient norms must be [R], got {}",
+            squared_norms.str());
+  check_same_device(norm, scale, "gradient_update_scale");
+  check_same_device(squared_norms, scale, "gradient_update_scale");
+  if (scale.device().is_cpu()) return cpu::gradient_update_scale(scale, norm, squared_norms, settings);
+#ifdef HAI_WITH_CUDA
+  return cuda::gradient_update_scale(scale, norm, squared_norms, settings, stream);
+#else
+  throw_no_backend("gradient_update_scale", scale.device());
+#endif
+}
+
+}  // namespace hai

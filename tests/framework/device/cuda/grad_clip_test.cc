@@ -1,0 +1,60 @@
+// The update-scale kernel against the CPU op, bit for bit: it does the same IEEE operations in the same order.
+
+#include <gtest/gtest.h>
+
+#include <bit>
+#include <limits>
+#include <vector>
+
+#include "framework/device/grad_clip.h"
+#include "tests/framework/device/cuda/parity.h"
+#include "tests/framework/device/test_util.h"
+
+namespace hai {
+namespace {
+
+// [R] i64: each rank's squared norm as a double's bits.
+OwnedTensor squared_norms_of(const std::vector<double>& values) {
+  OwnedTensor words(Shape{static_cast<int64_t>(values.size())}, DType::i64);
+  for (size_t r = 0; r < values.size(); ++r) words.data<int64_t>()[r] = std::bit_cast<int64_t>(values[r]);
+  return words;
+}
+
+struct ScaleAndNorm {
+  OwnedTensor scale, norm;  // [1] f32, [1] i64 on the host
+};
+
+ScaleAndNorm run_on(Device device, const Tensor& squared_norms, const GradientClipSettings& settings) {
+  OwnedTensor scale(Shape{1}, DType::f32, device), norm(Shape{1}, DType::i64, device);
+  OwnedTensor squared = testing::copy_to(squared_norms, device);
+  gradient_update_scale(scale, norm, squared, settings);
+  return {host_copy(scale), host_copy(norm)};
+}
+
+TEST(CudaGradClip, UpdateScaleMatchesCpuBitForBit) {
+  HAI_REQUIRE_CUDA_DEVICE();
+  const double inf = std::numeric_limits<double>::infinity();
+  struct Case {
+    std::vector<double> squared_norms;
+    GradientClipSettings settings;
+  };
+  std::vector<Case> cases = {
+      {{2.3456789}, {.max_norm = 1.0}},
+      {{0.123, 0.456, 7.891}, {.max_norm = 1.0, .loss_scale = 65536.0}},  // 3 ranks: inexact divisions
+      {{1e-3, 2e-3}, {.max_norm = 1.0}},                                  // under the clip norm
+      {{4.0e6, 3.5e6, 1.0, 7.0}, {.max_norm = 0.0, .loss_scale = 1024.0}},
+      {{1.0, inf}, {.max_norm = 1.0}},
+      {{std::numeric_limits<double>::quiet_NaN()}, {.max_norm = 1.0, .loss_scale = 8.0}},
+  };
+  for (const Case& each : cases) {
+    OwnedTensor squared = squared_norms_of(each.squared_norms);
+    ScaleAndNorm cpu = run_on(Device::cpu(), squared, each.settings);
+    ScaleAndNorm gpu = run_on(Device::cuda(0), squared, each.settings);
+    EXPECT_TRUE(testing::same_bytes(cpu.scale, gpu.scale)) << cpu.scale.data<float>()[0] << " vs "
+                                                           << gpu.scale.data<float>()[0];
+    EXPECT_TRUE(testing::same_bytes(cpu.norm, gpu.norm)) << each.squared_norms.size() << " ranks";
+  }
+}
+
+}  // namespace
+}  // namespace hai
