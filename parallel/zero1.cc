@@ -115,6 +115,10 @@ Zero1Optimizer::Zero1Optimizer(ParameterStore& store, const OptimizerConfig& con
   }
   reducing_.assign(partitions_.size(), false);
   Device device = store.grads().device();
+  if (options.update_under_forward && !store.fp8_options().enabled) {
+    update_stream_ = std::make_unique<SideStream>(device);
+    for (size_t i = 0; i < partitions_.size(); ++i) update_marks_.push_back(std::make_unique<StreamMark>(device));
+  }
   norm_scratch_ = OwnedTensor(Shape{grad_norm_scratch_size(shard_grads())}, DType::i64, device);
   own_squared_norm_ = zero_tensor(Shape{1}, DType::i64, device);
   if (dp.size() > 1) rank_squared_norms_ = zero_tensor(Shape{dp.size()}, DType::i64, device);
@@ -143,7 +147,7 @@ std::vector<Tensor> Zero1Optimizer::shard_grads() const {
 }
 
 void Zero1Optimizer::reduce_gradients(const GradientClipSettings& clip) {
-  join_gathers();
+  join_step();
   for (size_t i = 0; i < partitions_.size(); ++i) {
     if (!reducing_[i]) partitions_[i].start_reduction();
   }
@@ -163,12 +167,16 @@ double Zero1Optimizer::grad_norm() const {
 
 void Zero1Optimizer::step(float lr, int64_t step_number) {
   AdamWSettings settings = adamw_settings(config_, lr, step_number);
-  join_gathers();
+  join_step();
   // NOTE: each partition's all-gather runs on its group's stream while the next partition steps (disjoint values);
   // the compute stream waits for them before the compute copies are refreshed, except for those left running.
-  for (Zero1Partition& partition : partitions_) {
+  if (update_stream_) update_stream_->wait_for_compute();  // the reduced gradients and the update scale
+  for (size_t i : update_order()) {
+    Zero1Partition& partition = partitions_[i];
     mark_phase(profiler_, "optimizer.adamw");
-    partition.step(settings, GradientScale(update_scale_.tensor()));
+    bool beside = updates_under_forward(i);
+    partition.step(settings, GradientScale(update_scale_.tensor()), beside ? update_stream_->stream() : Stream{});
+    if (beside) update_stream_->mark(*update_marks_[i]);
     mark_phase(profiler_, "optimizer.parameter_all_gather");
     if (!gathers_under_forward(partition)) partition.start_gather_values();
   }
@@ -187,17 +195,38 @@ bool Zero1Optimizer::gathers_under_forward(const Zero1Partition& partition) cons
   return gather_under_forward_ && partition.gathers_in_place() && partition.gathers_compute_copy();
 }
 
+bool Zero1Optimizer::updates_under_forward(size_t partition) const {
+  return update_stream_ && partition_buckets_[partition] != kGradientsFinalAtEnd &&
+         partitions_[partition].step_completes_update();
+}
+
+std::vector<size_t> Zero1Optimizer::update_order() const {
+  auto need_position = [&](size_t partition) {
+    auto found = std::ranges::find(need_order_, partition_buckets_[partition]);
+    return static_cast<size_t>(found - need_order_.begin());  // need_order_.size() when never needed
+  };
+  std::vector<size_t> order(partitions_.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::ranges::stable_sort(order, {}, need_position);
+  return order;
+}
+
 void Zero1Optimizer::parameters_needed(int bucket) {
+  if (std::ranges::find(need_order_, bucket) == need_order_.end()) need_order_.push_back(bucket);
   for (size_t i = 0; i < partitions_.size(); ++i) {
-    if (partition_buckets_[i] == bucket) partitions_[i].finish_gather_values();
+    if (partition_buckets_[i] != bucket) continue;
+    if (!update_marks_.empty()) update_marks_[i]->join_compute();
+    partitions_[i].finish_gather_values();
   }
 }
 
-void Zero1Optimizer::join_gathers() {
+void Zero1Optimizer::join_step() {
+  for (const std::unique_ptr<StreamMark>& mark : update_marks_) mark->join_compute();
   for (Zero1Partition& partition : partitions_) partition.finish_gather_values();
 }
 
 void Zero1Optimizer::gather_master_values() {
+  join_step();  // NOTE: the gathers stage through the gradients, which pending updates still read
   for (Zero1Partition& partition : partitions_) partition.gather_master_values();
 }
 

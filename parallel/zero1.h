@@ -27,9 +27,13 @@
 //      the FP8 weight copies are quantised. With gather_under_forward (Zero1Options, parallel.overlap_param_gather),
 //      the partitions that all-gather their compute copy in place (zero1_partition.h: the experts') start their
 //      gathers last instead and leave them running:
+//      With update_under_forward (Zero1Options), the partitions that need no gather and no refresh (unsharded, the
+//      compute copy written by the fused step) step on a low-priority side stream instead, in the order the
+//      previous forward asked for their buckets, and are left running there: the next forward's first layers
+//      start while the later layers' parameters are still being updated.
 //   3. parameters_needed(bucket), during the next forward pass, before the model reads the bucket's weights:
-//      the compute stream waits for that bucket's gathers (a later step(), reduce_gradients() or
-//      gather_master_values() waits for any left).
+//      the compute stream waits for that bucket's update and gathers left running (a later step(),
+//      reduce_gradients(), join_step() or gather_master_values() waits for any left).
 // Optimizer memory falls as 1/dp for dense parameters and 1/expert-dp for experts. The FP32 values stay whole on
 // every rank (the ParameterStore, which holds only this rank's experts), except in partitions that all-gather their
 // compute copy (Zero1Options), until gather_master_values(). Every element is reduced and updated by
@@ -45,6 +49,7 @@
 #include "framework/comm/communicator.h"
 #include "framework/config/config.h"
 #include "framework/device/grad_clip.h"
+#include "framework/device/side_stream.h"
 #include "framework/metrics/step_profiler.h"
 #include "framework/params/parameter_store.h"
 #include "parallel/zero1_partition.h"
@@ -75,6 +80,11 @@ struct Zero1Options {
   // Leave the in-place compute-copy gathers running after step(), for parameters_needed() to join (the caller's
   // model then calls it before it reads each bucket's weights: DeepseekV3Model::set_parameters_needed).
   bool gather_under_forward = false;
+  // Run the AdamW steps of the partitions that step() completes alone (Zero1Partition::step_completes_update) on a
+  // side stream, left running after step(), for parameters_needed() to join. The caller's model must tell every
+  // bucket before its forward reads the bucket's weights, and its backward write no gradient of a bucket before
+  // that bucket's forward. Off with FP8 weight copies (quantised from every value at the end of step()).
+  bool update_under_forward = false;
 };
 
 // A run of the gradient layout whose trainable parameters share a bucket.
@@ -121,15 +131,15 @@ class Zero1Optimizer {
   // One AdamW update of the shards with learning rate `lr` (step_number counts from 1), then the all-gathers and
   // the refresh of the compute and FP8 copies. Changes no value when update_scale() is NaN.
   void step(float lr, int64_t step_number);
-  // Makes the compute stream wait for the gathers of `bucket` that step() left running (step 4 above).
+  // Makes the compute stream wait for the update and gathers of `bucket` that step() left running (step 3 above).
   void parameters_needed(int bucket);
   // Makes every rank's fp32 values whole again where step() gathered only the compute copy (Zero1Options);
   // call between steps before reading values of parameters this rank does not own (a checkpoint, the end of a
   // run). Collective over the groups.
   void gather_master_values();
-  // Makes the compute stream wait for every gather step() left running: for a forward that does not tell its
-  // buckets one by one (the pipeline schedules).
-  void join_gathers();
+  // Makes the compute stream wait for every update and gather step() left running: for a forward that does not
+  // tell its buckets one by one (the pipeline schedules), or before reading the values or moments otherwise.
+  void join_step();
   // Marks step()'s parts (AdamW, the all-gathers, the compute copy's refresh) in `profiler`; null turns it off.
   void set_profiler(StepProfiler* profiler) { profiler_ = profiler; }
 
@@ -141,6 +151,8 @@ class Zero1Optimizer {
  private:
   std::vector<Tensor> shard_grads() const;  // the non-empty shards' gradients
   bool gathers_under_forward(const Zero1Partition& partition) const;
+  bool updates_under_forward(size_t partition) const;
+  std::vector<size_t> update_order() const;  // partition indices: needed buckets in need order, then the rest
 
   ParameterStore& store_;
   OptimizerConfig config_;
@@ -151,6 +163,9 @@ class Zero1Optimizer {
   std::vector<int> partition_buckets_;  // the bucket of each partition
   std::vector<bool> reducing_;          // whether each partition's reduction started this step
   bool gather_under_forward_ = false;   // Zero1Options::gather_under_forward
+  std::unique_ptr<SideStream> update_stream_;           // with Zero1Options::update_under_forward
+  std::vector<std::unique_ptr<StreamMark>> update_marks_;  // per partition: where its update ends there
+  std::vector<int> need_order_;  // the buckets in the order parameters_needed() first saw them
   std::vector<ValueRange> untrained_values_;  // the non-trainable parameters' values, contiguous runs merged
   OwnedTensor norm_scratch_;                  // grad_norm_squared's scratch for shard_grads()
   OwnedTensor own_squared_norm_;              // [1] i64: the squared norm of this rank's shards, a double's bits

@@ -89,7 +89,11 @@ Tensor Zero1Partition::range_values() const { return store_.values().slice(value
 
 Tensor Zero1Partition::range_compute_copy() const { return store_.compute_values(value_begin_, value_end_); }
 
-void Zero1Partition::step(const AdamWSettings& settings, const GradientScale& gradient_scale) {
+bool Zero1Partition::step_completes_update() const {
+  return !sharded() && store_.compute_copy_in_one_piece(value_begin_, value_end_);
+}
+
+void Zero1Partition::step(const AdamWSettings& settings, const GradientScale& gradient_scale, Stream stream) {
   // NOTE: unsharded, the step updates every value of the range and writes their compute copy as it goes; sharded
   // and gathering the compute copy, it writes that of the owned values, which the gather then spreads.
   // A range whose compute copy has holes (fp8_only weights among others, unsharded) is refreshed after the step.
@@ -97,8 +101,8 @@ void Zero1Partition::step(const AdamWSettings& settings, const GradientScale& gr
   bool in_one_piece = store_.compute_copy_in_one_piece(value_begin_, value_end_);
   Tensor compute = writes_compute && in_one_piece ? range_compute_copy() : Tensor();  // [range] compute dtype, or none
   fused_adamw_step(range_values(), compute, shard_grads(), exp_avg(), exp_avg_sq(), own_table_, settings,
-                   gradient_scale);
-  if (writes_compute && !in_one_piece) store_.refresh_compute_copy(value_begin_, value_end_);
+                   gradient_scale, stream);
+  if (writes_compute && !in_one_piece) store_.refresh_compute_copy(value_begin_, value_end_);  // compute stream
 }
 
 void Zero1Partition::start_gather_values() {

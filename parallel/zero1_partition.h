@@ -57,8 +57,11 @@ class Zero1Partition {
   void finish_reduction();
   Tensor shard_grads() const;  // [shard().numel()] fp32, the sum over the ranks after finish_reduction()
   // AdamW on the owned elements with the gradients times gradient_scale (NaN: no update); settings.weight_decay
-  // applies to the elements of parameters that ask for weight decay.
-  void step(const AdamWSettings& settings, const GradientScale& gradient_scale);
+  // applies to the elements of parameters that ask for weight decay. Queued on `stream`.
+  void step(const AdamWSettings& settings, const GradientScale& gradient_scale, Stream stream = {});
+  // Whether step() is all of this partition's update: unsharded (nothing to gather) and its compute copy written
+  // by the fused step itself (no refresh afterwards). Such a step may run on a side stream by itself.
+  bool step_completes_update() const;
   void start_gather_values();
   void finish_gather_values();  // a no-op when no gather is pending
   void gather_master_values();

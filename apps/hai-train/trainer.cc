@@ -120,15 +120,17 @@ Trainer::Trainer(const Config& config, std::unique_ptr<Communicator> own_world, 
                  {.bucket_of = [](const ParameterSpec& spec) { return gradient_bucket(spec.name); },
                   .reads_fp32_value = reads_fp32_value,
                   .whole_values_every_step = config.ema.enabled,
-                  .gather_under_forward = config.parallel.overlap_param_gather}),
+                  .gather_under_forward = config.parallel.overlap_param_gather,
+                  .update_under_forward = true}),
       data_(open_training_data(config)),
       loader_(data_.train, loader_options(config, *groups_.dp)),
       loss_sums_(Shape{config.parallel.micro_batches.value(), loss_slots(config.model.mtp_depth)}, DType::f32,
                  device_),
       flops_per_token_(training_flops_per_token(config.model, config.train.seq_len)) {
   if (config.ema.enabled) ema_ = std::make_unique<ParameterEma>(store_.values(), config.ema.decay);
-  // NOTE: with parallel.overlap_param_gather, the experts' all-gathers of one step run under the next forward, each
-  // layer waiting for its own (the pipeline waits for all of them before it starts: run_micro_batches).
+  // NOTE: the AdamW steps of the partitions held whole (and with parallel.overlap_param_gather the experts'
+  // all-gathers) of one step run under the next forward, each layer waiting for its own (the pipeline waits for
+  // all of them before it starts: run_micro_batches).
   model_.set_parameters_needed([this](int bucket) { optimizer_.parameters_needed(bucket); });
   if (config.precision.mode == PrecisionMode::fp16) loss_scaler_.emplace(config.precision.loss_scale);
 }
@@ -191,7 +193,10 @@ void Trainer::train_step() {
     if (loss_scaler_) spdlog::warn("step {}: loss scale {} -> {}", step_, loss_scale, loss_scaler_->scale());
   }
   mark_phase(profiler_.get(), "step.ema");
-  if (ema_ && !skipped) ema_->submit(store_.values());
+  if (ema_ && !skipped) {
+    optimizer_.join_step();
+    ema_->submit(store_.values());
+  }
 
   mark_phase(profiler_.get(), "step.metrics_and_logging");
   double step_ms = step_clock_.lap_ms();
@@ -244,7 +249,7 @@ std::vector<CountedTokens> Trainer::run_micro_batches(float grad_scale) {
   if (pipeline_) {
     mark_phase(profiler_.get(), "step.pipeline_forward_backward");  // NOTE: the stages mark no phases of their own
     std::vector<Tensor> tokens(windows.begin(), windows.end());
-    optimizer_.join_gathers();
+    optimizer_.join_step();
     return pipeline_->train_step(tokens, grad_scale, loss_sums_, model_.expert_load());
   }
   std::vector<CountedTokens> counted;
@@ -294,6 +299,7 @@ void Trainer::reduce_expert_load() {
 }
 
 EvalResult Trainer::evaluate(int64_t max_windows) {
+  optimizer_.join_step();  // the forward waits for each layer's update, but the EMA swap copies every value first
   if (!config_.ema.eval) return evaluate_current(max_windows);
   // Evaluate with the EMA weights swapped in, then put the trained weights back.
   OwnedTensor trained(store_.values().shape(), DType::f32, device_);

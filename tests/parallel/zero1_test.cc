@@ -182,6 +182,43 @@ TEST(Zero1, ANonFiniteGradientSkipsTheStep) {
   EXPECT_FALSE(same_bytes(values, store.values()));
 }
 
+// Buckets: the dense parameters in 1 and 2, each expert its own; the forward asks for them in another order than
+// the layout's.
+int forward_bucket(const ParameterSpec& spec) {
+  if (spec.name.starts_with("experts.")) return spec.name == "experts.0.weight" ? 3 : 4;
+  return spec.name == "x.bias" ? 2 : 1;
+}
+
+// Updates left running beside the next forward (each bucket joined when the forward asks for it, the rest by
+// join_step) give the same bytes as updates within step().
+TEST(Zero1, UpdatesUnderTheForwardEqualUpdatesWithinTheStep) {
+  OptimizerConfig config = testing::optimizer_test_config();
+  ParameterStore within_store(testing::optimizer_test_specs(), Device::cpu(), DType::bf16);
+  ParameterStore beside_store(testing::optimizer_test_specs(), Device::cpu(), DType::bf16);
+  for (ParameterStore* store : {&within_store, &beside_store}) {
+    store->initialize(9, 0.5);
+    store->refresh_compute_copy();
+  }
+  SingleRankCommunicator group;
+  Zero1Optimizer within(within_store, config, group, group, {.bucket_of = forward_bucket});
+  Zero1Optimizer beside(beside_store, config, group, group,
+                        {.bucket_of = forward_bucket, .update_under_forward = true});
+  for (int64_t step = 1; step <= 3; ++step) {
+    for (ParameterStore* store : {&within_store, &beside_store}) testing::fill_rank_grads(*store, 0, step);
+    within.reduce_gradients({.max_norm = 1.0});
+    beside.reduce_gradients({.max_norm = 1.0});
+    within.step(0.01f, step);
+    beside.step(0.01f, step);
+    for (int bucket : {4, 2, 1}) beside.parameters_needed(bucket);  // the forward's order; 3 left to join_step
+    beside.join_step();
+  }
+  EXPECT_TRUE(same_bytes(within_store.values(), beside_store.values()));
+  EXPECT_TRUE(same_bytes(within_store.compute_values(), beside_store.compute_values()));
+  for (size_t i = 0; i < within.partitions().size(); ++i) {
+    EXPECT_TRUE(same_bytes(within.partitions()[i].exp_avg(), beside.partitions()[i].exp_avg())) << i;
+  }
+}
+
 TEST(Zero1, StoreOrderIsDenseThenExpertThenUntrainedKeepingTheOrderWithinEach) {
   std::vector<ParameterSpec> specs = zero1_store_order({
       {"a", Shape{1}, ParameterGroup::expert},
