@@ -29,8 +29,8 @@
 //      gathers last instead and leave them running:
 //      With update_under_forward (Zero1Options), the partitions that need no gather and no refresh (unsharded, the
 //      compute copy written by the fused step) step on a low-priority side stream instead, in the order the
-//      previous forward asked for their buckets, and are left running there: the next forward's first layers
-//      start while the later layers' parameters are still being updated.
+//      previous forward asked for their buckets, and quantise their FP8 copies there; they are left running: the
+//      next forward's first layers start while the later layers' parameters are still being updated.
 //   3. parameters_needed(bucket), during the next forward pass, before the model reads the bucket's weights:
 //      the compute stream waits for that bucket's update and gathers left running (a later step(),
 //      reduce_gradients(), join_step() or gather_master_values() waits for any left).
@@ -81,9 +81,9 @@ struct Zero1Options {
   // model then calls it before it reads each bucket's weights: DeepseekV3Model::set_parameters_needed).
   bool gather_under_forward = false;
   // Run the AdamW steps of the partitions that step() completes alone (Zero1Partition::step_completes_update) on a
-  // side stream, left running after step(), for parameters_needed() to join. The caller's model must tell every
-  // bucket before its forward reads the bucket's weights, and its backward write no gradient of a bucket before
-  // that bucket's forward. Off with FP8 weight copies (quantised from every value at the end of step()).
+  // side stream, left running after step(), for parameters_needed() to join; their FP8 weight copies are quantised
+  // there after the update. The caller's model must tell every bucket before its forward reads the bucket's
+  // weights, and its backward write no gradient of a bucket before that bucket's forward.
   bool update_under_forward = false;
 };
 
@@ -152,6 +152,7 @@ class Zero1Optimizer {
   std::vector<Tensor> shard_grads() const;  // the non-empty shards' gradients
   bool gathers_under_forward(const Zero1Partition& partition) const;
   bool updates_under_forward(size_t partition) const;
+  void split_fp8_copies();  // sets update_fp8_copies_ and compute_stream_fp8_copies_
   std::vector<size_t> update_order() const;  // partition indices: needed buckets in need order, then the rest
 
   ParameterStore& store_;
@@ -165,6 +166,8 @@ class Zero1Optimizer {
   bool gather_under_forward_ = false;   // Zero1Options::gather_under_forward
   std::unique_ptr<SideStream> update_stream_;           // with Zero1Options::update_under_forward
   std::vector<std::unique_ptr<StreamMark>> update_marks_;  // per partition: where its update ends there
+  std::vector<Fp8WeightBatch> update_fp8_copies_;  // per partition: the FP8 copies quantised after its update there
+  Fp8WeightBatch compute_stream_fp8_copies_;       // the others' (all of them without an update stream)
   std::vector<int> need_order_;  // the buckets in the order parameters_needed() first saw them
   std::vector<ValueRange> untrained_values_;  // the non-trainable parameters' values, contiguous runs merged
   OwnedTensor norm_scratch_;                  // grad_norm_squared's scratch for shard_grads()

@@ -26,6 +26,7 @@ Zero1Partition::Zero1Partition(ParameterStore& store, int64_t layout_begin, int6
                                MomentDType moments, bool gather_compute_copy)
     : store_(store),
       layout_begin_(layout_begin),
+      layout_end_(layout_end),
       group_(group),
       shard_(flat_shard(layout_end - layout_begin, group.rank(), group.size())),
       own_segments_(shard_segments(store, layout_begin + shard_.begin, layout_begin + shard_.end)),

@@ -70,6 +70,7 @@ class Zero1Partition {
   void refresh_compute_copy();
 
   int64_t layout_begin() const { return layout_begin_; }
+  int64_t layout_end() const { return layout_end_; }
   const FlatShard& shard() const { return shard_; }  // relative to layout_begin()
   int64_t owned_begin() const { return layout_begin_ + shard_.begin; }  // into the flat gradient layout
   int64_t owned_end() const { return layout_begin_ + shard_.end; }
@@ -99,6 +100,7 @@ class Zero1Partition {
 
   ParameterStore& store_;
   int64_t layout_begin_;
+  int64_t layout_end_;
   Communicator& group_;
   FlatShard shard_;
   std::vector<ShardSegment> own_segments_;  // the owned elements (absolute gradient offsets)

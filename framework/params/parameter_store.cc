@@ -137,14 +137,18 @@ ParameterStore::ParameterStore(std::vector<ParameterSpec> specs, Device device, 
     parameter.spec = std::move(spec);
     parameters_.push_back(std::move(parameter));
   }
+  fp8_weights_ = fp8_weight_batch([](const Parameter&) { return true; });
+}
+
+Fp8WeightBatch ParameterStore::fp8_weight_batch(const std::function<bool(const Parameter&)>& include) const {
   std::vector<Fp8WeightCopy> fp8_copies;
   for (const Parameter& parameter : parameters_) {
-    if (!parameter.fp8.defined()) continue;
+    if (!parameter.fp8.defined() || !include(parameter)) continue;
     const Fp8Weight& fp8_copy = parameter.fp8;
     fp8_copies.push_back({parameter.value, fp8_copy.values, fp8_copy.scales, fp8_copy.transposed_values,
                           fp8_copy.transposed_scales});
   }
-  fp8_weights_ = Fp8WeightBatch(std::move(fp8_copies));
+  return Fp8WeightBatch(std::move(fp8_copies));
 }
 
 void ParameterStore::initialize(uint64_t seed, double init_std) {

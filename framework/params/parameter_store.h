@@ -18,6 +18,7 @@
 // zero and count as written (a test may fill them by hand).
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -94,6 +95,9 @@ class ParameterStore {
   void refresh_compute_copy(int64_t value_begin, int64_t value_end);
   // The FP8 copies only (none without FP8 weights).
   void refresh_fp8_copies();
+  // The FP8 copies of the parameters `include` picks, as a batch whose quantize(stream) refreshes only those: for
+  // an update that changed only their values (a batch holds views: it must not outlive the store).
+  Fp8WeightBatch fp8_weight_batch(const std::function<bool(const Parameter&)>& include) const;
 
   const Parameter& operator[](const std::string& name) const;
   const std::vector<Parameter>& parameters() const { return parameters_; }

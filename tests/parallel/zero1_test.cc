@@ -190,11 +190,16 @@ int forward_bucket(const ParameterSpec& spec) {
 }
 
 // Updates left running beside the next forward (each bucket joined when the forward asks for it, the rest by
-// join_step) give the same bytes as updates within step().
+// join_step) give the same bytes as updates within step(): values, compute copy, moments and FP8 copies (those of
+// FP8-only experts quantised beside the forward, w.weight's, in a partition with holes, within the step).
 TEST(Zero1, UpdatesUnderTheForwardEqualUpdatesWithinTheStep) {
+  std::vector<ParameterSpec> specs = fp8_specs();
+  for (ParameterSpec& spec : specs) {
+    if (spec.group == ParameterGroup::expert) spec.fp8_gemm = spec.fp8_only = true;
+  }
   OptimizerConfig config = testing::optimizer_test_config();
-  ParameterStore within_store(testing::optimizer_test_specs(), Device::cpu(), DType::bf16);
-  ParameterStore beside_store(testing::optimizer_test_specs(), Device::cpu(), DType::bf16);
+  ParameterStore within_store(specs, Device::cpu(), DType::bf16, {.enabled = true});
+  ParameterStore beside_store(specs, Device::cpu(), DType::bf16, {.enabled = true});
   for (ParameterStore* store : {&within_store, &beside_store}) {
     store->initialize(9, 0.5);
     store->refresh_compute_copy();
@@ -216,6 +221,12 @@ TEST(Zero1, UpdatesUnderTheForwardEqualUpdatesWithinTheStep) {
   EXPECT_TRUE(same_bytes(within_store.compute_values(), beside_store.compute_values()));
   for (size_t i = 0; i < within.partitions().size(); ++i) {
     EXPECT_TRUE(same_bytes(within.partitions()[i].exp_avg(), beside.partitions()[i].exp_avg())) << i;
+  }
+  for (const Parameter& parameter : within_store.parameters()) {
+    if (!parameter.fp8.defined()) continue;
+    const Fp8Weight& beside_fp8 = beside_store[parameter.spec.name].fp8;
+    EXPECT_TRUE(same_bytes(parameter.fp8.values, beside_fp8.values)) << parameter.spec.name;
+    EXPECT_TRUE(same_bytes(parameter.fp8.transposed_scales, beside_fp8.transposed_scales)) << parameter.spec.name;
   }
 }
 
