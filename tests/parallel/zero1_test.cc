@@ -30,6 +30,20 @@ std::vector<ParameterSpec> fp8_specs() {
   return specs;
 }
 
+// The same values, compute copy and FP8 copies (values and scales, as stored and transposed), byte for byte.
+void expect_same_parameters(const ParameterStore& expected, const ParameterStore& actual) {
+  EXPECT_TRUE(same_bytes(expected.values(), actual.values()));
+  EXPECT_TRUE(same_bytes(expected.compute_values(), actual.compute_values()));
+  for (const Parameter& parameter : expected.parameters()) {
+    if (!parameter.fp8.defined()) continue;
+    const Fp8Weight& fp8 = actual[parameter.spec.name].fp8;
+    EXPECT_TRUE(same_bytes(parameter.fp8.values, fp8.values)) << parameter.spec.name;
+    EXPECT_TRUE(same_bytes(parameter.fp8.scales, fp8.scales)) << parameter.spec.name;
+    EXPECT_TRUE(same_bytes(parameter.fp8.transposed_values, fp8.transposed_values)) << parameter.spec.name;
+    EXPECT_TRUE(same_bytes(parameter.fp8.transposed_scales, fp8.transposed_scales)) << parameter.spec.name;
+  }
+}
+
 TEST(Zero1, OneRankEqualsAdamW) {
   OptimizerConfig config = testing::optimizer_test_config();
   ParameterStore plain_store(fp8_specs(), Device::cpu(), DType::bf16, {.enabled = true});
@@ -57,11 +71,8 @@ TEST(Zero1, OneRankEqualsAdamW) {
     EXPECT_EQ(zero1.update_scale().data<float>()[0], static_cast<float>(clip_factor(plain_norm, 2.0)));
     zero1.step(0.01f, step);
   }
-  EXPECT_TRUE(same_bytes(plain_store.values(), zero1_store.values()));
   // The fused step wrote the bf16 copy the plain optimizer's refresh rounds; the FP8 copy was refreshed.
-  EXPECT_TRUE(same_bytes(plain_store.compute_values(), zero1_store.compute_values()));
-  EXPECT_TRUE(same_bytes(plain_store["w.weight"].fp8.values, zero1_store["w.weight"].fp8.values));
-  EXPECT_TRUE(same_bytes(plain_store["w.weight"].fp8.scales, zero1_store["w.weight"].fp8.scales));
+  expect_same_parameters(plain_store, zero1_store);
   for (const Zero1Partition& partition : zero1.partitions()) {
     int64_t begin = partition.owned_begin(), end = partition.owned_end();
     EXPECT_TRUE(same_bytes(plain.exp_avg().slice(begin, end), partition.exp_avg()));
@@ -90,14 +101,7 @@ void expect_one_rank_equals_adamw(const std::vector<ParameterSpec>& specs) {
     zero1.reduce_gradients({.max_norm = 2.0});
     zero1.step(0.01f, step);
   }
-  EXPECT_TRUE(same_bytes(plain_store.values(), zero1_store.values()));
-  EXPECT_TRUE(same_bytes(plain_store.compute_values(), zero1_store.compute_values()));
-  for (const Parameter& parameter : plain_store.parameters()) {
-    if (!parameter.fp8.defined()) continue;
-    const Fp8Weight& zero1_fp8 = zero1_store[parameter.spec.name].fp8;
-    EXPECT_TRUE(same_bytes(parameter.fp8.values, zero1_fp8.values)) << parameter.spec.name;
-    EXPECT_TRUE(same_bytes(parameter.fp8.transposed_values, zero1_fp8.transposed_values)) << parameter.spec.name;
-  }
+  expect_same_parameters(plain_store, zero1_store);
 }
 
 // FP8-only experts (the routed experts under precision.mode fp8) have no compute copy: the fused step writes the
@@ -217,16 +221,9 @@ TEST(Zero1, UpdatesUnderTheForwardEqualUpdatesWithinTheStep) {
     for (int bucket : {4, 2, 1}) beside.parameters_needed(bucket);  // the forward's order; 3 left to join_step
     beside.join_step();
   }
-  EXPECT_TRUE(same_bytes(within_store.values(), beside_store.values()));
-  EXPECT_TRUE(same_bytes(within_store.compute_values(), beside_store.compute_values()));
+  expect_same_parameters(within_store, beside_store);
   for (size_t i = 0; i < within.partitions().size(); ++i) {
     EXPECT_TRUE(same_bytes(within.partitions()[i].exp_avg(), beside.partitions()[i].exp_avg())) << i;
-  }
-  for (const Parameter& parameter : within_store.parameters()) {
-    if (!parameter.fp8.defined()) continue;
-    const Fp8Weight& beside_fp8 = beside_store[parameter.spec.name].fp8;
-    EXPECT_TRUE(same_bytes(parameter.fp8.values, beside_fp8.values)) << parameter.spec.name;
-    EXPECT_TRUE(same_bytes(parameter.fp8.transposed_scales, beside_fp8.transposed_scales)) << parameter.spec.name;
   }
 }
 
