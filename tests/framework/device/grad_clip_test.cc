@@ -31,13 +31,6 @@ TEST(ClipFactor, NonFiniteNormIsLeftForTheCallerToSkip) {
 
 TEST(ClipFactor, RejectsNegativeClipNorm) { EXPECT_THROW(clip_factor(1.0, -1.0), Error); }
 
-// [R] i64: each rank's squared norm as a double's bits.
-OwnedTensor squared_norms_of(const std::vector<double>& values) {
-  OwnedTensor words(Shape{static_cast<int64_t>(values.size())}, DType::i64);
-  for (size_t r = 0; r < values.size(); ++r) words.data<int64_t>()[r] = std::bit_cast<int64_t>(values[r]);
-  return words;
-}
-
 struct UpdateScale {
   double norm = 0.0;
   float scale = 0.0f;
@@ -45,7 +38,7 @@ struct UpdateScale {
 
 UpdateScale update_scale_of(const std::vector<double>& squared_norms, const GradientClipSettings& settings) {
   OwnedTensor scale(Shape{1}, DType::f32), norm(Shape{1}, DType::i64);
-  gradient_update_scale(scale, norm, squared_norms_of(squared_norms), settings);
+  gradient_update_scale(scale, norm, testing::doubles_as_words(squared_norms), settings);
   return {std::bit_cast<double>(norm.data<int64_t>()[0]), scale.data<float>()[0]};
 }
 
@@ -72,7 +65,7 @@ TEST(GradientUpdateScale, ANonFiniteNormGivesANanScale) {
 
 TEST(GradientUpdateScale, RejectsBadSettingsAndOperands) {
   OwnedTensor scale(Shape{1}, DType::f32), norm(Shape{1}, DType::i64), f32_norm(Shape{1}, DType::f32);
-  OwnedTensor squared = squared_norms_of({1.0}), none(Shape{0}, DType::i64);
+  OwnedTensor squared = testing::doubles_as_words({1.0}), none(Shape{0}, DType::i64);
   EXPECT_THROW(gradient_update_scale(scale, norm, squared, {.max_norm = -1.0}), Error);
   EXPECT_THROW(gradient_update_scale(scale, norm, squared, {.loss_scale = 0.0}), Error);
   EXPECT_THROW(gradient_update_scale(scale, f32_norm, squared, {}), Error);

@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <bit>
 #include <cstring>
 #include <cmath>
 #include <functional>
@@ -67,6 +68,13 @@ inline OwnedTensor tensor_of(Shape shape, std::initializer_list<float> values) {
             shape.str());
   std::copy(values.begin(), values.end(), tensor.data<float>());
   return tensor;
+}
+
+// [n] i64 holding each double's bits (the gradient-norm ops keep doubles in i64 words).
+inline OwnedTensor doubles_as_words(const std::vector<double>& values) {
+  OwnedTensor words(Shape{static_cast<int64_t>(values.size())}, DType::i64);
+  for (size_t i = 0; i < values.size(); ++i) words.data<int64_t>()[i] = std::bit_cast<int64_t>(values[i]);
+  return words;
 }
 
 inline OwnedTensor indices_of(std::initializer_list<int32_t> values) {

@@ -2,7 +2,6 @@
 
 #include <gtest/gtest.h>
 
-#include <bit>
 #include <limits>
 #include <vector>
 
@@ -12,13 +11,6 @@
 
 namespace hai {
 namespace {
-
-// [R] i64: each rank's squared norm as a double's bits.
-OwnedTensor squared_norms_of(const std::vector<double>& values) {
-  OwnedTensor words(Shape{static_cast<int64_t>(values.size())}, DType::i64);
-  for (size_t r = 0; r < values.size(); ++r) words.data<int64_t>()[r] = std::bit_cast<int64_t>(values[r]);
-  return words;
-}
 
 struct ScaleAndNorm {
   OwnedTensor scale, norm;  // [1] f32, [1] i64 on the host
@@ -47,7 +39,7 @@ TEST(CudaGradClip, UpdateScaleMatchesCpuBitForBit) {
       {{std::numeric_limits<double>::quiet_NaN()}, {.max_norm = 1.0, .loss_scale = 8.0}},
   };
   for (const Case& each : cases) {
-    OwnedTensor squared = squared_norms_of(each.squared_norms);
+    OwnedTensor squared = testing::doubles_as_words(each.squared_norms);
     ScaleAndNorm cpu = run_on(Device::cpu(), squared, each.settings);
     ScaleAndNorm gpu = run_on(Device::cuda(0), squared, each.settings);
     EXPECT_TRUE(testing::same_bytes(cpu.scale, gpu.scale)) << cpu.scale.data<float>()[0] << " vs "
