@@ -170,6 +170,7 @@ double Zero1Optimizer::grad_norm() const {
 void Zero1Optimizer::step(float lr, int64_t step_number) {
   AdamWSettings settings = adamw_settings(config_, lr, step_number);
   join_step();
+  for (const ValueRange& range : untrained_values_) store_.refresh_compute_copy(range.begin, range.end);
   // NOTE: each partition's all-gather runs on its group's stream while the next partition steps (disjoint values);
   // the compute stream waits for them before the compute copies are refreshed, except for those left running.
   if (update_stream_) update_stream_->wait_for_compute();  // the reduced gradients and the update scale
@@ -188,7 +189,6 @@ void Zero1Optimizer::step(float lr, int64_t step_number) {
   for (Zero1Partition& partition : partitions_) partition.finish_gather_values();
   mark_phase(profiler_, "optimizer.compute_copy_refresh");
   for (Zero1Partition& partition : partitions_) partition.refresh_compute_copy();
-  for (const ValueRange& range : untrained_values_) store_.refresh_compute_copy(range.begin, range.end);
   compute_stream_fp8_copies_.quantize();
   // NOTE: last, so that the waits above do not wait for them (a side stream runs its work in queued order).
   for (Zero1Partition& partition : partitions_) {

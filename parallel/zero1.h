@@ -18,13 +18,13 @@
 //      by the ranks; the shards stay as they are. The norm is also the finite check: an inf or NaN gradient on any
 //      rank of the group reaches some rank's shard through the sums, so the norm is non-finite on every rank
 //      exactly when some rank's gradient was, and the factor is then NaN: step() changes nothing.
-//   2. step(): AdamW on the owned elements, one fused launch per partition (framework/device/fused_adamw.h), with
-//      the weight decay of the parameter each belongs to; each partition's all-gather of its updated values into
-//      every rank of its group starts as soon as its launch is queued and runs beside the next partition's (on the
-//      group's side stream); when all have finished, the compute copies are rounded (unsharded partitions wrote
-//      theirs in the fused step); the compute copy of the non-trainable values (the routing biases, which the model
-//      moves after the step) is rounded too, so the whole copy stays what a full refresh at this point gives; last
-//      the FP8 weight copies are quantised. With gather_under_forward (Zero1Options, parallel.overlap_param_gather),
+//   2. step(): first the compute copy of the non-trainable values (the routing biases, which the trainer moves
+//      before the step) is rounded, so that the whole copy ends as a full refresh would make it; then AdamW on the
+//      owned elements, one fused launch per partition (framework/device/fused_adamw.h), with the weight decay of
+//      the parameter each belongs to; each partition's all-gather of its updated values into every rank of its
+//      group starts as soon as its launch is queued and runs beside the next partition's (on the group's side
+//      stream); when all have finished, the compute copies are rounded (unsharded partitions wrote theirs in the
+//      fused step); last the FP8 weight copies are quantised. With gather_under_forward (Zero1Options, parallel.overlap_param_gather),
 //      the partitions that all-gather their compute copy in place (zero1_partition.h: the experts') start their
 //      gathers last instead and leave them running:
 //      With update_under_forward (Zero1Options), the partitions that need no gather and no refresh (unsharded, the

@@ -177,10 +177,12 @@ void Trainer::train_step() {
   // queues the whole update without waiting, and reads the step's results once, at its end.
   mark_phase(profiler_.get(), "step.gradient_reduce_and_norm");
   optimizer_.reduce_gradients({.max_norm = config_.optimizer.grad_clip, .loss_scale = loss_scale});
-  double lr = learning_rate(config_.optimizer, config_.train.steps, step_);
-  optimizer_.step(static_cast<float>(lr), step_);
+  // NOTE: the routing biases move before the update is queued: the update may run beside the compute stream, whose
+  // small kernels would then wait for multiprocessors that the update's blocks hold.
   mark_phase(profiler_.get(), "step.router_bias_update");
   model_.update_router_biases(static_cast<float>(config_.model.moe.bias_update_speed), optimizer_.update_scale());
+  double lr = learning_rate(config_.optimizer, config_.train.steps, step_);
+  optimizer_.step(static_cast<float>(lr), step_);
 
   mark_phase(profiler_.get(), "step.read_back");
   StepLosses losses = read_step_losses(loss_sums_, counted, config_.model.mtp_loss_weight, *groups_.dp);

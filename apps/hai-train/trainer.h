@@ -7,8 +7,8 @@
 // over the expert-DP group), and the layers split into parallel.pp pipeline stages run by parallel.schedule
 // (training_pipeline.h; every pipeline rank keeps the whole store). A step accumulates the gradients of
 // parallel.micro_batches micro-batches (each rank reads its rows of every global micro-batch), averages them over
-// the DP group, clips them by global norm, applies AdamW with the scheduled learning rate, moves the routing biases
-// with the expert load summed over the DP group (auxiliary-loss-free balancing) and feeds the EMA. Every rank ends a
+// the DP group, clips them by global norm, moves the routing biases with the expert load summed over the DP group
+// (auxiliary-loss-free balancing), applies AdamW with the scheduled learning rate and feeds the EMA. Every rank ends a
 // step with the same parameters. Logging and metrics (global means) come from rank 0; evaluation, checkpoints
 // (every rank writes its shard, rank 0 commits) follow the config (DESIGN.md "Outputs", "Checkpoints").
 
