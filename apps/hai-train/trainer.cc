@@ -38,7 +38,8 @@ ParameterStore make_store(const Config& config, int ep_rank, Device device) {
                        .pow2_activation_scales = config.precision.fp8.pow2_scales};
   int ep = static_cast<int>(config.parallel.ep);
   std::vector<ParameterSpec> specs = expert_parallel_parameters(config.model, ep_rank, ep);
-  ParameterStore store(zero1_store_order(std::move(specs), reads_fp32_value), device, compute_dtype(config.precision.mode), fp8);
+  ParameterStore store(zero1_store_order(std::move(specs), reads_fp32_value), device,
+                       compute_dtype(config.precision.mode), fp8);
   store.initialize(static_cast<uint64_t>(config.train.seed), config.model.init_std);
   store.refresh_compute_copy();
   return store;
