@@ -3,7 +3,7 @@
 #include <climits>
 #include <cstdint>
 
-#include "framework/device/cuda/adamw_element.cuh"
+#include "framework/device/cuda/adamw_run.cuh"
 #include "framework/device/cuda/fp8_panel.cuh"
 #include "framework/device/cuda/fused_adamw_fp8_kernels.h"
 #include "framework/device/cuda/kernel_util.cuh"
@@ -12,57 +12,78 @@ namespace hai::cuda::kernels {
 namespace {
 
 using fp8_panel::k128x128Chunks;
-using fp8_panel::kRowsPerWarp;
+using fp8_panel::kTile;
+using fp8_panel::kWarps;
+using fp8_panel::kWarpSize;
+using fp8_panel::load_panel;
+using fp8_panel::panel_rows;
 using fp8_panel::PanelValues;
 using fp8_panel::quantize_weight_tile;
 using fp8_panel::WeightTile;
 
-// The thread's elements of the tile updated in place, their new values into `values` (zero outside the weight,
-// which leaves the amax unchanged). Element k of the weight is its value x[k] and state state_offset + k.
-// NOTE: a row's four elements are loaded before any is updated: 16 loads in flight a thread (two blocks a
-// multiprocessor at 128 registers, 64 of which hold the tile).
+constexpr int kRowsInFlight = 4;  // tile rows a warp loads before it updates them: 4 x 64 bytes a lane
+
+// Row `row` of the tile as a run of the weight's elements (none past its last row): values at x, states at
+// state_offset, both plus the element's row-major index; decay: the weight's factor.
 template <typename Moment>
-__device__ void update_tile(PanelValues<k128x128Chunks>& values, const WeightTile& tile,
-                            const FusedAdamWFp8Operands& operands, const AdamWScalars& s, float gradient_scale) {
-  constexpr int kChunks = k128x128Chunks;
+__device__ RunView<Moment> tile_row(const WeightTile& tile, const FusedAdamWFp8Operands& operands, int row,
+                                    float decay) {
   const Fp8WeightEntry& weight = tile.entry;
-  const int64_t* state = operands.states + 2 * tile.index;
-  const float* __restrict__ grads = operands.grads + state[0];
-  Moment* __restrict__ exp_avg = static_cast<Moment*>(operands.exp_avg) + state[0];
-  Moment* __restrict__ exp_avg_sq = static_cast<Moment*>(operands.exp_avg_sq) + state[0];
-  float* __restrict__ x = weight.x;
-  float decay = state[1] != 0 ? s.decay : 1.0f;
+  int64_t state_offset = operands.states[2 * tile.index];
+  int64_t r = tile.at.row_begin + row, first = r * weight.cols + tile.at.col_begin;
+  int64_t width = min(weight.cols - tile.at.col_begin, int64_t{kTile});
+  return {.values = weight.x + first,
+          .compute = nullptr,
+          .grads = operands.grads + state_offset + first,
+          .exp_avg = static_cast<Moment*>(operands.exp_avg) + state_offset + first,
+          .exp_avg_sq = static_cast<Moment*>(operands.exp_avg_sq) + state_offset + first,
+          .numel = r < weight.rows ? width : 0,
+          .decay = decay};
+}
+
+// AdamW on the tile's elements, warp w on rows w, w + 8, ...: a full, aligned row is one 4-element pack a lane,
+// any other row element by element.
+template <typename Moment>
+__device__ void update_tile(const WeightTile& tile, const FusedAdamWFp8Operands& operands, const AdamWScalars& s,
+                            float gradient_scale) {
+  int warp = threadIdx.x / kWarpSize, lane = threadIdx.x % kWarpSize;
+  float decay = operands.states[2 * tile.index + 1] != 0 ? s.decay : 1.0f;
+  for (int first = warp; first < kTile; first += kWarps * kRowsInFlight) {
+    RunView<Moment> rows[kRowsInFlight];
+    LoadedPack<Moment> packs[kRowsInFlight];
+    bool packed[kRowsInFlight];
 #pragma unroll
-  for (int i = 0; i < kRowsPerWarp; ++i) {
-    int64_t r = tile.at.row_begin + tile.at.row(i), offset[kChunks];
-    float value[kChunks], grad[kChunks];
-    Moment m[kChunks], v[kChunks];
-#pragma unroll
-    for (int j = 0; j < kChunks; ++j) {
-      int64_t c = tile.at.col_begin + tile.at.col(j);
-      offset[j] = r < weight.rows && c < weight.cols ? r * weight.cols + c : -1;
-      if (offset[j] < 0) continue;
-      value[j] = x[offset[j]], grad[j] = grads[offset[j]], m[j] = exp_avg[offset[j]], v[j] = exp_avg_sq[offset[j]];
+    for (int k = 0; k < kRowsInFlight; ++k) {
+      rows[k] = tile_row<Moment>(tile, operands, first + kWarps * k, decay);
+      packed[k] = rows[k].numel == kTile && packs_apply<Moment, NoCopy>(rows[k]);
+      if (packed[k]) packs[k] = load_pack(rows[k], kPack * lane);
     }
 #pragma unroll
-    for (int j = 0; j < kChunks; ++j) {
-      values[i][j] = 0.0f;
-      if (offset[j] < 0) continue;
-      adamw_element(value[j], __fmul_rn(grad[j], gradient_scale), m[j], v[j], s, decay);
-      x[offset[j]] = value[j], exp_avg[offset[j]] = m[j], exp_avg_sq[offset[j]] = v[j];
-      values[i][j] = value[j];
+    for (int k = 0; k < kRowsInFlight; ++k) {
+      if (packed[k]) {
+        update_loaded_pack<Moment, NoCopy>(rows[k], kPack * lane, packs[k], s, gradient_scale);
+        continue;
+      }
+      for (int64_t i = lane; i < rows[k].numel; i += kWarpSize) {
+        update_element<Moment, NoCopy>(rows[k], i, s, gradient_scale);
+      }
     }
   }
 }
 
+// Pass 1 updates the tile; pass 2 reads its updated values back (from L2: the block has just written them) into
+// quantize_weight_batch's registers and quantises them.
+// NOTE: two blocks a multiprocessor (128 registers): the rows in flight and the tile's registers fit unspilled.
 template <typename Moment>
 __global__ void __launch_bounds__(kThreads, 2)
     fused_adamw_fp8_kernel(FusedAdamWFp8Operands operands, AdamWScalars s, float host_gradient_scale) {
   float gradient_scale = operands.gradient_scale != nullptr ? *operands.gradient_scale : host_gradient_scale;
   if (isnan(gradient_scale)) return;  // a skipped step
   WeightTile tile(operands.weights, operands.count, blockIdx.x);
+  update_tile<Moment>(tile, operands, s, gradient_scale);
+  __syncthreads();  // the block's global writes, visible to all its threads
   PanelValues<k128x128Chunks> values;
-  update_tile<Moment>(values, tile, operands, s, gradient_scale);
+  load_panel<k128x128Chunks>(values, panel_rows(tile.entry.x, tile.entry.rows, tile.at), tile.entry.cols, tile.at);
   quantize_weight_tile(values, tile);
 }
 
