@@ -21,7 +21,7 @@ using fp8_panel::PanelValues;
 using fp8_panel::quantize_weight_tile;
 using fp8_panel::WeightTile;
 
-constexpr int kRowsInFlight = 4;  // tile rows a warp loads before it updates them: 4 x 64 bytes a lane
+constexpr int kRowsInFlight = 2;  // tile rows a warp loads before it updates them: 2 x 64 bytes a lane
 
 // Row `row` of the tile as a run of the weight's elements (none past its last row): values at x, states at
 // state_offset, both plus the element's row-major index; decay: the weight's factor.
@@ -75,7 +75,7 @@ __device__ void update_tile(const WeightTile& tile, const FusedAdamWFp8Operands&
 // quantize_weight_batch's registers and quantises them.
 // NOTE: two blocks a multiprocessor (128 registers): the rows in flight and the tile's registers fit unspilled.
 template <typename Moment>
-__global__ void __launch_bounds__(kThreads, 2)
+__global__ void __launch_bounds__(kThreads, 3)
     fused_adamw_fp8_kernel(FusedAdamWFp8Operands operands, AdamWScalars s, float host_gradient_scale) {
   float gradient_scale = operands.gradient_scale != nullptr ? *operands.gradient_scale : host_gradient_scale;
   if (isnan(gradient_scale)) return;  // a skipped step
