@@ -69,21 +69,25 @@ __device__ LoadedPack<Moment> load_pack(const RunView<Moment>& run, int64_t i) {
           *reinterpret_cast<const Pack<Moment>*>(run.exp_avg_sq + i)};
 }
 
-// Updates a loaded pack and stores it (and its compute copy) back at elements [i, i + 4) of the run.
+// Updates a loaded pack and stores it (and its compute copy) back at elements [i, i + 4) of the run; returns the
+// largest magnitude of the updated values.
 template <typename Moment, typename Copy>
-__device__ void update_loaded_pack(const RunView<Moment>& run, int64_t i, LoadedPack<Moment> pack,
-                                   const AdamWScalars& s, float gradient_scale) {
+__device__ float update_loaded_pack(const RunView<Moment>& run, int64_t i, LoadedPack<Moment> pack,
+                                    const AdamWScalars& s, float gradient_scale) {
+  float amax = 0.0f;
   Pack<unsigned short> compute;
 #pragma unroll
   for (int k = 0; k < kPack; ++k) {
     adamw_element(pack.values.element[k], __fmul_rn(pack.grads.element[k], gradient_scale), pack.exp_avg.element[k],
                   pack.exp_avg_sq.element[k], s, run.decay);
     compute.element[k] = Copy::bits(pack.values.element[k]);
+    amax = fmaxf(amax, fabsf(pack.values.element[k]));
   }
   *reinterpret_cast<Pack<float>*>(run.values + i) = pack.values;
   *reinterpret_cast<Pack<Moment>*>(run.exp_avg + i) = pack.exp_avg;
   *reinterpret_cast<Pack<Moment>*>(run.exp_avg_sq + i) = pack.exp_avg_sq;
   if (Copy::kWrites) *reinterpret_cast<Pack<unsigned short>*>(run.compute + i) = compute;
+  return amax;
 }
 
 // Elements [i, i + 4) of the run, through vector loads and stores.
@@ -92,12 +96,14 @@ __device__ void update_pack(const RunView<Moment>& run, int64_t i, const AdamWSc
   update_loaded_pack<Moment, Copy>(run, i, load_pack(run, i), s, gradient_scale);
 }
 
+// Element i of the run; returns its updated value.
 template <typename Moment, typename Copy>
-__device__ void update_element(const RunView<Moment>& run, int64_t i, const AdamWScalars& s, float gradient_scale) {
+__device__ float update_element(const RunView<Moment>& run, int64_t i, const AdamWScalars& s, float gradient_scale) {
   float value = run.values[i];
   adamw_element(value, __fmul_rn(run.grads[i], gradient_scale), run.exp_avg[i], run.exp_avg_sq[i], s, run.decay);
   run.values[i] = value;
   if (Copy::kWrites) run.compute[i] = Copy::bits(value);
+  return value;
 }
 
 }  // namespace hai::cuda::kernels

@@ -231,23 +231,43 @@ struct WeightTile {
   }
 };
 
-// The tile's scale (exact, never a power of 2) and its e4m3 bytes from the block's values of it, written both as
-// stored and transposed: quantize_128x128 and quantize_128x128_transposed's bits.
-__device__ inline void quantize_weight_tile(const PanelValues<k128x128Chunks>& values, const WeightTile& tile) {
-  constexpr int kChunks = k128x128Chunks;
+// The tile's scale `scale` and its e4m3 bytes from the block's values of it, written both as stored and transposed.
+template <int kChunks>
+__device__ void store_weight_tile(const PanelValues<kChunks>& values, float scale, const WeightTile& tile,
+                                  const PanelThread& at) {
   const Fp8WeightEntry& entry = tile.entry;
-  float amax = 0.0f;
-#pragma unroll
-  for (int j = 0; j < kChunks; ++j) amax = fmaxf(amax, column_amax<kChunks>(values, j));
-  float scale = scale_from_amax(block_max(amax), false);
   if (threadIdx.x == 0) {
     entry.scales[tile.tile_row * tile.tile_cols + tile.tile_col] = scale;
     entry.scales_t[tile.tile_col * tile.tile_rows + tile.tile_row] = scale;
   }
   ChunkDivisors<kChunks> divisors;
   set_divisors<kChunks>(divisors, scale);
-  store_panel<kChunks, false>(entry.q, values, divisors, entry.rows, entry.cols, tile.at);
-  store_panel<kChunks, true>(entry.q_t, values, divisors, entry.rows, entry.cols, tile.at);
+  store_panel<kChunks, false>(entry.q, values, divisors, entry.rows, entry.cols, at);
+  store_panel<kChunks, true>(entry.q_t, values, divisors, entry.rows, entry.cols, at);
+}
+
+// The tile's scale (exact, never a power of 2) and its e4m3 bytes from the block's values of it:
+// quantize_128x128 and quantize_128x128_transposed's bits.
+__device__ inline void quantize_weight_tile(const PanelValues<k128x128Chunks>& values, const WeightTile& tile) {
+  float amax = 0.0f;
+#pragma unroll
+  for (int j = 0; j < k128x128Chunks; ++j) amax = fmaxf(amax, column_amax<k128x128Chunks>(values, j));
+  store_weight_tile<k128x128Chunks>(values, scale_from_amax(block_max(amax), false), tile, tile.at);
+}
+
+// The same bits from the tile's amax over the block (`amax` of the thread's elements) and the weight's values,
+// read 32 columns at a time: 16 registers a thread instead of 64.
+// NOTE: no barrier between the chunks: each store_panel instantiation's stage is next written after the other
+// one's barrier, which every thread reaches only when it has written its previous chunk out.
+__device__ inline void quantize_weight_tile_by_chunks(float amax, const WeightTile& tile) {
+  float scale = scale_from_amax(block_max(amax), false);
+  for (int j = 0; j < k128x128Chunks; ++j) {
+    PanelThread at(tile.at.row_begin, tile.at.col_begin + kWarpSize * j);
+    if (at.col_begin >= tile.entry.cols) break;  // the same for the whole block
+    PanelValues<1> values;
+    load_panel<1>(values, panel_rows(tile.entry.x, tile.entry.rows, at), tile.entry.cols, at);
+    store_weight_tile<1>(values, scale, tile, at);
+  }
 }
 
 }  // namespace hai::cuda::kernels::fp8_panel

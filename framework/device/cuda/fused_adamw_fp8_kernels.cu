@@ -11,14 +11,10 @@
 namespace hai::cuda::kernels {
 namespace {
 
-using fp8_panel::k128x128Chunks;
 using fp8_panel::kTile;
 using fp8_panel::kWarps;
 using fp8_panel::kWarpSize;
-using fp8_panel::load_panel;
-using fp8_panel::panel_rows;
-using fp8_panel::PanelValues;
-using fp8_panel::quantize_weight_tile;
+using fp8_panel::quantize_weight_tile_by_chunks;
 using fp8_panel::WeightTile;
 
 constexpr int kRowsInFlight = 2;  // tile rows a warp loads before it updates them: 2 x 64 bytes a lane
@@ -42,12 +38,13 @@ __device__ RunView<Moment> tile_row(const WeightTile& tile, const FusedAdamWFp8O
 }
 
 // AdamW on the tile's elements, warp w on rows w, w + 8, ...: a full, aligned row is one 4-element pack a lane,
-// any other row element by element.
+// any other row element by element. Returns the largest magnitude of the thread's updated values.
 template <typename Moment>
-__device__ void update_tile(const WeightTile& tile, const FusedAdamWFp8Operands& operands, const AdamWScalars& s,
-                            float gradient_scale) {
+__device__ float update_tile(const WeightTile& tile, const FusedAdamWFp8Operands& operands, const AdamWScalars& s,
+                             float gradient_scale) {
   int warp = threadIdx.x / kWarpSize, lane = threadIdx.x % kWarpSize;
   float decay = operands.states[2 * tile.index + 1] != 0 ? s.decay : 1.0f;
+  float amax = 0.0f;
   for (int first = warp; first < kTile; first += kWarps * kRowsInFlight) {
     RunView<Moment> rows[kRowsInFlight];
     LoadedPack<Moment> packs[kRowsInFlight];
@@ -61,30 +58,29 @@ __device__ void update_tile(const WeightTile& tile, const FusedAdamWFp8Operands&
 #pragma unroll
     for (int k = 0; k < kRowsInFlight; ++k) {
       if (packed[k]) {
-        update_loaded_pack<Moment, NoCopy>(rows[k], kPack * lane, packs[k], s, gradient_scale);
+        amax = fmaxf(amax, update_loaded_pack<Moment, NoCopy>(rows[k], kPack * lane, packs[k], s, gradient_scale));
         continue;
       }
       for (int64_t i = lane; i < rows[k].numel; i += kWarpSize) {
-        update_element<Moment, NoCopy>(rows[k], i, s, gradient_scale);
+        amax = fmaxf(amax, fabsf(update_element<Moment, NoCopy>(rows[k], i, s, gradient_scale)));
       }
     }
   }
+  return amax;
 }
 
-// Pass 1 updates the tile; pass 2 reads its updated values back (from L2: the block has just written them) into
-// quantize_weight_batch's registers and quantises them.
-// NOTE: two blocks a multiprocessor (128 registers): the rows in flight and the tile's registers fit unspilled.
+// Pass 1 updates the tile and takes its amax; pass 2 reads the updated values back (from L2: the block has just
+// written them) 32 columns at a time and quantises them.
+// NOTE: four blocks a multiprocessor (64 registers): one block's pass 2 overlaps the others' loads.
 template <typename Moment>
-__global__ void __launch_bounds__(kThreads, 3)
+__global__ void __launch_bounds__(kThreads, 4)
     fused_adamw_fp8_kernel(FusedAdamWFp8Operands operands, AdamWScalars s, float host_gradient_scale) {
   float gradient_scale = operands.gradient_scale != nullptr ? *operands.gradient_scale : host_gradient_scale;
   if (isnan(gradient_scale)) return;  // a skipped step
   WeightTile tile(operands.weights, operands.count, blockIdx.x);
-  update_tile<Moment>(tile, operands, s, gradient_scale);
-  __syncthreads();  // the block's global writes, visible to all its threads
-  PanelValues<k128x128Chunks> values;
-  load_panel<k128x128Chunks>(values, panel_rows(tile.entry.x, tile.entry.rows, tile.at), tile.entry.cols, tile.at);
-  quantize_weight_tile(values, tile);
+  float amax = update_tile<Moment>(tile, operands, s, gradient_scale);
+  // NOTE: block_max's barrier also makes the block's updated values visible to all its threads.
+  quantize_weight_tile_by_chunks(amax, tile);
 }
 
 }  // namespace
