@@ -25,11 +25,10 @@ FlatShard flat_shard(int64_t total, int rank, int size) {
   return shard;
 }
 
-std::vector<ShardSegment> shard_segments(const ParameterStore& store, int64_t begin, int64_t end,
-                                         const std::function<bool(const Parameter&)>& include) {
+std::vector<ShardSegment> shard_segments(const ParameterStore& store, int64_t begin, int64_t end) {
   std::vector<ShardSegment> segments;
   for (const Parameter& parameter : store.parameters()) {
-    if (!parameter.spec.trainable || (include && !include(parameter))) continue;
+    if (!parameter.spec.trainable) continue;
     int64_t first = std::max(begin, parameter.grad_offset);
     int64_t last = std::min(end, parameter.grad_offset + parameter.spec.shape.numel());
     if (first >= last) continue;

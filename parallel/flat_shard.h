@@ -5,7 +5,6 @@
 // (the last ranks may own fewer, or none). A chunk boundary may fall inside a parameter.
 
 #include <cstdint>
-#include <functional>
 #include <vector>
 
 #include "framework/params/parameter_store.h"
@@ -33,9 +32,7 @@ struct ShardSegment {
 };
 
 // The trainable elements [begin, end) of the gradient layout as segments, in layout order; adjacent parameters
-// with the same weight decay that are contiguous in both buffers are merged. `include`, when given, picks the
-// parameters (the others' elements are left out).
-std::vector<ShardSegment> shard_segments(const ParameterStore& store, int64_t begin, int64_t end,
-                                         const std::function<bool(const Parameter&)>& include = {});
+// with the same weight decay that are contiguous in both buffers are merged.
+std::vector<ShardSegment> shard_segments(const ParameterStore& store, int64_t begin, int64_t end);
 
 }  // namespace hai

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <optional>
 
 #include "framework/core/error.h"
 #include "framework/device/grad_norm.h"
@@ -119,7 +120,7 @@ Zero1Optimizer::Zero1Optimizer(ParameterStore& store, const OptimizerConfig& con
     update_stream_ = std::make_unique<SideStream>(device);
     for (size_t i = 0; i < partitions_.size(); ++i) update_marks_.push_back(std::make_unique<StreamMark>(device));
   }
-  gathered_fp8_copies_ = gathered_fp8_copies();
+  split_fp8_copies();
   norm_scratch_ = OwnedTensor(Shape{grad_norm_scratch_size(shard_grads())}, DType::i64, device);
   own_squared_norm_ = zero_tensor(Shape{1}, DType::i64, device);
   if (dp.size() > 1) rank_squared_norms_ = zero_tensor(Shape{dp.size()}, DType::i64, device);
@@ -178,14 +179,17 @@ void Zero1Optimizer::step(float lr, int64_t step_number) {
     mark_phase(profiler_, "optimizer.adamw");
     bool beside = updates_under_forward(i);
     partition.step(settings, GradientScale(update_scale_.tensor()), beside ? update_stream_->stream() : Stream{});
-    if (beside) update_stream_->mark(*update_marks_[i]);
+    if (beside) {
+      update_fp8_copies_[i].quantize(update_stream_->stream());
+      update_stream_->mark(*update_marks_[i]);
+    }
     mark_phase(profiler_, "optimizer.parameter_all_gather");
     if (!gathers_under_forward(partition)) partition.start_gather_values();
   }
   for (Zero1Partition& partition : partitions_) partition.finish_gather_values();
   mark_phase(profiler_, "optimizer.compute_copy_refresh");
   for (Zero1Partition& partition : partitions_) partition.refresh_compute_copy();
-  gathered_fp8_copies_.quantize();
+  compute_stream_fp8_copies_.quantize();
   // NOTE: last, so that the waits above do not wait for them (a side stream runs its work in queued order).
   for (Zero1Partition& partition : partitions_) {
     if (gathers_under_forward(partition)) partition.start_gather_values();
@@ -196,15 +200,22 @@ bool Zero1Optimizer::gathers_under_forward(const Zero1Partition& partition) cons
   return gather_under_forward_ && partition.gathers_in_place() && partition.gathers_compute_copy();
 }
 
-Fp8WeightBatch Zero1Optimizer::gathered_fp8_copies() const {
-  return store_.fp8_weight_batch([&](const Parameter& parameter) {
-    for (const Zero1Partition& partition : partitions_) {
+void Zero1Optimizer::split_fp8_copies() {
+  auto beside_partition = [&](const Parameter& parameter) -> std::optional<size_t> {
+    for (size_t i = 0; i < partitions_.size(); ++i) {
+      const Zero1Partition& partition = partitions_[i];
       bool inside = parameter.spec.trainable && parameter.grad_offset >= partition.layout_begin() &&
                     parameter.grad_offset < partition.layout_end();
-      if (inside) return !partition.step_quantizes_fp8_copies();
+      if (inside) return updates_under_forward(i) ? std::optional<size_t>(i) : std::nullopt;
     }
-    return false;  // not trained: its copies never change
-  });
+    return std::nullopt;
+  };
+  for (size_t i = 0; i < partitions_.size(); ++i) {
+    update_fp8_copies_.push_back(
+        store_.fp8_weight_batch([&](const Parameter& parameter) { return beside_partition(parameter) == i; }));
+  }
+  compute_stream_fp8_copies_ =
+      store_.fp8_weight_batch([&](const Parameter& parameter) { return !beside_partition(parameter).has_value(); });
 }
 
 bool Zero1Optimizer::updates_under_forward(size_t partition) const {

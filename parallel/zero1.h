@@ -21,18 +21,15 @@
 //   2. step(): first the compute copy of the non-trainable values (the routing biases, which the trainer moves
 //      before the step) is rounded, so that the whole copy ends as a full refresh would make it; then AdamW on the
 //      owned elements, one fused launch per partition (framework/device/fused_adamw.h), with the weight decay of
-//      the parameter each belongs to (on a group of one rank, the FP8-only weights take a second launch that
-//      quantises their FP8 copies from the updated values, framework/device/fused_adamw_fp8.h, and the other FP8
-//      copies are quantised after the update); each partition's all-gather of its updated values into every rank
-//      of its group starts as soon as its launch is queued and runs beside the next partition's (on the group's
-//      side stream); when all have finished, the compute copies are rounded (unsharded partitions wrote theirs in
-//      the fused step); last the FP8 copies of the sharded partitions' weights are quantised. With
-//      gather_under_forward (Zero1Options, parallel.overlap_param_gather), the partitions that all-gather their
-//      compute copy in place (zero1_partition.h: the experts') start their gathers last instead and leave them
-//      running:
+//      the parameter each belongs to; each partition's all-gather of its updated values into every rank of its
+//      group starts as soon as its launch is queued and runs beside the next partition's (on the group's side
+//      stream); when all have finished, the compute copies are rounded (unsharded partitions wrote theirs in the
+//      fused step); last the FP8 weight copies are quantised. With gather_under_forward (Zero1Options, parallel.overlap_param_gather),
+//      the partitions that all-gather their compute copy in place (zero1_partition.h: the experts') start their
+//      gathers last instead and leave them running:
 //      With update_under_forward (Zero1Options), the partitions that need no gather and no refresh (unsharded, the
 //      compute copy written by the fused step) step on a low-priority side stream instead, in the order the
-//      previous forward asked for their buckets (their FP8 copies with them); they are left running: the
+//      previous forward asked for their buckets, and quantise their FP8 copies there; they are left running: the
 //      next forward's first layers start while the later layers' parameters are still being updated.
 //   3. parameters_needed(bucket), during the next forward pass, before the model reads the bucket's weights:
 //      the compute stream waits for that bucket's update and gathers left running (a later step(),
@@ -85,7 +82,7 @@ struct Zero1Options {
   bool gather_under_forward = false;
   // Run the AdamW steps of the partitions that step() completes alone (Zero1Partition::step_completes_update) on a
   // side stream, left running after step(), for parameters_needed() to join; their FP8 weight copies are quantised
-  // there with the update. The caller's model must tell every bucket before its forward reads the bucket's
+  // there after the update. The caller's model must tell every bucket before its forward reads the bucket's
   // weights, and its backward write no gradient of a bucket before that bucket's forward.
   bool update_under_forward = false;
 };
@@ -155,7 +152,7 @@ class Zero1Optimizer {
   std::vector<Tensor> shard_grads() const;  // the non-empty shards' gradients
   bool gathers_under_forward(const Zero1Partition& partition) const;
   bool updates_under_forward(size_t partition) const;
-  Fp8WeightBatch gathered_fp8_copies() const;  // of the weights whose partitions' steps do not quantise them
+  void split_fp8_copies();  // sets update_fp8_copies_ and compute_stream_fp8_copies_
   std::vector<size_t> update_order() const;  // partition indices: needed buckets in need order, then the rest
 
   ParameterStore& store_;
@@ -169,7 +166,8 @@ class Zero1Optimizer {
   bool gather_under_forward_ = false;   // Zero1Options::gather_under_forward
   std::unique_ptr<SideStream> update_stream_;           // with Zero1Options::update_under_forward
   std::vector<std::unique_ptr<StreamMark>> update_marks_;  // per partition: where its update ends there
-  Fp8WeightBatch gathered_fp8_copies_;  // quantised by step() after the gathers (sharded partitions' weights)
+  std::vector<Fp8WeightBatch> update_fp8_copies_;  // per partition: the FP8 copies quantised after its update there
+  Fp8WeightBatch compute_stream_fp8_copies_;       // the others' (all of them without an update stream)
   std::vector<int> need_order_;  // the buckets in the order parameters_needed() first saw them
   std::vector<ValueRange> untrained_values_;  // the non-trainable parameters' values, contiguous runs merged
   OwnedTensor norm_scratch_;                  // grad_norm_squared's scratch for shard_grads()

@@ -20,26 +20,6 @@ AdamWSegmentTable segment_table(const std::vector<ShardSegment>& segments, int64
   return AdamWSegmentTable(table, device);
 }
 
-// Whether a parameter keeps only its FP8 copies (no compute copy): the fused FP8 step updates those.
-bool only_fp8_copies(const Parameter& parameter) { return parameter.fp8.defined() && !parameter.compute.defined(); }
-
-bool inside(const Parameter& parameter, int64_t begin, int64_t end) {
-  return parameter.spec.trainable && begin <= parameter.grad_offset && parameter.grad_offset < end;
-}
-
-// The trainable FP8-only parameters of the layout range [begin, end), as one fused update whose states are
-// relative to begin.
-AdamWFp8Batch fp8_weight_updates(const ParameterStore& store, int64_t begin, int64_t end) {
-  std::vector<AdamWFp8Weight> weights;
-  for (const Parameter& parameter : store.parameters()) {
-    if (!inside(parameter, begin, end) || !only_fp8_copies(parameter)) continue;
-    weights.push_back({.copy = parameter.fp8_weight_copy(),
-                       .state_offset = parameter.grad_offset - begin,
-                       .weight_decay = parameter.spec.weight_decay});
-  }
-  return AdamWFp8Batch(store.values(), std::move(weights));
-}
-
 }  // namespace
 
 Zero1Partition::Zero1Partition(ParameterStore& store, int64_t layout_begin, int64_t layout_end, Communicator& group,
@@ -61,19 +41,7 @@ Zero1Partition::Zero1Partition(ParameterStore& store, int64_t layout_begin, int6
     value_begin_ = std::min(value_begin_, segment.value_offset);
     value_end_ = std::max(value_end_, segment.value_offset + segment.numel);
   }
-  if (sharded()) {
-    own_table_ = segment_table(own_segments_, value_begin_, shard_.begin + layout_begin, store.grads().device());
-  } else {
-    // NOTE: unsharded, the FP8-only weights update in a fused step of their own, which quantises them too; the
-    // other weights with FP8 copies are quantised after the update.
-    auto others = [](const Parameter& parameter) { return !only_fp8_copies(parameter); };
-    own_table_ = segment_table(shard_segments(store, layout_begin, layout_end, others), value_begin_, layout_begin,
-                               store.grads().device());
-    fp8_only_weights_ = fp8_weight_updates(store, layout_begin, layout_end);
-    other_fp8_copies_ = store.fp8_weight_batch([&](const Parameter& parameter) {
-      return inside(parameter, layout_begin, layout_end) && !only_fp8_copies(parameter);
-    });
-  }
+  own_table_ = segment_table(own_segments_, value_begin_, layout_begin + shard_.begin, store.grads().device());
   gather_compute_copy_ = gather_compute_copy && sharded() && range_compute_copy().raw() != nullptr;
   gathers_in_place_ = sharded() && !padded() && values_follow_gradients();
   if (!sharded() || !padded()) return;
@@ -135,8 +103,6 @@ void Zero1Partition::step(const AdamWSettings& settings, const GradientScale& gr
   Tensor compute = writes_compute && in_one_piece ? range_compute_copy() : Tensor();  // [range] compute dtype, or none
   fused_adamw_step(range_values(), compute, shard_grads(), exp_avg(), exp_avg_sq(), own_table_, settings,
                    gradient_scale, stream);
-  fp8_only_weights_.step(shard_grads(), exp_avg(), exp_avg_sq(), settings, gradient_scale, stream);
-  other_fp8_copies_.quantize(stream);
   if (writes_compute && !in_one_piece) store_.refresh_compute_copy(value_begin_, value_end_);  // compute stream
 }
 

@@ -13,9 +13,6 @@
 //   step():             AdamW on the owned elements (a chunk boundary may split a parameter), one fused launch over
 //                       all of them (fused_adamw.h) with the gradients multiplied by a given scale as they are read
 //                       (zero1.h makes it divide by the ranks: the mean gradient, without a pass over the shard);
-//                       unsharded, the FP8-only weights (no compute copy) take a second launch (fused_adamw_fp8.h)
-//                       that also quantises their FP8 copies from the updated values, and the other weights' FP8
-//                       copies are quantised after the update;
 //   start_gather_values(): the owned updated values are all-gathered into every rank's value buffer, on the
 //                       group's stream: the compute stream goes on (the next partition's step) until
 //   finish_gather_values(): waits for it (and copies the gathered values out of the staging, if staged);
@@ -43,7 +40,6 @@
 #include "framework/device/adamw.h"
 #include "framework/device/adamw_segments.h"
 #include "framework/device/fused_adamw.h"
-#include "framework/device/fused_adamw_fp8.h"
 #include "framework/params/parameter_store.h"
 #include "framework/tensor/tensor.h"
 #include "parallel/flat_shard.h"
@@ -63,8 +59,6 @@ class Zero1Partition {
   // AdamW on the owned elements with the gradients times gradient_scale (NaN: no update); settings.weight_decay
   // applies to the elements of parameters that ask for weight decay. Queued on `stream`.
   void step(const AdamWSettings& settings, const GradientScale& gradient_scale, Stream stream = {});
-  // Whether step() also quantises the FP8 copies of the range's weights (unsharded: it updates them whole).
-  bool step_quantizes_fp8_copies() const { return !sharded(); }
   // Whether step() is all of this partition's update: unsharded (nothing to gather) and its compute copy written
   // by the fused step itself (no refresh afterwards). Such a step may run on a side stream by itself.
   bool step_completes_update() const;
@@ -111,10 +105,7 @@ class Zero1Partition {
   FlatShard shard_;
   std::vector<ShardSegment> own_segments_;  // the owned elements (absolute gradient offsets)
   std::vector<ShardSegment> all_segments_;  // every element of the range
-  AdamWSegmentTable own_table_;  // own_segments_ on the device (unsharded: but the FP8-only weights), relative to
-                                 // value_begin_ and the shard
-  AdamWFp8Batch fp8_only_weights_;  // unsharded: the FP8-only weights, updated and quantised in one pass
-  Fp8WeightBatch other_fp8_copies_;  // unsharded: the other weights' FP8 copies, quantised after the update
+  AdamWSegmentTable own_table_;             // own_segments_ on the device, relative to value_begin_ and the shard
   int64_t value_begin_ = 0;                 // the values of the range's parameters: [value_begin_, value_end_)
   int64_t value_end_ = 0;
   OwnedTensor staging_;                     // [chunk * group] fp32, the padded range; only when sharded and padded

@@ -28,15 +28,10 @@ class Fp8WeightBatch {
   // Quantises every copy's x into its q, scales, q_t and scales_t.
   void quantize(Stream stream = {}) const;
 
-  int64_t count() const { return static_cast<int64_t>(copies_.size()); }
-  int64_t tiles() const { return tiles_; }  // 128x128 tiles of all copies
-  // On a GPU, the kernels' table of the copies (cuda/fp8_weight_batch.h); else undefined.
-  Tensor device_table() const { return table_.tensor(); }
-
  private:
   std::vector<Fp8WeightCopy> copies_;
-  OwnedTensor table_;
-  int64_t tiles_ = 0;
+  OwnedTensor table_;  // on a GPU: the kernel's table of the copies (cuda/fp8_weight_batch.h); else undefined
+  int64_t tiles_ = 0;  // 128x128 tiles of all copies
 };
 
 }  // namespace hai

@@ -11,8 +11,8 @@ namespace hai {
 namespace {
 
 // values, compute: [N]; grads, exp_avg, exp_avg_sq: [M]; the table's runs inside both.
-void check_tensors(const Tensor& values, const Tensor& compute, const Tensor& grads, const Tensor& exp_avg,
-                   const Tensor& exp_avg_sq, const AdamWSegmentTable& segments) {
+void check_operands(const Tensor& values, const Tensor& compute, const Tensor& grads, const Tensor& exp_avg,
+                    const Tensor& exp_avg_sq, const AdamWSegmentTable& segments) {
   HAI_CHECK(values.rank() == 1 && grads.rank() == 1, "fused adamw values and gradients must be flat, got {} and {}",
             values.str(), grads.str());
   check_dtype(values, DType::f32, "fused adamw values");
@@ -38,28 +38,19 @@ void check_tensors(const Tensor& values, const Tensor& compute, const Tensor& gr
             segments.value_end(), segments.state_end(), values.numel(), grads.numel());
 }
 
-void check_gradient_scale(const GradientScale& gradient_scale, const Tensor& values) {
-  if (!gradient_scale.on_device.defined()) return;
-  check_dtype(gradient_scale.on_device, DType::f32, "fused adamw gradient scale");
-  HAI_CHECK(gradient_scale.on_device.numel() == 1, "fused adamw gradient scale must hold one value, got {}",
-            gradient_scale.on_device.str());
-  check_same_device(gradient_scale.on_device, values, "fused adamw");
-}
-
 }  // namespace
-
-void check_fused_adamw_operands(const Tensor& values, const Tensor& compute, const Tensor& grads,
-                                const Tensor& exp_avg, const Tensor& exp_avg_sq, const AdamWSegmentTable& segments,
-                                const AdamWSettings& settings, const GradientScale& gradient_scale) {
-  check_tensors(values, compute, grads, exp_avg, exp_avg_sq, segments);
-  check_gradient_scale(gradient_scale, values);
-  check_adamw_settings(settings);
-}
 
 void fused_adamw_step(const Tensor& values, const Tensor& compute, const Tensor& grads, const Tensor& exp_avg,
                       const Tensor& exp_avg_sq, const AdamWSegmentTable& segments, const AdamWSettings& settings,
                       const GradientScale& gradient_scale, [[maybe_unused]] Stream stream) {
-  check_fused_adamw_operands(values, compute, grads, exp_avg, exp_avg_sq, segments, settings, gradient_scale);
+  check_operands(values, compute, grads, exp_avg, exp_avg_sq, segments);
+  if (gradient_scale.on_device.defined()) {
+    check_dtype(gradient_scale.on_device, DType::f32, "fused adamw gradient scale");
+    HAI_CHECK(gradient_scale.on_device.numel() == 1, "fused adamw gradient scale must hold one value, got {}",
+              gradient_scale.on_device.str());
+    check_same_device(gradient_scale.on_device, values, "fused adamw");
+  }
+  check_adamw_settings(settings);
   if (segments.run_count() == 0) return;
   if (values.device().is_cpu()) {
     return cpu::fused_adamw_step(values, compute, grads, exp_avg, exp_avg_sq, segments, settings, gradient_scale);

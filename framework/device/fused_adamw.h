@@ -33,9 +33,4 @@ void fused_adamw_step(const Tensor& values, const Tensor& compute, const Tensor&
                       const Tensor& exp_avg_sq, const AdamWSegmentTable& segments, const AdamWSettings& settings,
                       const GradientScale& gradient_scale, Stream stream = {});
 
-// The checks fused_adamw_step makes of its operands (throws on the first that fails), for the ops built on it.
-void check_fused_adamw_operands(const Tensor& values, const Tensor& compute, const Tensor& grads,
-                                const Tensor& exp_avg, const Tensor& exp_avg_sq, const AdamWSegmentTable& segments,
-                                const AdamWSettings& settings, const GradientScale& gradient_scale);
-
 }  // namespace hai

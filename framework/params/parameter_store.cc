@@ -144,7 +144,9 @@ Fp8WeightBatch ParameterStore::fp8_weight_batch(const std::function<bool(const P
   std::vector<Fp8WeightCopy> fp8_copies;
   for (const Parameter& parameter : parameters_) {
     if (!parameter.fp8.defined() || !include(parameter)) continue;
-    fp8_copies.push_back(parameter.fp8_weight_copy());
+    const Fp8Weight& fp8_copy = parameter.fp8;
+    fp8_copies.push_back({parameter.value, fp8_copy.values, fp8_copy.scales, fp8_copy.transposed_values,
+                          fp8_copy.transposed_scales});
   }
   return Fp8WeightBatch(std::move(fp8_copies));
 }
@@ -173,11 +175,6 @@ void ParameterStore::initialize(uint64_t seed, double init_std) {
     });
   }
   if (!on_host) copy_tensor(values_, host_values);
-}
-
-Fp8WeightCopy Parameter::fp8_weight_copy() const {
-  HAI_CHECK(fp8.defined(), "parameter {} has no FP8 copies", spec.name);
-  return {value, fp8.values, fp8.scales, fp8.transposed_values, fp8.transposed_scales};
 }
 
 float Parameter::take_grad_beta() const {

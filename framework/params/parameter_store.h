@@ -55,8 +55,6 @@ struct Parameter {
   // grad, zero-filled first when nothing wrote it this step (then marked written): for a producer that can only
   // add to it (a scatter-add). Only for trainable parameters.
   const Tensor& grad_to_add_to(Stream stream = {}) const;
-  // The FP8 copies of value, as quantisation batches take them; only when fp8 is defined.
-  Fp8WeightCopy fp8_weight_copy() const;
 
   ParameterSpec spec;
   int64_t offset = 0;       // into the value buffer, in elements

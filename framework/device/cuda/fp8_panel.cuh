@@ -10,7 +10,6 @@
 #include <cstdint>
 
 #include "framework/device/cuda/fp8_convert.cuh"
-#include "framework/device/cuda/fp8_quantize_kernels.h"
 #include "framework/device/cuda/kernel_util.cuh"
 
 namespace hai::cuda::kernels::fp8_panel {
@@ -18,7 +17,6 @@ namespace hai::cuda::kernels::fp8_panel {
 using fp8::quantize_pair;
 using fp8::ScaleDivisor;
 using fp8::scale_from_amax;
-using fp8::warp_max;
 
 inline constexpr int kTile = 128;  // the long side of every tile shape
 inline constexpr int kWarpSize = 32;
@@ -185,89 +183,6 @@ __device__ void quantize_128x1_panel(uint8_t* __restrict__ q, PanelScales scales
   ChunkDivisors<kChunks> divisors;
   set_divisors<kChunks>(divisors, chunk_scales);
   store_panel<kChunks, kTransposed>(q, values, divisors, rows, cols, at);
-}
-
-// The max of `value` over the block (blockDim.x a multiple of 32), returned to every thread.
-__device__ inline float block_max(float value) {
-  __shared__ float scratch[32];
-  int lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32;
-  value = warp_max(value);
-  if (lane == 0) scratch[warp] = value;
-  __syncthreads();
-  value = lane < warps ? scratch[lane] : 0.0f;
-  return warp_max(value);
-}
-
-// The 128x128 tile `tile` of a batch of weights (entries[count], first_tile ascending): its weight, found by a
-// binary search over the entries' first tiles, and where the block's thread sits in it.
-struct WeightTile {
-  int64_t index;  // the entry's
-  Fp8WeightEntry entry;
-  int64_t tile_rows, tile_cols, tile_row, tile_col;
-  PanelThread at;
-
-  __device__ WeightTile(const Fp8WeightEntry* __restrict__ entries, int64_t count, int64_t tile)
-      : index(last_entry_at(entries, count, tile)),
-        entry(entries[index]),
-        tile_rows((entry.rows + kTile - 1) / kTile),
-        tile_cols((entry.cols + kTile - 1) / kTile),
-        tile_row((tile - entry.first_tile) / tile_cols),
-        tile_col((tile - entry.first_tile) % tile_cols),
-        at(tile_row * kTile, tile_col * kTile) {}
-
- private:
-  // The last entry whose first tile is <= tile.
-  __device__ static int64_t last_entry_at(const Fp8WeightEntry* __restrict__ entries, int64_t count, int64_t tile) {
-    int64_t low = 0, high = count - 1;
-    while (low < high) {
-      int64_t middle = (low + high + 1) / 2;
-      if (entries[middle].first_tile <= tile) {
-        low = middle;
-      } else {
-        high = middle - 1;
-      }
-    }
-    return low;
-  }
-};
-
-// The tile's scale `scale` and its e4m3 bytes from the block's values of it, written both as stored and transposed.
-template <int kChunks>
-__device__ void store_weight_tile(const PanelValues<kChunks>& values, float scale, const WeightTile& tile,
-                                  const PanelThread& at) {
-  const Fp8WeightEntry& entry = tile.entry;
-  if (threadIdx.x == 0) {
-    entry.scales[tile.tile_row * tile.tile_cols + tile.tile_col] = scale;
-    entry.scales_t[tile.tile_col * tile.tile_rows + tile.tile_row] = scale;
-  }
-  ChunkDivisors<kChunks> divisors;
-  set_divisors<kChunks>(divisors, scale);
-  store_panel<kChunks, false>(entry.q, values, divisors, entry.rows, entry.cols, at);
-  store_panel<kChunks, true>(entry.q_t, values, divisors, entry.rows, entry.cols, at);
-}
-
-// The tile's scale (exact, never a power of 2) and its e4m3 bytes from the block's values of it:
-// quantize_128x128 and quantize_128x128_transposed's bits.
-__device__ inline void quantize_weight_tile(const PanelValues<k128x128Chunks>& values, const WeightTile& tile) {
-  float amax = 0.0f;
-#pragma unroll
-  for (int j = 0; j < k128x128Chunks; ++j) amax = fmaxf(amax, column_amax<k128x128Chunks>(values, j));
-  store_weight_tile<k128x128Chunks>(values, scale_from_amax(block_max(amax), false), tile, tile.at);
-}
-
-// The same bits from the tile's amax over the block (`amax` of the thread's elements) and the weight's values,
-// read 32 columns at a time: 16 registers a thread instead of 64.
-// NOTE: no barrier between the chunks: each store_panel instantiation's stage is next written after the other
-// one's barrier, which every thread reaches only when it has written its previous chunk out.
-__device__ inline void quantize_weight_tile_by_chunks(float amax, const WeightTile& tile) {
-  float scale = scale_from_amax(block_max(amax), false);
-  for (int j = 0; j < k128x128Chunks; ++j) {
-    PanelThread at(tile.at.row_begin, tile.at.col_begin + kWarpSize * j);
-    if (at.col_begin >= tile.entry.cols) break;  // the same for the whole block
-    PanelValues<1> values;
-    load_panel<1>(values, panel_rows(tile.entry.x, tile.entry.rows, at), tile.entry.cols, at);
-    store_weight_tile<1>(values, scale, tile, at);
-  }
 }
 
 }  // namespace hai::cuda::kernels::fp8_panel

@@ -21,7 +21,6 @@ using fp8::scale_from_amax;
 using fp8::warp_max;
 using fp8::widened_half;
 using fp8_panel::aligned;
-using fp8_panel::block_max;
 using fp8_panel::ChunkDivisors;
 using fp8_panel::column_amax;
 using fp8_panel::k128x128Chunks;
@@ -35,10 +34,8 @@ using fp8_panel::PanelScales;
 using fp8_panel::PanelThread;
 using fp8_panel::PanelValues;
 using fp8_panel::quantize_128x1_panel;
-using fp8_panel::quantize_weight_tile;
 using fp8_panel::set_divisors;
 using fp8_panel::store_panel;
-using fp8_panel::WeightTile;
 using fp8_panel::widened;
 
 constexpr int kCanonicalNan = 0x7fc00000;  // the CPU's quiet NaN; GPU arithmetic makes 0x7fffffff
@@ -49,6 +46,17 @@ __device__ float dequantize_value(uint8_t bits, float scale) {
   return isnan(value) ? __int_as_float(kCanonicalNan) : value;
 }
 
+
+// The max of `value` over the block (blockDim.x a multiple of 32), returned to every thread.
+__device__ float block_max(float value) {
+  __shared__ float scratch[32];
+  int lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32;
+  value = warp_max(value);
+  if (lane == 0) scratch[warp] = value;
+  __syncthreads();
+  value = lane < warps ? scratch[lane] : 0.0f;
+  return warp_max(value);
+}
 
 // ---- 1x128 tiles ----
 
@@ -285,14 +293,39 @@ __global__ void __launch_bounds__(kThreads) quantize_128x128_kernel(uint8_t* __r
   store_panel<kChunks, kTransposed>(q, values, divisors, rows, cols, at);
 }
 
-// One block per 128x128 tile of a batch of weights: quantize_128x128_kernel's work, written both as stored and
-// transposed.
+// One block per 128x128 tile of a batch of weights: the tile's weight found by a binary search over the entries'
+// first tiles, then quantize_128x128_kernel's work, written both as stored and transposed.
 __global__ void __launch_bounds__(kThreads, 3) quantize_weight_batch_kernel(const Fp8WeightEntry* __restrict__ entries,
                                                                          int64_t count) {
-  WeightTile tile(entries, count, blockIdx.x);
-  PanelValues<k128x128Chunks> values;
-  load_panel<k128x128Chunks>(values, panel_rows(tile.entry.x, tile.entry.rows, tile.at), tile.entry.cols, tile.at);
-  quantize_weight_tile(values, tile);
+  auto tile = static_cast<int64_t>(blockIdx.x);
+  int64_t low = 0, high = count - 1;  // the last entry whose first tile is <= tile
+  while (low < high) {
+    int64_t middle = (low + high + 1) / 2;
+    if (entries[middle].first_tile <= tile) {
+      low = middle;
+    } else {
+      high = middle - 1;
+    }
+  }
+  const Fp8WeightEntry entry = entries[low];
+  int64_t tile_rows = (entry.rows + kTile - 1) / kTile, tile_cols = (entry.cols + kTile - 1) / kTile;
+  int64_t tile_row = (tile - entry.first_tile) / tile_cols, tile_col = (tile - entry.first_tile) % tile_cols;
+  PanelThread at(tile_row * kTile, tile_col * kTile);
+  constexpr int kChunks = k128x128Chunks;
+  PanelValues<kChunks> values;
+  load_panel<kChunks>(values, panel_rows(entry.x, entry.rows, at), entry.cols, at);
+  float amax = 0.0f;
+#pragma unroll
+  for (int j = 0; j < kChunks; ++j) amax = fmaxf(amax, column_amax<kChunks>(values, j));
+  float scale = scale_from_amax(block_max(amax), false);
+  if (threadIdx.x == 0) {
+    entry.scales[tile_row * tile_cols + tile_col] = scale;
+    entry.scales_t[tile_col * tile_rows + tile_row] = scale;
+  }
+  ChunkDivisors<kChunks> divisors;
+  set_divisors<kChunks>(divisors, scale);
+  store_panel<kChunks, false>(entry.q, values, divisors, entry.rows, entry.cols, at);
+  store_panel<kChunks, true>(entry.q_t, values, divisors, entry.rows, entry.cols, at);
 }
 
 // ---- any other tile shape ----

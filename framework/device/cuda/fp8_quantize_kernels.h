@@ -27,7 +27,7 @@ cudaError_t quantize_128x1_transposed_bf16(uint8_t* q_t, float* scales_t, const 
 
 // One weight of a batch quantised in 128x128 blocks both as stored and transposed (exact scales, no powers of 2).
 struct Fp8WeightEntry {
-  float* x;            // [rows, cols]: read (updated first by the fused AdamW step, fused_adamw_fp8_kernels.h)
+  const float* x;      // [rows, cols]
   uint8_t* q;          // [rows, cols] e4m3
   float* scales;       // [ceil(rows / 128), ceil(cols / 128)]
   uint8_t* q_t;        // [cols, rows] e4m3

@@ -3,12 +3,50 @@
 
 #include <cstdint>
 
-#include "framework/device/cuda/adamw_run.cuh"
+#include "framework/device/cuda/adamw_element.cuh"
 #include "framework/device/cuda/fused_adamw_kernels.h"
 #include "framework/device/cuda/kernel_util.cuh"
 
 namespace hai::cuda::kernels {
 namespace {
+
+constexpr int kPack = 4;  // elements per vector access
+
+template <typename T>
+struct alignas(kPack * sizeof(T)) Pack {
+  T element[kPack];
+};
+
+template <typename T>
+__device__ bool pack_aligned(const T* pointer) {
+  return reinterpret_cast<uintptr_t>(pointer) % sizeof(Pack<T>) == 0;
+}
+
+// How the compute copy is written: not at all, or as bf16 / fp16 bits rounded to nearest even.
+struct NoCopy {
+  static constexpr bool kWrites = false;
+  __device__ static unsigned short bits(float) { return 0; }
+};
+struct Bf16Copy {
+  static constexpr bool kWrites = true;
+  __device__ static unsigned short bits(float value) { return __bfloat16_as_ushort(__float2bfloat16_rn(value)); }
+};
+struct F16Copy {
+  static constexpr bool kWrites = true;
+  __device__ static unsigned short bits(float value) { return __half_as_ushort(__float2half_rn(value)); }
+};
+
+// One run's operands, offset to its first element.
+template <typename Moment>
+struct RunView {
+  float* values;
+  unsigned short* compute;
+  const float* grads;
+  Moment* exp_avg;
+  Moment* exp_avg_sq;
+  int64_t numel;
+  float decay;
+};
 
 template <typename Moment, typename Copy>
 __device__ RunView<Moment> run_view(const FusedAdamWOperands& operands, const AdamWScalars& s, int64_t run) {
@@ -22,6 +60,40 @@ __device__ RunView<Moment> run_view(const FusedAdamWOperands& operands, const Ad
           .exp_avg_sq = static_cast<Moment*>(operands.exp_avg_sq) + state_offset,
           .numel = row[2],
           .decay = row[3] != 0 ? s.decay : 1.0f};
+}
+
+template <typename Moment, typename Copy>
+__device__ bool packs_apply(const RunView<Moment>& run) {
+  return pack_aligned(run.values) && pack_aligned(run.grads) && pack_aligned(run.exp_avg) &&
+         pack_aligned(run.exp_avg_sq) && (!Copy::kWrites || pack_aligned(run.compute));
+}
+
+// Elements [i, i + 4) of the run, through vector loads and stores.
+template <typename Moment, typename Copy>
+__device__ void update_pack(const RunView<Moment>& run, int64_t i, const AdamWScalars& s, float gradient_scale) {
+  Pack<float> values = *reinterpret_cast<const Pack<float>*>(run.values + i);
+  Pack<float> grads = *reinterpret_cast<const Pack<float>*>(run.grads + i);
+  Pack<Moment> exp_avg = *reinterpret_cast<const Pack<Moment>*>(run.exp_avg + i);
+  Pack<Moment> exp_avg_sq = *reinterpret_cast<const Pack<Moment>*>(run.exp_avg_sq + i);
+  Pack<unsigned short> compute;
+#pragma unroll
+  for (int k = 0; k < kPack; ++k) {
+    adamw_element(values.element[k], __fmul_rn(grads.element[k], gradient_scale), exp_avg.element[k],
+                  exp_avg_sq.element[k], s, run.decay);
+    compute.element[k] = Copy::bits(values.element[k]);
+  }
+  *reinterpret_cast<Pack<float>*>(run.values + i) = values;
+  *reinterpret_cast<Pack<Moment>*>(run.exp_avg + i) = exp_avg;
+  *reinterpret_cast<Pack<Moment>*>(run.exp_avg_sq + i) = exp_avg_sq;
+  if (Copy::kWrites) *reinterpret_cast<Pack<unsigned short>*>(run.compute + i) = compute;
+}
+
+template <typename Moment, typename Copy>
+__device__ void update_element(const RunView<Moment>& run, int64_t i, const AdamWScalars& s, float gradient_scale) {
+  float value = run.values[i];
+  adamw_element(value, __fmul_rn(run.grads[i], gradient_scale), run.exp_avg[i], run.exp_avg_sq[i], s, run.decay);
+  run.values[i] = value;
+  if (Copy::kWrites) run.compute[i] = Copy::bits(value);
 }
 
 // Block b updates run b: packs of 4 where every pointer allows, then the remaining elements one by one.
