@@ -33,7 +33,7 @@ Fp8Operand quantized_rows(const Tensor& x, bool pow2_scales) {
 }
 
 // The saved input of an FP8 linear layer, one u8 buffer: x^T [in, T] e4m3, padded to 256 bytes so that the scales
-// that follow ([in, ceil(T / 128)] fp32) stay aligned.
+// that follow (column-major: [ceil(T / 128), in] fp32, as the GEMM reads them) stay aligned.
 int64_t saved_scales_offset(int64_t in, int64_t tokens) { return (in * tokens + 255) / 256 * 256; }
 
 int64_t saved_bytes(int64_t in, int64_t tokens) {
@@ -47,8 +47,8 @@ Fp8Matrix saved_matrix(const Tensor& saved, int64_t in, int64_t tokens) {
             tokens, in);
   char* bytes = static_cast<char*>(saved.raw());
   return {Tensor(bytes, Shape{in, tokens}, DType::e4m3, saved.device()),
-          Tensor(bytes + saved_scales_offset(in, tokens), Shape{in, tiles(tokens)}, DType::f32, saved.device()),
-          Fp8Scaling::tile_1x128};
+          Tensor(bytes + saved_scales_offset(in, tokens), Shape{tiles(tokens), in}, DType::f32, saved.device()),
+          Fp8Scaling::tile_1x128, Fp8ScaleOrder::column_major};
 }
 
 // A prepared operand without FP8: x (or d_y) in the compute dtype, which both of its GEMMs read.
@@ -76,13 +76,14 @@ void Linear::with_compute_dtype(const Tensor& x, Use&& use) const {
 
 Linear::Prepared Linear::prepared_fp8(const Tensor& operand) const {
   check_quantisable(operand, "fp8 linear operand");
-  Fp8Operand rows{OwnedTensor(operand.shape(), DType::e4m3, operand.device()),  // [T, features]
-                  OwnedTensor(Shape{operand.size(0), tiles(operand.size(1))}, DType::f32, operand.device())};
+  // NOTE: both operands' scales column-major, the layout cuBLASLt reads: no copy before each GEMM.
   int64_t tokens = operand.size(0), features = operand.size(1);
+  Fp8Operand rows{OwnedTensor(operand.shape(), DType::e4m3, operand.device()),                // [T, features]
+                  OwnedTensor(Shape{tiles(features), tokens}, DType::f32, operand.device())};  // [features / 128, T]
   OwnedTensor saved(Shape{saved_bytes(features, tokens)}, DType::u8, operand.device());
   Fp8Matrix columns = saved_matrix(saved, features, tokens);  // operand^T [features, T]
   quantize_1x128_and_128x1_transposed(rows.values, rows.scales, columns.values, columns.scales, operand,
-                                      weight_->fp8.pow2_activation_scales);
+                                      weight_->fp8.pow2_activation_scales, Fp8ScaleOrder::column_major);
   return {std::move(rows.values), std::move(rows.scales), std::move(saved), tokens};
 }
 
@@ -115,7 +116,7 @@ void Linear::forward(const Tensor& y, const PreparedInput& input, bool accumulat
   float beta = accumulate ? 1.0f : 0.0f;
   if (!uses_fp8()) return gemm(y, input.saved, weight_->compute, {.transpose_b = true, .beta = beta});
   const Fp8Weight& weight = weight_->fp8;
-  fp8_gemm(y, {input.rows, input.row_scales, Fp8Scaling::tile_1x128},
+  fp8_gemm(y, {input.rows, input.row_scales, Fp8Scaling::tile_1x128, Fp8ScaleOrder::column_major},
            {weight.values, weight.scales, Fp8Scaling::block_128x128}, beta);
 }
 
@@ -134,7 +135,8 @@ void Linear::backward_input(const Tensor& d_x, PreparedOutputGrad& d_y, bool acc
             "linear layer [{}, {}]: its output gradient was prepared for {} GEMMs", out_features(), in_features(),
             uses_fp8() ? "non-FP8" : "FP8");
   if (!uses_fp8()) return gemm(d_x, d_y.saved, weight_->compute, {.beta = accumulate ? 1.0f : 0.0f});
-  backward_input_fp8(d_x, {d_y.rows, d_y.row_scales, Fp8Scaling::tile_1x128}, accumulate);
+  backward_input_fp8(d_x, {d_y.rows, d_y.row_scales, Fp8Scaling::tile_1x128, Fp8ScaleOrder::column_major},
+                     accumulate);
   d_y.rows = OwnedTensor();
   d_y.row_scales = OwnedTensor();
 }

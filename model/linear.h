@@ -40,7 +40,7 @@ class Linear {
   // precision and compute dtype), or the output gradient d_y (dgrad and wgrad).
   struct Prepared {
     OwnedTensor rows;        // FP8 only: the operand [T, features] e4m3 in 1x128 tiles (forward's x, dgrad's d_y)
-    OwnedTensor row_scales;  // FP8 only: [T, ceil(features / 128)] fp32
+    OwnedTensor row_scales;  // FP8 only: [ceil(features / 128), T] fp32 (the rows' 1x128 scales, column-major)
     OwnedTensor saved;       // the operand in the compute dtype (also the other GEMM's input), or with FP8 its
                              // transpose quantised in 1x128 tiles along the tokens, scales packed in one u8 buffer
     int64_t tokens = 0;      // T

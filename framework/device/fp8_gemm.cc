@@ -20,7 +20,12 @@ void check_matrix(const Fp8Matrix& matrix, const Tensor& c, const char* what) {
   check_dtype(values, DType::e4m3, what);
   check_dtype(matrix.scales, DType::f32, "fp8_gemm scales");
   int64_t rows = values.size(0), k = values.size(1);
-  Shape scale_shape = matrix.scaling == Fp8Scaling::tile_1x128 ? Shape{rows, tiles(k)} : Shape{tiles(rows), tiles(k)};
+  bool column_major = matrix.scale_order == Fp8ScaleOrder::column_major;
+  HAI_CHECK(matrix.scaling == Fp8Scaling::tile_1x128 || !column_major,
+            "fp8_gemm {}: only 1x128 scales come column-major", what);
+  Shape scale_shape = matrix.scaling == Fp8Scaling::block_128x128 ? Shape{tiles(rows), tiles(k)}
+                      : column_major                             ? Shape{tiles(k), rows}
+                                                                 : Shape{rows, tiles(k)};
   check_shape(matrix.scales, scale_shape, "fp8_gemm scales");
   check_same_device(values, c, "fp8_gemm");
   check_same_device(matrix.scales, c, "fp8_gemm");
@@ -41,7 +46,11 @@ void check_operands(const Tensor& c, const Fp8Matrix& a, const Fp8Matrix& b, flo
 // reference and the GPU's fallback for small awkward shapes.
 OwnedTensor dequantized(const Fp8Matrix& matrix, Stream stream) {
   OwnedTensor values(matrix.values.shape(), DType::f32, matrix.values.device());  // [rows, K]
-  if (matrix.scaling == Fp8Scaling::tile_1x128) {
+  if (matrix.scale_order == Fp8ScaleOrder::column_major) {
+    OwnedTensor row_major(Shape{matrix.scales.size(1), matrix.scales.size(0)}, DType::f32, matrix.scales.device());
+    transpose_fp8_scales(row_major, matrix.scales, stream);  // [rows, K / 128]
+    dequantize_1x128(values, matrix.values, row_major, stream);
+  } else if (matrix.scaling == Fp8Scaling::tile_1x128) {
     dequantize_1x128(values, matrix.values, matrix.scales, stream);
   } else {
     dequantize_128x128(values, matrix.values, matrix.scales, stream);

@@ -22,11 +22,13 @@
 // dequantise, fp32 GEMM.
 // cuBLASLt does not read our row-major scale tensors as they are: it wants 1x128 scales transposed
 // ([ceil(K / 128), rows], rows fastest) and 128x128 scales with their row stride rounded up to 4 floats. The CUDA
-// launcher rewrites both into that layout (a small kernel, stream-ordered scratch) before each GEMM; callers keep
-// the layouts above. Evidence (H200, our scales passed unchanged): error 40 where reading A's 1x128 scales
+// launcher rewrites both into that layout (a small kernel, stream-ordered scratch) before each GEMM, except 1x128
+// scales given column-major (Fp8Matrix::scale_order: the quantiser wrote that layout) and 128x128 scales whose rows
+// already are a multiple of 4 floats. Evidence (H200, our scales passed unchanged): error 40 where reading A's 1x128 scales
 // transposed matched to 3e-4; 1x128 x 1x128 matched to 1.75e-4 reading both transposed; 3 K blocks per row of
 // 128x128 scales (stride 3) gave 3.6e5. framework/device/cuda/fp8_gemm.cc has the details.
 
+#include "framework/device/fp8_quantize.h"
 #include "framework/tensor/tensor.h"
 
 namespace hai {
@@ -36,11 +38,13 @@ enum class Fp8Scaling {
   block_128x128,  // scales: [ceil(rows / 128), ceil(K / 128)]
 };
 
-// An e4m3 matrix with its block scales (fp32, row-major, layouts of framework/device/fp8_quantize.h).
+// An e4m3 matrix with its block scales (fp32, layouts of framework/device/fp8_quantize.h).
 struct Fp8Matrix {
   Tensor values;  // [rows, K] e4m3
-  Tensor scales;  // per `scaling`
+  Tensor scales;  // per `scaling` and `scale_order`
   Fp8Scaling scaling = Fp8Scaling::tile_1x128;
+  // 1x128 scales only: column_major ([ceil(K / 128), rows]) is the layout cuBLASLt reads, so no copy is made.
+  Fp8ScaleOrder scale_order = Fp8ScaleOrder::row_major;
 };
 
 // c: [M, N] fp32, or bf16 with beta == 0 <- a: [M, K] (1x128), b: [N, K] (1x128 or 128x128). With beta == 0, C is

@@ -84,6 +84,29 @@ void dequantize(const Tensor& x, const Tensor& q, const Tensor& scales, cpu::Fp8
 #endif
 }
 
+// 1x128 scales stored in `order` for a matrix of `rows` rows, viewed with the row-major shape that the checks
+// above expect (a column-major tensor must be [tiles, rows]).
+Tensor as_row_major(const Tensor& scales, Fp8ScaleOrder order, int64_t rows) {
+  if (order == Fp8ScaleOrder::row_major) return scales;
+  HAI_CHECK(scales.rank() == 2 && scales.size(1) == rows,
+            "fp8 column-major scales of a matrix of {} rows must be [tiles, {}], got {}", rows, rows, scales.str());
+  return scales.reshape(Shape{scales.size(1), scales.size(0)});
+}
+
+// The CPU reference of the column-major case: the row-major quantisations, their scales then transposed.
+void quantize_with_column_major_scales(const Tensor& q, const Tensor& scales, const Tensor& q_t,
+                                       const Tensor& scales_t, const Tensor& x, bool pow2_scales) {
+  int64_t m = x.size(0), k = x.size(1);
+  check_same_device(scales, x, "fp8 quantisation scales");
+  check_same_device(scales_t, x, "fp8 quantisation scales");
+  OwnedTensor row_scales(as_row_major(scales, Fp8ScaleOrder::column_major, m).shape(), DType::f32);    // [M, K/128]
+  OwnedTensor column_scales(as_row_major(scales_t, Fp8ScaleOrder::column_major, k).shape(), DType::f32);  // [K, M/128]
+  quantize_1x128(q, row_scales, x, pow2_scales);
+  quantize_128x1_transposed(q_t, column_scales, x, pow2_scales);
+  transpose_fp8_scales(scales, row_scales);
+  transpose_fp8_scales(scales_t, column_scales);
+}
+
 }  // namespace
 
 float fp8_scale_from_amax(float amax, bool pow2_scales) {
@@ -121,18 +144,45 @@ void quantize_128x1_transposed(const Tensor& q_t, const Tensor& scales_t, const 
 }
 
 void quantize_1x128_and_128x1_transposed(const Tensor& q, const Tensor& scales, const Tensor& q_t,
-                                         const Tensor& scales_t, const Tensor& x, bool pow2_scales, Stream stream) {
+                                         const Tensor& scales_t, const Tensor& x, bool pow2_scales,
+                                         Fp8ScaleOrder order, Stream stream) {
+  bool column_major = order == Fp8ScaleOrder::column_major;
+  if (x.device().is_cpu() && column_major) {
+    return quantize_with_column_major_scales(q, scales, q_t, scales_t, x, pow2_scales);
+  }
   if (x.device().is_cpu()) {
     quantize_1x128(q, scales, x, pow2_scales, stream);
     return quantize_128x1_transposed(q_t, scales_t, x, pow2_scales, stream);
   }
   DType x_dtype = x.dtype() == DType::bf16 ? DType::bf16 : DType::f32;
-  check_operands(x, q, scales, kTile1x128, false, x_dtype);
-  check_operands(x, q_t, scales_t, kTile128x1, true, x_dtype);
+  check_operands(x, q, as_row_major(scales, order, x.size(0)), kTile1x128, false, x_dtype);
+  check_operands(x, q_t, as_row_major(scales_t, order, x.size(1)), kTile128x1, true, x_dtype);
 #ifdef HAI_WITH_CUDA
-  cuda::quantize_1x128_and_128x1_transposed(q, scales, q_t, scales_t, x, pow2_scales, stream);
+  cuda::quantize_1x128_and_128x1_transposed(q, scales, q_t, scales_t, x, pow2_scales, column_major, stream);
 #else
   throw_no_backend("quantize_1x128_and_128x1_transposed", x.device());
+#endif
+}
+
+void transpose_fp8_scales(const Tensor& destination, const Tensor& source, [[maybe_unused]] Stream stream) {
+  HAI_CHECK(source.rank() == 2, "fp8 scales to transpose must be a matrix, got {}", source.str());
+  check_dtype(source, DType::f32, "fp8 scales");
+  check_dtype(destination, DType::f32, "fp8 transposed scales");
+  int64_t rows = source.size(0), columns = source.size(1);
+  check_shape(destination, Shape{columns, rows}, "fp8 transposed scales");
+  check_same_device(destination, source, "fp8 scale transpose");
+  if (source.device().is_cpu()) {
+    const float* from = source.data<float>();
+    float* to = destination.data<float>();
+    for (int64_t r = 0; r < rows; ++r) {
+      for (int64_t c = 0; c < columns; ++c) to[c * rows + r] = from[r * columns + c];
+    }
+    return;
+  }
+#ifdef HAI_WITH_CUDA
+  cuda::transpose_fp8_scales(destination, source, stream);
+#else
+  throw_no_backend("transpose_fp8_scales", source.device());
 #endif
 }
 

@@ -56,13 +56,22 @@ void quantize_128x1_transposed(const Tensor& q_t, const Tensor& scales_t, const 
 void quantize_128x128_transposed(const Tensor& q_t, const Tensor& scales_t, const Tensor& x,
                                  bool pow2_scales = false, Stream stream = {});
 
+// How the scales of 1x128 tiles are stored: row_major, [rows, ceil(K / 128)] (the layout above), or column_major,
+// that matrix transposed: [ceil(K / 128), rows], rows fastest (the layout cuBLASLt's VEC128 scale mode reads, so
+// an FP8 GEMM takes such scales as they are: fp8_gemm.h).
+enum class Fp8ScaleOrder { row_major, column_major };
+
 // quantize_1x128(q, scales, x) and quantize_128x1_transposed(q_t, scales_t, x), bit for bit, in one pass over x on
 // the GPU (the two operands an FP8 linear layer makes of its input: rows for the forward GEMM, x^T for wgrad).
-// q: [M, K] e4m3, scales: [M, ceil(K / 128)] fp32, q_t: [K, M] e4m3, scales_t: [K, ceil(M / 128)] fp32
+// q: [M, K] e4m3, q_t: [K, M] e4m3, and the 1x128 scales of q and of q_t in `order`: row_major scales
+// [M, ceil(K / 128)] and scales_t [K, ceil(M / 128)], column_major [ceil(K / 128), M] and [ceil(M / 128), K]
 // <- x: [M, K] fp32 or bf16
 void quantize_1x128_and_128x1_transposed(const Tensor& q, const Tensor& scales, const Tensor& q_t,
                                          const Tensor& scales_t, const Tensor& x, bool pow2_scales = false,
-                                         Stream stream = {});
+                                         Fp8ScaleOrder order = Fp8ScaleOrder::row_major, Stream stream = {});
+
+// destination: [C, R] fp32 <- source: [R, C] fp32 transposed: 1x128 scales from one Fp8ScaleOrder to the other.
+void transpose_fp8_scales(const Tensor& destination, const Tensor& source, Stream stream = {});
 
 // x: [M, K] fp32 <- q: [M, K] e4m3 and the scales of the matching quantize_*. dequantize_1x128 also writes a bf16
 // x: the fp32 values rounded to nearest even, as cast_tensor rounds them (a NaN as 0x7fc0), without an fp32 pass.

@@ -59,7 +59,7 @@ constexpr int kMinBlocksPerMultiprocessor = 2;
 // Where a block's 128x128 tile of x lies: rows [row_begin, row_begin + height), columns [col_begin, col_begin +
 // width), and whether every access of it can be vectorised (a whole tile, its rows and runs aligned).
 struct TileSpan {
-  int64_t tile_row, tile_col, row_begin, col_begin, tile_rows;
+  int64_t tile_row, tile_col, row_begin, col_begin;
   int height, width;
   bool vector_loads, vector_stores, vector_runs;
 
@@ -70,7 +70,6 @@ struct TileSpan {
         tile_col(blockIdx.x % tile_cols),
         row_begin(tile_row * kTile),
         col_begin(tile_col * kTile),
-        tile_rows((rows + kTile - 1) / kTile),
         height(static_cast<int>(min(rows - row_begin, int64_t{kTile}))),
         width(static_cast<int>(min(cols - col_begin, int64_t{kTile}))) {
     // NOTE: every row of the tile is aligned where its first is and the row stride keeps the alignment: one test.
@@ -105,7 +104,7 @@ __device__ void quantize_tile(const Fp8RowsAndColumns& out, const Element* __res
   int warp = threadIdx.x / kWarpSize, lane = threadIdx.x % kWarpSize;
   int first_row = kRowsPerWarp * warp, first_col = kColsPerLane * lane;
   int64_t tile_col = span.tile_col, row_begin = span.row_begin, col_begin = span.col_begin;
-  int64_t tile_row = span.tile_row, tile_rows = span.tile_rows;
+  int64_t tile_row = span.tile_row;
   int height = kWhole ? kTile : span.height, width = kWhole ? kTile : span.width;
   bool vector_loads = kWhole || span.vector_loads, vector_stores = kWhole || span.vector_stores;
   bool vector_runs = kWhole || span.vector_runs;
@@ -134,7 +133,7 @@ __device__ void quantize_tile(const Fp8RowsAndColumns& out, const Element* __res
     for (int j = 0; j < kColsPerLane; ++j) amax = fmaxf(amax, fabsf(quad[j]));
     float scale = scale_from_amax(warp_max(amax), pow2_scales);
     int64_t row = row_begin + first_row + i;
-    if (lane == 0) out.scales[row * tile_cols + tile_col] = scale;
+    if (lane == 0) out.scales[row * out.scale_strides.row + tile_col * out.scale_strides.tile] = scale;
     uint32_t bytes = quantize_quad(quad[0], quad[1], quad[2], quad[3], ScaleDivisor(scale));
     uint8_t* q_tile_row = out.q + row * cols + col_begin;
     if (vector_stores) {
@@ -165,7 +164,8 @@ __device__ void quantize_tile(const Fp8RowsAndColumns& out, const Element* __res
                                        scale_from_amax(amax.z, pow2_scales), scale_from_amax(amax.w, pow2_scales)};
   if (warp == 0) {
     for (int j = 0; j < kColsPerLane && first_col + j < width; ++j) {
-      out.scales_t[(col_begin + first_col + j) * tile_rows + tile_row] = column_scales[j];
+      out.scales_t[(col_begin + first_col + j) * out.scale_t_strides.row + tile_row * out.scale_t_strides.tile] =
+          column_scales[j];
     }
   }
 
@@ -209,6 +209,7 @@ __device__ __noinline__ void quantize_partial_tile(const Fp8RowsAndColumns& out,
 // One block per 128x128 tile of x (quantize_tile); the tile's row is blockIdx.x / tile_cols.
 // x: [rows, cols] Element (float) ->
 // out.q: [rows, cols], out.scales: [rows, tile_cols], out.q_t: [cols, rows], out.scales_t: [cols, tile_rows]
+// (the scales as out's strides place them)
 template <typename Element>
 __global__ void __launch_bounds__(kThreads, kMinBlocksPerMultiprocessor)
     quantize_1x128_and_128x1_transposed_kernel(Fp8RowsAndColumns out, const Element* __restrict__ x, int64_t rows,
@@ -379,13 +380,13 @@ __device__ void set_scales(Bf16TileShared& shared, const Fp8RowsAndColumns& out,
 #pragma unroll
     for (int w = 0; w < kWarps; ++w) pair = bf16x2_max(pair, shared.column_amax_of_warp[w][index / 2]);
     float scale = scale_from_amax(widened_half(pair, high), pow2_scales);
-    int64_t tile_rows = (tile.rows + kTile - 1) / kTile;
-    if (index < tile.width) out.scales_t[(tile.col_begin + index) * tile_rows + tile.tile_row] = scale;
+    const ScaleStrides& strides = out.scale_t_strides;
+    if (index < tile.width) out.scales_t[(tile.col_begin + index) * strides.row + tile.tile_row * strides.tile] = scale;
     shared.column_divisors[index / kThreadCols][index % kThreadCols] = ScaleDivisor(scale);
   } else {
     float scale = scale_from_amax(widened_half(shared.row_amax[index / 2], high), pow2_scales);
-    int64_t tile_cols = (tile.cols + kTile - 1) / kTile;
-    if (index < tile.height) out.scales[(tile.row_begin + index) * tile_cols + tile.tile_col] = scale;
+    const ScaleStrides& strides = out.scale_strides;
+    if (index < tile.height) out.scales[(tile.row_begin + index) * strides.row + tile.tile_col * strides.tile] = scale;
     shared.row_divisors[index / kThreadRows][index % kThreadRows] = ScaleDivisor(scale);
   }
 }
@@ -472,6 +473,7 @@ __device__ void write_lines(const Bf16TileShared& shared, const Fp8RowsAndColumn
 // test per row or element; partial and unaligned ones test each access.
 // x: [rows, cols] bf16 bits ->
 // out.q: [rows, cols], out.scales: [rows, tile_cols], out.q_t: [cols, rows], out.scales_t: [cols, tile_rows]
+// (the scales as out's strides place them)
 __global__ void __launch_bounds__(kThreads, kBf16BlocksPerSm)
     quantize_bf16_rows_and_columns_kernel(Fp8RowsAndColumns out, const uint16_t* __restrict__ x, int64_t rows,
                                           int64_t cols, unsigned int tile_cols, bool pow2_scales) {

@@ -9,12 +9,20 @@
 
 namespace hai::cuda::kernels {
 
+// Where scale (row, tile) of a matrix's 1x128 scales lies: row * row + tile * tile (row-major [rows, tiles]:
+// {tiles, 1}; column-major: {1, rows}).
+struct ScaleStrides {
+  int64_t row, tile;
+};
+
 // Where the two quantisations of x [rows, cols] go.
 struct Fp8RowsAndColumns {
-  uint8_t* q;       // [rows, cols] e4m3 in 1x128 tiles
-  float* scales;    // [rows, ceil(cols / 128)]
-  uint8_t* q_t;     // [cols, rows] e4m3: x^T in 1x128 tiles (128x1 tiles of x, transposed)
-  float* scales_t;  // [cols, ceil(rows / 128)]
+  uint8_t* q;                    // [rows, cols] e4m3 in 1x128 tiles
+  float* scales;                 // [rows, ceil(cols / 128)] as scale_strides place them
+  uint8_t* q_t;                  // [cols, rows] e4m3: x^T in 1x128 tiles (128x1 tiles of x, transposed)
+  float* scales_t;               // [cols, ceil(rows / 128)] as scale_t_strides place them
+  ScaleStrides scale_strides;    // of scales
+  ScaleStrides scale_t_strides;  // of scales_t
 };
 
 // The bits of quantize_tiles' 1x128 tiles and of its 128x1 tiles written transposed (fp8_quantize_kernels.h).

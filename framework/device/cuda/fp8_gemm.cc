@@ -23,8 +23,8 @@ namespace {
 // blocks: a row stride of 3, not a multiple of 4) off by 3.6e5. PyTorch's _scaled_mm asks the same of the scales it
 // hands to cuBLASLt's blockwise modes (1x128: outer-dimension-major; 128x128: a 16-byte aligned row stride).
 // The launcher therefore rewrites the scale tensors into scratch from the stream-ordered pool before each GEMM (one
-// kernel for the two), except 128x128 scales whose rows already are a multiple of 4 floats, which cuBLASLt reads
-// where they are.
+// kernel for the two), except 1x128 scales that come column-major (Fp8Matrix::scale_order: already [ceil(K / 128),
+// R]) and 128x128 scales whose rows already are a multiple of 4 floats, which cuBLASLt reads where they are.
 //
 // A bf16 C (beta 0 only: the dispatcher checks) is cuBLASLt's C and D type CUDA_R_16BF, the pairing PyTorch's
 // _scaled_mm uses with these scale modes on sm_90: the epilogue rounds the fp32 accumulators once, and split-K
@@ -45,7 +45,7 @@ Fp8Matrix padded_operand(const Scratch& padded, const Fp8Matrix& matrix, cudaStr
                                    static_cast<size_t>(k), static_cast<size_t>(k), static_cast<size_t>(rows),
                                    cudaMemcpyDeviceToDevice, stream));
   return {Tensor(padded.data(), Shape{rows, width}, DType::e4m3, matrix.values.device()), matrix.scales,
-          matrix.scaling};
+          matrix.scaling, matrix.scale_order};
 }
 
 // Where scale (r, c) of a matrix's row-major scale tensor goes in cuBLASLt's layout (above), and its size.
@@ -55,16 +55,18 @@ struct CublasLtScaleLayout {
 
 CublasLtScaleLayout cublaslt_scale_layout(const Fp8Matrix& matrix) {
   int64_t rows = matrix.scales.size(0), columns = matrix.scales.size(1);
+  if (matrix.scale_order == Fp8ScaleOrder::column_major) return {columns, 1, rows * columns};  // already [tiles, R]
   if (matrix.scaling == Fp8Scaling::tile_1x128) return {1, rows, rows * columns};
   int64_t padded_columns = (columns + 3) / 4 * 4;
   return {padded_columns, 1, rows * padded_columns};
 }
 
-// Whether matrix.scales already are in cuBLASLt's layout: 128x128 blocks whose rows are a multiple of 16 bytes
-// (every weight whose K is a multiple of 512), at a 16-byte aligned address.
+// Whether matrix.scales already are in cuBLASLt's layout, at a 16-byte aligned address: column-major 1x128 scales,
+// or 128x128 blocks whose rows are a multiple of 16 bytes (every weight whose K is a multiple of 512).
 bool scales_in_cublaslt_layout(const Fp8Matrix& matrix) {
-  return matrix.scaling == Fp8Scaling::block_128x128 && matrix.scales.size(1) % 4 == 0 &&
-         reinterpret_cast<uintptr_t>(matrix.scales.raw()) % 16 == 0;
+  bool layout = matrix.scale_order == Fp8ScaleOrder::column_major ||
+                (matrix.scaling == Fp8Scaling::block_128x128 && matrix.scales.size(1) % 4 == 0);
+  return layout && reinterpret_cast<uintptr_t>(matrix.scales.raw()) % 16 == 0;
 }
 
 // The scales of one operand as cuBLASLt reads them: matrix.scales as they are, or a copy of them in scratch that

@@ -2,6 +2,7 @@
 
 #include "framework/device/cuda/fp8_dual_quantize_kernels.h"
 #include "framework/device/cuda/fp8_quantize_kernels.h"
+#include "framework/device/cuda/fp8_scale_layout_kernels.h"
 #include "framework/device/cuda/launch.h"
 
 namespace hai::cuda {
@@ -31,16 +32,30 @@ void quantize_128x1_transposed_bf16(const Tensor& q_t, const Tensor& scales_t, c
 }
 
 void quantize_1x128_and_128x1_transposed(const Tensor& q, const Tensor& scales, const Tensor& q_t,
-                                         const Tensor& scales_t, const Tensor& x, bool pow2_scales, Stream stream) {
+                                         const Tensor& scales_t, const Tensor& x, bool pow2_scales,
+                                         bool column_major, Stream stream) {
   cudaStream_t cuda_stream = prepare_launch(x.device(), stream);
-  kernels::Fp8RowsAndColumns out{&q.data<e4m3>()->bits, scales.data<float>(), &q_t.data<e4m3>()->bits,
-                                 scales_t.data<float>()};
   int64_t rows = x.size(0), cols = x.size(1);
+  int64_t tile_cols = (cols + 127) / 128, tile_rows = (rows + 127) / 128;
+  kernels::Fp8RowsAndColumns out{
+      .q = &q.data<e4m3>()->bits,
+      .scales = scales.data<float>(),
+      .q_t = &q_t.data<e4m3>()->bits,
+      .scales_t = scales_t.data<float>(),
+      .scale_strides = column_major ? kernels::ScaleStrides{1, rows} : kernels::ScaleStrides{tile_cols, 1},
+      .scale_t_strides = column_major ? kernels::ScaleStrides{1, cols} : kernels::ScaleStrides{tile_rows, 1}};
   cudaError_t status =
       x.dtype() == DType::bf16
           ? kernels::quantize_1x128_and_128x1_transposed_bf16(out, x.raw(), rows, cols, pow2_scales, cuda_stream)
           : kernels::quantize_1x128_and_128x1_transposed(out, x.data<float>(), rows, cols, pow2_scales, cuda_stream);
   check_launch(status, "fp8 quantisation");
+}
+
+void transpose_fp8_scales(const Tensor& destination, const Tensor& source, Stream stream) {
+  cudaStream_t cuda_stream = prepare_launch(source.device(), stream);
+  int64_t rows = source.size(0), columns = source.size(1);
+  kernels::StridedScaleCopy transpose{destination.data<float>(), source.data<float>(), rows, columns, 1, rows};
+  check_launch(kernels::copy_scales_strided(transpose, {}, cuda_stream), "fp8 scale transpose");
 }
 
 void dequantize_tiles(const Tensor& x, const Tensor& q, const Tensor& scales, Fp8TileShape tile, Stream stream) {

@@ -20,9 +20,13 @@ void quantize_1x128_bf16(const Tensor& q, const Tensor& scales, const Tensor& x,
 void quantize_128x1_transposed_bf16(const Tensor& q_t, const Tensor& scales_t, const Tensor& x, bool pow2_scales,
                                     Stream stream);
 // quantize_1x128_bf16 (or quantize_tiles' 1x128 tiles) and quantize_128x1_transposed_bf16 (or quantize_tiles' 128x1
-// tiles, transposed) of one x, fp32 or bf16, in one kernel that reads x once.
+// tiles, transposed) of one x, fp32 or bf16, in one kernel that reads x once; column_major: both scale tensors
+// in Fp8ScaleOrder::column_major.
 void quantize_1x128_and_128x1_transposed(const Tensor& q, const Tensor& scales, const Tensor& q_t,
-                                         const Tensor& scales_t, const Tensor& x, bool pow2_scales, Stream stream);
+                                         const Tensor& scales_t, const Tensor& x, bool pow2_scales,
+                                         bool column_major, Stream stream);
+// destination [C, R] <- source [R, C]^T, fp32.
+void transpose_fp8_scales(const Tensor& destination, const Tensor& source, Stream stream);
 void dequantize_tiles(const Tensor& x, const Tensor& q, const Tensor& scales, Fp8TileShape tile, Stream stream);
 
 }  // namespace hai::cuda

@@ -11,6 +11,7 @@
 
 #include "framework/core/rng.h"
 #include "framework/device/fp8_quantize.h"
+#include "tests/framework/device/test_util.h"
 
 namespace hai {
 namespace {
@@ -116,6 +117,23 @@ TEST(Fp8GemmCpu, ActivationTimesBlockScaledWeightIsTheDequantisedProduct) {
   c.data<float>()[0] = std::nanf("");  // beta == 0: C is not read
   fp8_gemm(c, a.matrix(), b.matrix());
   expect_dequantised_product(c, a, b, c, 0.0f);
+}
+
+// 1x128 scales given column-major ([tiles, rows], as the FP8 linear layers keep them) give the same C, bit for bit.
+TEST(Fp8GemmCpu, ColumnMajorScalesGiveTheSameProduct) {
+  Quantized a = quantized(spread_matrix(20, 260, 16), Fp8Scaling::tile_1x128);  // [M, K]
+  Quantized b = quantized(spread_matrix(30, 260, 17), Fp8Scaling::tile_1x128);  // [N, K]
+  OwnedTensor a_scales(Shape{3, 20}, DType::f32), b_scales(Shape{3, 30}, DType::f32);
+  transpose_fp8_scales(a_scales, a.scales);
+  transpose_fp8_scales(b_scales, b.scales);
+  OwnedTensor c(Shape{20, 30}, DType::f32), c_column_major(Shape{20, 30}, DType::f32);
+  fp8_gemm(c, a.matrix(), b.matrix());
+  fp8_gemm(c_column_major, {a.values, a_scales, Fp8Scaling::tile_1x128, Fp8ScaleOrder::column_major},
+           {b.values, b_scales, Fp8Scaling::tile_1x128, Fp8ScaleOrder::column_major});
+  EXPECT_TRUE(testing::same_bytes(c, c_column_major));
+  // The row-major shape, or a block-scaled operand, refused as column-major.
+  EXPECT_THROW(fp8_gemm(c, {a.values, a.scales, Fp8Scaling::tile_1x128, Fp8ScaleOrder::column_major}, b.matrix()),
+               Error);
 }
 
 TEST(Fp8GemmCpu, TwoTileScaledOperandsAccumulateIntoC) {

@@ -322,6 +322,39 @@ TEST(Fp8Quantize, RowsAndColumnsInOneCallAreTheTwoQuantisations) {
   }
 }
 
+// With column-major scales the values are the same and each scale tensor is the row-major one transposed.
+TEST(Fp8Quantize, RowsAndColumnsWithColumnMajorScalesAreTheRowMajorScalesTransposed) {
+  for (auto [m, k] : std::vector<std::pair<int64_t, int64_t>>{{130, 257}, {1, 1}, {300, 1000}}) {
+    OwnedTensor x = nonuniform_matrix(m, k, 55);  // [M, K]
+    int64_t row_tiles = (m + 127) / 128, col_tiles = (k + 127) / 128;
+    OwnedTensor q(Shape{m, k}, DType::e4m3), scales(Shape{m, col_tiles}, DType::f32);
+    OwnedTensor q_t(Shape{k, m}, DType::e4m3), scales_t(Shape{k, row_tiles}, DType::f32);
+    quantize_1x128_and_128x1_transposed(q, scales, q_t, scales_t, x);
+    OwnedTensor q_cm(Shape{m, k}, DType::e4m3), scales_cm(Shape{col_tiles, m}, DType::f32);
+    OwnedTensor q_t_cm(Shape{k, m}, DType::e4m3), scales_t_cm(Shape{row_tiles, k}, DType::f32);
+    quantize_1x128_and_128x1_transposed(q_cm, scales_cm, q_t_cm, scales_t_cm, x, false, Fp8ScaleOrder::column_major);
+    OwnedTensor expected_scales(Shape{col_tiles, m}, DType::f32), expected_scales_t(Shape{row_tiles, k}, DType::f32);
+    transpose_fp8_scales(expected_scales, scales);
+    transpose_fp8_scales(expected_scales_t, scales_t);
+    std::string what = "[" + std::to_string(m) + ", " + std::to_string(k) + "]";
+    EXPECT_TRUE(testing::same_bytes(q_cm, q)) << what;
+    EXPECT_TRUE(testing::same_bytes(q_t_cm, q_t)) << what;
+    EXPECT_TRUE(testing::same_bytes(scales_cm, expected_scales)) << what;
+    EXPECT_TRUE(testing::same_bytes(scales_t_cm, expected_scales_t)) << what;
+    for (int64_t r = 0; r < m; ++r) {  // the transpose itself, against the layouts' definitions
+      for (int64_t t = 0; t < col_tiles; ++t) {
+        ASSERT_EQ(scales_cm.data<float>()[t * m + r], scales.data<float>()[r * col_tiles + t]) << what;
+      }
+    }
+  }
+  OwnedTensor x(Shape{130, 200}, DType::f32);
+  OwnedTensor q(Shape{130, 200}, DType::e4m3), q_t(Shape{200, 130}, DType::e4m3);
+  OwnedTensor row_major(Shape{130, 2}, DType::f32), row_major_t(Shape{200, 2}, DType::f32);
+  EXPECT_THROW(quantize_1x128_and_128x1_transposed(q, row_major, q_t, row_major_t, x, false,
+                                                   Fp8ScaleOrder::column_major),
+               Error);
+}
+
 TEST(Fp8Quantize, RowsAndColumnsInOneCallRejectSwappedLayouts) {
   OwnedTensor x(Shape{130, 200}, DType::bf16);
   OwnedTensor q(Shape{130, 200}, DType::e4m3), scales(Shape{130, 2}, DType::f32);

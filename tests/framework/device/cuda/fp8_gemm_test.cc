@@ -80,24 +80,39 @@ double worst_relative_error(const Tensor& gpu, const Tensor& c_before, float bet
   return worst;
 }
 
-// A bf16 C (beta 0) adds its one rounding, at most 2^-9 of |C| <= sum |a' b'|, to the bound.
-void check_fp8_gemm(int64_t m, int64_t n, int64_t k, Fp8Scaling b_scaling, float beta, DType c_dtype = DType::f32) {
+// A GPU copy of an operand's scales, column-major (transposed) when asked and 1x128.
+OwnedTensor gpu_scales(const HostOperand& operand, Fp8ScaleOrder order) {
+  if (order == Fp8ScaleOrder::row_major || operand.scaling != Fp8Scaling::tile_1x128) {
+    return copy_to(operand.scales, Device::cuda(0));
+  }
+  OwnedTensor transposed(Shape{operand.scales.shape()[1], operand.scales.shape()[0]}, DType::f32);
+  transpose_fp8_scales(transposed, operand.scales);
+  return copy_to(transposed, Device::cuda(0));
+}
+
+// A bf16 C (beta 0) adds its one rounding, at most 2^-9 of |C| <= sum |a' b'|, to the bound. With column-major
+// order the 1x128 operands' scales go to the GPU column-major (read as they are, or transposed back on the
+// dequantised path).
+void check_fp8_gemm(int64_t m, int64_t n, int64_t k, Fp8Scaling b_scaling, float beta, DType c_dtype = DType::f32,
+                    Fp8ScaleOrder order = Fp8ScaleOrder::row_major) {
   HostOperand a = quantized(tiled_magnitudes(m, k, 1), Fp8Scaling::tile_1x128);  // [M, K]
   HostOperand b = quantized(tiled_magnitudes(n, k, 2), b_scaling);               // [N, K]
   OwnedTensor c_before = tiled_magnitudes(m, n, 3);                              // [M, N]
   OwnedTensor c_gpu(Shape{m, n}, c_dtype, Device::cuda(0));                     // [M, N]
   cast_tensor(c_gpu, copy_to(c_before, Device::cuda(0)));
-  OwnedTensor a_values = copy_to(a.values, Device::cuda(0)), a_scales = copy_to(a.scales, Device::cuda(0));
-  OwnedTensor b_values = copy_to(b.values, Device::cuda(0)), b_scales = copy_to(b.scales, Device::cuda(0));
-  fp8_gemm(c_gpu, {a_values, a_scales, a.scaling}, {b_values, b_scales, b.scaling}, beta);
+  OwnedTensor a_values = copy_to(a.values, Device::cuda(0)), a_scales = gpu_scales(a, order);
+  OwnedTensor b_values = copy_to(b.values, Device::cuda(0)), b_scales = gpu_scales(b, order);
+  Fp8ScaleOrder b_order = b.scaling == Fp8Scaling::tile_1x128 ? order : Fp8ScaleOrder::row_major;
+  fp8_gemm(c_gpu, {a_values, a_scales, a.scaling, order}, {b_values, b_scales, b.scaling, b_order}, beta);
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   OwnedTensor from_gpu = copy_to(c_gpu, Device::cpu());
 
   double error = worst_relative_error(from_gpu, c_before, beta, a, b, false, false);
-  std::printf("[ parity ] fp8_gemm %lldx%lldx%lld B %s beta %g C %s: worst |gpu - cpu| / sum|a'b'| = %.3g\n",
+  std::printf("[ parity ] fp8_gemm %lldx%lldx%lld B %s beta %g C %s%s: worst |gpu - cpu| / sum|a'b'| = %.3g\n",
               static_cast<long long>(m), static_cast<long long>(n), static_cast<long long>(k),
               b_scaling == Fp8Scaling::tile_1x128 ? "1x128" : "128x128", beta,
-              c_dtype == DType::bf16 ? "bf16" : "fp32", error);
+              c_dtype == DType::bf16 ? "bf16" : "fp32",
+              order == Fp8ScaleOrder::column_major ? " column-major scales" : "", error);
   double bound = c_dtype == DType::bf16 ? 1e-3 + std::ldexp(1.0, -9) : 1e-3;
   EXPECT_LT(error, bound);
   if (error < bound) return;
@@ -127,6 +142,18 @@ TEST(Fp8GemmParity, Bf16OutputIsTheFp32ResultRoundedOnce) {
   check_fp8_gemm(160, 272, 384, Fp8Scaling::tile_1x128, 0.0f, DType::bf16);
   check_fp8_gemm(256, 144, 320, Fp8Scaling::block_128x128, 0.0f, DType::bf16);
   check_fp8_gemm(37, 50, 200, Fp8Scaling::tile_1x128, 0.0f, DType::bf16);
+}
+
+// Column-major 1x128 scales (the FP8 linear layers' operands): cuBLASLt reads them where they are; a padded K and
+// the dequantised path (M, N not multiples of 16) transpose them back first.
+TEST(Fp8GemmParity, ColumnMajorScalesAreReadWhereTheyAre) {
+  HAI_REQUIRE_CUDA_DEVICE();
+  constexpr Fp8ScaleOrder kColumnMajor = Fp8ScaleOrder::column_major;
+  check_fp8_gemm(256, 384, 512, Fp8Scaling::block_128x128, 0.0f, DType::bf16, kColumnMajor);
+  check_fp8_gemm(256, 192, 640, Fp8Scaling::tile_1x128, 1.0f, DType::f32, kColumnMajor);
+  check_fp8_gemm(160, 272, 384, Fp8Scaling::tile_1x128, 0.0f, DType::bf16, kColumnMajor);
+  check_fp8_gemm(256, 144, 320, Fp8Scaling::tile_1x128, 1.0f, DType::f32, kColumnMajor);
+  check_fp8_gemm(37, 50, 200, Fp8Scaling::tile_1x128, 1.0f, DType::f32, kColumnMajor);
 }
 
 // A K that is not a multiple of 128 is zero-padded for cuBLASLt (kv_a_proj_with_mqa's dgrad: K = 320; the tiny

@@ -205,8 +205,11 @@ Tensor view_at(const Tensor& buffer, int64_t offset, const Shape& shape, DType d
 // The GPU's quantize_1x128_and_128x1_transposed of x [M, K] in `dtype` against the CPU's (quantize_1x128 and
 // quantize_128x1_transposed), exact and power-of-two scales. The GPU outputs are filled with 0xa5 first (an element
 // the kernel skips shows) and lie in buffers one byte longer, with a guard byte after them, or with `misaligned`
-// before them, x then one element into its buffer too (every vector load and store falls back).
-void check_rows_and_columns(int64_t m, int64_t k, DType dtype, bool misaligned = false) {
+// before them, x then one element into its buffer too (every vector load and store falls back). With column-major
+// scales the GPU's are compared with the CPU's row-major ones transposed.
+void check_rows_and_columns(int64_t m, int64_t k, DType dtype, bool misaligned = false,
+                            Fp8ScaleOrder order = Fp8ScaleOrder::row_major) {
+  bool column_major = order == Fp8ScaleOrder::column_major;
   OwnedTensor x = rows_and_columns_matrix(m, k, dtype);  // [M, K]
   Device gpu = Device::cuda(0);
   auto element_bytes = static_cast<int64_t>(dtype_size(dtype));
@@ -217,23 +220,33 @@ void check_rows_and_columns(int64_t m, int64_t k, DType dtype, bool misaligned =
   copy_tensor(x_gpu, x);
   Tensor q_gpu = view_at(q_buffer, offset, Shape{m, k}, DType::e4m3);
   Tensor q_t_gpu = view_at(q_t_buffer, offset, Shape{k, m}, DType::e4m3);
-  OwnedTensor scales_gpu(Shape{m, tiles(k)}, DType::f32, gpu), scales_t_gpu(Shape{k, tiles(m)}, DType::f32, gpu);
+  Shape scale_shape = column_major ? Shape{tiles(k), m} : Shape{m, tiles(k)};
+  Shape scale_t_shape = column_major ? Shape{tiles(m), k} : Shape{k, tiles(m)};
+  OwnedTensor scales_gpu(scale_shape, DType::f32, gpu), scales_t_gpu(scale_t_shape, DType::f32, gpu);
   for (bool pow2 : {false, true}) {
     OwnedTensor q(Shape{m, k}, DType::e4m3), scales(Shape{m, tiles(k)}, DType::f32);
     OwnedTensor q_t(Shape{k, m}, DType::e4m3), scales_t(Shape{k, tiles(m)}, DType::f32);
     quantize_1x128_and_128x1_transposed(q, scales, q_t, scales_t, x, pow2);
+    OwnedTensor expected_scales(scale_shape, DType::f32), expected_scales_t(scale_t_shape, DType::f32);
+    if (column_major) {
+      transpose_fp8_scales(expected_scales, scales);
+      transpose_fp8_scales(expected_scales_t, scales_t);
+    } else {
+      copy_tensor(expected_scales, scales);
+      copy_tensor(expected_scales_t, scales_t);
+    }
     for (const Tensor& output : {q_buffer.tensor(), q_t_buffer.tensor(), scales_gpu.tensor(), scales_t_gpu.tensor()}) {
       ASSERT_EQ(cudaMemset(output.raw(), 0xa5, output.bytes()), cudaSuccess);
     }
-    quantize_1x128_and_128x1_transposed(q_gpu, scales_gpu, q_t_gpu, scales_t_gpu, x_gpu, pow2);
+    quantize_1x128_and_128x1_transposed(q_gpu, scales_gpu, q_t_gpu, scales_t_gpu, x_gpu, pow2, order);
     ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
     std::string what = "1x128 and 128x1 transposed in one pass [" + std::to_string(m) + ", " + std::to_string(k) +
                        "] " + std::string(dtype_name(dtype)) + (pow2 ? " pow2" : "") +
-                       (misaligned ? " misaligned" : "");
+                       (misaligned ? " misaligned" : "") + (column_major ? " column-major scales" : "");
     expect_same_bytes(q_gpu, q, what + " values");
-    expect_same_bytes(scales_gpu, scales, what + " scales");
+    expect_same_bytes(scales_gpu, expected_scales, what + " scales");
     expect_same_bytes(q_t_gpu, q_t, what + " transposed values");
-    expect_same_bytes(scales_t_gpu, scales_t, what + " transposed scales");
+    expect_same_bytes(scales_t_gpu, expected_scales_t, what + " transposed scales");
     for (const OwnedTensor* buffer : {&q_buffer, &q_t_buffer}) {
       OwnedTensor guard_byte = copy_to(view_at(*buffer, guard, Shape{1}, DType::e4m3), Device::cpu());
       EXPECT_EQ(guard_byte.data<e4m3>()[0].bits, 0xa5) << what << ": a byte outside the output was written";
@@ -252,6 +265,17 @@ TEST(Fp8QuantizeParity, RowsAndColumnsInOnePassAreBitExact) {
   }
   for (DType dtype : {DType::f32, DType::bf16}) check_rows_and_columns(256, 384, dtype, /*misaligned=*/true);
   check_rows_and_columns(8192, 2048, DType::bf16);
+}
+
+// The scales column-major (the layout the FP8 linear layers ask for: cuBLASLt's), the values unchanged.
+TEST(Fp8QuantizeParity, RowsAndColumnsWithColumnMajorScalesAreBitExact) {
+  HAI_REQUIRE_CUDA_DEVICE();
+  constexpr Fp8ScaleOrder kColumnMajor = Fp8ScaleOrder::column_major;
+  for (auto [m, k] : std::vector<std::pair<int64_t, int64_t>>{{1, 1}, {130, 257}, {257, 130}, {300, 1000}}) {
+    for (DType dtype : {DType::f32, DType::bf16}) check_rows_and_columns(m, k, dtype, false, kColumnMajor);
+  }
+  check_rows_and_columns(256, 384, DType::bf16, /*misaligned=*/true, kColumnMajor);
+  check_rows_and_columns(8192, 2048, DType::bf16, false, kColumnMajor);
 }
 
 // Prints the one-pass quantisation's time next to that of the two separate kernels it replaces, at an FP8 linear
