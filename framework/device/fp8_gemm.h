@@ -24,9 +24,9 @@
 // ([ceil(K / 128), rows], rows fastest) and 128x128 scales with their row stride rounded up to 4 floats. The CUDA
 // launcher rewrites both into that layout (a small kernel, stream-ordered scratch) before each GEMM, except 1x128
 // scales given column-major (Fp8Matrix::scale_order: the quantiser wrote that layout) and 128x128 scales whose rows
-// already are a multiple of 4 floats. Evidence (H200, our scales passed unchanged): error 40 where reading A's 1x128 scales
-// transposed matched to 3e-4; 1x128 x 1x128 matched to 1.75e-4 reading both transposed; 3 K blocks per row of
-// 128x128 scales (stride 3) gave 3.6e5. framework/device/cuda/fp8_gemm.cc has the details.
+// already are a multiple of 4 floats. Evidence (H200, our scales passed unchanged): error 40 where reading A's
+// 1x128 scales transposed matched to 3e-4; 1x128 x 1x128 matched to 1.75e-4 reading both transposed; 3 K blocks per
+// row of 128x128 scales (stride 3) gave 3.6e5. framework/device/cuda/fp8_gemm.cc has the details.
 
 #include "framework/device/fp8_quantize.h"
 #include "framework/tensor/tensor.h"
