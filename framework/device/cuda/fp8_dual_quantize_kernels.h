@@ -9,8 +9,8 @@
 
 namespace hai::cuda::kernels {
 
-// Where scale (row, tile) of a matrix's 1x128 scales lies: row * row + tile * tile (row-major [rows, tiles]:
-// {tiles, 1}; column-major: {1, rows}).
+// Where the 1x128 scale of row r and tile t lies: at r * row + t * tile (row-major [rows, tiles]: {tiles, 1};
+// column-major: {1, rows}).
 struct ScaleStrides {
   int64_t row, tile;
 };
