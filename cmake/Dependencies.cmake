@@ -22,3 +22,18 @@ if(TARGET yaml-cpp::yaml-cpp)
 else()
   set(HAI_YAML_TARGET yaml-cpp)
 endif()
+
+# PCRE2 (Unicode regexes) and ICU (Unicode normalization) for the tokenizer of framework/text, which hai-data's
+# --tokenizer uses (scripts/setup.sh installs both). Without them framework/text is not built and hai-data only
+# has its byte tokenizer.
+find_package(PkgConfig QUIET)
+if(PkgConfig_FOUND)
+  pkg_check_modules(PCRE2 QUIET IMPORTED_TARGET libpcre2-8)
+endif()
+find_package(ICU QUIET COMPONENTS uc)
+if(PCRE2_FOUND AND ICU_FOUND)
+  set(HAI_WITH_TOKENIZER ON)
+else()
+  set(HAI_WITH_TOKENIZER OFF)
+  message(WARNING "PCRE2 (libpcre2-dev) or ICU (libicu-dev) not found: hai-data is built without --tokenizer")
+endif()

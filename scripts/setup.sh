@@ -21,6 +21,10 @@ requirements=(
   "/usr/lib/x86_64-linux-gnu/openmpi/include/mpi.h libopenmpi-dev"
   "/usr/share/games/fortunes/fortunes fortunes-min"
   "/usr/share/games/fortunes/literature fortunes"
+  "/usr/include/pcre2.h libpcre2-dev"
+  "/usr/include/unicode/normalizer2.h libicu-dev"
+  "/usr/bin/node nodejs"
+  "/usr/bin/npm npm"
 )
 
 missing=()
@@ -31,22 +35,24 @@ for requirement in "${requirements[@]}"; do
     continue
   fi
   if [[ "$package" == libopenmpi-dev ]] && command -v mpicxx >/dev/null 2>&1; then continue; fi
+  if [[ "$package" == nodejs || "$package" == npm ]] && command -v "${path##*/}" >/dev/null 2>&1; then continue; fi
   missing+=("$package")
 done
 
 if [[ ${#missing[@]} -eq 0 ]]; then
   echo "setup: all dependencies present"
-  exit 0
+else
+  echo "setup: installing ${missing[*]}"
+  if ! command -v apt-get >/dev/null 2>&1; then
+    echo "setup: apt-get not found; install these packages by hand: ${missing[*]}" >&2
+    exit 1
+  fi
+  sudo_cmd=()
+  if [[ $(id -u) -ne 0 ]]; then sudo_cmd=(sudo); fi
+  export DEBIAN_FRONTEND=noninteractive
+  "${sudo_cmd[@]}" apt-get update -qq
+  "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
+  echo "setup: done"
 fi
 
-echo "setup: installing ${missing[*]}"
-if ! command -v apt-get >/dev/null 2>&1; then
-  echo "setup: apt-get not found; install these packages by hand: ${missing[*]}" >&2
-  exit 1
-fi
-sudo_cmd=()
-if [[ $(id -u) -ne 0 ]]; then sudo_cmd=(sudo); fi
-export DEBIAN_FRONTEND=noninteractive
-"${sudo_cmd[@]}" apt-get update -qq
-"${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
-echo "setup: done"
+"$(dirname "${BASH_SOURCE[0]}")/setup-tokenizer-reference.sh"

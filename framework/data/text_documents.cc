@@ -73,7 +73,8 @@ TextFormat parse_text_format(std::string_view name) {
   if (name == "fortune") return TextFormat::fortune;
   if (name == "lines") return TextFormat::lines;
   if (name == "file") return TextFormat::file;
-  HAI_THROW("unknown text format \"{}\" (expected fortune, lines or file)", name);
+  if (name == "jsonl") return TextFormat::jsonl;
+  HAI_THROW("unknown text format \"{}\" (expected fortune, lines, file or jsonl)", name);
 }
 
 std::string_view text_format_name(TextFormat format) {
@@ -81,6 +82,7 @@ std::string_view text_format_name(TextFormat format) {
     case TextFormat::fortune: return "fortune";
     case TextFormat::lines: return "lines";
     case TextFormat::file: return "file";
+    case TextFormat::jsonl: return "jsonl";
   }
   return "invalid";
 }
@@ -88,7 +90,8 @@ std::string_view text_format_name(TextFormat format) {
 std::vector<std::string_view> split_text_into_documents(std::string_view text, TextFormat format) {
   switch (format) {
     case TextFormat::fortune: return split_fortunes(text);
-    case TextFormat::lines: return split_lines(text);
+    case TextFormat::lines:
+    case TextFormat::jsonl: return split_lines(text);
     case TextFormat::file: break;
   }
   if (text.empty()) return {};

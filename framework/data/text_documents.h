@@ -3,6 +3,8 @@
 //   fortune: the Debian `fortunes` format: entries separated by a line holding a single `%`; one document per entry.
 //   lines:   one document per non-empty line (without its newline).
 //   file:    one document per file.
+//   jsonl:   one JSON object per non-empty line (Megatron's preprocess_data.py input); the document is one of its
+//            string fields (TextDatasetOptions::json_key), read by the dataset builder.
 // Empty documents (an empty file, an empty entry between two `%` lines) are skipped.
 
 #include <filesystem>
@@ -12,13 +14,14 @@
 
 namespace hai {
 
-enum class TextFormat { fortune, lines, file };
+enum class TextFormat { fortune, lines, file, jsonl };
 
-// Parses "fortune", "lines" or "file"; throws hai::Error otherwise.
+// Parses "fortune", "lines", "file" or "jsonl"; throws hai::Error otherwise.
 TextFormat parse_text_format(std::string_view name);
 std::string_view text_format_name(TextFormat format);
 
-// Views into `text`, in order. A fortune entry keeps its own newlines (up to the one before the `%` line).
+// Views into `text`, in order. A fortune entry keeps its own newlines (up to the one before the `%` line); a jsonl
+// document is its line, still JSON.
 std::vector<std::string_view> split_text_into_documents(std::string_view text, TextFormat format);
 
 struct TextInputs {

@@ -16,6 +16,12 @@ namespace {
 
 namespace fs = std::filesystem;
 
+TextDatasetOptions options_for(TextFormat format) {
+  TextDatasetOptions options;
+  options.format = format;
+  return options;
+}
+
 std::vector<std::string> to_strings(const std::vector<std::string_view>& views) { return {views.begin(), views.end()}; }
 
 std::string decode_sequence(const IndexedDataset& dataset, int64_t sequence) {
@@ -88,7 +94,7 @@ TEST(TextDatasetBuilder, TokenisesAFortuneFile) {
   std::string prefix = directory.file("out/fortunes");
   fs::create_directory(directory.path() / "out");
 
-  TextDatasetSummary summary = build_text_dataset({directory.path().string()}, prefix, TextFormat::fortune);
+  TextDatasetSummary summary = build_text_dataset({directory.path().string()}, prefix, options_for(TextFormat::fortune));
   EXPECT_EQ(summary.files, 1);
   EXPECT_EQ(summary.skipped_files, 2);  // wisdom.dat and the out/ directory
   EXPECT_EQ(summary.documents, 2);
@@ -106,10 +112,10 @@ TEST(TextDatasetBuilder, InputsWithoutDocumentsWriteNothing) {
   testing::TempDirectory directory;
   testing::write_text(directory.file("empty.txt"), "\n\n");
   std::string prefix = directory.file("out");
-  EXPECT_THROW(build_text_dataset({directory.file("empty.txt")}, prefix, TextFormat::lines), Error);
+  EXPECT_THROW(build_text_dataset({directory.file("empty.txt")}, prefix, options_for(TextFormat::lines)), Error);
   EXPECT_FALSE(fs::exists(prefix + ".bin"));
   EXPECT_FALSE(fs::exists(prefix + ".bin.tmp"));
-  EXPECT_THROW(build_text_dataset({directory.file("nope")}, prefix, TextFormat::lines), Error);
+  EXPECT_THROW(build_text_dataset({directory.file("nope")}, prefix, options_for(TextFormat::lines)), Error);
 }
 
 #ifdef HAI_DATA_BINARY
