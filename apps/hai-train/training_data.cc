@@ -1,10 +1,25 @@
 #include "apps/hai-train/training_data.h"
 
+#include "framework/config/config_error.h"
+#include "framework/data/dataset_info.h"
 #include "framework/data/indexed_dataset.h"
 #include "framework/data/packed_window_source.h"
 #include "framework/data/synthetic_source.h"
 
 namespace hai {
+namespace {
+
+// A dataset made by hai-data records its tokenizer (PREFIX.json, docs/formats.md): the model needs an embedding
+// row for every id it can hold.
+void check_vocab_size(const Config& config, const std::string& key, const std::string& prefix) {
+  std::optional<DatasetInfo> info = read_dataset_info(prefix);
+  if (!info || info->vocab_size <= config.model.vocab_size) return;
+  throw ConfigError("model.vocab_size",
+                    fmt::format("{} is smaller than the vocabulary of the tokenizer of {} {} ({}: {} ids)",
+                                config.model.vocab_size, key, prefix, info->tokenizer_name, info->vocab_size));
+}
+
+}  // namespace
 
 TrainingData open_training_data(const Config& config) {
   int64_t seq_len = config.train.seq_len;
@@ -15,10 +30,12 @@ TrainingData open_training_data(const Config& config) {
     data.eval = std::make_shared<SyntheticSource>(config.model.vocab_size, seq_len, seed + 1);
     return data;
   }
+  check_vocab_size(config, "data.path", config.data.path);
   auto dataset = std::make_shared<const IndexedDataset>(config.data.path);
   double valid_fraction = config.data.valid_fraction;
   data.train = make_packed_window_source(dataset, DataSplit::train, valid_fraction, seq_len);
   if (!config.data.eval_path.empty()) {
+    check_vocab_size(config, "data.eval_path", config.data.eval_path);
     auto eval_dataset = std::make_shared<const IndexedDataset>(config.data.eval_path);
     data.eval = make_packed_window_source(eval_dataset, DataSplit::train, 0.0, seq_len);
   } else if (valid_fraction > 0) {

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "framework/data/byte_tokenizer.h"
+#include "framework/data/dataset_info.h"
 #include "framework/data/indexed_dataset.h"
 #include "framework/data/text_dataset_builder.h"
 #include "framework/data/text_documents.h"
@@ -118,6 +119,54 @@ TEST(TextDatasetBuilder, InputsWithoutDocumentsWriteNothing) {
   EXPECT_THROW(build_text_dataset({directory.file("nope")}, prefix, options_for(TextFormat::lines)), Error);
 }
 
+TEST(TextDatasetBuilder, TheDatasetIsTheSameForAnyThreadCount) {
+  testing::TempDirectory directory;
+  std::string text;
+  for (int line = 0; line < 5000; ++line) text += std::string(static_cast<size_t>(line % 37), 'a' + line % 26) + "\n";
+  testing::write_text(directory.file("lines.txt"), text);
+  std::vector<std::vector<char>> outputs;
+  for (int threads : {1, 3}) {
+    TextDatasetOptions options = options_for(TextFormat::lines);
+    options.threads = threads;
+    std::string prefix = directory.file("out" + std::to_string(threads));
+    TextDatasetSummary summary = build_text_dataset({directory.file("lines.txt")}, prefix, options);
+    EXPECT_EQ(summary.documents, 5000 - 5000 / 37 - 1);  // the empty lines are left out
+    outputs.push_back(testing::read_bytes(prefix + ".bin"));
+    std::vector<char> index = testing::read_bytes(prefix + ".idx");
+    outputs.back().insert(outputs.back().end(), index.begin(), index.end());
+  }
+  EXPECT_EQ(outputs[0], outputs[1]);
+}
+
+TEST(TextDatasetBuilder, ReadsTheTextFieldOfJsonLines) {
+  testing::TempDirectory directory;
+  testing::write_text(directory.file("a.jsonl"), "{\"body\": \"h\\u00e9\", \"n\": 1}\n\n{\"body\": \"\"}\r\n{\"body\": \"x\"}\n");
+  TextDatasetOptions options = options_for(TextFormat::jsonl);
+  options.json_key = "body";
+  std::string prefix = directory.file("out");
+  TextDatasetSummary summary = build_text_dataset({directory.file("a.jsonl")}, prefix, options);
+  EXPECT_EQ(summary.documents, 2);
+  EXPECT_EQ(summary.empty_documents, 1);
+  IndexedDataset dataset(prefix);
+  EXPECT_EQ(decode_sequence(dataset, 0), "h\xC3\xA9");
+  EXPECT_EQ(decode_sequence(dataset, 1), "x");
+
+  testing::write_text(directory.file("b.jsonl"), "{\"body\": \"ok\"}\n{\"text\": \"no body\"}\n");
+  try {
+    build_text_dataset({directory.file("b.jsonl")}, prefix, options);
+    FAIL() << "no error for a line without the key";
+  } catch (const Error& error) {
+    EXPECT_EQ(error.message(), directory.file("b.jsonl") + ":2: no string field \"body\" (--json-key) in this JSON line");
+  }
+  testing::write_text(directory.file("c.jsonl"), "{\"body\": \"ok\"}\n\n{not json\n");
+  try {
+    build_text_dataset({directory.file("c.jsonl")}, prefix, options);
+    FAIL() << "no error for a line that is not JSON";
+  } catch (const Error& error) {
+    EXPECT_EQ(error.message().rfind(directory.file("c.jsonl") + ":3: not a JSON line", 0), 0u) << error.message();
+  }
+}
+
 #ifdef HAI_DATA_BINARY
 // Runs the hai-data binary itself (registered only when the apps are built).
 TEST(HaiDataBinary, WritesADatasetAndFailsOnMissingInput) {
@@ -130,6 +179,12 @@ TEST(HaiDataBinary, WritesADatasetAndFailsOnMissingInput) {
   IndexedDataset dataset(prefix);
   EXPECT_EQ(dataset.document_count(), 2);
   EXPECT_EQ(decode_sequence(dataset, 1), "second line");
+  std::optional<DatasetInfo> info = read_dataset_info(prefix);
+  ASSERT_TRUE(info.has_value());
+  EXPECT_EQ(info->tokenizer_name, "byte");
+  EXPECT_EQ(info->vocab_size, kByteVocabSize);
+  EXPECT_EQ(info->eod_id, kEndOfDocument);
+  EXPECT_EQ(info->documents, 2);
 
   std::string missing = std::string(HAI_DATA_BINARY) + " --input " + directory.file("missing") + " --output " +
                         prefix + " > " + directory.file("log") + " 2>&1";
