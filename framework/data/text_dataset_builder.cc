@@ -128,11 +128,13 @@ std::string_view document_text(const Document& document, const Batch& batch, con
 std::vector<std::vector<int32_t>> encode_batch(const Batch& batch, const std::vector<fs::path>& files,
                                                const TextDatasetOptions& options,
                                                std::vector<std::unique_ptr<DocumentEncoder>>& encoders,
-                                               const std::function<void(int64_t)>& report_bytes) {
+                                               const std::function<void(int64_t)>& report_bytes,
+                                               int64_t& text_bytes) {
   size_t count = batch.documents.size();
   std::vector<std::vector<int32_t>> tokens(count);
   std::atomic<size_t> next{0};
   std::atomic<int64_t> bytes_done{0};
+  std::atomic<int64_t> document_bytes{0};
   std::mutex mutex;
   std::condition_variable finished;
   size_t workers_done = 0;
@@ -149,6 +151,7 @@ std::vector<std::vector<int32_t>> encode_batch(const Batch& batch, const std::ve
           try {
             std::string_view text = document_text(document, batch, files, options, storage);
             if (!text.empty()) encoder.encode(text, tokens[i]);
+            document_bytes += static_cast<int64_t>(text.size());
           } catch (...) {
             std::lock_guard lock(mutex);
             if (!error_index || i < *error_index) {
@@ -181,6 +184,7 @@ std::vector<std::vector<int32_t>> encode_batch(const Batch& batch, const std::ve
   }
   for (std::thread& thread : threads) thread.join();
   if (error) std::rethrow_exception(error);
+  text_bytes += document_bytes.load();
   return tokens;
 }
 
@@ -226,7 +230,8 @@ TextDatasetSummary build_text_dataset(const std::vector<std::string>& inputs, co
         encode_batch(batch, files.files, options, encoders, [&](int64_t bytes_done) {
           progress.bytes_done = bytes_before + bytes_done;
           report(progress);
-        });
+        },
+        summary.text_bytes);
     for (std::vector<int32_t>& document : tokens) {
       if (document.empty()) {
         ++summary.empty_documents;
@@ -247,7 +252,6 @@ TextDatasetSummary build_text_dataset(const std::vector<std::string>& inputs, co
   summary.skipped_files = static_cast<int64_t>(files.skipped.size());
   summary.documents = writer.document_count();
   summary.tokens = writer.token_count();
-  summary.text_bytes = progress.input_bytes;
   for (const auto& encoder : encoders) summary.invalid_utf8_replaced += encoder->invalid_utf8_replaced();
   summary.bytes_written = writer.bytes_written();
   return summary;

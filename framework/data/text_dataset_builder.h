@@ -54,7 +54,7 @@ struct TextDatasetSummary {
   int64_t documents = 0;
   int64_t empty_documents = 0;  // jsonl documents whose text is "", left out
   int64_t tokens = 0;           // end-of-document tokens included
-  int64_t text_bytes = 0;       // input bytes read
+  int64_t text_bytes = 0;       // bytes of document text (for jsonl: of the text fields)
   int64_t invalid_utf8_replaced = 0;
   uint64_t bytes_written = 0;  // .bin and .idx together
 };
