@@ -4,6 +4,7 @@
 // tokenizer and prints progress and the summary.
 
 #include <sched.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -128,7 +129,7 @@ int main(int argc, char** argv) {
     fmt::print("hai-data: wrote {0}.bin, {0}.idx and {0}.json\n", output_prefix);
     fmt::print("  files:     {} read, {} skipped\n", summary.files, summary.skipped_files);
     fmt::print("  documents: {}{}\n", summary.documents,
-               summary.empty_documents > 0 ? fmt::format(" ({} empty ones left out)", summary.empty_documents) : "");
+               summary.empty_documents > 0 ? fmt::format(" ({} empty left out)", summary.empty_documents) : "");
     fmt::print("  tokens:    {} (end-of-document tokens included)\n", summary.tokens);
     if (summary.invalid_utf8_replaced > 0) {
       fmt::print("  invalid UTF-8: {} sequences replaced by U+FFFD\n", summary.invalid_utf8_replaced);
@@ -142,10 +143,10 @@ int main(int argc, char** argv) {
     fmt::print("  cpu:       {:.2f} s: {:.2f} MB/s of text per CPU second (tokenizer loading included)\n",
                cpu_seconds, megabytes / cpu_seconds);
   } catch (const hai::Error& error) {
-    fmt::print(stderr, "\nhai-data: error: {}\n", error.message());
+    fmt::print(stderr, "{}hai-data: error: {}\n", isatty(STDERR_FILENO) ? "\n" : "", error.message());
     return 1;
   } catch (const fs::filesystem_error& error) {
-    fmt::print(stderr, "\nhai-data: error: {}\n", error.what());
+    fmt::print(stderr, "{}hai-data: error: {}\n", isatty(STDERR_FILENO) ? "\n" : "", error.what());
     return 1;
   }
   return 0;

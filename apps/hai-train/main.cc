@@ -19,6 +19,7 @@
 
 #include "apps/hai-train/stage_layout.h"
 #include "apps/hai-train/trainer.h"
+#include "apps/hai-train/training_data.h"
 #include "apps/hai-train/training_world.h"
 #include "framework/comm/collective_watchdog.h"
 #include "framework/comm/mpi_runtime.h"
@@ -171,6 +172,7 @@ int main(int argc, char** argv) {
   try {
     world_size = planned_world_size(options, launch);
     config = hai::load_config(options.config_path, options.overrides, world_size, features);
+    hai::check_dataset_vocab_sizes(config);
   } catch (const hai::ConfigError& error) {
     if (launch.rank == 0) std::cerr << error.what() << std::endl;
     return kExitConfigError;

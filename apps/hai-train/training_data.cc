@@ -12,7 +12,14 @@ namespace {
 // A dataset made by hai-data records its tokenizer (PREFIX.json, docs/formats.md): the model needs an embedding
 // row for every id it can hold.
 void check_vocab_size(const Config& config, const std::string& key, const std::string& prefix) {
-  std::optional<DatasetInfo> info = read_dataset_info(prefix);
+  std::optional<DatasetInfo> info;
+  try {
+    info = read_dataset_info(prefix);
+  } catch (const ConfigError&) {
+    throw;
+  } catch (const Error& error) {  // a malformed PREFIX.json
+    throw ConfigError(key, error.message());
+  }
   if (!info || info->vocab_size <= config.model.vocab_size) return;
   throw ConfigError("model.vocab_size",
                     fmt::format("{} is smaller than the vocabulary of the tokenizer of {} {} ({}: {} ids)",
@@ -20,6 +27,12 @@ void check_vocab_size(const Config& config, const std::string& key, const std::s
 }
 
 }  // namespace
+
+void check_dataset_vocab_sizes(const Config& config) {
+  if (config.data.source != DataSource::indexed) return;
+  check_vocab_size(config, "data.path", config.data.path);
+  if (!config.data.eval_path.empty()) check_vocab_size(config, "data.eval_path", config.data.eval_path);
+}
 
 TrainingData open_training_data(const Config& config) {
   int64_t seq_len = config.train.seq_len;
@@ -30,12 +43,11 @@ TrainingData open_training_data(const Config& config) {
     data.eval = std::make_shared<SyntheticSource>(config.model.vocab_size, seq_len, seed + 1);
     return data;
   }
-  check_vocab_size(config, "data.path", config.data.path);
+  check_dataset_vocab_sizes(config);
   auto dataset = std::make_shared<const IndexedDataset>(config.data.path);
   double valid_fraction = config.data.valid_fraction;
   data.train = make_packed_window_source(dataset, DataSplit::train, valid_fraction, seq_len);
   if (!config.data.eval_path.empty()) {
-    check_vocab_size(config, "data.eval_path", config.data.eval_path);
     auto eval_dataset = std::make_shared<const IndexedDataset>(config.data.eval_path);
     data.eval = make_packed_window_source(eval_dataset, DataSplit::train, 0.0, seq_len);
   } else if (valid_fraction > 0) {

@@ -14,6 +14,11 @@ struct TrainingData {
   std::shared_ptr<const SampleSource> eval;  // null when the config asks for no evaluation data
 };
 
+// Checks model.vocab_size first (check_dataset_vocab_sizes).
 TrainingData open_training_data(const Config& config);
+
+// Throws ConfigError naming model.vocab_size when it is below the vocabulary of the tokenizer that data.path's or
+// data.eval_path's dataset records (PREFIX.json, written by hai-data); datasets without that file are not checked.
+void check_dataset_vocab_sizes(const Config& config);
 
 }  // namespace hai

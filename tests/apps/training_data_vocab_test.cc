@@ -9,6 +9,7 @@
 #include "framework/config/config_error.h"
 #include "framework/data/dataset_info.h"
 #include "framework/data/indexed_dataset_writer.h"
+#include "tests/apps/command.h"
 #include "tests/apps/tiny_config.h"
 
 namespace hai {
@@ -49,6 +50,23 @@ TEST(TrainingDataVocab, AModelVocabularySmallerThanTheDatasetsTokenizerIsAConfig
   }
   config.model.vocab_size = 300;
   EXPECT_NE(open_training_data(config).train, nullptr);
+}
+
+TEST(TrainingDataVocab, HaiTrainExitsWithAConfigErrorBeforeTraining) {
+  TempDirectory dir;
+  std::string prefix = write_dataset(dir, 300);
+  testing::CommandResult result = testing::run_hai_train(
+      "--config " + testing::write_tiny_config(dir.path()) + " --set data.source=indexed --set data.path=" + prefix,
+      dir.path());
+  EXPECT_EQ(result.exit_code, 2) << result.err;
+  EXPECT_EQ(testing::last_line(result.err), "config error: model.vocab_size: 257 is smaller than the vocabulary of the "
+                                            "tokenizer of data.path " + prefix + " (tiny-bpe: 300 ids)");
+  testing::write_text(prefix + ".json", "{}");
+  result = testing::run_hai_train(
+      "--config " + testing::write_tiny_config(dir.path()) + " --set data.source=indexed --set data.path=" + prefix,
+      dir.path());
+  EXPECT_EQ(result.exit_code, 2) << result.err;
+  EXPECT_NE(result.err.find("config error: data.path: " + prefix + ".json: "), std::string::npos) << result.err;
 }
 
 TEST(TrainingDataVocab, DatasetsWithoutATokenizerRecordAreNotChecked) {
