@@ -3,9 +3,9 @@
 // compared bit for bit, under selective and full, in fp32, bf16 and fp8.
 // - Expert parallelism over the whole world (ep = ranks, the tiny model's 8 experts split): full recomputation
 //   re-runs each MoE layer's dispatch and combine exchanges at the start of its backward.
-// - Two DualPipe pipeline ranks per dp rank, with ep = dp (4 ranks: pp 2 x ep 2): the recomputed exchanges run in
-//   the backward chunks that DualPipe interleaves with other micro-batches' forward chunks, in the same order on
-//   every rank of an ep group (they run the same schedule), so they pair up and nothing waits forever.
+// - Two DualPipe (and DualPipeV) pipeline ranks per dp rank, with ep = dp (4 ranks: pp 2 x ep 2): the recomputed
+//   exchanges run in the backward chunks that DualPipe interleaves with other micro-batches' forward chunks, in the
+//   same order on every rank of an ep group (they run the same schedule), so they pair up and nothing waits forever.
 
 #include <gtest/gtest.h>
 
@@ -67,6 +67,9 @@ std::string case_name(const ::testing::TestParamInfo<Case>& info) {
 
 class RecomputeWorld : public testing::World, public ::testing::WithParamInterface<Case> {
  protected:
+  // Trains one step with and without recomputation on pp 2 ranks under `pipeline_schedule`; expects the same bits.
+  void expect_pipeline_bits_of_none(PipelineSchedule pipeline_schedule);
+
   ModelConfig config_ = testing::tiny_test_model(4);
 };
 
@@ -105,11 +108,18 @@ TEST_P(RecomputeWorld, ExpertParallelLossesAndGradientsAreTheBitsOfNone) {
   EXPECT_TRUE(same_bits(expected.model->expert_load(), actual.model->expert_load()));
 }
 
-// pp 2 under DualPipe, dp = ep = ranks / 2: one step of 4 micro-batches.
-TEST_P(RecomputeWorld, DualPipeWithExpertParallelLossesAndGradientsAreTheBitsOfNone) {
+// pp 2 under DualPipe and DualPipeV, dp = ep = ranks / 2: one step of 4 micro-batches.
+TEST_P(RecomputeWorld, DualPipeAndDualPipeVWithExpertParallelLossesAndGradientsAreTheBitsOfNone) {
+  for (PipelineSchedule schedule : {PipelineSchedule::dualpipe, PipelineSchedule::dualpipev}) {
+    SCOPED_TRACE(std::string(to_string(schedule)));
+    expect_pipeline_bits_of_none(schedule);
+  }
+}
+
+void RecomputeWorld::expect_pipeline_bits_of_none(PipelineSchedule pipeline_schedule) {
   GridShape grid{.dp = size() / 2, .pp = 2, .ep = size() / 2};
   ParallelGroups groups = make_parallel_groups(*world_, grid);
-  PipelineShape shape{.schedule = PipelineSchedule::dualpipe, .ranks = 2, .micro_batches = 4};
+  PipelineShape shape{.schedule = pipeline_schedule, .ranks = 2, .micro_batches = 4};
   Schedule schedule = build_schedule(shape);
   int pipeline_rank = groups.pp->rank();
   std::vector<int> held;
