@@ -21,9 +21,14 @@ class DecoderLayer {
                ExpertExchange* experts = nullptr);
 
   // The two norms' outputs are not kept: attention and MLP keep what they need of them. backward_input releases
-  // input and residual (only the norms' backward reads them); backward_weight releases the rest.
+  // input and residual (only the norms' backward reads them); backward_weight releases the rest. What forward
+  // keeps depends on the layer's recompute mode (set_recompute, docs/design/recompute.md): under full only input,
+  // positions, seq_len and the MoE's routing choice and balance loss (read by the caller after forward) stay until
+  // backward_input, which first runs the forward again from input.
   struct Context {
     OwnedTensor input;           // [T, H] x
+    Tensor positions;            // [T] i32, the caller's
+    int64_t seq_len = 0;
     OwnedTensor attention_rstd;  // [T]
     MlaAttention::Context attention;
     OwnedTensor residual;  // [T, H] h
@@ -50,6 +55,11 @@ class DecoderLayer {
   // Marks the phases of this layer's parts (attention block, dense MLP or the MoE's parts) in `profiler`
   // (framework/metrics/step_profiler.h); null turns it off.
   void set_profiler(StepProfiler* profiler);
+  // What forward keeps and backward_input recomputes (config train.recompute): none keeps everything backward reads;
+  // selective recomputes both norms' outputs, MLA's normed latents and up-projections (q, k_nope, v) and SwiGLU's
+  // outputs, but keeps the FP8 copies of FP8 GEMMs' inputs; full recomputes the whole forward from the layer's input.
+  // The gradients are the same bits in every mode (the recomputation runs the forward's ops on the same values).
+  void set_recompute(RecomputeMode mode);
 
   // The MoE block, or nullptr for a dense layer.
   const MoeLayer* moe() const { return moe_ ? &*moe_ : nullptr; }
@@ -59,6 +69,16 @@ class DecoderLayer {
   }
 
  private:
+  // The forward from ctx.input (and ctx.positions, ctx.seq_len): out <- the layer's output.
+  void forward_from_input(Context& ctx, const Tensor& out) const;
+  // Full recomputation: releases everything forward kept but input, positions, seq_len and the MoE's routing
+  // choice and balance loss.
+  void release_all_but_input(Context& ctx) const;
+  // Selective recomputation: the post-attention norm's output, handed back to the MLP (from ctx.residual), and the
+  // input norm's, handed back to the attention (from ctx.input), where they dropped it.
+  void recompute_mlp_input(Context& ctx) const;
+  void recompute_attention_input(Context& ctx) const;
+
   const Parameter& input_norm_;
   const Parameter& post_attention_norm_;
   float norm_eps_;
@@ -66,6 +86,7 @@ class DecoderLayer {
   std::optional<FeedForward> dense_;
   std::optional<MoeLayer> moe_;
   StepProfiler* profiler_ = nullptr;
+  RecomputeMode recompute_ = RecomputeMode::none;
 };
 
 }  // namespace hai

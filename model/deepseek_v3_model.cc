@@ -228,6 +228,11 @@ void DeepseekV3Model::set_profiler(StepProfiler* profiler) {
   for (const std::unique_ptr<DecoderLayer>& layer : layers_) layer->set_profiler(profiler);
 }
 
+void DeepseekV3Model::set_recompute(RecomputeMode mode) {
+  for (const std::unique_ptr<DecoderLayer>& layer : layers_) layer->set_recompute(mode);
+  for (const std::unique_ptr<MtpModule>& module : mtp_) module->set_recompute(mode);
+}
+
 void DeepseekV3Model::reset_expert_load() { zero_fill(expert_load_); }
 
 void DeepseekV3Model::update_router_biases(float gamma, const Tensor& update_scale) {

@@ -80,6 +80,8 @@ class DeepseekV3Model {
   // each, the embedding's gradient) and the pool's live bytes after each forward part in `profiler`
   // (framework/metrics/step_profiler.h); null turns it off.
   void set_profiler(StepProfiler* profiler);
+  // What every decoder layer (MTP blocks included) recomputes in its backward (DecoderLayer::set_recompute).
+  void set_recompute(RecomputeMode mode);
   // Every forward pass (training and evaluation) tells `needed` each gradient bucket (gradient_buckets.h) before
   // it reads its weights: the embedding's (kEmbeddingBucket), each decoder layer's, the head's, each MTP
   // module's. Null: nothing is told.

@@ -41,6 +41,18 @@ void FeedForward::forward(Context& ctx, const Tensor& out, Linear::PreparedInput
   OwnedTensor activation = projections_forward(ctx, input, rows, device);  // [N, F]
   ctx.input = std::move(input.saved);
   down_.forward(out, std::move(activation), ctx.activation, accumulate);
+  if (recomputes_input()) ctx.input = OwnedTensor();
+  if (recomputes_activation()) ctx.activation = OwnedTensor();
+}
+
+void FeedForward::recompute_input(Context& ctx, OwnedTensor&& x) const {
+  HAI_CHECK(recomputes_input(), "feed-forward: an input handed back to a layer that keeps its own");
+  ctx.input = gate_.prepare_input(std::move(x)).saved;
+}
+
+void FeedForward::recompute_input(Context& ctx, const Tensor& x) const {
+  HAI_CHECK(recomputes_input(), "feed-forward: an input handed back to a layer that keeps its own");
+  ctx.input = gate_.prepare_input(x).saved;
 }
 
 OwnedTensor FeedForward::projections_forward(Context& ctx, const Linear::PreparedInput& input, int64_t rows,
@@ -89,6 +101,12 @@ void FeedForward::projections_backward_input(Context& ctx, const Tensor& d_x, co
   const Device device = d_activation.device();
   DType written = saved_activation_dtype(gate_.output_grad_dtype());  // bf16 in bf16 and fp8: no fp32 copies
   if (gate_up_) {
+    if (recomputes_activation()) {
+      // SwiGLU's activation for down_proj's weight gradient, from the gate and up it was made of in forward
+      OwnedTensor activation(Shape{rows, ffn_size()}, down_.input_dtype(), device);  // [N, F]
+      swiglu_forward(activation, ctx.gate_up);
+      ctx.activation = down_.prepare_input(std::move(activation)).saved;
+    }
     // One GEMM over the 2F inputs: d_x is written (or added to) once.
     OwnedTensor d_gate_up(Shape{rows, 2 * ffn_size()}, written, device);  // [N, 2F]
     swiglu_backward(d_gate_up, d_activation, ctx.gate_up);

@@ -52,6 +52,16 @@ class FeedForward {
   // Accumulates the gradients of the three weights, then releases ctx.
   void backward_weight(Context& ctx) const;
 
+  // Selective recomputation: forward keeps neither x (unless it is gate_proj's FP8 copy) nor SwiGLU's activation
+  // (unless it is down_proj's FP8 copy); backward_input remakes the activation from gate and up, and the caller
+  // hands x back (recompute_input) before backward_weight. The same bits as kept ones.
+  void set_recompute(bool selective) { recompute_ = selective; }
+  // Whether forward drops x, to be handed back by recompute_input.
+  bool recomputes_input() const { return recompute_ && !gate_.uses_fp8(); }
+  // x: [N, H] as forward got it (the same form: handed over, or a tensor it copies).
+  void recompute_input(Context& ctx, OwnedTensor&& x) const;
+  void recompute_input(Context& ctx, const Tensor& x) const;
+
  private:
   // out <- x prepared for gate_proj and up_proj.
   void forward(Context& ctx, const Tensor& out, Linear::PreparedInput input, int64_t rows, Device device,
@@ -71,8 +81,12 @@ class FeedForward {
     const Parameter* up;
   };
 
+  // Whether forward drops SwiGLU's activation (down_proj's input in the compute dtype; FP8 keeps its FP8 copy).
+  bool recomputes_activation() const { return recompute_ && gate_up_ && !down_.uses_fp8(); }
+
   Linear gate_, up_, down_;
   std::optional<StackedGateUp> gate_up_;
+  bool recompute_ = false;
 };
 
 }  // namespace hai

@@ -1,6 +1,7 @@
 #include "model/memory_estimate.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "model/output_head.h"
 #include "model/parameters.h"
@@ -55,35 +56,123 @@ ParameterSplit rank_parameters(const Config& config) {
   return split;
 }
 
-// Bytes forward saves per token of one decoder layer, as counted from the layers' contexts.
-int64_t activation_elements_per_token(const ModelConfig& m, bool moe) {
-  int64_t heads = m.num_heads, qk = m.qk_nope_head_dim + m.qk_rope_head_dim, v = m.v_head_dim;
-  int64_t attention = m.hidden_size + 2 * m.q_lora_rank + 2 * (m.kv_lora_rank + m.qk_rope_head_dim) +
-                      heads * (2 * qk + 3 * v);
-  int64_t residual_stream = 4 * m.hidden_size;
-  int64_t mlp = m.hidden_size + 3 * m.dense_ffn_size;
-  if (moe) {
-    int64_t routed = m.moe.experts_per_token * (2 * m.hidden_size + 3 * m.moe.expert_ffn_size);
-    int64_t shared = m.moe.shared_experts * 3 * m.moe.expert_ffn_size;
-    mlp = m.hidden_size + m.moe.routed_experts + routed + shared;
+// The bytes of one element of each kind of tensor a decoder layer keeps from forward to backward, by precision
+// (model/in_dtype.h and the layers' Contexts).
+struct SavedElementBytes {
+  double compute;       // a GEMM input kept in the compute dtype
+  double saved;         // saved_activation_dtype: SwiGLU's gate and up, the routed experts' outputs
+  double attention;     // q, kv, k_rope, o
+  double linear_input;  // a Linear's kept input: the compute dtype, or under FP8 its e4m3 copy with 1x128 scales
+  double o;             // the attention output: o_proj's input itself, or o beside o_proj's own copy (fp16, FP8)
+  bool fp8;
+};
+
+SavedElementBytes saved_element_bytes(PrecisionMode mode) {
+  constexpr double kFp8Copy = 1.0 + 4.0 / 128;  // e4m3 + an fp32 scale per 128 tokens
+  switch (mode) {
+    case PrecisionMode::fp32: return {4, 4, 4, 4, 4, false};
+    case PrecisionMode::bf16: return {2, 2, 2, 2, 2, false};
+    case PrecisionMode::fp16: return {2, 4, 4, 2, 4 + 2, false};
+    case PrecisionMode::fp8: return {2, 2, 2, kFp8Copy, 2 + kFp8Copy, true};
   }
-  return attention + residual_stream + mlp;
+  return {4, 4, 4, 4, 4, false};
 }
 
-// Activation elements per token of the pipeline stage that saves the most: its dense and MoE layers, and on the
-// last stage the MTP modules (MoE blocks). One stage (the whole model) without pipelining.
-int64_t heaviest_stage_elements_per_token(const Config& config) {
+// MLA's Context per token (mla_attention.h): selective recomputation drops x (unless FP8), the normed latents, q and
+// kv.
+double attention_saved_bytes(const ModelConfig& m, const SavedElementBytes& b, bool selective) {
+  int64_t heads = m.num_heads, qk = m.qk_nope_head_dim + m.qk_rope_head_dim;
+  double latents = 4.0 * (m.q_lora_rank + m.kv_lora_rank) + 2 * 4;  // before their norms, and the rstds
+  double kept = latents + b.attention * m.qk_rope_head_dim + b.o * heads * m.v_head_dim + 4.0 * heads;  // lse
+  if (!selective || b.fp8) kept += b.linear_input * m.hidden_size;
+  if (!selective) {
+    kept += b.linear_input * (m.q_lora_rank + m.kv_lora_rank) +
+            b.attention * heads * (qk + m.qk_nope_head_dim + m.v_head_dim);
+  }
+  return kept;
+}
+
+// FeedForward's Context per row (feed_forward.h): its input, gate and up, and the activation (selective
+// recomputation drops input and activation unless FP8 keeps their FP8 copies).
+double feed_forward_saved_bytes(int64_t hidden, double ffn, const SavedElementBytes& b, bool selective) {
+  double kept = 2 * ffn * b.saved;
+  if (!selective || b.fp8) kept += b.linear_input * hidden;
+  if (!selective || b.fp8) kept += b.linear_input * ffn;
+  return kept;
+}
+
+// MoeLayer's Context per token (moe_layer.h): routing, the routed experts' rows (each token K times; under FP8 their
+// token-padded copies, half a 128-row tile of padding per expert segment), the combine's inputs, the shared expert.
+double moe_saved_bytes(const Config& config, const SavedElementBytes& b, bool selective) {
+  const ModelConfig& m = config.model;
+  const ParallelConfig& p = config.parallel;
+  int64_t k = m.moe.experts_per_token, hidden = m.hidden_size, experts = m.moe.routed_experts;
+  double tokens = static_cast<double>(config.train.micro_batch_size * config.train.seq_len);
+  double routing = 4.0 * experts + 4.0 * 2 * k + 4.0 * 2 * k +  // scores; top-k indices, weights; the plan
+                   (4.0 * experts + 4) / static_cast<double>(config.train.seq_len);  // per sequence: f, loss
+  double kept = routing + (selective ? 0 : 4.0 * hidden) + b.saved * k * hidden;  // input (gate's W), outputs
+  // The routed experts' FP8 copies pad each segment of rows to whole 128-row tiles; segments: every expert's rows
+  // (under ep, each local expert's from each source rank: E again), T * K / E rows each on average.
+  double segment_rows = tokens * static_cast<double>(k) / static_cast<double>(experts);
+  double padded_rows = static_cast<double>(experts) * std::ceil(segment_rows / 128) * 128 / tokens;  // per token
+  double ffn = static_cast<double>(m.moe.expert_ffn_size);
+  kept += static_cast<double>(k) * 2 * ffn * b.saved;  // gate and up
+  if (b.fp8) {
+    kept += padded_rows * b.linear_input * ffn;  // the activation's FP8 copy
+  } else if (!selective) {
+    kept += static_cast<double>(k) * b.compute * ffn;  // the activation
+  }
+  if (p.ep > 1) kept += (b.fp8 ? padded_rows * b.linear_input : k * b.compute) * hidden;  // the received rows
+  if (m.moe.shared_experts > 0) {
+    kept += feed_forward_saved_bytes(hidden, static_cast<double>(m.moe.shared_experts * m.moe.expert_ffn_size), b,
+                                     selective);
+  }
+  return kept;
+}
+
+}  // namespace
+
+double layer_saved_bytes_per_token(const Config& config, bool moe) {
+  const ModelConfig& m = config.model;
+  RecomputeMode mode = config.train.recompute;
+  double input = 4.0 * m.hidden_size;  // the layer's input x, fp32
+  if (mode == RecomputeMode::full) return input + (moe ? 4.0 * m.moe.experts_per_token : 0);  // + top-k indices
+  bool selective = mode == RecomputeMode::selective;
+  SavedElementBytes b = saved_element_bytes(config.precision.mode);
+  double residual_stream = input + 4.0 * m.hidden_size + 2 * 4;  // x, h, the two norms' rstd
+  double mlp = moe ? moe_saved_bytes(config, b, selective)
+                   : feed_forward_saved_bytes(m.hidden_size, static_cast<double>(m.dense_ffn_size), b, selective);
+  return residual_stream + attention_saved_bytes(m, b, selective) + mlp;
+}
+
+namespace {
+
+// Saved bytes per token of the pipeline stage that saves the most: its dense and MoE layers, and on the last stage
+// the MTP modules (MoE blocks, with their own inputs: embedding, h_{k-1}, eh_proj's input, h'_k, h_k). One stage (the
+// whole model) without pipelining.
+double heaviest_stage_bytes_per_token(const Config& config) {
   const ModelConfig& m = config.model;
   const ParallelConfig& p = config.parallel;
   int stages = static_cast<int>(p.schedule == PipelineSchedule::dualpipev ? 2 * p.pp : p.pp);
-  int64_t heaviest = 0;
+  double mtp_module = 4.0 * 4 * m.hidden_size + saved_element_bytes(config.precision.mode).compute * 2 * m.hidden_size;
+  double heaviest = 0;
   for (const StageLayers& stage : pipeline_stages(m, stages, p.stage_layers)) {
     int64_t dense = std::clamp<int64_t>(m.first_dense_layers - stage.first_layer, 0, stage.layers);
-    int64_t moe = stage.layers - dense + (stage.last ? m.mtp_depth : 0);
-    heaviest = std::max(heaviest, dense * activation_elements_per_token(m, false) +
-                                      moe * activation_elements_per_token(m, true));
+    int64_t mtp = stage.last ? m.mtp_depth : 0;
+    int64_t moe = stage.layers - dense + mtp;
+    heaviest = std::max(heaviest, static_cast<double>(dense) * layer_saved_bytes_per_token(config, false) +
+                                      static_cast<double>(moe) * layer_saved_bytes_per_token(config, true) +
+                                      static_cast<double>(mtp) * mtp_module);
   }
   return heaviest;
+}
+
+// What one layer's backward remakes at a time under recomputation: an MoE layer's kept bytes without it, less those
+// with it (per token).
+double recomputed_bytes_per_token(const Config& config) {
+  Config without = config;
+  without.train.recompute = RecomputeMode::none;
+  return layer_saved_bytes_per_token(without, true) - layer_saved_bytes_per_token(config, true);
 }
 
 int64_t live_micro_batches(const ParallelConfig& p) {
@@ -112,10 +201,12 @@ RankMemory estimate_rank_memory(const Config& config) {
   memory.optimizer = (split.dense / dp + split.expert / expert_dp) * 2 * moment;
 
   int64_t tokens = config.train.micro_batch_size * config.train.seq_len;
-  int64_t activation_bytes = config.runtime.device == RuntimeDevice::cpu ? 4 : element;
-  int64_t stage_share = heaviest_stage_elements_per_token(config) * tokens / p.tp * activation_bytes;
+  auto stage_share = static_cast<int64_t>(heaviest_stage_bytes_per_token(config) * static_cast<double>(tokens) /
+                                          static_cast<double>(p.tp));
+  auto recomputed = static_cast<int64_t>(recomputed_bytes_per_token(config) * static_cast<double>(tokens) /
+                                         static_cast<double>(p.tp));
   int64_t logits = std::min(tokens, head_chunk_tokens(m)) * m.vocab_size * 4 / p.tp;  // one chunk's, fp32
-  memory.activations = live_micro_batches(p) * stage_share + logits;
+  memory.activations = live_micro_batches(p) * stage_share + recomputed + logits;
   return memory;
 }
 

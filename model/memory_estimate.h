@@ -12,8 +12,8 @@
 //   optimizer:   ZeRO-1 shard of the two AdamW moments
 //   activations: what forward keeps for backward, for the micro-batches a schedule keeps alive (1 without a
 //                pipeline, pp under 1F1B, pp + 1 under DualPipe(V)); counted per layer from the tensors the
-//                layers save, in the compute copy's size (fp32 on the CPU reference), plus one chunk of the
-//                output head's fp32 logits (output_head.h)
+//                layers save under train.recompute, in the dtypes the precision keeps them in
+//                (layer_saved_bytes_per_token), plus one chunk of the output head's fp32 logits (output_head.h)
 
 #include <cstdint>
 
@@ -28,6 +28,11 @@ struct RankMemory {
   int64_t activations = 0;
   int64_t total() const { return params + grads + optimizer + activations; }
 };
+
+// The bytes per token a decoder layer (an MoE layer, else a dense one) keeps from its forward to its backward under
+// config.train.recompute and config.precision: DecoderLayer::Context with the contexts inside it, as the layers
+// allocate them (measured against them by tests/model/recompute_memory_test.cc; docs/design/recompute.md).
+double layer_saved_bytes_per_token(const Config& config, bool moe);
 
 // config must have dp and micro_batches resolved.
 RankMemory estimate_rank_memory(const Config& config);

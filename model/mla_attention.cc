@@ -103,20 +103,29 @@ void MlaAttention::forward(Context& ctx, const Tensor& out, OwnedTensor&& x, con
   if (!o_proj_keeps_o) {
     o_proj_.forward(out, flatten_heads(o), ctx.o_input);
     ctx.o = std::move(o);
-    return;
+  } else {
+    o.reshape(Shape{tokens, heads_ * value_dim_});
+    o_proj_.forward(out, std::move(o), ctx.o_input);
   }
-  o.reshape(Shape{tokens, heads_ * value_dim_});
-  o_proj_.forward(out, std::move(o), ctx.o_input);
+  if (!recompute_) return;
+  if (recomputes_input()) ctx.x = OwnedTensor();
+  for (OwnedTensor* dropped : {&ctx.q_latent_normed, &ctx.kv_latent_normed, &ctx.q, &ctx.kv}) *dropped = OwnedTensor();
 }
 
 void MlaAttention::forward_query(Context& ctx, const Linear::PreparedInput& input, int64_t tokens,
                                  Device device) const {
-  int64_t q_lora_rank = q_a_proj_.out_features();
-  ctx.q_latent = f32_tensor(Shape{tokens, q_lora_rank}, device);
+  ctx.q_latent = f32_tensor(Shape{tokens, q_a_proj_.out_features()}, device);  // [T, q_lora]
   q_a_proj_.forward(ctx.q_latent, input);
-  OwnedTensor q_latent_normed(Shape{tokens, q_lora_rank}, q_b_proj_.input_dtype(), device);  // [T, q_lora]
+  project_query(ctx);
+}
+
+void MlaAttention::project_query(Context& ctx) const {
+  const Tensor& q_latent = ctx.q_latent.tensor();  // [T, q_lora]
+  int64_t tokens = q_latent.size(0);
+  Device device = q_latent.device();
+  OwnedTensor q_latent_normed(q_latent.shape(), q_b_proj_.input_dtype(), device);  // [T, q_lora]
   ctx.q_latent_rstd = f32_tensor(Shape{tokens}, device);
-  rmsnorm_forward(q_latent_normed, ctx.q_latent_rstd, ctx.q_latent, q_a_norm_->value, norm_eps_);
+  rmsnorm_forward(q_latent_normed, ctx.q_latent_rstd, q_latent, q_a_norm_->value, norm_eps_);
   OwnedTensor q = f32_tensor(Shape{tokens, heads_, nope_dim_ + rope_dim_}, device);  // [T, H, d_qk]
   q_b_proj_.forward(flatten_heads(q), std::move(q_latent_normed), ctx.q_latent_normed);
   ctx.q = rotated(std::move(q), nope_dim_, attention_dtype_, ctx.positions, /*backward=*/false);
@@ -129,16 +138,32 @@ void MlaAttention::forward_key_value(Context& ctx, const Linear::PreparedInput& 
   rope_forward(ckv, ckv, ctx.positions, rope_, kv_lora_rank_);
   ctx.kv_latent = f32_tensor(Shape{tokens, kv_lora_rank_}, device);
   copy_columns(ctx.kv_latent, ckv, {.width = kv_lora_rank_});
-  OwnedTensor kv_latent_normed(Shape{tokens, kv_lora_rank_}, kv_b_proj_.input_dtype(), device);  // [T, kv_lora]
+  ctx.k_rope = OwnedTensor(Shape{tokens, rope_dim_}, attention_dtype_, device);  // [T, d_rope]
+  copy_columns(ctx.k_rope, ckv, {.src_offset = kv_lora_rank_, .width = rope_dim_});
+  project_key_value(ctx);
+}
+
+void MlaAttention::project_key_value(Context& ctx) const {
+  const Tensor& kv_latent = ctx.kv_latent.tensor();  // [T, kv_lora]
+  int64_t tokens = kv_latent.size(0);
+  Device device = kv_latent.device();
+  OwnedTensor kv_latent_normed(kv_latent.shape(), kv_b_proj_.input_dtype(), device);  // [T, kv_lora]
   ctx.kv_latent_rstd = f32_tensor(Shape{tokens}, device);
-  rmsnorm_forward(kv_latent_normed, ctx.kv_latent_rstd, ctx.kv_latent, kv_a_norm_->value, norm_eps_);
+  rmsnorm_forward(kv_latent_normed, ctx.kv_latent_rstd, kv_latent, kv_a_norm_->value, norm_eps_);
   // NOTE: the attention reads k_nope and v in kv's columns, so kv_b_proj rounds its output to the attention dtype
   // itself (FP8 GEMMs write bf16 as the bf16 ones do).
   // [T, H, d_nope + d_v]
   ctx.kv = OwnedTensor(Shape{tokens, heads_, nope_dim_ + value_dim_}, attention_dtype_, device);
   kv_b_proj_.forward(flatten_heads(ctx.kv), std::move(kv_latent_normed), ctx.kv_latent_normed);
-  ctx.k_rope = OwnedTensor(Shape{tokens, rope_dim_}, attention_dtype_, device);  // [T, d_rope]
-  copy_columns(ctx.k_rope, ckv, {.src_offset = kv_lora_rank_, .width = rope_dim_});
+}
+
+void MlaAttention::recompute(Context& ctx, OwnedTensor&& x) const {
+  HAI_CHECK(recompute_ && x.tensor().defined() == recomputes_input(),
+            "MLA: recompute() {} x under {} recomputation", x.tensor().defined() ? "given" : "without",
+            recompute_ ? "selective" : "no");
+  if (x.tensor().defined()) ctx.x = q_a_proj_.prepare_input(std::move(x)).saved;
+  project_query(ctx);
+  project_key_value(ctx);
 }
 
 OwnedTensor MlaAttention::rotated(OwnedTensor x, int64_t column_offset, DType dtype, const Tensor& positions,

@@ -80,11 +80,25 @@ class MlaAttention {
   // Accumulates the five projection weights' gradients, then releases everything ctx holds.
   void backward_weight(Context& ctx) const;
 
+  // Selective recomputation (DeepSeek-V3's recipe): forward keeps neither the normed latents nor q and kv (the
+  // up-projections' outputs: per-head q, k_nope and v), nor x unless it is q_a_proj's FP8 copy; recompute() makes
+  // them again before backward_input, the same bits.
+  void set_recompute(bool selective) { recompute_ = selective; }
+  // Whether forward drops x, so that recompute() takes it back from the caller (the decoder layer's input norm).
+  bool recomputes_input() const { return recompute_ && !q_a_proj_.uses_fp8(); }
+  // Before backward_input under selective recomputation: x: [T, hidden] as forward got it when recomputes_input(),
+  // else empty. Remakes the normed latents, q and kv from the latents forward kept.
+  void recompute(Context& ctx, OwnedTensor&& x) const;
+
  private:
   // q: [T, H, d_qk] <- x: [T, hidden] prepared for q_a_proj (the q path up to and including RoPE).
   void forward_query(Context& ctx, const Linear::PreparedInput& input, int64_t tokens, Device device) const;
   // kv: [T, H, d_nope + d_v], k_rope: [T, d_rope] <- x: [T, hidden] prepared for kv_a_proj_with_mqa (the kv path).
   void forward_key_value(Context& ctx, const Linear::PreparedInput& input, int64_t tokens, Device device) const;
+  // The up-projections: ctx.q (rotated), ctx.q_latent_normed and its rstd <- ctx.q_latent; ctx.kv,
+  // ctx.kv_latent_normed and its rstd <- ctx.kv_latent.
+  void project_query(Context& ctx) const;
+  void project_key_value(Context& ctx) const;
   // x: [T, ..., W] fp32 with its RoPE columns from column_offset rotated (backward: rotated back), in `dtype`:
   // rotated into bf16 in one pass, else in place and then converted.
   OwnedTensor rotated(OwnedTensor x, int64_t column_offset, DType dtype, const Tensor& positions,
@@ -115,6 +129,7 @@ class MlaAttention {
   Linear o_proj_;
   const Parameter* q_a_norm_ = nullptr;   // [q_lora]
   const Parameter* kv_a_norm_ = nullptr;  // [kv_lora]
+  bool recompute_ = false;
 };
 
 }  // namespace hai

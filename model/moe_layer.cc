@@ -86,6 +86,24 @@ void MoeLayer::forward(Context& ctx, const Tensor& out, OwnedTensor&& x, int64_t
       shared_->forward(*ctx.shared, out, input, /*accumulate=*/true);
     }
   }
+  if (recompute_) ctx.input = OwnedTensor();
+}
+
+void MoeLayer::set_recompute(bool selective) {
+  recompute_ = selective;
+  experts_.set_recompute(selective);
+  if (shared_) shared_->set_recompute(selective);
+}
+
+void MoeLayer::recompute_input(Context& ctx, OwnedTensor&& x, OwnedTensor x_bf16) const {
+  HAI_CHECK(recompute_, "MoE layer: an input handed back to a layer that keeps its own");
+  ctx.input = std::move(x);  // [T, H] fp32
+  if (!shared_ || !shared_->recomputes_input()) return;
+  if (shared_reads_expert_tokens()) {
+    shared_->recompute_input(*ctx.shared, forward_tokens(ctx.input, std::move(x_bf16)));
+  } else {
+    shared_->recompute_input(*ctx.shared, ctx.input.tensor());
+  }
 }
 
 void MoeLayer::route(Context& ctx, const Tensor& x, int64_t seq_len) const {

@@ -94,6 +94,13 @@ class MoeLayer {
   // releases what ctx holds for it.
   void backward_weight(Context& ctx) const;
 
+  // Selective recomputation: forward does not keep x (the post-attention norm's output) nor the shared expert's
+  // input (unless FP8) nor the routed experts' SwiGLU activations (unless FP8); the caller hands x back with
+  // recompute_input before backward_input, the experts remake their activations from gate and up.
+  void set_recompute(bool selective);
+  // x: [T, H] fp32 and x_bf16 as forward got them.
+  void recompute_input(Context& ctx, OwnedTensor&& x, OwnedTensor x_bf16 = {}) const;
+
   // load: [E] i32 += the number of tokens this micro-batch routed to each expert.
   void accumulate_load(const Context& ctx, const Tensor& load) const;
   // total: [1] fp32 on the layer's device += this micro-batch's balance loss (after forward).
@@ -149,6 +156,7 @@ class MoeLayer {
   RoutedExperts experts_;     // this rank's routed experts
   std::optional<FeedForward> shared_;
   StepProfiler* profiler_ = nullptr;
+  bool recompute_ = false;
 };
 
 }  // namespace hai

@@ -49,6 +49,8 @@ class MtpModule {
   void backward_weight(Context& ctx) const;
 
   const DecoderLayer& block() const { return block_; }
+  // The block's recompute mode (DecoderLayer::set_recompute).
+  void set_recompute(RecomputeMode mode) { block_.set_recompute(mode); }
 
  private:
   const Parameter& embedding_;

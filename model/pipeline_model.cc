@@ -16,6 +16,10 @@ PipelineModel::PipelineModel(const ModelConfig& model, const ParameterStore& sto
 
 PipelineModel::~PipelineModel() = default;
 
+void PipelineModel::set_recompute(RecomputeMode mode) {
+  for (auto& [index, stage] : stages_) stage->set_recompute(mode);
+}
+
 void PipelineModel::start_step(const std::vector<Tensor>& tokens, float grad_scale, const Tensor& loss_sums,
                                const Tensor& expert_load) {
   HAI_CHECK(!tokens.empty(), "pipeline model: a step needs micro-batches");

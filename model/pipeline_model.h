@@ -40,6 +40,8 @@ class PipelineModel final : public PipelineStages {
   void forward(int stage, int microbatch, const Tensor& input, const Tensor& output) override;
   void backward_input(int stage, int microbatch, const Tensor& d_output, const Tensor& d_input) override;
   void backward_weight(int stage, int microbatch) override;
+  // What the stages' decoder layers recompute (DecoderLayer::set_recompute).
+  void set_recompute(RecomputeMode mode);
 
  private:
   const PipelineStage& stage(int index) const;

@@ -151,6 +151,11 @@ void PipelineStage::backward_head(Context& ctx, const Tensor& d_hidden, float gr
   head_->backward_input(ctx.head, d_hidden, d_next);
 }
 
+void PipelineStage::set_recompute(RecomputeMode mode) {
+  for (const std::unique_ptr<DecoderLayer>& block : blocks_) block->set_recompute(mode);
+  for (const std::unique_ptr<MtpModule>& module : mtp_) module->set_recompute(mode);
+}
+
 void PipelineStage::backward_weight(Context& ctx, const MicroBatchInputs& batch) const {
   // The order of DeepseekV3Model's backward: MTP modules, layers, embedding (the heads' W ran in forward).
   for (size_t depth = 0; depth < mtp_.size(); ++depth) mtp_[depth]->backward_weight(ctx.mtp[depth]);

@@ -58,6 +58,8 @@ class PipelineStage {
                       float grad_scale) const;
   // Accumulates the weight gradients into the store and releases the context.
   void backward_weight(Context& ctx, const MicroBatchInputs& batch) const;
+  // What every decoder layer of the stage (MTP blocks included) recomputes (DecoderLayer::set_recompute).
+  void set_recompute(RecomputeMode mode);
 
  private:
   // Main layers, then MTP blocks: the row of expert_load of block `layer` (an MoE layer).

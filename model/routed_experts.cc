@@ -141,6 +141,7 @@ void RoutedExperts::forward(Context& ctx, const Tensor& out, const Tensor& x_sor
   swiglu_forward(activation, ctx.gate_up);
   ctx.activation = in_dtype(std::move(activation), compute_dtype());
   grouped_gemm(out, ctx.activation, down_, expert_offsets);
+  if (recompute_) ctx.activation = OwnedTensor();
 }
 
 void RoutedExperts::forward_fp8(Context& ctx, const Tensor& out, const Fp8Matrix& x_sorted,
@@ -173,6 +174,11 @@ void RoutedExperts::backward_input(Context& ctx, const Tensor& d_x_sorted, Owned
   input_gradient(ctx, d_activation, ctx.d_out, down_, &Fp8Projections::down_transposed, &Context::d_out_tokens, 0.0f);
   DType written = saved_activation_dtype(compute_dtype());  // bf16 in bf16 training: no fp32 copies
   if (!uses_fp8()) {
+    if (recompute_) {
+      OwnedTensor activation(Shape{rows, ffn_size()}, written, device);  // [R, F] as forward made it
+      swiglu_forward(activation, ctx.gate_up);
+      ctx.activation = in_dtype(std::move(activation), compute_dtype());
+    }
     // One GEMM over gate_proj's and up_proj's 2F inputs: d_x is written once, not written and then added to.
     OwnedTensor d_gate_up(Shape{rows, 2 * ffn_size()}, written, device);  // [R, 2F]
     swiglu_backward(d_gate_up, d_activation, ctx.gate_up);

@@ -92,6 +92,9 @@ class RoutedExperts {
   // d_x_sorted: [R, H] fp32 (overwritten) <- d_out: [R, H] fp32 or in the compute dtype, kept for backward_weight
   // (rounded to the compute dtype unless it has it; under FP8 that rounding is what the input gradient quantises).
   void backward_input(Context& ctx, const Tensor& d_x_sorted, OwnedTensor d_out) const;
+  // Selective recomputation: forward (not forward_fp8, which keeps the activation's FP8 copy) does not keep SwiGLU's
+  // activation; backward_input remakes it from gate and up, the same bits.
+  void set_recompute(bool selective) { recompute_ = selective; }
   // Adds the three projections' gradients of every expert (Parameter::grad_beta: the step's first call writes
   // them, zeros for an expert that received no rows), then releases ctx.
   // x_sorted: forward's x_sorted again, exactly when forward did not keep it (else null).
@@ -137,6 +140,7 @@ class RoutedExperts {
   ExpertWeights gate_up_, down_;
   std::optional<Fp8Projections> fp8_;  // under FP8 only
   ExpertWeights gate_grad_, up_grad_, down_grad_;  // the fp32 gradients, same shapes
+  bool recompute_ = false;
 };
 
 }  // namespace hai

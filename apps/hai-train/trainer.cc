@@ -133,6 +133,7 @@ Trainer::Trainer(const Config& config, std::unique_ptr<Communicator> own_world, 
   // all-gathers) of one step run under the next forward, each layer waiting for its own (the pipeline waits for
   // all of them before it starts: run_micro_batches).
   model_.set_parameters_needed([this](int bucket) { optimizer_.parameters_needed(bucket); });
+  model_.set_recompute(config.train.recompute);
   if (config.precision.mode == PrecisionMode::fp16) loss_scaler_.emplace(config.precision.loss_scale);
 }
 

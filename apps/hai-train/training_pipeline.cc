@@ -39,6 +39,7 @@ TrainingPipeline::TrainingPipeline(const Config& config, ParameterStore& store, 
       engine_(schedule_.shape, pipeline) {
   HAI_CHECK(pipeline.size() == schedule_.shape.ranks, "the pipeline group has {} ranks, parallel.pp is {}",
             pipeline.size(), schedule_.shape.ranks);
+  model_.set_recompute(config.train.recompute);
 }
 
 std::vector<CountedTokens> TrainingPipeline::train_step(const std::vector<Tensor>& tokens, float grad_scale,

@@ -18,6 +18,8 @@ enum class PipelineSchedule { one_f_one_b, dualpipe, dualpipev };
 enum class LrSchedule { cosine, constant, deepseek_v3 };
 enum class PrecisionMode { fp32, bf16, fp16, fp8 };
 enum class MomentDType { fp32, bf16 };
+// What a decoder layer's forward keeps for its backward and what the backward recomputes (docs/design/recompute.md).
+enum class RecomputeMode { none, selective, full };
 enum class DataSource { indexed, synthetic };
 enum class RuntimeDevice { cpu, cuda, automatic };
 
@@ -93,6 +95,7 @@ struct TrainConfig {
   std::int64_t eval_interval = 0;      // 0 = no periodic evaluation
   std::int64_t eval_batches = 4;
   std::int64_t seed = 1234;
+  RecomputeMode recompute = RecomputeMode::none;
   bool operator==(const TrainConfig&) const = default;
 };
 

@@ -45,6 +45,16 @@ std::span<const EnumName<MomentDType>> enum_names() {
 }
 
 template <>
+std::span<const EnumName<RecomputeMode>> enum_names() {
+  static constexpr std::array<EnumName<RecomputeMode>, 3> names = {{
+      {RecomputeMode::none, "none"},
+      {RecomputeMode::selective, "selective"},
+      {RecomputeMode::full, "full"},
+  }};
+  return names;
+}
+
+template <>
 std::span<const EnumName<DataSource>> enum_names() {
   static constexpr std::array<EnumName<DataSource>, 2> names = {{
       {DataSource::indexed, "indexed"},

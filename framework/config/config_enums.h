@@ -27,6 +27,8 @@ std::span<const EnumName<PrecisionMode>> enum_names();
 template <>
 std::span<const EnumName<MomentDType>> enum_names();
 template <>
+std::span<const EnumName<RecomputeMode>> enum_names();
+template <>
 std::span<const EnumName<DataSource>> enum_names();
 template <>
 std::span<const EnumName<RuntimeDevice>> enum_names();

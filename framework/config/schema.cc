@@ -109,6 +109,9 @@ std::vector<ConfigKey> parallel_and_train_keys() {
       HAI_CONFIG_KEY(train.eval_batches, "micro-batches (of micro_batch_size windows, read in order) per evaluation", positive<I>()),
       HAI_CONFIG_KEY(train.seed, "seed of the weight init, data order and every other random stream",
                      non_negative<I>()),
+      HAI_CONFIG_KEY(train.recompute,
+                     "activations recomputed in the backward: none; selective = RMSNorm outputs, MLA up-projections, "
+                     "SwiGLU outputs; full = each decoder layer from its input"),
   };
 }
 

@@ -1,5 +1,6 @@
 #include "framework/tensor/device_memory.h"
 
+#include <atomic>
 #include <cstdint>
 #include <limits>
 #include <mutex>
@@ -10,6 +11,25 @@
 #endif
 
 namespace hai {
+namespace {
+
+// NOTE: process-wide like the CUDA pool's statistics; relaxed atomics, one add per host allocation and free.
+std::atomic<size_t> host_live_bytes{0};
+std::atomic<size_t> host_peak_bytes{0};
+
+}  // namespace
+
+HostMemoryStats host_memory_stats() { return {host_live_bytes.load(), host_peak_bytes.load()}; }
+
+void reset_peak_host_memory() { host_peak_bytes.store(host_live_bytes.load()); }
+
+void detail::count_host_bytes(std::ptrdiff_t bytes) noexcept {
+  size_t live = host_live_bytes.fetch_add(static_cast<size_t>(bytes), std::memory_order_relaxed) +
+                static_cast<size_t>(bytes);
+  size_t peak = host_peak_bytes.load(std::memory_order_relaxed);
+  while (live > peak && !host_peak_bytes.compare_exchange_weak(peak, live, std::memory_order_relaxed)) {
+  }
+}
 
 #ifdef HAI_WITH_CUDA
 namespace {

@@ -33,7 +33,18 @@ DeviceMemoryStats device_memory_stats(Device device);
 // Restarts the peaks from the current values.
 void reset_peak_device_memory(Device device);
 
+// Host (CPU) Buffers of this process: the bytes live now and the most live at once since reset_peak_host_memory,
+// counted by Buffer itself (what the CPU reference's tensors hold; memory measurements on CPU ranks read it).
+struct HostMemoryStats {
+  size_t allocated_bytes = 0;
+  size_t peak_allocated_bytes = 0;
+};
+HostMemoryStats host_memory_stats();
+void reset_peak_host_memory();
+
 namespace detail {
+// Buffer's count of its host allocations: +bytes when it allocates, -bytes when it frees.
+void count_host_bytes(std::ptrdiff_t bytes) noexcept;
 // The allocation behind Buffer: bytes from `device`'s caching pool, stream-ordered on the default stream.
 void* allocate_device_memory(size_t bytes, Device device);
 void free_device_memory(void* data, Device device) noexcept;

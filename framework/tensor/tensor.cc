@@ -102,6 +102,7 @@ Buffer::Buffer(size_t bytes, Device device) : bytes_(bytes), device_(device) {
     data_ = std::aligned_alloc(kAlignment, (bytes + kAlignment - 1) / kAlignment * kAlignment);
     if (data_ == nullptr) HAI_THROW("out of host memory allocating {} bytes", bytes);
     std::memset(data_, 0, bytes);
+    detail::count_host_bytes(static_cast<std::ptrdiff_t>(bytes));
     return;
   }
   data_ = detail::allocate_device_memory(bytes, device);
@@ -126,6 +127,7 @@ void Buffer::release() {
   if (data_ == nullptr) return;
   if (device_.is_cpu()) {
     std::free(data_);
+    detail::count_host_bytes(-static_cast<std::ptrdiff_t>(bytes_));
   } else {
     detail::free_device_memory(data_, device_);
   }

@@ -49,6 +49,8 @@ const BadConfig bad_configs[] = {
     {"InfiniteNumber", "optimizer:\n  lr: .inf\n", 1, "optimizer.lr", "expected a finite number", 2},
     {"UnknownEnumValue", "parallel:\n  schedule: dualpipe2\n", 1, "parallel.schedule",
      "expected one of 1f1b | dualpipe | dualpipev (got \"dualpipe2\")", 2},
+    {"UnknownRecomputeMode", "train:\n  recompute: partial\n", 1, "train.recompute",
+     "expected one of none | selective | full (got \"partial\")", 2},
     {"SectionIsAScalar", "model: 5\n", 1, "model", "expected a section of keys (got \"5\")", 1},
     {"BetasOfWrongLength", "optimizer:\n  betas: [0.9]\n", 1, "optimizer.betas", "expected a list of two numbers", 2},
     {"WordForAuto", "parallel:\n  dp: many\n", 1, "parallel.dp", "expected an integer or auto", 2},

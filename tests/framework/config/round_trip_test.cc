@@ -45,6 +45,7 @@ TEST(ConfigRoundTrip, EveryKeyChanged) {
   config.checkpoint.resume = "none";
   config.runtime.device = RuntimeDevice::cuda;
   config.train.seed = 0;
+  config.train.recompute = RecomputeMode::selective;
   expect_round_trip(config);
 }
 

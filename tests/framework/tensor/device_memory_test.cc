@@ -24,6 +24,22 @@ TEST(DeviceMemory, TheCpuHasNoPoolStatistics) {
   EXPECT_NO_THROW(make_device_current(Device::cpu()));
 }
 
+// Host Buffers count their bytes: a live tensor's bytes are counted until it is freed (or moved from and then
+// freed once), and the peak holds the most live at once until it is reset.
+TEST(DeviceMemory, HostBytesFollowLiveBuffers) {
+  size_t before = host_memory_stats().allocated_bytes;
+  {
+    OwnedTensor a(Shape{kMiB / 4}, DType::f32);  // 1 MiB
+    EXPECT_EQ(host_memory_stats().allocated_bytes, before + kMiB);
+    OwnedTensor moved = std::move(a);
+    EXPECT_EQ(host_memory_stats().allocated_bytes, before + kMiB);
+    EXPECT_GE(host_memory_stats().peak_allocated_bytes, before + kMiB);
+  }
+  EXPECT_EQ(host_memory_stats().allocated_bytes, before);
+  reset_peak_host_memory();
+  EXPECT_EQ(host_memory_stats().peak_allocated_bytes, before);
+}
+
 TEST(DeviceMemory, ZeroFillAsyncCopyAndHostCopyOnTheCpu) {
   OwnedTensor source(Shape{2, 3}, DType::f32), destination(Shape{2, 3}, DType::f32);
   for (int64_t i = 0; i < 6; ++i) source.data<float>()[i] = static_cast<float>(i) + 0.5f;

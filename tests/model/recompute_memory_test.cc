@@ -1,0 +1,126 @@
+// The activation memory of train.recompute, measured: the host bytes a decoder layer's forward leaves allocated
+// (host_memory_stats: its Context, the layer's input included) for a dense and an MoE layer under none, selective
+// and full, on the tiny test model and on a larger CPU shape, in fp32 and bf16 (and fp8 on the larger shape, whose
+// 128-token tiles the tiny one does not fill). Each is within 10% of the plan's layer_saved_bytes_per_token
+// (model/memory_estimate.h), and selective and full keep less than none. The numbers go to stdout for
+// docs/design/recompute.md.
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <string>
+
+#include "framework/config/config_enums.h"
+#include "framework/tensor/device_memory.h"
+#include "model/decoder_layer.h"
+#include "model/memory_estimate.h"
+#include "model/model_rope_table.h"
+#include "model/parameters.h"
+#include "tests/framework/device/test_util.h"
+#include "tests/model/model_test_inputs.h"
+
+namespace hai {
+namespace {
+
+// A CPU shape some hundred times the tiny one's: MLA of 4 heads, 16 experts of which 4 a token plus a shared one.
+Config larger_config() {
+  Config config;
+  ModelConfig& m = config.model;
+  m.vocab_size = 64;
+  m.hidden_size = 256;
+  m.num_layers = 2;
+  m.first_dense_layers = 1;
+  m.dense_ffn_size = 512;
+  m.num_heads = 4;
+  m.q_lora_rank = 96;
+  m.kv_lora_rank = 64;
+  m.qk_nope_head_dim = 32;
+  m.qk_rope_head_dim = 16;
+  m.v_head_dim = 32;
+  m.max_seq_len = 64;
+  m.moe.routed_experts = 16;
+  m.moe.experts_per_token = 4;
+  m.moe.expert_ffn_size = 128;
+  m.moe.shared_experts = 1;
+  m.moe.groups = 4;
+  m.moe.groups_per_token = 2;
+  m.mtp_depth = 0;
+  config.train.seq_len = 64;
+  config.train.micro_batch_size = 2;
+  return config;
+}
+
+Config tiny_config() {
+  Config config;
+  config.model = testing::tiny_test_model(2);
+  config.train.seq_len = 6;
+  config.train.micro_batch_size = 2;
+  return config;
+}
+
+ParameterStore make_store(const Config& config) {
+  PrecisionMode precision = config.precision.mode;
+  ParameterStore store(deepseek_v3_parameters(config.model), Device::cpu(),
+                       precision == PrecisionMode::fp32 ? DType::f32 : DType::bf16,
+                       Fp8WeightOptions{.enabled = precision == PrecisionMode::fp8});
+  store.initialize(5, 0.3);
+  store.refresh_compute_copy();
+  return store;
+}
+
+// The host bytes layer `layer`'s forward keeps (its input included) on micro_batch_size x seq_len tokens.
+int64_t measured_saved_bytes(const Config& config, const ParameterStore& store, int64_t layer) {
+  const ModelConfig& m = config.model;
+  const int64_t seq_len = config.train.seq_len, tokens = config.train.micro_batch_size * seq_len;
+  ModelRopeTable rope(m, Device::cpu());
+  DecoderLayer block(m, store, layer, rope.table());
+  block.set_recompute(config.train.recompute);
+  OwnedTensor positions(Shape{tokens}, DType::i32);  // [T]
+  for (int64_t t = 0; t < tokens; ++t) positions.data<int32_t>()[t] = static_cast<int32_t>(t % seq_len);
+  OwnedTensor out(Shape{tokens, m.hidden_size}, DType::f32);  // [T, H]
+  DecoderLayer::Context ctx;
+  auto before = static_cast<int64_t>(host_memory_stats().allocated_bytes);
+  OwnedTensor x = testing::random_tensor({tokens, m.hidden_size}, 7);  // [T, H]
+  block.forward(ctx, out, std::move(x), positions, seq_len);
+  return static_cast<int64_t>(host_memory_stats().allocated_bytes) - before;
+}
+
+void check_plan_against_measurement(Config config, const char* shape) {
+  ParameterStore store = make_store(config);
+  for (int64_t layer : {int64_t{0}, int64_t{1}}) {
+    bool moe = layer >= config.model.first_dense_layers;
+    int64_t none = 0;
+    for (RecomputeMode mode : {RecomputeMode::none, RecomputeMode::selective, RecomputeMode::full}) {
+      config.train.recompute = mode;
+      int64_t measured = measured_saved_bytes(config, store, layer);
+      double planned = layer_saved_bytes_per_token(config, moe) *
+                       static_cast<double>(config.train.micro_batch_size * config.train.seq_len);
+      std::printf("recompute memory: %s %s %s layer %s: measured %lld bytes, planned %.0f\n", shape,
+                  std::string(to_string(config.precision.mode)).c_str(), moe ? "moe" : "dense",
+                  std::string(to_string(mode)).c_str(), static_cast<long long>(measured), planned);
+      EXPECT_NEAR(planned, static_cast<double>(measured), 0.1 * static_cast<double>(measured))
+          << shape << " " << to_string(config.precision.mode) << (moe ? " moe " : " dense ") << to_string(mode);
+      if (mode == RecomputeMode::none) none = measured;
+      if (mode != RecomputeMode::none) EXPECT_LT(measured, none);
+    }
+  }
+}
+
+TEST(RecomputeMemory, TinyModelKeepsWhatThePlanSays) {
+  for (PrecisionMode precision : {PrecisionMode::fp32, PrecisionMode::bf16}) {
+    Config config = tiny_config();
+    config.precision.mode = precision;
+    check_plan_against_measurement(config, "tiny");
+  }
+}
+
+TEST(RecomputeMemory, LargerShapeKeepsWhatThePlanSays) {
+  for (PrecisionMode precision : {PrecisionMode::fp32, PrecisionMode::bf16, PrecisionMode::fp8}) {
+    Config config = larger_config();
+    config.precision.mode = precision;
+    check_plan_against_measurement(config, "larger");
+  }
+}
+
+}  // namespace
+}  // namespace hai

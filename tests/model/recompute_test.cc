@@ -1,0 +1,101 @@
+// Activation recomputation (train.recompute, docs/design/recompute.md) changes no bit: the tiny model (a dense layer,
+// two MoE layers, an MTP block) trains two micro-batches a step under selective and under full recomputation with
+// the losses, every gradient and the routed-token counts of the same model without recomputation, bit for bit, in
+// fp32, bf16 and fp8 (emulated on the CPU), with the routing bias moved between steps.
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "framework/config/config_enums.h"
+#include "framework/core/rng.h"
+#include "model/deepseek_v3_model.h"
+#include "model/parameters.h"
+#include "tests/model/model_test_inputs.h"
+
+namespace hai {
+namespace {
+
+// Both undefined (a parameter without a gradient), or the same bytes.
+bool same_bits(const Tensor& expected, const Tensor& actual) {
+  if (expected.raw() == nullptr || actual.raw() == nullptr) return expected.raw() == actual.raw();
+  return expected.bytes() == actual.bytes() && std::memcmp(expected.raw(), actual.raw(), expected.bytes()) == 0;
+}
+
+struct Trained {
+  std::unique_ptr<ParameterStore> store;
+  std::unique_ptr<DeepseekV3Model> model;
+};
+
+Trained make_run(const ModelConfig& config, PrecisionMode precision, RecomputeMode recompute) {
+  DType compute = precision == PrecisionMode::fp32 ? DType::f32 : DType::bf16;
+  Trained run;
+  run.store = std::make_unique<ParameterStore>(deepseek_v3_parameters(config), Device::cpu(), compute,
+                                               Fp8WeightOptions{.enabled = precision == PrecisionMode::fp8});
+  run.store->initialize(5, 0.3);
+  run.store->refresh_compute_copy();
+  run.model = std::make_unique<DeepseekV3Model>(config, *run.store);
+  run.model->set_recompute(recompute);
+  return run;
+}
+
+// Three steps of two micro-batches; returns each micro-batch's host loss sums. The routing bias moves after each
+// step as the trainer moves it.
+std::vector<OwnedTensor> train(Trained& run, const ModelConfig& config) {
+  std::vector<OwnedTensor> losses;
+  for (int step = 0; step < 3; ++step) {
+    run.store->zero_grads();
+    run.model->reset_expert_load();
+    for (int micro_batch = 0; micro_batch < 2; ++micro_batch) {
+      OwnedTensor tokens = testing::random_tokens(2, 6, config.vocab_size,
+                                                  CounterRng(static_cast<uint64_t>(step), micro_batch));  // [2, 7]
+      OwnedTensor sums(Shape{loss_slots(config.mtp_depth)}, DType::f32);
+      run.model->train_micro_batch(tokens, 0.5f, sums);
+      losses.push_back(std::move(sums));
+    }
+    if (step < 2) run.model->update_router_biases(0.01f);
+  }
+  run.store->zero_unwritten_grads();
+  return losses;
+}
+
+struct Case {
+  PrecisionMode precision;
+  RecomputeMode recompute;
+};
+
+std::string case_name(const ::testing::TestParamInfo<Case>& info) {
+  return std::string(to_string(info.param.precision)) + "_" + std::string(to_string(info.param.recompute));
+}
+
+class Recompute : public ::testing::TestWithParam<Case> {};
+
+TEST_P(Recompute, LossesGradientsAndLoadAreTheBitsOfNone) {
+  ModelConfig config = testing::tiny_test_model(3);
+  Trained reference = make_run(config, GetParam().precision, RecomputeMode::none);
+  Trained recomputed = make_run(config, GetParam().precision, GetParam().recompute);
+  std::vector<OwnedTensor> expected = train(reference, config);
+  std::vector<OwnedTensor> actual = train(recomputed, config);
+  for (size_t i = 0; i < expected.size(); ++i) EXPECT_TRUE(same_bits(expected[i], actual[i])) << "micro-batch " << i;
+  for (size_t i = 0; i < reference.store->parameters().size(); ++i) {
+    const Parameter& parameter = reference.store->parameters()[i];
+    EXPECT_TRUE(same_bits(parameter.grad, recomputed.store->parameters()[i].grad)) << parameter.spec.name;
+    EXPECT_TRUE(same_bits(parameter.value, recomputed.store->parameters()[i].value)) << parameter.spec.name;
+  }
+  EXPECT_TRUE(same_bits(reference.model->expert_load(), recomputed.model->expert_load()));
+}
+
+INSTANTIATE_TEST_SUITE_P(Modes, Recompute,
+                         ::testing::Values(Case{PrecisionMode::fp32, RecomputeMode::selective},
+                                           Case{PrecisionMode::fp32, RecomputeMode::full},
+                                           Case{PrecisionMode::bf16, RecomputeMode::selective},
+                                           Case{PrecisionMode::bf16, RecomputeMode::full},
+                                           Case{PrecisionMode::fp8, RecomputeMode::selective},
+                                           Case{PrecisionMode::fp8, RecomputeMode::full}),
+                         case_name);
+
+}  // namespace
+}  // namespace hai
