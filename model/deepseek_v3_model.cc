@@ -6,6 +6,7 @@
 #include "framework/device/embedding.h"
 #include "framework/device/expert_load.h"
 #include "model/parameters.h"
+#include "model/router_biases.h"
 
 namespace hai {
 
@@ -236,10 +237,7 @@ void DeepseekV3Model::set_recompute(RecomputeMode mode) {
 void DeepseekV3Model::reset_expert_load() { zero_fill(expert_load_); }
 
 void DeepseekV3Model::update_router_biases(float gamma, const Tensor& update_scale) {
-  for (size_t row = 0; row < moe_layer_indices_.size(); ++row) {
-    const Parameter& bias = store_[layer_prefix(moe_layer_indices_[row]) + "mlp.gate.e_score_correction_bias"];
-    update_router_bias(bias.value, expert_load_row(static_cast<int64_t>(row)), gamma, update_scale);
-  }
+  hai::update_router_biases(config_, store_, expert_load(), gamma, update_scale);
 }
 
 }  // namespace hai

@@ -6,6 +6,8 @@
 #include "model/output_head.h"
 #include "model/parameters.h"
 #include "model/pipeline_stage.h"
+#include "model/rank_share.h"
+#include "parallel/pipeline/placement.h"
 
 namespace hai {
 namespace {
@@ -24,8 +26,8 @@ int64_t compute_bytes(PrecisionMode mode) {
 }
 
 struct ParameterSplit {
-  int64_t dense = 0;   // on the rank: the dense parameters, embedding and head included
-  int64_t expert = 0;  // on the rank: its ep-th of the routed experts
+  int64_t dense = 0;   // on the rank: the dense parameters of its stages, embedding and head included
+  int64_t expert = 0;  // on the rank: its ep-th of its stages' routed experts
   int64_t fp8_copy_bytes = 0;  // the FP8 copies of the fp8_gemm weights under precision.mode fp8
   int64_t without_compute_copy = 0;  // on the rank: the fp8_only weights under precision.mode fp8
 };
@@ -36,23 +38,19 @@ int64_t fp8_copies_bytes(const Shape& shape) {
   return 2 * (shape.numel() + 4 * blocks);
 }
 
-// NOTE: every pipeline rank keeps the whole parameter store (apps/hai-train/training_pipeline.h: stores are not
-// sharded by stage yet), so pp divides neither the parameters nor their gradients and moments.
-ParameterSplit rank_parameters(const Config& config) {
-  const ParallelConfig& p = config.parallel;
+// What a rank holds (model/rank_share.h). NOTE: tp is not built; the dense parameters are divided by it as tensor
+// parallelism will.
+ParameterSplit split_parameters(const Config& config, const std::vector<HeldParameter>& share) {
   ParameterSplit split;
   bool fp8 = config.precision.mode == PrecisionMode::fp8;
-  int64_t dense_fp8 = 0, expert_fp8 = 0, dense_fp8_only = 0, expert_fp8_only = 0;
-  for (const ParameterSpec& spec : deepseek_v3_parameters(config.model)) {
+  for (const HeldParameter& held : share) {
+    const ParameterSpec& spec = held.spec;
     bool expert = spec.group == ParameterGroup::expert;
-    (expert ? split.expert : split.dense) += spec.shape.numel();
-    if (fp8 && spec.fp8_gemm) (expert ? expert_fp8 : dense_fp8) += fp8_copies_bytes(spec.shape);
-    if (fp8 && spec.fp8_gemm && spec.fp8_only) (expert ? expert_fp8_only : dense_fp8_only) += spec.shape.numel();
+    int64_t tp = expert ? 1 : config.parallel.tp;
+    (expert ? split.expert : split.dense) += held.box_extents.numel() / tp;
+    if (fp8 && spec.fp8_gemm) split.fp8_copy_bytes += fp8_copies_bytes(held.box_extents) / tp;
+    if (fp8 && spec.fp8_gemm && spec.fp8_only) split.without_compute_copy += held.box_extents.numel() / tp;
   }
-  split.dense /= p.tp;
-  split.expert /= p.ep;
-  split.fp8_copy_bytes = dense_fp8 / p.tp + expert_fp8 / p.ep;
-  split.without_compute_copy = dense_fp8_only / p.tp + expert_fp8_only / p.ep;
   return split;
 }
 
@@ -147,16 +145,14 @@ double layer_saved_bytes_per_token(const Config& config, bool moe) {
 
 namespace {
 
-// Saved bytes per token of the pipeline stage that saves the most: its dense and MoE layers, and on the last stage
+// Saved bytes per token of the stage among `held` that saves the most: its dense and MoE layers, and on the last stage
 // the MTP modules (MoE blocks, with their own inputs: embedding, h_{k-1}, eh_proj's input, h'_k, h_k). One stage (the
 // whole model) without pipelining.
-double heaviest_stage_bytes_per_token(const Config& config) {
+double heaviest_stage_bytes_per_token(const Config& config, const std::vector<StageLayers>& held) {
   const ModelConfig& m = config.model;
-  const ParallelConfig& p = config.parallel;
-  int stages = static_cast<int>(p.schedule == PipelineSchedule::dualpipev ? 2 * p.pp : p.pp);
   double mtp_module = 4.0 * 4 * m.hidden_size + saved_element_bytes(config.precision.mode).compute * 2 * m.hidden_size;
   double heaviest = 0;
-  for (const StageLayers& stage : pipeline_stages(m, stages, p.stage_layers)) {
+  for (const StageLayers& stage : held) {
     int64_t dense = std::clamp<int64_t>(m.first_dense_layers - stage.first_layer, 0, stage.layers);
     int64_t mtp = stage.last ? m.mtp_depth : 0;
     int64_t moe = stage.layers - dense + mtp;
@@ -180,9 +176,9 @@ int64_t live_micro_batches(const ParallelConfig& p) {
   return p.schedule == PipelineSchedule::one_f_one_b ? p.pp : p.pp + 1;
 }
 
-}  // namespace
-
-RankMemory estimate_rank_memory(const Config& config) {
+// The memory of a rank holding `share` and running `held` stages.
+RankMemory rank_memory(const Config& config, const std::vector<HeldParameter>& share,
+                       const std::vector<StageLayers>& held) {
   const ParallelConfig& p = config.parallel;
   const ModelConfig& m = config.model;
   int64_t dp = p.dp.value();
@@ -190,7 +186,7 @@ RankMemory estimate_rank_memory(const Config& config) {
   int64_t moment = config.optimizer.moment_dtype == MomentDType::bf16 ? 2 : 4;
   int64_t master = config.precision.mode == PrecisionMode::fp32 ? 0 : 4;
 
-  ParameterSplit split = rank_parameters(config);
+  ParameterSplit split = split_parameters(config, share);
   int64_t expert_dp = std::max<int64_t>(1, dp * p.tp / p.ep);
   RankMemory memory;
   // NOTE: ZeRO-1 shards the moments; the fp32 master values stay whole on every rank (parallel/zero1.h).
@@ -201,13 +197,56 @@ RankMemory estimate_rank_memory(const Config& config) {
   memory.optimizer = (split.dense / dp + split.expert / expert_dp) * 2 * moment;
 
   int64_t tokens = config.train.micro_batch_size * config.train.seq_len;
-  auto stage_share = static_cast<int64_t>(heaviest_stage_bytes_per_token(config) * static_cast<double>(tokens) /
-                                          static_cast<double>(p.tp));
+  auto stage_share = static_cast<int64_t>(heaviest_stage_bytes_per_token(config, held) *
+                                          static_cast<double>(tokens) / static_cast<double>(p.tp));
   auto recomputed = static_cast<int64_t>(recomputed_bytes_per_token(config) * static_cast<double>(tokens) /
                                          static_cast<double>(p.tp));
-  int64_t logits = std::min(tokens, head_chunk_tokens(m)) * m.vocab_size * 4 / p.tp;  // one chunk's, fp32
+  bool last = std::ranges::any_of(held, [](const StageLayers& stage) { return stage.last; });
+  int64_t logits = last ? std::min(tokens, head_chunk_tokens(m)) * m.vocab_size * 4 / p.tp : 0;  // one chunk, fp32
   memory.activations = live_micro_batches(p) * stage_share + recomputed + logits;
   return memory;
+}
+
+}  // namespace
+
+std::vector<PipelineRankMemory> estimate_pipeline_memory(const Config& config) {
+  const ParallelConfig& p = config.parallel;
+  PipelineShape shape{.schedule = p.schedule, .ranks = static_cast<int>(p.pp), .micro_batches = 1};
+  std::vector<StageLayers> stages = pipeline_stages(config.model, stage_count(shape), p.stage_layers);
+  std::vector<PipelineRankMemory> ranks;
+  for (int rank = 0; rank < shape.ranks; ++rank) {
+    PipelineRankMemory entry;
+    entry.pipeline_rank = rank;
+    std::vector<StageLayers> held;
+    for (int chunk = 0; chunk < chunk_count(shape); ++chunk) {
+      int stage = stage_of_chunk(shape, rank, chunk);
+      entry.stages.push_back(stage);
+      held.push_back(stages[static_cast<size_t>(stage)]);
+    }
+    for (const StageLayers& stage : held) {
+      entry.layers.emplace_back(stage.first_layer, stage.first_layer + stage.layers - 1);
+      entry.embedding |= stage.first;
+      entry.head |= stage.last;
+    }
+    // NOTE: the ranks of one pipeline rank hold equal amounts (EP ranks equal shares of the experts): EP rank 0's.
+    std::vector<HeldParameter> share = rank_share(config.model, p, {.dp = 0, .pp = rank, .tp = 0});
+    for (const HeldParameter& parameter : share) entry.parameters += parameter.box_extents.numel();
+    entry.memory = rank_memory(config, share, held);
+    ranks.push_back(std::move(entry));
+  }
+  return ranks;
+}
+
+RankMemory estimate_rank_memory(const Config& config) {
+  RankMemory largest;
+  for (const PipelineRankMemory& rank : estimate_pipeline_memory(config)) {
+    if (rank.memory.total() > largest.total()) largest = rank.memory;
+  }
+  return largest;
+}
+
+bool fits_device(const RankMemory& memory, double device_memory_gib) {
+  return static_cast<double>(memory.total()) <= device_memory_gib * 1024.0 * 1024.0 * 1024.0;
 }
 
 }  // namespace hai

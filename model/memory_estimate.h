@@ -1,9 +1,10 @@
 #pragma once
 // The memory one rank needs for a config and layout, estimated from the model shape without allocating it
-// (hai-train --dry-run and the start-up summary), for the implementation as it is: every pipeline rank keeps the
-// whole parameter store with its ep-th of the routed experts (stores are not sharded by pipeline stage yet, so pp
-// does not divide parameters, gradients or optimizer state), its ZeRO-1 shard of the optimizer state, and the
-// activations of the pipeline stage that saves the most (parallel.stage_layers, or the cost model's split).
+// (hai-train --dry-run and the start-up summary), for the implementation as it is: each pipeline rank keeps the
+// parameters of its share (model/rank_share.h: the stages of its chunks, its ep-th of their routed experts), its
+// ZeRO-1 shard of their optimizer state, and the activations of its stages. Pipeline ranks differ (the first holds
+// the embedding, the last the head and MTP; DualPipe puts both on rank 0); the ranks of one pipeline rank's DP
+// group hold the same amounts (EP ranks hold equal shares of the experts).
 //   params:      the fp32 master values, whole on every rank (ZeRO-1 shards only the moments, parallel/zero1.h),
 //                and the compute copy GEMMs read (the master itself in fp32 mode; bf16 under fp8 but for the
 //                fp8_only weights, the routed experts, plus the FP8 copies of the fp8_gemm weights, as stored and
@@ -11,11 +12,14 @@
 //   grads:       fp32 gradients of the rank's parameters
 //   optimizer:   ZeRO-1 shard of the two AdamW moments
 //   activations: what forward keeps for backward, for the micro-batches a schedule keeps alive (1 without a
-//                pipeline, pp under 1F1B, pp + 1 under DualPipe(V)); counted per layer from the tensors the
-//                layers save under train.recompute, in the dtypes the precision keeps them in
-//                (layer_saved_bytes_per_token), plus one chunk of the output head's fp32 logits (output_head.h)
+//                pipeline, pp under 1F1B, pp + 1 under DualPipe(V)) of the rank's stage that saves the most;
+//                counted per layer from the tensors the layers save under train.recompute, in the dtypes the
+//                precision keeps them in (layer_saved_bytes_per_token), plus one chunk of the output head's fp32
+//                logits (output_head.h)
 
 #include <cstdint>
+#include <utility>
+#include <vector>
 
 #include "framework/config/config.h"
 
@@ -34,7 +38,21 @@ struct RankMemory {
 // allocate them (measured against them by tests/model/recompute_memory_test.cc; docs/design/recompute.md).
 double layer_saved_bytes_per_token(const Config& config, bool moe);
 
-// config must have dp and micro_batches resolved.
+// One pipeline rank's memory, with what it holds.
+struct PipelineRankMemory {
+  int pipeline_rank = 0;
+  std::vector<int> stages;  // the stages of its chunks
+  std::vector<std::pair<int64_t, int64_t>> layers;  // each stage's decoder layers, first and last
+  bool embedding = false, head = false;     // whether it holds the embedding, the final norm + head + MTP
+  int64_t parameters = 0;  // elements held
+  RankMemory memory;
+};
+
+// Every pipeline rank's memory, by pipeline rank. config must have dp and micro_batches resolved.
+std::vector<PipelineRankMemory> estimate_pipeline_memory(const Config& config);
+// The largest of them (by total): what every rank must have.
 RankMemory estimate_rank_memory(const Config& config);
+// Whether `memory` fits a device of `device_memory_gib` GiB.
+bool fits_device(const RankMemory& memory, double device_memory_gib);
 
 }  // namespace hai

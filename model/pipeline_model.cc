@@ -41,6 +41,12 @@ std::vector<CountedTokens> PipelineModel::counted() const {
   return counted;
 }
 
+void PipelineModel::evaluate(int stage_index, const MicroBatchInputs& batch, const Tensor& input,
+                             const Tensor& output, const Tensor& loss_sums) const {
+  PipelineStage::Context context;
+  stage(stage_index).forward(context, batch, input, output, loss_sums, Tensor(), std::nullopt);
+}
+
 void PipelineModel::forward(int stage_index, int microbatch, const Tensor& input, const Tensor& output) {
   auto [where, inserted] = contexts_.try_emplace({stage_index, microbatch});
   HAI_CHECK(inserted, "pipeline model: F of stage {} for micro-batch {} twice", stage_index, microbatch);

@@ -34,6 +34,10 @@ class PipelineModel final : public PipelineStages {
                   const Tensor& expert_load);
   // The counted targets of each micro-batch of the step.
   std::vector<CountedTokens> counted() const;
+  // Evaluation: the forward of held stage `stage` for `batch`, nothing kept: input and output as forward's;
+  // loss_sums: [loss_slots(D)] fp32 += the stage's losses. No gradient, no routed counts.
+  void evaluate(int stage, const MicroBatchInputs& batch, const Tensor& input, const Tensor& output,
+                const Tensor& loss_sums) const;
 
   Shape boundary_shape() const override { return boundary_shape_; }
   Device device() const override { return store_.values().device(); }

@@ -39,7 +39,10 @@ std::vector<StageLayers> pipeline_stages(const ModelConfig& model, int stages,
 
 PipelineStage::PipelineStage(const ModelConfig& model, const ParameterStore& store, const StageLayers& layers,
                              const RopeTable& rope, ExpertExchange* experts)
-    : config_(model), layers_(layers), embedding_(store["model.embed_tokens.weight"]) {
+    : config_(model),
+      layers_(layers),
+      device_(store.values().device()),
+      embedding_(layers.first ? &store["model.embed_tokens.weight"] : nullptr) {
   HAI_CHECK(layers.layers >= 1 && layers.first_layer >= 0 && layers.first_layer + layers.layers <= model.num_layers,
             "pipeline stage: layers [{}, {}) outside the model's {}", layers.first_layer,
             layers.first_layer + layers.layers, model.num_layers);
@@ -60,14 +63,14 @@ Tensor PipelineStage::expert_load_row(const Tensor& expert_load, int64_t layer) 
 }
 
 void PipelineStage::forward(Context& ctx, const MicroBatchInputs& batch, const Tensor& input, const Tensor& output,
-                            const Tensor& loss_sums, const Tensor& expert_load, float grad_scale) const {
+                            const Tensor& loss_sums, const Tensor& expert_load, std::optional<float> grad_scale) const {
   Shape hidden_shape{batch.inputs.numel(), config_.hidden_size};
-  Device device = embedding_.value.device();
+  Device device = device_;
   OwnedTensor embedded;  // [T, H] first stage
   Tensor x = input;      // [T, H] the current layer's input
   if (layers_.first) {
     embedded = OwnedTensor(hidden_shape, DType::f32, device);
-    embedding_forward(embedded, embedding_.value, batch.inputs);
+    embedding_forward(embedded, embedding_->value, batch.inputs);
     x = embedded;
   }
   // [layers][T, H] the layers' outputs (the last one's is `output` but on the last stage)
@@ -80,8 +83,10 @@ void PipelineStage::forward(Context& ctx, const MicroBatchInputs& batch, const T
     const DecoderLayer& block = *blocks_[index];
     block.forward(ctx.layers[index], out, x, batch.positions, batch.seq_len);
     if (const MoeLayer* moe = block.moe()) {
-      moe->accumulate_load(ctx.layers[index].moe,
-                           expert_load_row(expert_load, layers_.first_layer + static_cast<int64_t>(index)));
+      if (grad_scale) {
+        moe->accumulate_load(ctx.layers[index].moe,
+                             expert_load_row(expert_load, layers_.first_layer + static_cast<int64_t>(index)));
+      }
       block.accumulate_balance_loss(ctx.layers[index], balance_loss_slot(loss_sums));
     }
     x = out;
@@ -90,9 +95,13 @@ void PipelineStage::forward(Context& ctx, const MicroBatchInputs& batch, const T
 }
 
 void PipelineStage::forward_head(Context& ctx, const MicroBatchInputs& batch, const Tensor& hidden,
-                                 const Tensor& loss_sums, const Tensor& expert_load, float grad_scale) const {
-  head_->forward(ctx.head, hidden, batch.targets, lm_loss_slot(loss_sums),
-                 token_loss_grad(grad_scale, 1.0, batch.counted.lm));
+                                 const Tensor& loss_sums, const Tensor& expert_load,
+                                 std::optional<float> grad_scale) const {
+  auto loss_grad = [&](double weight, int64_t counted) -> std::optional<float> {
+    if (!grad_scale) return std::nullopt;
+    return token_loss_grad(*grad_scale, weight, counted);
+  };
+  head_->forward(ctx.head, hidden, batch.targets, lm_loss_slot(loss_sums), loss_grad(1.0, batch.counted.lm));
   ctx.mtp.resize(mtp_.size());
   double mtp_weight = config_.mtp_depth > 0 ? config_.mtp_loss_weight / static_cast<double>(config_.mtp_depth) : 0;
   const Tensor* previous = &ctx.head.normed.tensor();  // [T, H] h_0, then each module's h_k
@@ -101,10 +110,12 @@ void PipelineStage::forward_head(Context& ctx, const MicroBatchInputs& batch, co
     MtpModule::Context& module = ctx.mtp[index];
     mtp_[index]->forward(module, *previous, batch.mtp_ids[index], batch.mtp_targets[index], batch.positions,
                          batch.seq_len, mtp_loss_slot(loss_sums, depth),
-                         token_loss_grad(grad_scale, mtp_weight, batch.counted.mtp[index]));
+                         loss_grad(mtp_weight, batch.counted.mtp[index]));
     const DecoderLayer& block = mtp_[index]->block();
     if (const MoeLayer* moe = block.moe()) {
-      moe->accumulate_load(module.block.moe, expert_load_row(expert_load, config_.num_layers + depth - 1));
+      if (grad_scale) {
+        moe->accumulate_load(module.block.moe, expert_load_row(expert_load, config_.num_layers + depth - 1));
+      }
       block.accumulate_balance_loss(module.block, balance_loss_slot(loss_sums));
     }
     previous = &module.output.tensor();
@@ -114,7 +125,7 @@ void PipelineStage::forward_head(Context& ctx, const MicroBatchInputs& batch, co
 void PipelineStage::backward_input(Context& ctx, const MicroBatchInputs& batch, const Tensor& d_output,
                                    const Tensor& d_input, float grad_scale) const {
   Shape hidden_shape{batch.inputs.numel(), config_.hidden_size};
-  Device device = embedding_.value.device();
+  Device device = device_;
   OwnedTensor d_head;  // [T, H] last stage: the gradient of the last layer's output
   Tensor d_hidden = d_output;
   if (layers_.last) {
@@ -160,7 +171,7 @@ void PipelineStage::backward_weight(Context& ctx, const MicroBatchInputs& batch)
   // The order of DeepseekV3Model's backward: MTP modules, layers, embedding (the heads' W ran in forward).
   for (size_t depth = 0; depth < mtp_.size(); ++depth) mtp_[depth]->backward_weight(ctx.mtp[depth]);
   for (size_t index = 0; index < blocks_.size(); ++index) blocks_[index]->backward_weight(ctx.layers[index]);
-  if (layers_.first) embedding_backward(embedding_.grad_to_add_to(), ctx.d_embedded, batch.inputs);
+  if (layers_.first) embedding_backward(embedding_->grad_to_add_to(), ctx.d_embedded, batch.inputs);
   ctx = Context{};
 }
 

@@ -7,6 +7,7 @@
 // T = tokens of the micro-batch, H = hidden size.
 
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "framework/device/rope_table.h"
@@ -49,9 +50,10 @@ class PipelineStage {
   // [T, H] written with the last layer's output (not on the last stage). loss_sums: [loss_slots(D)] fp32 (layout in
   // deepseek_v3_model.h) += this stage's balance losses, and on the last stage its main and MTP token losses.
   // expert_load: [moe blocks, E] i32 (rows as DeepseekV3Model::expert_load) += the routed counts of its MoE layers.
-  // grad_scale: as backward_input's (the last stage's heads compute their gradients in forward, output_head.h).
+  // grad_scale: as backward_input's (the last stage's heads compute their gradients in forward, output_head.h);
+  // std::nullopt: evaluation (no gradients, no routed counts: expert_load is not read).
   void forward(Context& ctx, const MicroBatchInputs& batch, const Tensor& input, const Tensor& output,
-               const Tensor& loss_sums, const Tensor& expert_load, float grad_scale) const;
+               const Tensor& loss_sums, const Tensor& expert_load, std::optional<float> grad_scale) const;
   // d_output: [T, H] the gradient of the output (not read on the last stage); d_input: [T, H] written (not on the
   // first stage). The gradients are those of grad_scale x the objective (DeepseekV3Model::train_micro_batch).
   void backward_input(Context& ctx, const MicroBatchInputs& batch, const Tensor& d_output, const Tensor& d_input,
@@ -65,13 +67,14 @@ class PipelineStage {
   // Main layers, then MTP blocks: the row of expert_load of block `layer` (an MoE layer).
   Tensor expert_load_row(const Tensor& expert_load, int64_t layer) const;
   void forward_head(Context& ctx, const MicroBatchInputs& batch, const Tensor& hidden, const Tensor& loss_sums,
-                    const Tensor& expert_load, float grad_scale) const;
+                    const Tensor& expert_load, std::optional<float> grad_scale) const;
   // The last stage's head and MTP modules: d_hidden (overwritten) is the gradient of the last layer's output.
   void backward_head(Context& ctx, const Tensor& d_hidden, float grad_scale) const;
 
   ModelConfig config_;
   StageLayers layers_;
-  const Parameter& embedding_;
+  Device device_;                         // the store's
+  const Parameter* embedding_ = nullptr;  // first stage only
   std::vector<std::unique_ptr<DecoderLayer>> blocks_;
   std::unique_ptr<OutputHead> head_;             // last stage only
   std::vector<std::unique_ptr<MtpModule>> mtp_;  // last stage only

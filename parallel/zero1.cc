@@ -98,6 +98,7 @@ Zero1Optimizer::Zero1Optimizer(ParameterStore& store, const OptimizerConfig& con
     : store_(store),
       config_(config),
       dp_(dp),
+      pipeline_(options.pipeline != nullptr && options.pipeline->size() > 1 ? options.pipeline : nullptr),
       dp_side_(dp.size() > 1 ? dp.side_stream_duplicate() : nullptr),
       expert_dp_side_(&expert_dp != &dp && expert_dp.size() > 1 ? expert_dp.side_stream_duplicate() : nullptr),
       gather_under_forward_(options.gather_under_forward),
@@ -121,9 +122,12 @@ Zero1Optimizer::Zero1Optimizer(ParameterStore& store, const OptimizerConfig& con
     for (size_t i = 0; i < partitions_.size(); ++i) update_marks_.push_back(std::make_unique<StreamMark>(device));
   }
   split_fp8_copies();
-  norm_scratch_ = OwnedTensor(Shape{grad_norm_scratch_size(shard_grads())}, DType::i64, device);
+  norm_grads_ = norm_grads(options.counts_in_norm);
+  norm_scratch_ = OwnedTensor(Shape{grad_norm_scratch_size(norm_grads_)}, DType::i64, device);
   own_squared_norm_ = zero_tensor(Shape{1}, DType::i64, device);
-  if (dp.size() > 1) rank_squared_norms_ = zero_tensor(Shape{dp.size()}, DType::i64, device);
+  int pipeline_ranks = pipeline_ ? pipeline_->size() : 1;
+  if (pipeline_) pipeline_squared_norms_ = zero_tensor(Shape{pipeline_ranks}, DType::i64, device);
+  if (dp.size() > 1) rank_squared_norms_ = zero_tensor(Shape{dp.size() * pipeline_ranks}, DType::i64, device);
   grad_norm_ = zero_tensor(Shape{1}, DType::i64, device);
   update_scale_ = OwnedTensor(Shape{1}, DType::f32, device);
   fill_tensor(update_scale_, 1.0f / static_cast<float>(dp.size()));  // a step() before any reduce_gradients()
@@ -148,6 +152,34 @@ std::vector<Tensor> Zero1Optimizer::shard_grads() const {
   return grads;
 }
 
+std::vector<Tensor> Zero1Optimizer::norm_grads(const std::function<bool(const ParameterSpec&)>& counts_in_norm) const {
+  if (!counts_in_norm) return shard_grads();
+  std::vector<Tensor> grads;
+  for (const Zero1Partition& partition : partitions_) {
+    if (partition.shard().numel() == 0) continue;
+    // The shard's gradient elements [owned_begin, owned_end) less those of parameters another rank counts.
+    std::vector<std::pair<int64_t, int64_t>> skipped;
+    for (const Parameter& parameter : store_.parameters()) {
+      if (!parameter.spec.trainable || counts_in_norm(parameter.spec)) continue;
+      int64_t first = std::max(partition.owned_begin(), parameter.grad_offset);
+      int64_t last = std::min(partition.owned_end(), parameter.grad_offset + parameter.spec.shape.numel());
+      if (first < last) skipped.emplace_back(first, last);
+    }
+    std::ranges::sort(skipped);
+    Tensor shard = partition.shard_grads();  // [owned_end - owned_begin]
+    int64_t next = partition.owned_begin();
+    auto keep = [&](int64_t end) {
+      if (next < end) grads.push_back(shard.slice(next - partition.owned_begin(), end - partition.owned_begin()));
+    };
+    for (auto [first, last] : skipped) {
+      keep(first);
+      next = std::max(next, last);
+    }
+    keep(partition.owned_end());
+  }
+  return grads;
+}
+
 void Zero1Optimizer::reduce_gradients(const GradientClipSettings& clip) {
   join_step();
   for (size_t i = 0; i < partitions_.size(); ++i) {
@@ -157,10 +189,16 @@ void Zero1Optimizer::reduce_gradients(const GradientClipSettings& clip) {
   reducing_.assign(partitions_.size(), false);
   // NOTE: the shards hold sums over the dp ranks; gradient_update_scale takes the norm of their mean. With dp a
   // power of two, its divisions by dp are exact.
-  grad_norm_squared_to(own_squared_norm_, shard_grads(), norm_scratch_);
-  if (dp_.size() > 1) dp_.all_gather(rank_squared_norms_, own_squared_norm_);
-  Tensor squared_norms = dp_.size() > 1 ? rank_squared_norms_.tensor() : own_squared_norm_.tensor();  // [dp]
-  gradient_update_scale(update_scale_, grad_norm_, squared_norms, clip);
+  grad_norm_squared_to(own_squared_norm_, norm_grads_, norm_scratch_);
+  if (pipeline_) pipeline_->all_gather(pipeline_squared_norms_, own_squared_norm_);
+  Tensor stage_norms = pipeline_ ? pipeline_squared_norms_.tensor() : own_squared_norm_.tensor();  // [pp]
+  if (dp_.size() > 1) dp_.all_gather(rank_squared_norms_, stage_norms);
+  Tensor squared_norms = dp_.size() > 1 ? rank_squared_norms_.tensor() : stage_norms;  // [dp x pp]
+  // NOTE: gradient_update_scale divides by its entry count R = dp x pp where the sums are over dp ranks: a loss
+  // scale pp times smaller gives the same norm and update scale (exactly when pp is a power of two).
+  GradientClipSettings settings = clip;
+  if (pipeline_) settings.loss_scale /= pipeline_->size();
+  gradient_update_scale(update_scale_, grad_norm_, squared_norms, settings);
 }
 
 double Zero1Optimizer::grad_norm() const {

@@ -11,8 +11,9 @@
 //      for all of them and holds its chunk of every partition's summed gradient. Every rank must start the
 //      partitions in the same order (the collectives pair up in order), which the model's fixed backward order
 //      gives. Then, on the device, with nothing read back to the host (framework/device/grad_clip.h): the squared
-//      norms of this rank's shards are all-gathered over the DP group and summed in rank order in double (every
-//      element, dense or expert, is owned by exactly one rank of the DP group while tp = 1), so the global norm,
+//      norms of this rank's shards are all-gathered over the pipeline group (Zero1Options::pipeline), then over the
+//      DP group, and summed in (dp, pp) rank order in double (every element, dense or expert, is owned by exactly
+//      one rank of the DP group while tp = 1; a pipeline replica is counted by one pipeline rank), so the norm,
 //      and the factor step() multiplies the gradients by as it reads them, are the same on every rank. The factor
 //      clips the norm of the unscaled mean gradient to clip.max_norm, removes the loss scale and divides the sums
 //      by the ranks; the shards stay as they are. The norm is also the finite check: an inf or NaN gradient on any
@@ -85,6 +86,12 @@ struct Zero1Options {
   // there after the update. The caller's model must tell every bucket before its forward reads the bucket's
   // weights, and its backward write no gradient of a bucket before that bucket's forward.
   bool update_under_forward = false;
+  // The pipeline group (null or one rank: none): the other stages' ranks, whose parameters the gradient norm and
+  // the finite check also cover; every rank of it calls reduce_gradients() alike. counts_in_norm (null: all)
+  // tells which parameters this rank counts in the norm: a parameter held by several pipeline ranks (a replica)
+  // is counted by one of them (model/rank_share.h).
+  Communicator* pipeline = nullptr;
+  std::function<bool(const ParameterSpec&)> counts_in_norm;
 };
 
 // A run of the gradient layout whose trainable parameters share a bucket.
@@ -150,6 +157,8 @@ class Zero1Optimizer {
 
  private:
   std::vector<Tensor> shard_grads() const;  // the non-empty shards' gradients
+  // The parts of the shards' gradients this rank counts in the norm (Zero1Options::counts_in_norm).
+  std::vector<Tensor> norm_grads(const std::function<bool(const ParameterSpec&)>& counts_in_norm) const;
   bool gathers_under_forward(const Zero1Partition& partition) const;
   bool updates_under_forward(size_t partition) const;
   void split_fp8_copies();  // sets update_fp8_copies_ and compute_stream_fp8_copies_
@@ -158,6 +167,8 @@ class Zero1Optimizer {
   ParameterStore& store_;
   OptimizerConfig config_;
   Communicator& dp_;
+  Communicator* pipeline_ = nullptr;  // Zero1Options::pipeline when it has more than one rank
+  std::vector<Tensor> norm_grads_;    // what the norm sums (norm_grads)
   std::unique_ptr<Communicator> dp_side_;         // side-stream duplicates of the groups of more than one rank
   std::unique_ptr<Communicator> expert_dp_side_;  // (none when expert_dp is dp)
   std::vector<Zero1Partition> partitions_;
@@ -172,7 +183,8 @@ class Zero1Optimizer {
   std::vector<ValueRange> untrained_values_;  // the non-trainable parameters' values, contiguous runs merged
   OwnedTensor norm_scratch_;                  // grad_norm_squared's scratch for shard_grads()
   OwnedTensor own_squared_norm_;              // [1] i64: the squared norm of this rank's shards, a double's bits
-  OwnedTensor rank_squared_norms_;            // [dp] i64: every DP rank's, gathered (dp > 1)
+  OwnedTensor pipeline_squared_norms_;        // [pp] i64: every pipeline rank's, gathered (pp > 1)
+  OwnedTensor rank_squared_norms_;            // [dp x pp] i64: every rank's, gathered (dp > 1)
   OwnedTensor grad_norm_;                     // [1] i64: a double's bits (grad_norm())
   OwnedTensor update_scale_;                  // [1] f32 (update_scale())
   StepProfiler* profiler_ = nullptr;

@@ -48,6 +48,7 @@ struct Options {
   bool eval_only = false;
   int64_t profile_steps = 0;  // 0: train
   int world_size = 0;  // 0: the launcher's
+  double device_memory_gib = 80.0;  // --dry-run's fits verdict
 };
 
 void add_options(CLI::App& app, Options& options) {
@@ -66,14 +67,26 @@ void add_options(CLI::App& app, Options& options) {
                             ->check(CLI::PositiveNumber);
   app.add_option("--world-size", options.world_size,
                  "with --dry-run or --schedule-only: plan for this many ranks instead of the launched ones");
+  app.add_option("--device-memory-gib", options.device_memory_gib,
+                 "with --dry-run: the GiB of one device that its fits verdict plans against (default 80)")
+      ->check(CLI::PositiveNumber);
   dry_run->excludes(schedule_only)->excludes(eval_only)->excludes(profile_steps);
   schedule_only->excludes(eval_only)->excludes(profile_steps);
   eval_only->excludes(profile_steps);
 }
 
-nlohmann::ordered_json dry_run_report(const hai::Config& config, int world_size) {
+nlohmann::ordered_json memory_json(const hai::RankMemory& memory) {
+  return {{"params", memory.params},
+          {"grads", memory.grads},
+          {"optimizer", memory.optimizer},
+          {"activations", memory.activations},
+          {"total", memory.total()}};
+}
+
+nlohmann::ordered_json dry_run_report(const hai::Config& config, int world_size, double device_memory_gib) {
   hai::ParameterCounts counts = hai::count_parameters(config.model);
-  hai::RankMemory memory = hai::estimate_rank_memory(config);
+  std::vector<hai::PipelineRankMemory> pipeline = hai::estimate_pipeline_memory(config);
+  hai::RankMemory largest = hai::estimate_rank_memory(config);
   nlohmann::ordered_json report;
   report["world_size"] = world_size;
   report["layout"] = {{"dp", config.parallel.dp.value()}, {"pp", config.parallel.pp},
@@ -82,11 +95,20 @@ nlohmann::ordered_json dry_run_report(const hai::Config& config, int world_size)
   report["activated_params"] = counts.activated;
   report["mtp_params"] = counts.mtp;
   report["flops_per_token"] = hai::training_flops_per_token(config.model, config.train.seq_len);
-  report["memory_per_rank"] = {{"params", memory.params},
-                               {"grads", memory.grads},
-                               {"optimizer", memory.optimizer},
-                               {"activations", memory.activations},
-                               {"total", memory.total()}};
+  report["memory_per_rank"] = memory_json(largest);  // the pipeline rank that needs the most
+  report["memory_per_pipeline_rank"] = nlohmann::ordered_json::array();
+  for (const hai::PipelineRankMemory& rank : pipeline) {
+    nlohmann::ordered_json entry = {{"pipeline_rank", rank.pipeline_rank},
+                                    {"stages", rank.stages},
+                                    {"layers", rank.layers},
+                                    {"embedding", rank.embedding},
+                                    {"head_and_mtp", rank.head},
+                                    {"parameters", rank.parameters}};
+    entry.update(memory_json(rank.memory));
+    report["memory_per_pipeline_rank"].push_back(entry);
+  }
+  report["device_memory_gib"] = device_memory_gib;
+  report["fits"] = hai::fits_device(largest, device_memory_gib);
   return report;
 }
 
@@ -181,7 +203,9 @@ int main(int argc, char** argv) {
   hai::init_logging(launch.rank, launch.rank == 0);
   try {
     if (options.dry_run) {
-      if (launch.rank == 0) std::cout << dry_run_report(config, world_size).dump() << std::endl;
+      if (launch.rank == 0) {
+        std::cout << dry_run_report(config, world_size, options.device_memory_gib).dump() << std::endl;
+      }
       return 0;
     }
     if (options.schedule_only) {

@@ -1,6 +1,8 @@
 #include "apps/hai-train/trainer.h"
 
 #include <cmath>
+#include <memory>
+#include <unordered_set>
 
 #include <spdlog/spdlog.h>
 
@@ -12,9 +14,9 @@
 #include "framework/metrics/mfu.h"
 #include "framework/optim/lr_schedule.h"
 #include "framework/config/config_enums.h"
-#include "model/expert_parallel_parameters.h"
 #include "model/gradient_buckets.h"
 #include "model/parameters.h"
+#include "model/router_biases.h"
 #include "parallel/rank_values.h"
 
 namespace hai {
@@ -31,14 +33,12 @@ DType compute_dtype(PrecisionMode mode) {
   HAI_THROW("unknown precision.mode {}", static_cast<int>(mode));
 }
 
-// The store of EP rank `ep_rank`: the dense parameters (those read in fp32 first), then its routed experts, then
-// the routing biases (the order ZeRO-1 needs).
-ParameterStore make_store(const Config& config, int ep_rank, Device device) {
+// The store of a rank's share: its dense parameters (those read in fp32 first), then its routed experts, then the
+// routing biases (the order ZeRO-1 needs).
+ParameterStore make_store(const Config& config, const std::vector<HeldParameter>& share, Device device) {
   Fp8WeightOptions fp8{.enabled = config.precision.mode == PrecisionMode::fp8,
                        .pow2_activation_scales = config.precision.fp8.pow2_scales};
-  int ep = static_cast<int>(config.parallel.ep);
-  std::vector<ParameterSpec> specs = expert_parallel_parameters(config.model, ep_rank, ep);
-  ParameterStore store(zero1_store_order(std::move(specs), reads_fp32_value), device,
+  ParameterStore store(zero1_store_order(share_specs(share), reads_fp32_value), device,
                        compute_dtype(config.precision.mode), fp8);
   store.initialize(static_cast<uint64_t>(config.train.seed), config.model.init_std);
   store.refresh_compute_copy();
@@ -92,6 +92,15 @@ StepLosses read_step_losses(const Tensor& loss_sums, const std::vector<CountedTo
   return losses.mean_over(dp);
 }
 
+// Whether this rank counts a parameter in the gradient norm: the lowest pipeline rank holding it.
+std::function<bool(const ParameterSpec&)> counts_in_norm(const std::vector<HeldParameter>& share, int pipeline_rank) {
+  auto counted = std::make_shared<std::unordered_set<std::string>>();
+  for (const HeldParameter& held : share) {
+    if (held.counts_here(pipeline_rank)) counted->insert(held.spec.name);
+  }
+  return [counted](const ParameterSpec& spec) { return counted->contains(spec.name); };
+}
+
 }  // namespace
 
 Trainer::Trainer(const Config& config)
@@ -110,19 +119,23 @@ Trainer::Trainer(const Config& config, std::unique_ptr<Communicator> own_world, 
       world_(world != nullptr ? *world : *own_world_),
       grid_(grid_shape(config.parallel)),
       groups_(make_parallel_groups(world_, grid_)),
+      share_(rank_share(config.model, config.parallel, rank_coordinates(grid_, world_.rank()))),
       expert_exchange_(grid_.ep > 1 ? std::make_unique<ExpertExchange>(*groups_.ep, config.model.moe.routed_experts)
                                     : nullptr),
       device_(device),
-      store_(make_store(config, groups_.ep->rank(), device_)),
-      model_(config.model, store_, expert_exchange_.get()),
-      pipeline_(grid_.pp > 1 ? std::make_unique<TrainingPipeline>(config, store_, *groups_.pp, expert_exchange_.get())
+      store_(make_store(config, share_, device_)),
+      model_(grid_.pp == 1 ? std::make_unique<DeepseekV3Model>(config.model, store_, expert_exchange_.get()) : nullptr),
+      pipeline_(grid_.pp > 1 ? std::make_unique<TrainingPipeline>(config, store_, share_, *groups_.pp,
+                                                                  expert_exchange_.get())
                              : nullptr),
       optimizer_(store_, config.optimizer, *groups_.dp, *groups_.expert_dp,
                  {.bucket_of = [](const ParameterSpec& spec) { return gradient_bucket(spec.name); },
                   .reads_fp32_value = reads_fp32_value,
                   .whole_values_every_step = config.ema.enabled,
                   .gather_under_forward = config.parallel.overlap_param_gather,
-                  .update_under_forward = true}),
+                  .update_under_forward = true,
+                  .pipeline = groups_.pp.get(),
+                  .counts_in_norm = counts_in_norm(share_, groups_.pp->rank())}),
       data_(open_training_data(config)),
       loader_(data_.train, loader_options(config, *groups_.dp)),
       loss_sums_(Shape{config.parallel.micro_batches.value(), loss_slots(config.model.mtp_depth)}, DType::f32,
@@ -132,8 +145,10 @@ Trainer::Trainer(const Config& config, std::unique_ptr<Communicator> own_world, 
   // NOTE: the AdamW steps of the partitions held whole (and with parallel.overlap_param_gather the experts'
   // all-gathers) of one step run under the next forward, each layer waiting for its own (the pipeline waits for
   // all of them before it starts: run_micro_batches).
-  model_.set_parameters_needed([this](int bucket) { optimizer_.parameters_needed(bucket); });
-  model_.set_recompute(config.train.recompute);
+  if (model_) {
+    model_->set_parameters_needed([this](int bucket) { optimizer_.parameters_needed(bucket); });
+    model_->set_recompute(config.train.recompute);
+  }
   if (config.precision.mode == PrecisionMode::fp16) loss_scaler_.emplace(config.precision.loss_scale);
 }
 
@@ -166,7 +181,7 @@ void Trainer::train_step() {
   mark_phase(profiler_.get(), "step.zero_grads");
   record_memory_point(profiler_.get(), "step_start", "step");
   store_.zero_grads();
-  model_.reset_expert_load();
+  zero_fill(expert_load());
   double loss_scale = loss_scaler_ ? loss_scaler_->scale() : 1.0;
   std::vector<CountedTokens> counted =
       run_micro_batches(static_cast<float>(loss_scale) / static_cast<float>(micro_batches));
@@ -182,7 +197,8 @@ void Trainer::train_step() {
   // NOTE: the routing biases move before the update is queued: the update may run beside the compute stream, whose
   // small kernels would then wait for multiprocessors that the update's blocks hold.
   mark_phase(profiler_.get(), "step.router_bias_update");
-  model_.update_router_biases(static_cast<float>(config_.model.moe.bias_update_speed), optimizer_.update_scale());
+  update_router_biases(config_.model, store_, expert_load(), static_cast<float>(config_.model.moe.bias_update_speed),
+                       optimizer_.update_scale());
   double lr = learning_rate(config_.optimizer, config_.train.steps, step_);
   optimizer_.step(static_cast<float>(lr), step_);
 
@@ -226,11 +242,12 @@ void Trainer::train_step() {
   bool log_now = step_ % config_.logging.interval == 0 || step_ == 1 || step_ == config_.train.steps;
   if (!log_now) return;
   ExpertLoadRecord load_record{.step = step_, .layers = {}};
-  OwnedTensor load = host_copy(model_.expert_load());  // [moe_layers, E]
-  for (size_t row = 0; row < model_.moe_layer_indices().size(); ++row) {
+  OwnedTensor load = host_copy(expert_load());  // [moe blocks, E]
+  std::vector<int64_t> blocks = moe_block_indices(config_.model);
+  for (size_t row = 0; row < blocks.size(); ++row) {
     Tensor layer_load = load.tensor().slice(static_cast<int64_t>(row), static_cast<int64_t>(row) + 1)
                             .reshape(Shape{config_.model.moe.routed_experts});
-    load_record.layers.push_back({model_.moe_layer_indices()[row], expert_load_stats(layer_load)});
+    load_record.layers.push_back({blocks[row], expert_load_stats(layer_load)});
   }
   if (metrics_) metrics_->write(load_record);
   spdlog::info(format_progress({.step = step_,
@@ -254,7 +271,7 @@ std::vector<CountedTokens> Trainer::run_micro_batches(float grad_scale) {
     mark_phase(profiler_.get(), "step.pipeline_forward_backward");  // NOTE: the stages mark no phases of their own
     std::vector<Tensor> tokens(windows.begin(), windows.end());
     optimizer_.join_step();
-    return pipeline_->train_step(tokens, grad_scale, loss_sums_, model_.expert_load());
+    return pipeline_->train_step(tokens, grad_scale, loss_sums_);
   }
   std::vector<CountedTokens> counted;
   // NOTE: the last micro-batch's backward starts reducing each gradient bucket as it finishes it (zero1.h).
@@ -262,7 +279,7 @@ std::vector<CountedTokens> Trainer::run_micro_batches(float grad_scale) {
   for (int64_t micro_batch = 0; micro_batch < micro_batches; ++micro_batch) {
     Tensor loss_sums = loss_sums_.tensor().slice(micro_batch, micro_batch + 1).reshape(Shape{loss_sums_.shape()[1]});
     bool last = micro_batch + 1 == micro_batches;
-    counted.push_back(model_.train_micro_batch(windows[static_cast<size_t>(micro_batch)], grad_scale, loss_sums,
+    counted.push_back(model_->train_micro_batch(windows[static_cast<size_t>(micro_batch)], grad_scale, loss_sums,
                                                last ? reduce : nullptr));
   }
   return counted;
@@ -274,7 +291,7 @@ nlohmann::ordered_json Trainer::profile(int64_t warmup_steps, int64_t profiled_s
   step_clock_.restart();
   for (int64_t step = 0; step < warmup_steps; ++step) train_step();
   profiler_ = std::make_unique<StepProfiler>(device_);
-  model_.set_profiler(profiler_.get());
+  if (model_) model_->set_profiler(profiler_.get());
   optimizer_.set_profiler(profiler_.get());
   if (pipeline_) pipeline_->set_profiler(profiler_.get());
   for (int64_t step = 0; step < profiled_steps; ++step) {
@@ -283,7 +300,7 @@ nlohmann::ordered_json Trainer::profile(int64_t warmup_steps, int64_t profiled_s
     profiler_->end_step();
   }
   nlohmann::ordered_json report = profiler_->report();
-  model_.set_profiler(nullptr);
+  if (model_) model_->set_profiler(nullptr);
   optimizer_.set_profiler(nullptr);
   if (pipeline_) {
     pipeline_->set_profiler(nullptr);
@@ -299,7 +316,7 @@ nlohmann::ordered_json Trainer::profile(int64_t warmup_steps, int64_t profiled_s
 
 void Trainer::reduce_expert_load() {
   // NOTE: the whole global batch's load moves the routing biases, so every rank moves them alike.
-  groups_.dp->all_reduce(model_.expert_load(), ReduceOp::sum);
+  groups_.dp->all_reduce(expert_load(), ReduceOp::sum);
 }
 
 EvalResult Trainer::evaluate(int64_t max_windows) {
@@ -329,7 +346,7 @@ EvalResult Trainer::evaluate_current(int64_t max_windows) {
       std::span<int32_t> window(tokens.data<int32_t>() + row * (seq_len + 1), static_cast<size_t>(seq_len + 1));
       data_.eval->read_window(static_cast<uint64_t>(first + row), window);
     }
-    MicroBatchLosses losses = model_.evaluate(tokens);
+    MicroBatchLosses losses = pipeline_ ? pipeline_->evaluate(tokens) : model_->evaluate(tokens);
     lm.sum += losses.lm.sum;
     lm.tokens += losses.lm.tokens;
     for (const TokenLoss& depth : losses.mtp) {
@@ -357,13 +374,12 @@ void Trainer::log_startup() const {
                to_string(config_.precision.mode));
   spdlog::info("parameters: {:.3f}M total, {:.3f}M activated per token, {:.3f}M in MTP modules",
                counts.total / 1e6, counts.activated / 1e6, counts.mtp / 1e6);
-  spdlog::info("memory: parameters {:.1f} MiB (+ compute copy; routed experts 1/{} per rank), optimizer {:.1f} "
-               "MiB (ZeRO-1: the moments of {} of this rank's {} trainable elements; dense 1/{}, experts 1/{})",
+  spdlog::info("memory: parameters {:.1f} MiB (+ compute copy; this rank's stages, routed experts 1/{}), optimizer "
+               "{:.1f} MiB (ZeRO-1: the moments of {} of this rank's {} trainable elements; dense 1/{}, experts 1/{})",
                store_.values().bytes() / 1048576.0, grid_.ep, optimizer_.state_bytes() / 1048576.0,
                optimizer_.owned_elements(), store_.grads().numel(), grid_.dp, grid_.expert_dp());
   if (pipeline_) {
-    spdlog::info("pipeline: {} over pp {} ranks, {} micro-batches per step; every pipeline rank keeps the whole "
-                 "store and its ZeRO-1 moments (not sharded by stage)",
+    spdlog::info("pipeline: {} over pp {} ranks, {} micro-batches per step; each rank holds its stages' parameters",
                  to_string(config_.parallel.schedule), grid_.pp, config_.parallel.micro_batches.value());
     for (const std::string& line : stage_layout_lines(config_)) spdlog::info("{}", line);
   }

@@ -5,12 +5,13 @@
 // parallel/zero1.h), with the routed experts split over parallel.ep ranks (expert
 // parallelism, parallel/expert_exchange.h: each rank's store holds only its experts; expert gradients reduce
 // over the expert-DP group), and the layers split into parallel.pp pipeline stages run by parallel.schedule
-// (training_pipeline.h; every pipeline rank keeps the whole store). A step accumulates the gradients of
-// parallel.micro_batches micro-batches (each rank reads its rows of every global micro-batch), averages them over
-// the DP group, clips them by global norm, moves the routing biases with the expert load summed over the DP group
-// (auxiliary-loss-free balancing), applies AdamW with the scheduled learning rate and feeds the EMA. Every rank ends a
-// step with the same parameters. Logging and metrics (global means) come from rank 0; evaluation, checkpoints
-// (every rank writes its shard, rank 0 commits) follow the config (DESIGN.md "Outputs", "Checkpoints").
+// (training_pipeline.h; each rank's store holds only its share, model/rank_share.h). A step accumulates the
+// gradients of parallel.micro_batches micro-batches (each rank reads its rows of every global micro-batch),
+// averages them over the DP group, clips them by global norm, moves the routing biases with the expert load summed
+// over the DP group (auxiliary-loss-free balancing), applies AdamW with the scheduled learning rate and feeds the
+// EMA. Every rank holding a parameter ends a step with the same value of it. Logging and metrics (global means)
+// come from rank 0; evaluation, checkpoints (every rank writes its shard, rank 0 commits) follow the config
+// (DESIGN.md "Outputs", "Checkpoints").
 
 #include <memory>
 #include <optional>
@@ -28,6 +29,7 @@
 #include "apps/hai-train/training_data.h"
 #include "apps/hai-train/training_pipeline.h"
 #include "model/deepseek_v3_model.h"
+#include "model/rank_share.h"
 #include "parallel/expert_exchange.h"
 #include "parallel/topology.h"
 #include "parallel/zero1.h"
@@ -81,26 +83,26 @@ class Trainer {
   // into loss_sums_. Returns each micro-batch's counted targets.
   std::vector<CountedTokens> run_micro_batches(float grad_scale);
   void reduce_expert_load();
+  // [moe blocks, E] i32: the step's routed counts (the model's, or the pipeline's).
+  Tensor expert_load() const { return pipeline_ ? pipeline_->expert_load() : model_->expert_load(); }
   EvalResult evaluate_current(int64_t max_windows);
   void log_startup() const;
   void save_checkpoint();
   void run_evaluation();
 
   bool is_rank0() const { return world_.rank() == 0; }
-  // Writes the whole-tensor values and the moments of the checkpoint: the first pipeline rank (every pipeline rank
-  // holds the same).
-  bool is_pipeline_rank0() const { return groups_.pp->rank() == 0; }
 
   Config config_;
   std::unique_ptr<Communicator> own_world_;  // the single-rank world, when none is given
   Communicator& world_;
   GridShape grid_;
   ParallelGroups groups_;
+  std::vector<HeldParameter> share_;  // what this rank holds (model/rank_share.h)
   std::unique_ptr<ExpertExchange> expert_exchange_;  // null at ep = 1
   Device device_;  // of the parameters, optimizer state and activations
   ParameterStore store_;
-  DeepseekV3Model model_;
-  std::unique_ptr<TrainingPipeline> pipeline_;  // null at pp = 1
+  std::unique_ptr<DeepseekV3Model> model_;       // the whole model: null at pp > 1
+  std::unique_ptr<TrainingPipeline> pipeline_;  // this rank's stages: null at pp = 1
   Zero1Optimizer optimizer_;
   std::unique_ptr<ParameterEma> ema_;
   std::optional<LossScaler> loss_scaler_;  // fp16 only

@@ -1,19 +1,21 @@
 // Trainer: saving and resuming checkpoints. A checkpoint holds, by global name:
-//   model group: every parameter's fp32 master value (HF names, the routing biases included), the dense ones
-//                written by rank 0 (every rank holds the same values), each routed expert by the first rank of
-//                the expert-DP group holding it (expert parallelism: a rank holds only its experts);
+//   model group: every parameter's fp32 master value (HF names, the routing biases included), each written by one
+//                of the ranks holding it (model/rank_share.h): the lowest pipeline rank holding it, and there the
+//                first rank of the DP group (dense) or of the expert-DP group (a routed expert);
 //   optim group: "optimizer.exp_avg.<name>" and "optimizer.exp_avg_sq.<name>" for every trainable parameter (in
 //                optimizer.moment_dtype), each rank writing the part its ZeRO-1 shards (dense, expert) hold as
 //                slices of the parameter's global shape (a flat range cut into boxes, parallel/flat_range_boxes.h);
 //                and "ema.<name>" when the EMA is enabled (by the writer of the value);
-// with pipeline parallelism every pipeline rank holds the same store and moments, and only the first one writes
-// them; and as state the step, the data position, the effective config and the layout. Every rank writes its files,
-// rank 0 commits with every rank's entries. Resuming reads the whole values and the slices of the moments that
-// this rank's shards own, whatever dp and ep wrote them: a checkpoint saved at one layout resumes at another.
+// a parameter that several pipeline ranks hold (DualPipe's two copies of a stage) is written by the lowest of them,
+// moments included; and as state the step, the data position, the effective config and the layout. Every rank
+// writes its files, rank 0 commits with every rank's entries. Resuming reads the whole values and the slices of the
+// moments that this rank's shards own, whatever pp, dp and ep wrote them: a checkpoint saved at one layout resumes
+// at another.
 // A weights-only checkpoint (hai-ckpt import-hf) has no optim-group tensor and no data position: resuming from it
 // starts AdamW with zero moments, the EMA at the loaded weights and the data at its first sample.
 
 #include <algorithm>
+#include <unordered_set>
 #include <vector>
 
 #include <spdlog/spdlog.h>
@@ -48,10 +50,11 @@ void for_each_whole_tensor(const ParameterStore& store, ParameterEma* ema, Inclu
 
 // Calls visit(name, global_shape, box, tensor) for every slice of the AdamW moments that a ZeRO-1 partition's
 // shard holds: `tensor` [box extents] is the view of the shard's moment buffer holding the box of `name`.
-template <typename Visit>
-void for_each_moment_slice(const ParameterStore& store, const Zero1Partition& partition, Visit&& visit) {
+template <typename Include, typename Visit>
+void for_each_moment_slice(const ParameterStore& store, const Zero1Partition& partition, Include&& include,
+                           Visit&& visit) {
   for (const Parameter& parameter : store.parameters()) {
-    if (!parameter.spec.trainable) continue;
+    if (!parameter.spec.trainable || !include(parameter)) continue;
     int64_t first = std::max(partition.owned_begin(), parameter.grad_offset);
     int64_t last = std::min(partition.owned_end(), parameter.grad_offset + parameter.spec.shape.numel());
     if (first >= last) continue;
@@ -97,11 +100,16 @@ bool has_optimizer_state(const CheckpointReader& reader) {
 void Trainer::save_checkpoint() {
   optimizer_.gather_master_values();  // rank 0 writes whole tensors, some of which other ranks update
   CheckpointWriter writer(config_.checkpoint.dir, step_, world_.rank());
-  // NOTE: one writer per tensor: rank 0 for dense parameters, the first rank of each expert-DP group of the first
-  // pipeline rank for experts.
+  // NOTE: one writer per tensor: among the pipeline ranks holding it the lowest, there the first rank of the DP
+  // group for a dense parameter, of the expert-DP group for an expert; its moments by that pipeline rank's shards.
+  std::unordered_set<std::string> counted_here;
+  for (const HeldParameter& held : share_) {
+    if (held.counts_here(groups_.pp->rank())) counted_here.insert(held.spec.name);
+  }
+  auto writes_moments = [&](const Parameter& parameter) { return counted_here.contains(parameter.spec.name); };
   auto writes = [&](const Parameter& parameter) {
-    return parameter.spec.group == ParameterGroup::expert ? groups_.expert_dp->rank() == 0 && is_pipeline_rank0()
-                                                          : is_rank0();
+    Communicator& replicas = parameter.spec.group == ParameterGroup::expert ? *groups_.expert_dp : *groups_.dp;
+    return writes_moments(parameter) && replicas.rank() == 0;
   };
   std::vector<OwnedTensor> host_copies;  // of device tensors, until the files are written
   for_each_whole_tensor(store_, ema_.get(), writes,
@@ -112,7 +120,7 @@ void Trainer::save_checkpoint() {
     writer.add(CheckpointGroup::optim, name, shape.to_vector(), box.offsets, on_host(tensor, host_copies));
   };
   for (const Zero1Partition& partition : optimizer_.partitions()) {
-    if (is_pipeline_rank0()) for_each_moment_slice(store_, partition, add_moment);
+    for_each_moment_slice(store_, partition, writes_moments, add_moment);
   }
   std::vector<std::string> entries = all_gather_strings(world_, writer.write_rank_files());
   if (is_rank0()) {
@@ -147,7 +155,8 @@ int64_t Trainer::resume() {
                         });
   const std::vector<Zero1Partition>& partitions = optimizer_.partitions();
   for (size_t i = 0; !weights_only && i < partitions.size(); ++i) {
-    for_each_moment_slice(store_, partitions[i], [&](const std::string& name, const Shape&, const SliceBox& box,
+    for_each_moment_slice(store_, partitions[i], [](const Parameter&) { return true; },
+                          [&](const std::string& name, const Shape&, const SliceBox& box,
                                                      const Tensor& tensor) {
       read_into(tensor, [&](const Tensor& host) { reader.read_slice(name, box.offsets, host); });
     });

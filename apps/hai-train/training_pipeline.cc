@@ -2,11 +2,14 @@
 
 #include <algorithm>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "framework/config/config_enums.h"
 #include "framework/core/error.h"
+#include "model/router_biases.h"
+#include "parallel/pipeline/placement.h"
 #include "parallel/pipeline/simulator.h"
 #include "parallel/rank_values.h"
 
@@ -26,36 +29,72 @@ std::vector<int> held_stages(const PipelineShape& shape, int rank) {
   return stages;
 }
 
+// The pipeline ranks holding each parameter of this rank's share.
+std::function<std::vector<int>(const ParameterSpec&)> replicas_of(const std::vector<HeldParameter>& share) {
+  auto ranks = std::make_shared<std::map<std::string, std::vector<int>>>();
+  for (const HeldParameter& held : share) (*ranks)[held.spec.name] = held.pipeline_ranks;
+  return [ranks](const ParameterSpec& spec) { return ranks->at(spec.name); };
+}
+
 }  // namespace
 
-TrainingPipeline::TrainingPipeline(const Config& config, ParameterStore& store, Communicator& pipeline,
+TrainingPipeline::TrainingPipeline(const Config& config, ParameterStore& store,
+                                   const std::vector<HeldParameter>& share, Communicator& pipeline,
                                    ExpertExchange* experts)
     : store_(store),
       pipeline_(pipeline),
+      config_(config.model),
       schedule_(build_schedule(pipeline_shape(config))),
       model_(config.model, store,
              pipeline_stages(config.model, stage_count(schedule_.shape), config.parallel.stage_layers),
              held_stages(schedule_.shape, pipeline.rank()), experts),
-      engine_(schedule_.shape, pipeline) {
+      engine_(schedule_.shape, pipeline),
+      replicas_(store, pipeline, pipeline_replica_sets(config.model, config.parallel), replicas_of(share)),
+      expert_load_(zero_tensor(Shape{static_cast<int64_t>(moe_block_indices(config.model).size()),
+                                     config.model.moe.routed_experts},
+                               DType::i32, store.values().device())) {
   HAI_CHECK(pipeline.size() == schedule_.shape.ranks, "the pipeline group has {} ranks, parallel.pp is {}",
             pipeline.size(), schedule_.shape.ranks);
   model_.set_recompute(config.train.recompute);
 }
 
 std::vector<CountedTokens> TrainingPipeline::train_step(const std::vector<Tensor>& tokens, float grad_scale,
-                                                        const Tensor& loss_sums, const Tensor& expert_load) {
+                                                        const Tensor& loss_sums) {
   HAI_CHECK(static_cast<int>(tokens.size()) == schedule_.shape.micro_batches,
             "a pipelined step takes {} micro-batches, got {}", schedule_.shape.micro_batches, tokens.size());
-  model_.start_step(tokens, grad_scale, loss_sums, expert_load);
+  model_.start_step(tokens, grad_scale, loss_sums, expert_load_);
   engine_.run(schedule_.ranks[static_cast<size_t>(pipeline_.rank())], model_);
   mark_phase(profiler_, "step.pipeline_all_reduce");
-  // NOTE: each rank holds only its stages' parts (zero elsewhere: the other stages' gradients, unwritten here, are
-  // zero-filled first), so the sums are the whole model's.
+  // NOTE: each rank's loss sums and expert load hold its stages' parts (zero elsewhere), so the sums are the
+  // whole model's; a replicated parameter's gradient holds the part of the stages that ran here (zero when none did:
+  // unwritten gradients are zero-filled first).
   store_.zero_unwritten_grads();
+  replicas_.sum();
   pipeline_.all_reduce(loss_sums, ReduceOp::sum);
-  pipeline_.all_reduce(store_.grads(), ReduceOp::sum);
-  pipeline_.all_reduce(expert_load, ReduceOp::sum);
+  pipeline_.all_reduce(expert_load_, ReduceOp::sum);
   return model_.counted();
+}
+
+MicroBatchLosses TrainingPipeline::evaluate(const Tensor& tokens) {
+  Device device = store_.values().device();
+  MicroBatchInputs batch = upload_micro_batch(tokens, config_.mtp_depth, device);
+  Shape hidden_shape{batch.inputs.numel(), config_.hidden_size};
+  OwnedTensor loss_sums = zero_tensor(Shape{loss_slots(config_.mtp_depth)}, DType::f32, device);
+  OwnedTensor input(hidden_shape, DType::f32, device), output(hidden_shape, DType::f32, device);  // [T, H]
+  const PipelineShape& shape = schedule_.shape;
+  const int me = pipeline_.rank(), stages = stage_count(shape);
+  // NOTE: micro-batch 0's ranks: under dualpipe the copies that flow down, rank s for stage s.
+  auto runner = [&](int stage) { return rank_of_stage(shape, stage, 0); };
+  for (int stage = 0; stage < stages; ++stage) {
+    if (runner(stage) != me) continue;
+    if (stage > 0 && runner(stage - 1) != me) pipeline_.recv(input, runner(stage - 1), stage);
+    model_.evaluate(stage, batch, input, output, loss_sums);
+    if (stage + 1 < stages && runner(stage + 1) != me) pipeline_.send(output, runner(stage + 1), stage + 1);
+    std::swap(input, output);  // the next stage held here reads this one's output
+  }
+  pipeline_.all_reduce(loss_sums, ReduceOp::sum);
+  OwnedTensor host_sums = host_copy(loss_sums);
+  return read_losses(host_sums, batch.counted);
 }
 
 void TrainingPipeline::set_profiler(StepProfiler* profiler) {

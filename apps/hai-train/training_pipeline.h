@@ -1,12 +1,10 @@
 #pragma once
 // Pipeline parallelism in the trainer (parallel.pp > 1): this rank's stages of the model (model/pipeline_model.h)
 // run the rank's program of the configured schedule (parallel.schedule, parallel/pipeline/) through the pipeline
-// engine over the pipeline group, then the step's loss sums, gradients and expert load are summed over that group,
-// so every pipeline rank ends the step as one rank running the whole model would.
-//
-// NOTE: every pipeline rank keeps the whole parameter store (and ZeRO-1 its share of the whole model's moments
-// over the DP group), so parameters, gradients and moments cost as much memory as without pipelining, and the
-// gradient all-reduce over the pipeline group moves the whole store. Sharding the store by stage is not done.
+// engine over the pipeline group. The rank's store holds only its stages' parameters (model/rank_share.h); after
+// the schedule the gradients of the parameters held by several pipeline ranks are summed over exactly those ranks
+// (parallel/pipeline_replicas.h), and the step's loss sums and expert load (small) over the whole group, so every
+// rank has every MoE layer's load for the metrics and the routing biases of its own layers.
 
 #include <vector>
 
@@ -17,6 +15,8 @@
 #include "framework/metrics/step_profiler.h"
 #include "framework/params/parameter_store.h"
 #include "model/pipeline_model.h"
+#include "model/rank_share.h"
+#include "parallel/pipeline_replicas.h"
 #include "parallel/expert_exchange.h"
 #include "parallel/pipeline/engine.h"
 #include "parallel/pipeline/schedule.h"
@@ -26,17 +26,24 @@ namespace hai {
 class TrainingPipeline {
  public:
   // pipeline: the pipeline group (topology.h), parallel.pp ranks ranked by pipeline rank; it and the store must
-  // outlive this. experts: as DeepseekV3Model (null at ep = 1).
-  TrainingPipeline(const Config& config, ParameterStore& store, Communicator& pipeline, ExpertExchange* experts);
+  // outlive this. share: what this rank holds (rank_share.h), the store's parameters. experts: as DeepseekV3Model
+  // (null at ep = 1). Collective over the pipeline group.
+  TrainingPipeline(const Config& config, ParameterStore& store, const std::vector<HeldParameter>& share,
+                   Communicator& pipeline, ExpertExchange* experts);
 
   // Forward and backward of a step's micro-batches, tokens: one [B, S + 1] i32 host tensor per micro-batch (the
   // same on every pipeline rank). The store's gradients must be started (ParameterStore::zero_grads) and
-  // expert_load ([moe blocks, E] i32, rows as DeepseekV3Model::expert_load) be zero; afterwards, on every pipeline
-  // rank, they hold the gradients of grad_scale x each micro-batch's objective and the step's routed counts, and
-  // loss_sums ([micro-batches, loss_slots(D)] fp32) each micro-batch's loss sums. Returns each micro-batch's
-  // counted targets.
-  std::vector<CountedTokens> train_step(const std::vector<Tensor>& tokens, float grad_scale, const Tensor& loss_sums,
-                                        const Tensor& expert_load);
+  // expert_load() be zero; afterwards the store holds the gradients of grad_scale x each micro-batch's objective
+  // (of this rank's parameters, replicas summed), and on every pipeline rank expert_load() the step's routed counts
+  // of every MoE layer and loss_sums ([micro-batches, loss_slots(D)] fp32) each micro-batch's loss sums. Returns
+  // each micro-batch's counted targets.
+  std::vector<CountedTokens> train_step(const std::vector<Tensor>& tokens, float grad_scale, const Tensor& loss_sums);
+  // [moe blocks, E] i32 on the store's device, rows as DeepseekV3Model::expert_load: the routed counts.
+  Tensor expert_load() const { return expert_load_.tensor(); }
+  // Forward only of one micro-batch (tokens [B, S + 1] i32 on the host, the same on every pipeline rank) through
+  // the stages in order, each run by the lowest pipeline rank holding it; the losses on every pipeline rank.
+  // Collective over the pipeline group.
+  MicroBatchLosses evaluate(const Tensor& tokens);
 
   // Profiling (null: off): the engine marks each instruction's phase (engine.h), and the step's all-reduces over
   // the pipeline group are "step.pipeline_all_reduce".
@@ -53,9 +60,12 @@ class TrainingPipeline {
  private:
   ParameterStore& store_;
   Communicator& pipeline_;
+  ModelConfig config_;
   Schedule schedule_;
   PipelineModel model_;  // this rank's stages
   PipelineEngine engine_;
+  PipelineReplicaGradients replicas_;
+  OwnedTensor expert_load_;  // [moe blocks, E] i32
   StepProfiler* profiler_ = nullptr;
 };
 

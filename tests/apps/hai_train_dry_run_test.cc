@@ -61,21 +61,35 @@ TEST(HaiTrainDryRunTest, TinyConfigReportsItsParameterCounts) {
   expect_positive_memory(report);
 }
 
-// Every pipeline rank keeps the whole parameter store (stages do not shard it yet), so pp 2 plans the same
-// parameters, gradients and optimizer state as one rank; the activations are the heaviest stage's, so an uneven
-// split plans more than an even one.
-TEST(HaiTrainDryRunTest, PipelineRanksKeepTheWholeStoreAndTheHeaviestStagesActivations) {
+// Each pipeline rank plans only its stages' parameters (model/rank_share.h): under 1F1B the ranks' parameters sum to
+// one rank's but for the embedding, which the last rank's MTP module reads too; the activations are each rank's own
+// stage's, so an uneven split plans more on its heavier rank than an even one.
+TEST(HaiTrainDryRunTest, PipelineRanksPlanTheirOwnStages) {
   std::string config = "--config " + shipped_config("tiny.yaml") + " --set model.num_layers=4";
   nlohmann::json one_rank = dry_run(config)["memory_per_rank"];
   std::string pp2 = config + " --world-size 2 --set parallel.pp=2 --set parallel.schedule=1f1b";
-  nlohmann::json even = dry_run(pp2 + " --set 'parallel.stage_layers=[2,2]'")["memory_per_rank"];
-  nlohmann::json uneven = dry_run(pp2 + " --set 'parallel.stage_layers=[1,3]'")["memory_per_rank"];
-  for (const char* field : {"params", "grads", "optimizer"}) {
-    EXPECT_EQ(even[field], one_rank[field]) << field;
-    EXPECT_EQ(uneven[field], one_rank[field]) << field;
+  nlohmann::json even = dry_run(pp2 + " --set 'parallel.stage_layers=[2,2]'");
+  nlohmann::json uneven = dry_run(pp2 + " --set 'parallel.stage_layers=[1,3]'");
+  ASSERT_EQ(even["memory_per_pipeline_rank"].size(), 2u);
+  const nlohmann::json& first = even["memory_per_pipeline_rank"][0];
+  const nlohmann::json& last = even["memory_per_pipeline_rank"][1];
+  EXPECT_TRUE(first["embedding"].get<bool>());
+  EXPECT_FALSE(first["head_and_mtp"].get<bool>());
+  EXPECT_TRUE(last["head_and_mtp"].get<bool>());
+  EXPECT_EQ(last["layers"], nlohmann::json::parse("[[2, 3]]"));
+  ModelConfig model = load_config(shipped_config("tiny.yaml"), {"model.num_layers=4"}, 1).model;
+  int64_t embedding_bytes = model.vocab_size * model.hidden_size * 4;  // fp32: the master is the compute copy
+  EXPECT_EQ(first["grads"].get<int64_t>() + last["grads"].get<int64_t>(),
+            one_rank["grads"].get<int64_t>() + embedding_bytes);
+  for (const nlohmann::json& rank : even["memory_per_pipeline_rank"]) {
+    EXPECT_LT(rank["params"].get<int64_t>(), one_rank["params"].get<int64_t>());
   }
   // 1F1B keeps pp = 2 micro-batches alive: [2, 2] saves 2 layers + MTP per micro-batch at most, [1, 3] 3 + MTP.
-  EXPECT_GT(uneven["activations"].get<int64_t>(), even["activations"].get<int64_t>());
+  EXPECT_GT(uneven["memory_per_rank"]["activations"].get<int64_t>(),
+            even["memory_per_rank"]["activations"].get<int64_t>());
+  EXPECT_TRUE(even["fits"].get<bool>());
+  EXPECT_EQ(even["device_memory_gib"].get<double>(), 80.0);
+  EXPECT_FALSE(dry_run(pp2 + " --device-memory-gib 0.0001")["fits"].get<bool>());
 }
 
 // fp8 keeps the bf16 compute copy of every parameter but the routed experts' (fp8_only), adds the FP8 copies
