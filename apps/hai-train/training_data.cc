@@ -1,10 +1,25 @@
 #include "apps/hai-train/training_data.h"
 
+#include "apps/hai-train/user_error.h"
+#include "framework/core/error.h"
 #include "framework/data/indexed_dataset.h"
 #include "framework/data/packed_window_source.h"
 #include "framework/data/synthetic_source.h"
 
 namespace hai {
+namespace {
+
+// The indexed dataset that config key `key` names: one that cannot be read is the user's error, named by the key.
+std::shared_ptr<const IndexedDataset> open_dataset(const char* key, const std::string& prefix) {
+  try {
+    return std::make_shared<const IndexedDataset>(prefix);
+  } catch (const Error& error) {
+    throw UserError(fmt::format("{}: {}{}", key, error.message(), relative_path_note(prefix)), kExitInputError,
+                    fmt::format("{}:{}", error.file(), error.line()));
+  }
+}
+
+}  // namespace
 
 TrainingData open_training_data(const Config& config) {
   int64_t seq_len = config.train.seq_len;
@@ -15,11 +30,11 @@ TrainingData open_training_data(const Config& config) {
     data.eval = std::make_shared<SyntheticSource>(config.model.vocab_size, seq_len, seed + 1);
     return data;
   }
-  auto dataset = std::make_shared<const IndexedDataset>(config.data.path);
+  auto dataset = open_dataset("data.path", config.data.path);
   double valid_fraction = config.data.valid_fraction;
   data.train = make_packed_window_source(dataset, DataSplit::train, valid_fraction, seq_len);
   if (!config.data.eval_path.empty()) {
-    auto eval_dataset = std::make_shared<const IndexedDataset>(config.data.eval_path);
+    auto eval_dataset = open_dataset("data.eval_path", config.data.eval_path);
     data.eval = make_packed_window_source(eval_dataset, DataSplit::train, 0.0, seq_len);
   } else if (valid_fraction > 0) {
     data.eval = make_packed_window_source(dataset, DataSplit::valid, valid_fraction, seq_len);
