@@ -13,18 +13,7 @@ work=$2
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 rm -rf "$work" && mkdir -p "$work/bin" && cd "$work"
 
-cat > tiny.yaml <<'YAML'
-model: {vocab_size: 257, hidden_size: 32, num_layers: 2, first_dense_layers: 1, dense_ffn_size: 64, num_heads: 2,
-        q_lora_rank: 16, kv_lora_rank: 16, qk_nope_head_dim: 8, qk_rope_head_dim: 8, v_head_dim: 8,
-        max_seq_len: 16, mtp_depth: 1,
-        moe: {routed_experts: 4, shared_experts: 1, experts_per_token: 2, expert_ffn_size: 16, groups: 2,
-              groups_per_token: 1}}
-train: {steps: 2, seq_len: 16, micro_batch_size: 2, global_batch_size: 4, eval_interval: 0}
-data: {source: synthetic}
-
-logging: {run_dir: run, interval: 1}
-runtime: {device: cpu}
-YAML
+cp "$root/tests/scripts/tiny_synthetic.yaml" tiny.yaml
 
 fail() { echo "launch_recipes_test: $*" >&2; exit 1; }
 
@@ -42,12 +31,13 @@ SH
 chmod +x bin/srun
 SLURM_JOB_ID=77 SLURM_JOB_NUM_NODES=1 SLURM_NTASKS=8 SLURM_PROCID=0 SLURM_TASKS_PER_NODE=8 SLURM_CPUS_PER_TASK=1 \
   PATH="$work/bin:$PATH" HAI_TRAIN="$hai_train" \
-  bash "$root/scripts/slurm/train.sbatch" tiny.yaml --set logging.run_dir=run_srun --set checkpoint.dir=run_srun/checkpoints > srun.log 2>&1 ||
+  bash "$root/scripts/slurm/train.sbatch" tiny.yaml --set logging.run_dir=run_srun \
+  --set checkpoint.dir=run_srun/checkpoints > srun.log 2>&1 ||
   { cat srun.log; fail "train.sbatch failed"; }
 grep -q -- "--mpi=pmix --kill-on-bad-exit=1 --cpu-bind=cores" srun.options || fail "srun options: $(cat srun.options)"
 grep -q "hai-train: 1 rank(s)" run_srun/train.log || { cat srun.log; fail "train.sbatch: not one rank"; }
 grep -q "step 2/2 | loss" run_srun/train.log || { cat srun.log; fail "train.sbatch: did not train"; }
-# Without a task count from the launcher, the batch shell's SLURM_NTASKS=8 must not make hai-train wait for 8.
+# NOTE: the allocation's SLURM_NTASKS=8 is in the environment too: hai-train must count the step's task, not it.
 echo "train.sbatch under the stand-in srun: one rank, 2 steps"
 
 # 2. docs/launch.md's mpirun example, scaled to this machine: one host with 2 slots, 2 ranks, a core each.

@@ -8,21 +8,11 @@ hai_train=$1
 work=$2
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 rm -rf "$work" && mkdir -p "$work" && cd "$work"
-cat > tb.yaml <<'YAML'
-model: {vocab_size: 257, hidden_size: 32, num_layers: 2, first_dense_layers: 1, dense_ffn_size: 64, num_heads: 2,
-        q_lora_rank: 16, kv_lora_rank: 16, qk_nope_head_dim: 8, qk_rope_head_dim: 8, v_head_dim: 8,
-        max_seq_len: 16, mtp_depth: 1,
-        moe: {routed_experts: 4, shared_experts: 1, experts_per_token: 2, expert_ffn_size: 16, groups: 2,
-              groups_per_token: 1}}
-train: {steps: 4, seq_len: 16, micro_batch_size: 2, global_batch_size: 4, eval_interval: 2, eval_batches: 2}
-data: {source: synthetic}
-checkpoint: {dir: run/checkpoints, interval: 2}
-logging: {run_dir: run, interval: 1, tensorboard: true}
-runtime: {device: cpu}
-YAML
-"$hai_train" --config tb.yaml > first.log 2>&1 || { cat first.log; exit 1; }
+cp "$here/tiny_synthetic.yaml" tiny.yaml
+settings=(--set train.eval_interval=2 --set checkpoint.interval=2 --set logging.tensorboard=true)
+"$hai_train" --config tiny.yaml "${settings[@]}" --set train.steps=4 > first.log 2>&1 || { cat first.log; exit 1; }
 sleep 1  # NOTE: a new second, so the resumed run's file sorts after the first (TensorBoard reads them in order)
-"$hai_train" --config tb.yaml --set train.steps=6 > second.log 2>&1 || { cat second.log; exit 1; }
+"$hai_train" --config tiny.yaml "${settings[@]}" --set train.steps=6 > second.log 2>&1 || { cat second.log; exit 1; }
 python3 "$here/read_tfevents.py" run | tee reader.log
 grep -q "session starts at \[4\]" reader.log || { echo "the resumed file has no SessionLog START at step 4"; exit 1; }
 if python3 -c "import tensorboard" 2>/dev/null; then
