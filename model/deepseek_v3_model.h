@@ -6,7 +6,7 @@
 // read back: the losses are summed on the device into a small tensor the caller reads when it wants to (the
 // trainer: once per step).
 //
-// The objective of a micro-batch (reference/deepseek-v3.md):
+// The objective of a micro-batch (docs/deepseek-v3.md):
 //   L = L_main + mtp_loss_weight / D * sum_k L_k + sum over MoE layers of the sequence-wise balance loss
 // L_main and L_k are means over the counted tokens of the micro-batch.
 

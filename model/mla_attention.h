@@ -1,5 +1,5 @@
 #pragma once
-// Multi-head latent attention (MLA), the naive training path of reference/deepseek-v3.md "MLA, exactly", on the
+// Multi-head latent attention (MLA), the naive training path of docs/deepseek-v3.md "MLA, exactly", on the
 // parameters model.layers.{layer}.self_attn.*. With H heads, d_qk = d_nope + d_rope and x already normed by the
 // decoder layer's input_layernorm:
 //   c_q  = RMSNorm(x W_dq^T)                      q_a_proj, q_a_layernorm         [T, q_lora]

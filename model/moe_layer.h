@@ -1,5 +1,5 @@
 #pragma once
-// The DeepSeek-V3 MoE feed-forward of layer `layer` (reference/deepseek-v3.md "MoE routing, exactly"):
+// The DeepSeek-V3 MoE feed-forward of layer `layer` (docs/deepseek-v3.md "MoE routing, exactly"):
 //   out = shared_experts(x) + sum_k w[t, k] * expert_{idx[t, k]}(x)   (+ residual: the decoder layer's h, optional)
 // in four stages: routing (fp32 gate GEMM on the master weight, sigmoid scores, group-limited top-k steered by
 // mlp.gate.e_score_correction_bias, the sequence-wise balance loss) -> dispatch (permute the tokens into

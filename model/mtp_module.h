@@ -1,5 +1,5 @@
 #pragma once
-// Multi-token prediction module k (reference/deepseek-v3.md "MTP, exactly"), stored as layer num_layers + k - 1:
+// Multi-token prediction module k (docs/deepseek-v3.md "MTP, exactly"), stored as layer num_layers + k - 1:
 //   e_k  = Emb(t_{i+k})                                       the main model's embedding table
 //   h'_k = eh_proj(concat(enorm(e_k), hnorm(h_{k-1})))        embedding half first
 //   h_k  = Block_k(h'_k)                                      a full decoder layer

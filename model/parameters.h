@@ -1,6 +1,6 @@
 #pragma once
 // The DeepSeek-V3 parameter list: every parameter of the model with its HF DeepSeek-V3 name, shape and group,
-// exactly as reference/deepseek-v3.md names them (nn.Linear weights are [out, in]). MTP module k is stored as
+// exactly as docs/deepseek-v3.md names them (nn.Linear weights are [out, in]). MTP module k is stored as
 // layer num_layers + k - 1; it shares the embedding and the output head with the main model, so those are
 // declared once.
 
@@ -27,7 +27,7 @@ struct ParameterCounts {
 };
 ParameterCounts count_parameters(const ModelConfig& model);
 
-// Training FLOPs per token (DESIGN.md "Outputs"): 6 x activated matmul parameters (the output head included,
+// Training FLOPs per token (docs/architecture.md "Outputs"): 6 x activated matmul parameters (the output head included,
 // the embedding lookup not; MTP modules and their second use of the head included) + 3 x layers x heads x
 // seq_len x (d_qk + d_v) for causal attention forward and backward (MTP blocks counted as layers).
 double training_flops_per_token(const ModelConfig& model, int64_t seq_len);

@@ -1,7 +1,7 @@
 #pragma once
 // One pipeline stage of the DeepSeek-V3 model: a contiguous run of decoder layers, with the embedding on the first
-// stage and the final norm, output head and MTP modules on the last (DESIGN.md "Pipeline"). Its forward (F), input
-// gradient (B) and weight gradient (W) of a micro-batch run the ops of DeepseekV3Model in the same order, so a
+// stage and the final norm, output head and MTP modules on the last (docs/architecture.md "Pipeline"). Its forward (F),
+// input gradient (B) and weight gradient (W) of a micro-batch run the ops of DeepseekV3Model in the same order, so a
 // pipelined step gives the unpipelined one's values: bit for bit in fp32 for every parameter held by one stage, up to
 // the order of the sums for the embedding (read by the first stage and by MTP on the last one).
 // T = tokens of the micro-batch, H = hidden size.

@@ -1,7 +1,7 @@
 #pragma once
-// ExpertExchange: the dispatch and combine of expert parallelism over an EP group (DESIGN.md "Parallel layout",
-// docs/design/expert-parallel.md). The E routed experts are split evenly over the group's ep ranks: rank i owns
-// the global experts [i * E / ep, (i + 1) * E / ep). Every rank routes its own tokens over all E experts and
+// ExpertExchange: the dispatch and combine of expert parallelism over an EP group (docs/architecture.md "Parallel
+// layout", docs/design/expert-parallel.md). The E routed experts are split evenly over the group's ep ranks: rank i
+// owns the global experts [i * E / ep, (i + 1) * E / ep). Every rank routes its own tokens over all E experts and
 // permutes the routed rows by global expert (the MoE layer's sorted order), so the rows for one owner are
 // consecutive. Then, per MoE layer and micro-batch:
 //   route():    the rows per expert are exchanged (an all_to_all_v of E / ep counts to each rank);

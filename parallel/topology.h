@@ -1,5 +1,5 @@
 #pragma once
-// Topology: where this rank sits in the grid of DESIGN.md "Parallel layout", and the sub-communicators the
+// Topology: where this rank sits in the grid of docs/architecture.md "Parallel layout", and the sub-communicators the
 // parallel parts talk through. world = pp * dp * tp; the rank order is, innermost first, tp, then dp, then pp:
 //   rank = tp_rank + tp * (dp_rank + dp * pp_rank)
 // A group is the set of ranks that differ in one coordinate only; it is made by splitting the world

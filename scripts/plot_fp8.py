@@ -159,7 +159,8 @@ def speed_of(steps):
             "tokens_per_s": statistics.mean(r["tokens_per_s"] for r in measured),
             "step_ms": statistics.median(r["step_ms"] for r in measured),
             "peak_mem_gib": max(steps[step]["mem_gib"] for step in step_numbers),
-            "mfu": statistics.mean(r["mfu"] for r in measured)}
+            # NOTE: mfu is null on the CPU (no peak to compare with).
+            "mfu": None if any(r["mfu"] is None for r in measured) else statistics.mean(r["mfu"] for r in measured)}
 
 
 def speed_summary(out_dir):

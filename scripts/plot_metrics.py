@@ -10,6 +10,7 @@ moving average (--smoothing, default 0.9) so runs can be compared at a glance.
 import argparse
 import json
 import math
+import sys
 
 
 def read_metrics(path):
@@ -41,7 +42,20 @@ def main():
     parser.add_argument("--smoothing", type=float, default=0.9)
     args = parser.parse_args()
 
-    runs = [(path, *read_metrics(path)) for path in args.files]
+    plt = None
+    if args.png:
+        try:
+            import matplotlib
+
+            matplotlib.use("Agg")
+            import matplotlib.pyplot as plt
+        except ImportError:
+            sys.exit("plot_metrics.py: --png needs matplotlib: install the Debian package python3-matplotlib "
+                     "(apt-get install python3-matplotlib), or leave out --png for the table")
+    try:
+        runs = [(path, *read_metrics(path)) for path in args.files]
+    except OSError as error:
+        sys.exit(f"plot_metrics.py: cannot read {error.filename}: {error.strerror}")
     header = "| step | " + " | ".join(f"{p} train (EMA) | {p} eval" for p, _, _ in runs) + " |"
     print(header)
     print("|" + "---|" * (1 + 2 * len(runs)))
@@ -53,12 +67,7 @@ def main():
             cells += [f"{train:.4f}", f"{evals[step]:.4f}" if step in evals else ""]
         print(f"| {step} | " + " | ".join(cells) + " |")
 
-    if args.png:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-
+    if plt is not None:
         figure, axes = plt.subplots(figsize=(8, 5))
         for path, steps, evals in runs:
             curve = smooth(steps, args.smoothing)

@@ -13,4 +13,18 @@ fi
 "$root/scripts/build.sh" "${ci_flags[@]}" "$@"
 build_dir=${HAI_BUILD_DIR:-$root/build}
 cd "$build_dir"
-ctest --output-on-failure -j "$(nproc)" --timeout 600
+# NOTE: without a GPU the GPU tests skip; ctest would list each of them twice, this prints one line for them all.
+ctest --output-on-failure -j "$(nproc)" --timeout 600 | awk '
+  /\*\*\*Skipped/ {
+    skipped++; name = $0; sub(/^.*Test +#[0-9]+: /, "", name); sub(/ .*$/, "", name); split(name, parts, ".")
+    suites[parts[1]]++; next
+  }
+  /^The following tests did not run:/ { listing = 1; next }
+  listing && /\(Skipped\)$/ { next }
+  { listing = 0; print }
+  END {
+    if (skipped == 0) exit
+    line = "ctest: " skipped " tests skipped (GPU tests skip on a machine without a GPU):"
+    for (suite in suites) line = line " " suite " (" suites[suite] ")"
+    print line
+  }'

@@ -16,8 +16,8 @@ struct AttentionShape {
 };
 
 // {shape..., forward: {ms, tflops}, backward: {ms, tflops}}. FLOPs count the causal half of the score matrix:
-// forward 2 B H (S (S + 1) / 2) (d_qk + d_v), backward twice that (the model FLOPs of DESIGN.md's MFU, without
-// the recomputed scores).
+// forward 2 B H (S (S + 1) / 2) (d_qk + d_v), backward twice that (the model FLOPs of docs/architecture.md's MFU,
+// without the recomputed scores).
 nlohmann::json benchmark_attention(const AttentionShape& shape, const TimingOptions& timing);
 
 }  // namespace hai::bench

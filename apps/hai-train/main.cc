@@ -1,8 +1,9 @@
 // hai-train --config FILE [--set a.b=value]... [--dry-run | --schedule-only | --eval-only | --profile-steps N]
 // Every rank reads and validates the config before MPI starts; a bad config exits 2 with the error on rank 0.
 // Launched on several ranks (mpirun, srun), the ranks train together (training_world.h: over MPI on the CPU, over
-// MPI and NCCL with a GPU per rank); an error on any rank ends every rank with exit 1. Alone, it trains on one rank
-// without MPI.
+// MPI and NCCL with a GPU per rank); an error on any rank ends every rank with its exit code (exit_codes.h). Alone,
+// it trains on one rank without MPI. The run directory keeps every invocation's config and train.log
+// (run_directory.h, run_log.h).
 
 #include <CLI/CLI.hpp>
 
@@ -17,10 +18,15 @@
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
+#include "apps/hai-train/exit_codes.h"
+#include "apps/hai-train/input_checks.h"
+#include "apps/hai-train/run_directory.h"
+#include "apps/hai-train/run_log.h"
 #include "apps/hai-train/stage_layout.h"
 #include "apps/hai-train/trainer.h"
 #include "apps/hai-train/training_data.h"
 #include "apps/hai-train/training_world.h"
+#include "apps/hai-train/user_error.h"
 #include "framework/comm/collective_watchdog.h"
 #include "framework/comm/mpi_runtime.h"
 #include "framework/config/config_error.h"
@@ -35,8 +41,8 @@
 
 namespace {
 
-constexpr int kExitFailure = 1;
-constexpr int kExitConfigError = 2;
+using hai::kExitConfigError;
+using hai::kExitFailure;
 // --profile-steps: steps trained before the profiled ones (the pool's growth, cuBLASLt's heuristics).
 constexpr int64_t kProfileWarmupSteps = 2;
 
@@ -49,6 +55,7 @@ struct Options {
   int64_t profile_steps = 0;  // 0: train
   int world_size = 0;  // 0: the launcher's
   double device_memory_gib = 80.0;  // --dry-run's fits verdict
+  std::string command_line;  // for the run directory's records
 };
 
 void add_options(CLI::App& app, Options& options) {
@@ -127,11 +134,49 @@ std::unique_ptr<hai::Trainer> make_trainer(const hai::Config& config, hai::Train
   return std::make_unique<hai::Trainer>(config, *world->communicator, world->device);
 }
 
+// Resumes per checkpoint.resume: a checkpoint that cannot be read or does not fit the model is the user's error.
+void resume(hai::Trainer& trainer, const hai::Config& config) {
+  try {
+    trainer.resume();
+  } catch (const hai::Error& error) {
+    throw hai::UserError(fmt::format("checkpoint.resume ({}, checkpoint.dir {}{}): {}", config.checkpoint.resume,
+                                     config.checkpoint.dir, hai::relative_path_note(config.checkpoint.dir),
+                                     error.message()),
+                         hai::kExitInputError, fmt::format("{}:{}", error.file(), error.line()));
+  }
+}
+
+hai::Invocation invocation_kind(const Options& options) {
+  if (options.eval_only) return hai::Invocation::eval_only;
+  return options.profile_steps > 0 ? hai::Invocation::profile : hai::Invocation::train;
+}
+
+// Returns the exit code; every rank returns the same.
 int train_or_evaluate(const hai::Config& config, const Options& options, hai::TrainingWorld* world) {
   bool rank0 = world == nullptr || world->communicator->rank() == 0;
-  if (rank0) hai::write_config_file(config, config.logging.run_dir + "/config.yaml");
   std::unique_ptr<hai::Trainer> trainer = make_trainer(config, world);
-  trainer->resume();
+  resume(*trainer, config);
+  hai::Invocation kind = invocation_kind(options);
+  if (kind == hai::Invocation::eval_only && !trainer->resumed_from() && config.checkpoint.resume != "none") {
+    throw hai::UserError(fmt::format("--eval-only: no checkpoint to evaluate in checkpoint.dir {}{} (checkpoint.resume "
+                                     "{}); train first, or name one with --set checkpoint.resume=DIR",
+                                     config.checkpoint.dir, hai::relative_path_note(config.checkpoint.dir),
+                                     config.checkpoint.resume));
+  }
+  if (kind == hai::Invocation::train && trainer->step() >= config.train.steps) {
+    if (rank0) {
+      spdlog::error("nothing to train: the checkpoint {} is at step {} and train.steps is {}; to train on, raise "
+                    "train.steps above {} (--set train.steps=N); to score it, add --eval-only",
+                    trainer->resumed_from().value_or(config.checkpoint.dir), trainer->step(), config.train.steps,
+                    trainer->step());
+    }
+    return hai::kExitNothingToTrain;
+  }
+  if (rank0) {
+    std::string path = hai::record_invocation(
+        config, {.kind = kind, .command_line = options.command_line, .start_step = trainer->step()});
+    spdlog::info("effective config: {}", path);
+  }
   if (options.profile_steps > 0) {
     nlohmann::ordered_json report = trainer->profile(kProfileWarmupSteps, options.profile_steps);
     if (rank0) {
@@ -144,8 +189,6 @@ int train_or_evaluate(const hai::Config& config, const Options& options, hai::Tr
     trainer->train();
     return 0;
   }
-  HAI_CHECK(trainer->resumed_from() || config.checkpoint.resume == "none",
-            "--eval-only needs a checkpoint: none found for checkpoint.resume = {}", config.checkpoint.resume);
   // data.eval_path is scored whole; the validation split by train.eval_batches micro-batches.
   int64_t windows = config.data.eval_path.empty() ? config.train.eval_batches * config.train.micro_batch_size : -1;
   hai::EvalResult result = trainer->evaluate(windows);
@@ -154,6 +197,23 @@ int train_or_evaluate(const hai::Config& config, const Options& options, hai::Tr
                                  {"windows", result.windows}};
   if (rank0) std::cout << line.dump() << std::endl;
   return 0;
+}
+
+// Logs a failure once, on this rank, and returns its exit code. A user's mistake (UserError) is one line naming
+// the key or argument and the path, its origin in the source only in the debug log (train.log); anything else
+// keeps where it was raised.
+int report_failure(const std::exception& failure) {
+  if (const auto* user = dynamic_cast<const hai::UserError*>(&failure)) {
+    spdlog::error("{}", user->what());
+    if (!user->origin().empty()) spdlog::debug("the error above was raised at {}", user->origin());
+    return user->exit_code();
+  }
+  if (const auto* error = dynamic_cast<const hai::Error*>(&failure)) {
+    spdlog::error("{} (at {}:{})", error->message(), error->file(), error->line());
+    return kExitFailure;
+  }
+  spdlog::error("{}", failure.what());
+  return kExitFailure;
 }
 
 // Several ranks: the training world (MPI's, or MPI's and NCCL's with GPUs); a failure on one rank aborts them all
@@ -167,9 +227,8 @@ int train_or_evaluate_on_ranks(const hai::Config& config, const Options& options
       communicator.rank(), std::chrono::seconds(config.runtime.collective_timeout_s), kExitFailure));
   try {
     return train_or_evaluate(config, options, &world);
-  } catch (const std::exception& error) {  // NOTE: any exception: the other ranks would wait for this one forever
-    spdlog::error("{}", error.what());
-    communicator.abort(kExitFailure);
+  } catch (const std::exception& failure) {  // NOTE: any exception: the other ranks would wait for this one forever
+    communicator.abort(report_failure(failure));
   }
   return kExitFailure;  // NOTE: not reached; GCC does not see abort's [[noreturn]] through the virtual call
 }
@@ -180,6 +239,7 @@ int main(int argc, char** argv) {
   CLI::App app{"hai-train: train a DeepSeek-V3-style mixture-of-experts model"};
   Options options;
   add_options(app, options);
+  options.command_line = hai::command_line(argc, argv);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& error) {
@@ -202,6 +262,11 @@ int main(int argc, char** argv) {
 
   hai::init_logging(launch.rank, launch.rank == 0);
   try {
+    if (!plan_only) {
+      hai::add_run_log(config.logging.run_dir, launch.rank);
+      spdlog::info("{}", options.command_line);
+      hai::check_input_files(config);
+    }
     if (options.dry_run) {
       if (launch.rank == 0) {
         std::cout << dry_run_report(config, world_size, options.device_memory_gib).dump() << std::endl;
@@ -218,8 +283,7 @@ int main(int argc, char** argv) {
     }
     if (launch.world_size > 1) return train_or_evaluate_on_ranks(config, options);
     return train_or_evaluate(config, options, nullptr);
-  } catch (const hai::Error& error) {
-    spdlog::error("{}", error.what());
-    return kExitFailure;
+  } catch (const std::exception& failure) {
+    return report_failure(failure);
   }
 }

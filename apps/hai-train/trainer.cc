@@ -1,6 +1,7 @@
 #include "apps/hai-train/trainer.h"
 
 #include <cmath>
+#include <limits>
 #include <memory>
 #include <unordered_set>
 
@@ -156,10 +157,7 @@ Trainer::~Trainer() = default;
 
 void Trainer::train() {
   // NOTE: opened here, not by resume(), so that --eval-only of an earlier checkpoint leaves the run's records.
-  if (is_rank0()) {
-    metrics_ = step_ > 0 ? MetricsWriter::resumed(config_.logging.run_dir, step_)
-                         : MetricsWriter::fresh(config_.logging.run_dir);
-  }
+  if (is_rank0()) metrics_.emplace(config_.logging.run_dir, step_, config_.logging.tensorboard);
   log_startup();
   step_clock_.restart();
   while (step_ < config_.train.steps) {
@@ -236,7 +234,11 @@ void Trainer::train_step() {
                     .tokens_per_s = static_cast<double>(step_tokens) / (step_ms / 1000.0),
                     .mfu = 0,
                     .mem_gib = peak_memory_gib(device_)};
-  record.mfu = mfu(record.tokens_per_s, flops_per_token_, config_.logging.peak_tflops, world_.size());
+  // NOTE: logging.peak_tflops is a GPU's: on the CPU the MFU is not known (NaN: null in metrics.jsonl, n/a logged).
+  record.mfu = std::numeric_limits<double>::quiet_NaN();
+  if (device_.is_cuda()) {
+    record.mfu = mfu(record.tokens_per_s, flops_per_token_, config_.logging.peak_tflops, world_.size());
+  }
   if (metrics_) metrics_->write(record);
 
   bool log_now = step_ % config_.logging.interval == 0 || step_ == 1 || step_ == config_.train.steps;
@@ -385,9 +387,13 @@ void Trainer::log_startup() const {
   }
   spdlog::info("peak memory so far: {:.3f} GiB ({})", peak_memory_gib(device_),
                device_.is_cuda() ? "the GPU's caching pool: parameters, gradients, optimizer state" : "host RSS");
-  spdlog::info("MFU = tokens/s x {:.4g} FLOP/token / ({} TFLOP/s x {} device(s)); FLOP/token = 6 x activated "
-               "matmul parameters (head included, embedding not) + 3 x layers x heads x seq_len x (d_qk + d_v)",
-               flops_per_token_, config_.logging.peak_tflops, world_.size());
+  if (device_.is_cuda()) {
+    spdlog::info("MFU = tokens/s x {:.4g} FLOP/token / ({} TFLOP/s x {} device(s)); FLOP/token = 6 x activated "
+                 "matmul parameters (head included, embedding not) + 3 x layers x heads x seq_len x (d_qk + d_v)",
+                 flops_per_token_, config_.logging.peak_tflops, world_.size());
+  } else {
+    spdlog::info("MFU: n/a on the CPU (logging.peak_tflops is a GPU's peak); {:.4g} FLOP/token", flops_per_token_);
+  }
   spdlog::info("training steps {}..{} of {}, {} sequences of {} tokens per step ({} micro-batches of {})",
                step_ + 1, config_.train.steps, config_.train.steps, config_.train.global_batch_size,
                config_.train.seq_len, config_.parallel.micro_batches.value(), config_.train.micro_batch_size);

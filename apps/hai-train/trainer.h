@@ -11,7 +11,7 @@
 // over the DP group (auxiliary-loss-free balancing), applies AdamW with the scheduled learning rate and feeds the
 // EMA. Every rank holding a parameter ends a step with the same value of it. Logging and metrics (global means)
 // come from rank 0; evaluation, checkpoints (every rank writes its shard, rank 0 commits) follow the config
-// (DESIGN.md "Outputs", "Checkpoints").
+// (docs/architecture.md "Outputs", "Checkpoints").
 
 #include <memory>
 #include <optional>
@@ -20,7 +20,7 @@
 #include "framework/config/config.h"
 #include "framework/comm/communicator.h"
 #include "framework/data/data_loader.h"
-#include "framework/metrics/metrics_writer.h"
+#include "framework/metrics/run_metrics.h"
 #include "framework/metrics/progress.h"
 #include "framework/metrics/step_profiler.h"
 #include "framework/optim/ema.h"
@@ -109,7 +109,7 @@ class Trainer {
   TrainingData data_;
   DataLoader loader_;
   OwnedTensor loss_sums_;  // [micro-batches, loss slots] fp32 on device_: a step's losses, read once per step
-  std::optional<MetricsWriter> metrics_;  // rank 0 only
+  std::optional<RunMetrics> metrics_;  // rank 0 only
   std::unique_ptr<StepProfiler> profiler_;  // only while profile() runs
   StepTimeAverage step_time_;
   StepClock step_clock_;  // step_ms: from the last step's measuring point (progress.h)

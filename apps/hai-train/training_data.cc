@@ -1,6 +1,8 @@
 #include "apps/hai-train/training_data.h"
 
+#include "apps/hai-train/user_error.h"
 #include "framework/config/config_error.h"
+#include "framework/core/error.h"
 #include "framework/data/dataset_info.h"
 #include "framework/data/indexed_dataset.h"
 #include "framework/data/packed_window_source.h"
@@ -26,6 +28,16 @@ void check_vocab_size(const Config& config, const std::string& key, const std::s
                                 config.model.vocab_size, key, prefix, info->tokenizer_name, info->vocab_size));
 }
 
+// The indexed dataset that config key `key` names: one that cannot be read is the user's error, named by the key.
+std::shared_ptr<const IndexedDataset> open_dataset(const char* key, const std::string& prefix) {
+  try {
+    return std::make_shared<const IndexedDataset>(prefix);
+  } catch (const Error& error) {
+    throw UserError(fmt::format("{}: {}{}", key, error.message(), relative_path_note(prefix)), kExitInputError,
+                    fmt::format("{}:{}", error.file(), error.line()));
+  }
+}
+
 }  // namespace
 
 void check_dataset_vocab_sizes(const Config& config) {
@@ -44,11 +56,11 @@ TrainingData open_training_data(const Config& config) {
     return data;
   }
   check_dataset_vocab_sizes(config);
-  auto dataset = std::make_shared<const IndexedDataset>(config.data.path);
+  auto dataset = open_dataset("data.path", config.data.path);
   double valid_fraction = config.data.valid_fraction;
   data.train = make_packed_window_source(dataset, DataSplit::train, valid_fraction, seq_len);
   if (!config.data.eval_path.empty()) {
-    auto eval_dataset = std::make_shared<const IndexedDataset>(config.data.eval_path);
+    auto eval_dataset = open_dataset("data.eval_path", config.data.eval_path);
     data.eval = make_packed_window_source(eval_dataset, DataSplit::train, 0.0, seq_len);
   } else if (valid_fraction > 0) {
     data.eval = make_packed_window_source(dataset, DataSplit::valid, valid_fraction, seq_len);

@@ -1,5 +1,5 @@
 #pragma once
-// The names inside a checkpoint directory (DESIGN.md "Checkpoints"):
+// The names inside a checkpoint directory (docs/architecture.md "Checkpoints"):
 //   <dir>/latest                              text: the name of the newest complete step directory
 //   <dir>/step_00001000/manifest.json         the manifest (checkpoint_manifest.h)
 //   <dir>/step_00001000/model-rank00000.safetensors, optim-rank00000.safetensors   one pair per rank

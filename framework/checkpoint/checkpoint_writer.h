@@ -1,5 +1,5 @@
 #pragma once
-// CheckpointWriter: one rank's part of writing a checkpoint (DESIGN.md "Checkpoints"; protocol in
+// CheckpointWriter: one rank's part of writing a checkpoint (docs/architecture.md "Checkpoints"; protocol in
 // checkpoint_commit.h).
 //
 //   CheckpointWriter writer(dir, step, rank);

@@ -1,8 +1,9 @@
 #pragma once
 // CollectiveWatchdog: ends the job when an operation of a communicator waits too long (runtime.collective_timeout_s,
-// DESIGN.md "Parallel layout"). Installed as the observer of the world communicator (Communicator::set_observer),
-// it sees every operation of the world and of every communicator split from it, each with its sequence number.
-// A thread of its own checks the operations in flight; one that has run longer than the timeout is logged as
+// docs/architecture.md "Parallel layout"). Installed as the observer of the world communicator
+// (Communicator::set_observer), it sees every operation of the world and of every communicator split from it, each with
+// its sequence number. A thread of its own checks the operations in flight; one that has run longer than the timeout is
+// logged as
 //   collective timeout: rank R waited Ns in <operation> #<sequence> (...)
 // and the job is aborted through that operation's communicator (MPI_Abort ends every rank of the job, so every
 // rank exits non-zero within about the timeout, even those not yet waiting). The abort is called from the

@@ -1,5 +1,6 @@
 #pragma once
-// Communicator: the one interface every piece of parallel code talks through (DESIGN.md "Parallel layout").
+// Communicator: the one interface every piece of parallel code talks through (docs/architecture.md "Parallel
+// layout").
 // Backends: MpiCommunicator for host tensors (framework/comm/mpi_communicator.h), NCCL for device tensors later.
 //
 // The public operations check their arguments once, here, for every backend (shapes, dtypes, counts, peers),

@@ -1,7 +1,7 @@
 #pragma once
-// hai::Config: the typed experiment config (DESIGN.md "Config"). The default member values here ARE the defaults:
-// the schema (schema.h) reads them for docs/config.md and the effective config. Model sizes default to the tiny
-// CPU model; training hyper-parameters default to the DeepSeek-V3 recipe.
+// hai::Config: the typed experiment config (docs/architecture.md "Config"). The default member values here ARE the
+// defaults: the schema (schema.h) reads them for docs/config.md and the effective config. Model sizes default to the
+// tiny CPU model; training hyper-parameters default to the DeepSeek-V3 recipe.
 
 #include <array>
 #include <cstdint>
@@ -171,6 +171,7 @@ struct LoggingConfig {
   std::string run_dir = "runs/default";
   std::int64_t interval = 10;
   double peak_tflops = 989.0;  // per GPU, the MFU denominator
+  bool tensorboard = false;    // also write <run_dir>/tensorboard/ event files
   bool operator==(const LoggingConfig&) const = default;
 };
 

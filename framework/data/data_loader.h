@@ -1,5 +1,5 @@
 #pragma once
-// DataLoader: the deterministic sampler of DESIGN.md "Datasets".
+// DataLoader: the deterministic sampler of docs/architecture.md "Datasets".
 //   - Global sample g reads window perm_e(g mod W) of the source, where W = windows per epoch, e = g / W the
 //     epoch, and perm_e a RandomPermutation keyed by (seed, epoch): each epoch uses every window once, in a fresh
 //     order.

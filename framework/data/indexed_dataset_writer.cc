@@ -1,6 +1,7 @@
 #include "framework/data/indexed_dataset_writer.h"
 
 #include <cstring>
+#include <filesystem>
 #include <limits>
 
 #include "framework/core/error.h"
@@ -17,10 +18,19 @@ void append(std::vector<std::byte>& bytes, T value) {
   std::memcpy(bytes.data() + end, &value, sizeof(T));
 }
 
+// `prefix`, after creating the directory it names (hai-data --output data/x makes data/).
+const std::string& with_directory(const std::string& prefix) {
+  std::filesystem::path directory = std::filesystem::path(prefix).parent_path();
+  std::error_code error;
+  if (!directory.empty()) std::filesystem::create_directories(directory, error);
+  if (error) HAI_THROW("cannot create the directory {} of {}: {}", directory.string(), prefix, error.message());
+  return prefix;
+}
+
 }  // namespace
 
 IndexedDatasetWriter::IndexedDatasetWriter(const std::string& prefix, TokenDType dtype)
-    : dtype_(dtype), data_file_(data_path(prefix)), index_file_(index_path(prefix)) {
+    : dtype_(dtype), data_file_(data_path(with_directory(prefix))), index_file_(index_path(prefix)) {
   HAI_CHECK(is_integer_token_dtype(dtype), "token dtype {} is not an integer type", token_dtype_name(dtype));
 }
 

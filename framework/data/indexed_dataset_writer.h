@@ -16,7 +16,7 @@ namespace hai {
 
 class IndexedDatasetWriter {
  public:
-  // dtype: an integer TokenDType (token_dtype_for_vocab picks one).
+  // dtype: an integer TokenDType (token_dtype_for_vocab picks one). The directory of `prefix` is created if needed.
   IndexedDatasetWriter(const std::string& prefix, TokenDType dtype);
 
   // Appends one document of tokens [N] (N may be 0). Throws hai::Error if a token does not fit the dtype.

@@ -1,5 +1,5 @@
 #pragma once
-// DeepSeek-V3 sequence-wise balance loss (reference/deepseek-v3.md): for each sequence of L tokens, with E routed
+// DeepSeek-V3 sequence-wise balance loss (docs/deepseek-v3.md): for each sequence of L tokens, with E routed
 // experts and K experts per token,
 //   f_i = E / (K * L) * (number of the sequence's tokens that chose expert i)     (constant: no gradient)
 //   P_i = 1 / L * sum_t s[t, i] / sum_j s[t, j]

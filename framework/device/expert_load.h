@@ -1,5 +1,5 @@
 #pragma once
-// Auxiliary-loss-free load balancing (reference/deepseek-v3.md): count the tokens routed to each expert over the
+// Auxiliary-loss-free load balancing (docs/deepseek-v3.md): count the tokens routed to each expert over the
 // global batch, then move each expert's selection bias towards the mean load.
 
 #include "framework/tensor/tensor.h"

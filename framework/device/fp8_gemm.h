@@ -1,5 +1,5 @@
 #pragma once
-// FP8 GEMM with DeepSeek-V3 block scales (reference/deepseek-v3.md "FP8 mixed precision recipe"):
+// FP8 GEMM with DeepSeek-V3 block scales (docs/deepseek-v3.md "FP8 mixed precision recipe"):
 //   C = dequant(A) @ dequant(B)^T + beta * C
 // with A: [M, K] and B: [N, K] e4m3, both K-major (the contiguous dimension is the one summed over, as FP8 tensor
 // cores need), fp32 accumulation and C: [M, N] fp32, or bf16 with beta == 0: the fp32 result rounded once to nearest

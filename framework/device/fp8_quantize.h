@@ -1,5 +1,5 @@
 #pragma once
-// FP8 e4m3 quantisation with block scales, as in the DeepSeek-V3 FP8 recipe (reference/deepseek-v3.md): one fp32
+// FP8 e4m3 quantisation with block scales, as in the DeepSeek-V3 FP8 recipe (docs/deepseek-v3.md): one fp32
 // scale per tile of 1x128 (activations: per row, per 128 columns), 128x1 (activations for wgrad: per 128 rows, per
 // column) or 128x128 (weights). x is [M, K] fp32 row-major; tiles at the right and bottom edges are partial when K
 // or M is not a multiple of 128. The scale tensor has one entry per tile, in tile row-major order.

@@ -1,5 +1,5 @@
 #pragma once
-// DeepSeek-V3 MoE router (reference/deepseek-v3.md "MoE routing, exactly"): sigmoid scores, group-limited top-k
+// DeepSeek-V3 MoE router (docs/deepseek-v3.md "MoE routing, exactly"): sigmoid scores, group-limited top-k
 // selection on the bias-corrected scores, weights gathered from the uncorrected scores and renormalised.
 // T = tokens, E = routed experts, K = experts per token. The gate GEMM (logits = x @ W_gate^T) is the caller's.
 //

@@ -1,7 +1,7 @@
 #pragma once
-// The records of <run_dir>/metrics.jsonl (DESIGN.md "Outputs", contract), as structs so that no key is misspelt.
-// Each record becomes one JSON object with its keys in the order declared here, then the keys of `extra` (which
-// must not repeat a standard key). Non-finite numbers (a loss of a skipped step) are written as null.
+// The records of <run_dir>/metrics.jsonl (docs/architecture.md "Outputs", contract), as structs so that no key is
+// misspelt. Each record becomes one JSON object with its keys in the order declared here, then the keys of `extra`
+// (which must not repeat a standard key). Non-finite numbers (a loss of a skipped step) are written as null.
 //   step:        {"step", "tokens", "loss", "lm_loss", "mtp_loss", "balance_loss", "lr", "grad_norm", "loss_scale",
 //                 "skipped", "step_ms", "tokens_per_s", "mfu", "mem_gib"}
 //   eval:        {"step", "tokens", "eval_loss"}

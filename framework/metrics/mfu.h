@@ -1,6 +1,7 @@
 #pragma once
-// Model FLOPs utilisation (DESIGN.md "Outputs"): achieved model FLOP/s over the peak of all GPUs. flops_per_token
-// is the model's training FLOPs per token (model/parameters.h); tokens_per_s counts the whole job's tokens.
+// Model FLOPs utilisation (docs/architecture.md "Outputs"): achieved model FLOP/s over the peak of all GPUs.
+// flops_per_token is the model's training FLOPs per token (model/parameters.h); tokens_per_s counts the whole job's
+// tokens.
 
 #include <cstdint>
 

@@ -31,10 +31,11 @@ std::string format_duration(double seconds) {
 
 std::string format_progress(const ProgressLine& line) {
   return fmt::format(
-      "step {}/{} | loss {:.4f} | lr {:.2e} | grad norm {:.3f} | {} tok/s | MFU {:.1f}% | {:.1f} ms/step | "
+      "step {}/{} | loss {:.4f} | lr {:.2e} | grad norm {:.3f} | {} tok/s | MFU {} | {:.1f} ms/step | "
       "mem {:.2f} GiB | ETA {}",
       line.step, line.total_steps, line.loss, line.lr, line.grad_norm, format_rate(line.tokens_per_s),
-      100.0 * line.mfu, line.step_ms, line.mem_gib, format_duration(line.eta_s));
+      std::isfinite(line.mfu) ? fmt::format("{:.1f}%", 100.0 * line.mfu) : std::string("n/a"), line.step_ms,
+      line.mem_gib, format_duration(line.eta_s));
 }
 
 StepTimeAverage::StepTimeAverage(double smoothing) : smoothing_(smoothing) {

@@ -1,5 +1,5 @@
 #pragma once
-// The training log line (DESIGN.md "Outputs"), printed by rank 0 every logging.interval steps:
+// The training log line (README "Reading the logs"), printed by rank 0 every logging.interval steps:
 //   step 120/1000 | loss 3.4512 | lr 2.20e-04 | grad norm 0.812 | 12.3k tok/s | MFU 41.2% | 253.1 ms/step |
 //   mem 12.40 GiB | ETA 1h02m03s
 // (one line). The ETA comes from a smoothed step time, so one slow step (an evaluation, a checkpoint) does not
@@ -20,7 +20,7 @@ struct ProgressLine {
   double lr = 0.0;
   double grad_norm = 0.0;
   double tokens_per_s = 0.0;
-  double mfu = 0.0;  // a fraction of the peak
+  double mfu = 0.0;  // a fraction of the peak; NaN: not known (the CPU), printed as "MFU n/a"
   double step_ms = 0.0;
   double mem_gib = 0.0;
   double eta_s = 0.0;  // NaN: not known yet

@@ -1,7 +1,7 @@
 #pragma once
-// Dynamic loss scaling for fp16 training (DESIGN.md "Precision", precision.loss_scale): the loss is multiplied by
-// scale() so that small gradients survive fp16, and the gradients are divided by it before the optimizer sees them.
-// After each step the caller reports whether every rank's gradients were finite:
+// Dynamic loss scaling for fp16 training (docs/architecture.md "Precision", precision.loss_scale): the loss is
+// multiplied by scale() so that small gradients survive fp16, and the gradients are divided by it before the optimizer
+// sees them. After each step the caller reports whether every rank's gradients were finite:
 //   - not finite: the step is skipped, the scale halves (never below `min`) and the count of clean steps restarts;
 //   - finite: one more clean step; after `window` clean steps in a row the scale doubles and the count restarts.
 // The scaler is pure host state: the caller detects inf/NaN (hai-train: the global gradient norm is not finite,

@@ -1,6 +1,6 @@
 #pragma once
-// One step of a rank's pipeline program (DESIGN.md "Pipeline: schedules are data"). A schedule is one list of
-// instructions per pipeline rank; the engine runs a list in order with no schedule-specific branches.
+// One step of a rank's pipeline program (docs/architecture.md "Pipeline: schedules are data"). A schedule is one list
+// of instructions per pipeline rank; the engine runs a list in order with no schedule-specific branches.
 // Stages are model stages (placement.h); a message names the stage that produced it: RECV_F of stage s carries
 // the output of F(s) into stage s+1, RECV_B of stage s the input gradient of B(s) into stage s-1.
 

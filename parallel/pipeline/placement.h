@@ -20,7 +20,7 @@ struct PipelineShape {
   int micro_batches = 1;  // per optimizer step
 };
 
-// The rules of reference/deepseek-v3.md "DualPipe", checked before a schedule is built; throws hai::Error naming
+// The rules of docs/deepseek-v3.md "DualPipe", checked before a schedule is built; throws hai::Error naming
 // the broken rule. All: ranks >= 1, micro_batches >= 1. dualpipe: even ranks, even micro_batches >= 2 x ranks.
 // dualpipev: micro_batches >= 2 x ranks.
 void check_pipeline_shape(const PipelineShape& shape);

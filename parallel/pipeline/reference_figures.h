@@ -1,5 +1,5 @@
 #pragma once
-// The table of reference/deepseek-v3.md "DualPipe" for a shape and costs. Its PP counts model stages S: pp for
+// The table of docs/deepseek-v3.md "DualPipe" for a shape and costs. Its PP counts model stages S: pp for
 // 1f1b and dualpipe, 2 pp for dualpipev (whose pp ranks hold two stages each: the table's "PP/2 devices"); its
 // activations count one micro-batch's activations of one stage.
 //   1f1b:      bubble (S-1)(F+B),          activations S      (rank 0)

@@ -70,8 +70,8 @@ TEST(HaiTrainEvalOnlyTest, EvaluatingAnEarlierCheckpointLeavesTheRunsMetricsAlon
 TEST(HaiTrainEvalOnlyTest, FailsWithoutACheckpoint) {
   TempDirectory dir;
   CommandResult result = run_hai_train("--config " + write_tiny_config(dir.path()) + " --eval-only", dir.path());
-  EXPECT_EQ(result.exit_code, 1);
-  EXPECT_NE(result.err.find("--eval-only needs a checkpoint"), std::string::npos) << result.err;
+  EXPECT_EQ(result.exit_code, 3);
+  EXPECT_NE(result.err.find("--eval-only: no checkpoint to evaluate"), std::string::npos) << result.err;
   EXPECT_EQ(result.out, "");
 }
 

@@ -1,6 +1,6 @@
-// Dynamic loss scaling in precision.mode fp16 (DESIGN.md "Precision"). An initial scale of 2^40 pushes the output
-// gradients past fp16's range (65504), so the first step's gradients hold inf: the step is skipped, parameters and
-// AdamW moments keep their bytes, and the scale halves. Clean steps double the scale after each window.
+// Dynamic loss scaling in precision.mode fp16 (docs/architecture.md "Precision"). An initial scale of 2^40 pushes the
+// output gradients past fp16's range (65504), so the first step's gradients hold inf: the step is skipped, parameters
+// and AdamW moments keep their bytes, and the scale halves. Clean steps double the scale after each window.
 // NOTE: the model is the tiny one without MoE layers (all dense, no MTP block): the routed experts' grouped GEMM
 // takes no fp16 inputs yet.
 

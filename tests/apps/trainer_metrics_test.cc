@@ -1,4 +1,4 @@
-// The Trainer's metrics.jsonl (DESIGN.md "Outputs"): step records with exactly the contract keys, evaluation
+// The Trainer's metrics.jsonl (docs/architecture.md "Outputs"): step records with exactly the contract keys, evaluation
 // records at train.eval_interval and at the end, expert-load records with per-layer min/max/cv at
 // logging.interval; and on learnable data the loss falls.
 
@@ -59,7 +59,7 @@ TEST(TrainerMetricsTest, RecordsHaveTheContractKeysAtTheirIntervals) {
     EXPECT_EQ(record["skipped"], false);
     EXPECT_EQ(record["loss_scale"], 1.0);
     EXPECT_GT(record["tokens_per_s"].get<double>(), 0);
-    EXPECT_GT(record["mfu"].get<double>(), 0);
+    EXPECT_TRUE(record["mfu"].is_null());  // on the CPU: n/a (logging.peak_tflops is a GPU's)
   }
 
   EXPECT_EQ(steps_of(metrics.evals), (std::vector<int64_t>{4, 8, 10}));  // every 4 steps, and the last

@@ -1,6 +1,6 @@
-// Resume is bit-exact on the CPU backend (DESIGN.md "Checkpoints"): a run interrupted after its step-10 checkpoint
-// and resumed by a new Trainer ends exactly where an uninterrupted run ends: the same per-step metrics records and
-// the same bytes in every parameter (router biases included), compute copy, AdamW moment and EMA value.
+// Resume is bit-exact on the CPU backend (docs/architecture.md "Checkpoints"): a run interrupted after its step-10
+// checkpoint and resumed by a new Trainer ends exactly where an uninterrupted run ends: the same per-step metrics
+// records and the same bytes in every parameter (router biases included), compute copy, AdamW moment and EMA value.
 
 #include <gtest/gtest.h>
 

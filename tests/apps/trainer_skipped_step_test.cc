@@ -1,4 +1,4 @@
-// A step whose gradient norm is not finite is skipped (DESIGN.md "Precision"): the parameters, router biases
+// A step whose gradient norm is not finite is skipped (docs/architecture.md "Precision"): the parameters, router biases
 // included, keep their bytes, and the step record says skipped. A learning rate of 1e30 makes it happen cleanly:
 // step 1's update blows the weights up to ~1e30, so step 2's forward overflows.
 

@@ -45,7 +45,7 @@ OwnedTensor positions_of(int64_t tokens) {
   return positions;
 }
 
-// Plain double-precision MLA, written from reference/deepseek-v3.md "MLA, exactly" without the device ops.
+// Plain double-precision MLA, written from docs/deepseek-v3.md "MLA, exactly" without the device ops.
 class ReferenceMla {
  public:
   ReferenceMla(const ModelConfig& m, const ParameterStore& store) : m_(m), store_(store) {

@@ -8,7 +8,7 @@
 namespace hai {
 namespace {
 
-// reference/deepseek-v3.md, "Model shape (671B)".
+// docs/deepseek-v3.md, "Model shape (671B)".
 ModelConfig deepseek_v3_671b() {
   ModelConfig m;
   m.vocab_size = 129280;

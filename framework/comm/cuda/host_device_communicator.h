@@ -1,7 +1,7 @@
 #pragma once
-// HostDeviceCommunicator: the Communicator of a group of GPU ranks (DESIGN.md "Parallel layout": MPI for host
-// tensors, NCCL for device tensors). It holds two communicators over the same ranks, in the same rank order: a host
-// one (MpiCommunicator) and a device one (NcclCommunicator), and sends each operation where its tensors live.
+// HostDeviceCommunicator: the Communicator of a group of GPU ranks (docs/architecture.md "Parallel layout": MPI for
+// host tensors, NCCL for device tensors). It holds two communicators over the same ranks, in the same rank order: a
+// host one (MpiCommunicator) and a device one (NcclCommunicator), and sends each operation where its tensors live.
 // Callers keep one communicator per group and never ask which backend moves a tensor.
 //
 // Routing:

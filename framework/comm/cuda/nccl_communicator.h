@@ -1,5 +1,5 @@
 #pragma once
-// NcclCommunicator: the Communicator for device (CUDA) tensors, over NCCL (DESIGN.md "Parallel layout").
+// NcclCommunicator: the Communicator for device (CUDA) tensors, over NCCL (docs/architecture.md "Parallel layout").
 // It is bootstrapped over MPI: rank 0 of its MPI communicator creates the NCCL unique id and broadcasts it there
 // (MPI_Bcast), so every group with an MPI communicator (the world and, through split(), DP, EP, expert-DP, PP,
 // TP) gets an NCCL communicator of its own. Every tensor must be on the communicator's GPU (rank_gpu.h chooses

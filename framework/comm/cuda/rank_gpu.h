@@ -1,5 +1,5 @@
 #pragma once
-// The GPU of a rank: one per rank, chosen from the rank's place on its node (DESIGN.md "Parallel layout").
+// The GPU of a rank: one per rank, chosen from the rank's place on its node (docs/architecture.md "Parallel layout").
 // The node-local rank is the launcher's (launch.h: mpirun's OMPI_COMM_WORLD_LOCAL_RANK, srun's SLURM_LOCALID)
 // or, where the launcher does not say, the rank among the job's ranks that share this node's memory
 // (MPI_COMM_TYPE_SHARED). The GPU is that rank modulo the GPUs this process sees, so both "every rank sees every

@@ -10,7 +10,7 @@
 namespace hai {
 namespace {
 
-// The RoPE settings of DeepSeek-V3 (reference/deepseek-v3.md): 4096 x 40 positions, so YaRN is active.
+// The RoPE settings of DeepSeek-V3 (docs/deepseek-v3.md): 4096 x 40 positions, so YaRN is active.
 RopeSettings deepseek_settings() {
   return {.rope_dim = 64,
           .max_positions = 163840,

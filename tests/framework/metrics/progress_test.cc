@@ -33,6 +33,8 @@ TEST(FormatProgress, AllFieldsOnOneLine) {
             "253.1 ms/step | mem 12.40 GiB | ETA ?");
   line.tokens_per_s = 4.5e6;
   EXPECT_NE(format_progress(line).find("| 4.50M tok/s |"), std::string::npos);
+  line.mfu = std::numeric_limits<double>::quiet_NaN();  // not known: the CPU
+  EXPECT_NE(format_progress(line).find("| MFU n/a |"), std::string::npos);
 }
 
 TEST(StepTimeAverage, SmoothsAndEstimatesTheRemainingTime) {

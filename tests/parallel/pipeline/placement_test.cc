@@ -1,4 +1,4 @@
-// Where the stages of each schedule sit, and the shape rules of reference/deepseek-v3.md "DualPipe".
+// Where the stages of each schedule sit, and the shape rules of docs/deepseek-v3.md "DualPipe".
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-// The simulator against the formula table of reference/deepseek-v3.md "DualPipe" (bubble and peak activations),
+// The simulator against the formula table of docs/deepseek-v3.md "DualPipe" (bubble and peak activations),
 // and the validator catching broken schedules with a message naming the rank, the step and the instruction. Every
 // builder's schedule simulated here also passes the channel-order check (messages of a kind between two ranks
 // received in the order sent).
