@@ -1,16 +1,19 @@
 #!/usr/bin/env bash
 # The GPU benchmark as one command (one device call): configures with the CUDA backend into build-gpu (or
 # $HAI_BUILD_DIR), builds hai-bench and hai-train, runs the op-level benchmarks (hai-bench: GEMMs at the model's
-# shapes against the cuBLASLt ceiling, attention, grouped expert GEMMs), then trains configs/bench_moe_1p7b.yaml
+# shapes against the cuBLASLt ceiling, attention, grouped expert GEMMs, FP8, memory-bound ops), then trains the
+# config (--config FILE, default configs/bench_moe_1p7b.yaml; configs/bench_v3_layers.yaml has DeepSeek-V3's layers)
 # for a few steps and summarises its metrics.jsonl (docs/formats.md): tokens/s, MFU, step time, peak memory; then
 # profiles a few more steps (hai-train --profile-steps: the time of each phase of a step, by layer kind, and the
 # pool's live memory after each layer; docs/performance.md "Step profile").
 # Writes one JSON object {"ops": <hai-bench>, "training": <summary>, "step_profile": <report>} to OUT (default
 # bench.json) and prints it.
-#   NCCL_NVLS_ENABLE=0 bash scripts/bench.sh [OUT] [--steps N] [--profile-steps N] [--set key=value]...
+#   NCCL_NVLS_ENABLE=0 bash scripts/bench.sh [OUT] [--config FILE] [--ops SECTIONS] [--steps N] [--profile-steps N]
+#     [--set key=value]...
 #   NCCL_NVLS_ENABLE=0 bash scripts/bench.sh [OUT] --multi-gpu [--layouts dp2,dp2_gather_in_step,ep2,pp2_1f1b,pp2_dualpipe]
 #     [--steps N] [--set key=value]...
-# --steps (default 30) and --set go to hai-train; the first max(3, steps / 5) steps are left out of the summary
+# --ops: hai-bench's sections to run, comma-separated (default all; none skips hai-bench). --steps (default 30) and
+# --set go to hai-train (and --set to hai-bench); the first max(3, steps / 5) steps are left out of the summary
 # as warm-up. Either part failing is reported in the JSON ({"error": ...}) and makes the exit code non-zero.
 # --multi-gpu (a machine with two GPUs): instead of the op benchmarks and the profile, trains on one GPU and on two
 # (mpirun -np 2, one rank per GPU) with each layout: dp 2 (dp2_gather_in_step: parallel.overlap_param_gather off) and
@@ -32,9 +35,12 @@ steps=30
 profile_steps=5
 multi_gpu=false
 only_layouts=""
+ops=all
 train_overrides=()
 while [[ $# -gt 0 ]]; do
   case "$1" in
+    --config) config=$(realpath "$2"); shift 2 ;;
+    --ops) ops=$2; shift 2 ;;
     --steps) steps=$2; shift 2 ;;
     --multi-gpu) multi_gpu=true; shift ;;
     --layouts) only_layouts=$2; shift 2 ;;
@@ -55,11 +61,17 @@ cmake -S "$root" -B "$build_dir" -G Ninja -DHAI_CUDA=ON -DCMAKE_BUILD_TYPE=RelWi
 cmake --build "$build_dir" -j "$(nproc)" --target hai-bench hai-train || exit 1
 
 status=0
-if [[ "$multi_gpu" == true ]]; then
-  echo '{"skipped": "--multi-gpu"}' >"$work/ops.json"
+if [[ "$multi_gpu" == true || "$ops" == none ]]; then
+  echo '{"skipped": "--multi-gpu or --ops none"}' >"$work/ops.json"
 else
   echo "bench.sh: op benchmarks (hai-bench)" >&2
-  if ! "${limit[@]}" "$build_dir/apps/hai-bench/hai-bench" --config "$config" --out "$work/ops.json" >/dev/null; then
+  sections=()
+  if [[ "$ops" != all ]]; then
+    IFS=, read -ra names <<<"$ops"
+    for name in "${names[@]}"; do sections+=(--section "$name"); done
+  fi
+  if ! "${limit[@]}" "$build_dir/apps/hai-bench/hai-bench" --config "$config" "${sections[@]}" \
+      "${train_overrides[@]}" --out "$work/ops.json" >/dev/null; then
     status=1
     [[ -s "$work/ops.json" ]] || echo '{"error": "hai-bench failed before writing its JSON"}' >"$work/ops.json"
   fi

@@ -12,7 +12,9 @@
 # (test_nccl_watchdog) and hai-train on two GPUs against one (test_multi_gpu_training: dp 2, ep 2, pp 2 DualPipe),
 # and skips the CPU unit tests.
 # Every test binary runs under a time limit (HAI_GPU_TEST_TIMEOUT seconds, default 300): a test that hangs (a GPU
-# collective waiting forever) fails and the next one runs, instead of using up the machine's time.
+# collective waiting forever) fails and the next one runs, instead of using up the machine's time. The summary at
+# the end gives each binary's result (passed, FAILED, or TIMED OUT at the limit) and seconds, and the total.
+# Tests assert correctness only: the kernels' throughput is measured by hai-bench (scripts/bench.sh).
 # NOTE: it does not run setup.sh: the GPU machine has every dependency but no apt and no network.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -26,39 +28,65 @@ if [[ "${1:-}" == --multi-gpu-only ]]; then multi_gpu=true; multi_gpu_only=true;
 export NCCL_NVLS_ENABLE=0
 export HAI_REQUIRE_GPU=1
 jobs=$(nproc)
-limit=(timeout -k 10 "${HAI_GPU_TEST_TIMEOUT:-300}")
+timeout_s=${HAI_GPU_TEST_TIMEOUT:-300}
+limit=(timeout -k 10 "$timeout_s")
+summary=()
+tests_start=$SECONDS
+
+# run_test NAME COMMAND...: runs COMMAND under the time limit and records NAME's result and seconds for the summary;
+# sets status=1 if it failed or timed out.
+run_test() {
+  local name=$1 start=$SECONDS rc=0 result=passed
+  shift
+  echo "gpu-test: $name"
+  "${limit[@]}" "$@" || rc=$?
+  if (( rc == 124 || rc == 137 )); then
+    result="TIMED OUT (limit ${timeout_s} s)"
+  elif (( rc != 0 )); then
+    result="FAILED (exit $rc)"
+  fi
+  (( rc == 0 )) || status=1
+  summary+=("$(printf '%-36s %-26s %5d s' "$name" "$result" $((SECONDS - start)))")
+}
+
+print_summary() {
+  echo "gpu-test: summary"
+  local line
+  for line in "${summary[@]}"; do echo "  $line"; done
+  echo "  total $((SECONDS - tests_start)) s of tests ($SECONDS s with the build), status $1"
+}
 
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
 cmake -S "$root" -B "$build_dir" -G Ninja -DHAI_CUDA=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo
 status=0
 if [[ "$multi_gpu_only" == false ]]; then
   cmake --build "$build_dir" -j "$jobs" --target test_device_cuda test_trainer_cuda
-  echo "gpu-test: CPU/GPU parity tests"
-  "${limit[@]}" "$build_dir/tests/test_device_cuda" || status=1
-  echo "gpu-test: one training step, GPU against CPU"
-  "${limit[@]}" "$build_dir/tests/test_trainer_cuda" || status=1
+  tests_start=$SECONDS
+  run_test "test_device_cuda (CPU/GPU parity)" "$build_dir/tests/test_device_cuda"
+  run_test "test_trainer_cuda (a step, GPU vs CPU)" "$build_dir/tests/test_trainer_cuda"
 fi
-if [[ "$gpu_only" == true ]]; then exit "$status"; fi
+if [[ "$gpu_only" == true ]]; then print_summary "$status"; exit "$status"; fi
 if [[ "$multi_gpu" == true ]]; then
   gpus=$(nvidia-smi -L | wc -l)
   if (( gpus < 2 )); then echo "gpu-test: --multi-gpu needs two GPUs, sees $gpus" >&2; exit 1; fi
   cmake --build "$build_dir" -j "$jobs" --target test_comm_cuda nccl_communicator_mpi_test \
     host_device_communicator_mpi_test test_nccl_watchdog test_multi_gpu_training || exit 1
-  mpirun=("${limit[@]}" mpirun --allow-run-as-root --bind-to none -np 2 -x NCCL_NVLS_ENABLE)
-  echo "gpu-test: the GPU-side watchdog"
-  "${limit[@]}" "$build_dir/tests/test_comm_cuda" || status=1
-  echo "gpu-test: NCCL communicator against MPI on two GPUs"
-  "${mpirun[@]}" "$build_dir/tests/nccl_communicator_mpi_test" || status=1
-  echo "gpu-test: host-device communicator against MPI on two GPUs"
-  "${mpirun[@]}" "$build_dir/tests/host_device_communicator_mpi_test" || status=1
-  echo "gpu-test: the NCCL watchdog end to end"
-  "${limit[@]}" "$build_dir/tests/test_nccl_watchdog" || status=1
-  echo "gpu-test: hai-train on two GPUs against one"
-  "${limit[@]}" "$build_dir/tests/test_multi_gpu_training" || status=1
+  [[ "$multi_gpu_only" == true ]] && tests_start=$SECONDS
+  mpirun=(mpirun --allow-run-as-root --bind-to none -np 2 -x NCCL_NVLS_ENABLE)
+  run_test "test_comm_cuda (GPU-side watchdog)" "$build_dir/tests/test_comm_cuda"
+  run_test "nccl_communicator_mpi_test (2 GPUs)" "${mpirun[@]}" "$build_dir/tests/nccl_communicator_mpi_test"
+  run_test "host_device_communicator_mpi_test" "${mpirun[@]}" "$build_dir/tests/host_device_communicator_mpi_test"
+  run_test "test_nccl_watchdog (end to end)" "$build_dir/tests/test_nccl_watchdog"
+  run_test "test_multi_gpu_training (2 vs 1)" "$build_dir/tests/test_multi_gpu_training"
+  print_summary "$status"
   exit "$status"
 fi
 
 echo "gpu-test: CPU unit tests"
 cmake --build "$build_dir" -j "$jobs" || exit 1
-(cd "$build_dir" && ctest -L unit -E '^Cuda' --output-on-failure -j "$jobs" --timeout 600) || status=1
+ctest_start=$SECONDS
+(cd "$build_dir" && ctest -L unit -E '^Cuda' --output-on-failure -j "$jobs" --timeout 600) || { status=1; ctest_failed=1; }
+summary+=("$(printf '%-36s %-26s %5d s' "CPU unit tests (ctest -L unit)" \
+  "$([[ -n "${ctest_failed:-}" ]] && echo FAILED || echo passed)" $((SECONDS - ctest_start)))")
+print_summary "$status"
 exit "$status"

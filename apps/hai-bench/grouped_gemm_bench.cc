@@ -33,6 +33,9 @@ nlohmann::json benchmark_projection(const std::string& name, int64_t experts, in
           {"forward", timed([&] { grouped_gemm(y, x, weights, offsets); }, flops, timing)},
           {"input_grad",
            timed([&] { grouped_gemm(d_x, d_y, weights, offsets, {.transpose_weights = false}); }, flops, timing)},
+          {"input_grad_add",
+           timed([&] { grouped_gemm(d_x, d_y, weights, offsets, {.transpose_weights = false, .beta = 1.0f}); }, flops,
+                 timing)},
           {"weight_grad", timed([&] { grouped_gemm_weight_grad(weight_grads, d_y, x, offsets); }, flops, timing)}};
 }
 

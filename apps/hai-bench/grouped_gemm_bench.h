@@ -9,7 +9,8 @@
 
 namespace hai::bench {
 
-// {experts, rows, projections: [{name, in, out, forward|input_grad|weight_grad: {ms, tflops}}]} for the experts'
+// {experts, rows, projections: [{name, in, out, forward|input_grad|input_grad_add|weight_grad: {ms, tflops}}]}
+// (input_grad_add: the input gradient added to d_x, beta 1) for the experts'
 // hidden -> expert_ffn_size (gate and up) and expert_ffn_size -> hidden (down) projections.
 nlohmann::json benchmark_grouped_gemm(const ModelConfig& model, int64_t tokens, const TimingOptions& timing);
 

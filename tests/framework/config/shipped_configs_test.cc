@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <tuple>
+
 #include "framework/config/supported.h"
 #include "tests/framework/config/config_test_util.h"
 
@@ -110,6 +112,38 @@ TEST(ShippedConfigs, DeepseekV3NeedsItsWorldSize) {
     EXPECT_EQ(error.key_path(), "parallel.dp");
     EXPECT_EQ(error.problem(), "auto needs the 8 ranks of the job to be a multiple of pp x tp = 16 x 1 = 16");
   }
+}
+
+// configs/bench_v3_layers.yaml: DeepSeek-V3's layers at V3's dimensions (configs/deepseek_v3_671b.yaml), fewer of
+// them and fewer routed experts, one 4096-token sequence per step, and FP8's GEMM shapes.
+TEST(ShippedConfigs, BenchV3LayersHasDeepSeekV3LayerDimensions) {
+  Config config = load_shipped("bench_v3_layers.yaml", 1);
+  Config v3 = load_shipped("deepseek_v3_671b.yaml", 2048);
+  const ModelConfig& model = config.model;
+  for (auto [field, ours, theirs] : {std::tuple{"hidden_size", model.hidden_size, v3.model.hidden_size},
+                                     {"num_heads", model.num_heads, v3.model.num_heads},
+                                     {"q_lora_rank", model.q_lora_rank, v3.model.q_lora_rank},
+                                     {"kv_lora_rank", model.kv_lora_rank, v3.model.kv_lora_rank},
+                                     {"qk_nope_head_dim", model.qk_nope_head_dim, v3.model.qk_nope_head_dim},
+                                     {"qk_rope_head_dim", model.qk_rope_head_dim, v3.model.qk_rope_head_dim},
+                                     {"v_head_dim", model.v_head_dim, v3.model.v_head_dim},
+                                     {"dense_ffn_size", model.dense_ffn_size, v3.model.dense_ffn_size},
+                                     {"expert_ffn_size", model.moe.expert_ffn_size, v3.model.moe.expert_ffn_size},
+                                     {"experts_per_token", model.moe.experts_per_token,
+                                      v3.model.moe.experts_per_token},
+                                     {"groups", model.moe.groups, v3.model.moe.groups},
+                                     {"groups_per_token", model.moe.groups_per_token, v3.model.moe.groups_per_token},
+                                     {"shared_experts", model.moe.shared_experts, v3.model.moe.shared_experts},
+                                     {"seq_len", config.train.seq_len, v3.train.seq_len}}) {
+    EXPECT_EQ(ours, theirs) << field;
+  }
+  EXPECT_EQ(model.vocab_size, 32768);
+  EXPECT_EQ(model.num_layers, 2);
+  EXPECT_EQ(model.first_dense_layers, 1);
+  EXPECT_EQ(model.moe.routed_experts, 32);
+  EXPECT_EQ(config.train.micro_batch_size, 1);
+  EXPECT_EQ(config.precision.mode, PrecisionMode::bf16);
+  EXPECT_NO_THROW(check_supported(config));
 }
 
 }  // namespace

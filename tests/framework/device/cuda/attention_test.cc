@@ -7,7 +7,6 @@
 #include <utility>
 #include <vector>
 
-#include "apps/hai-bench/gpu_timer.h"
 #include "framework/device/attention.h"
 #include "framework/device/attention_mla.h"
 #include "framework/device/rope_table.h"
@@ -215,31 +214,6 @@ TEST(CudaAttention, MlaKernelsReadAndWriteMlaLayoutsBitForBit) {
   check_mla_layout({1, 77, 2, 192, 128}, DType::bf16, 700);
   check_mla_layout({2, 300, 3, 192, 128}, DType::f32, 710);
   check_mla_layout({1, 130, 2, 128, 128}, DType::bf16, 720);  // N 64: k's second chunk is k_rope
-}
-
-// Prints the throughput of the bf16 kernels at the benchmark model's shape (asserts nothing about speed).
-TEST(CudaAttention, BenchShapeThroughput) {
-  HAI_REQUIRE_CUDA_DEVICE();
-  AttentionSizes sizes{4, 2048, 16, 192, 128};
-  Device gpu = Device::cuda(0);
-  OwnedTensor q = testing::copy_to(random_operand(sizes.qk(), 1, DType::bf16), gpu);
-  OwnedTensor k = testing::copy_to(random_operand(sizes.qk(), 2, DType::bf16), gpu);
-  OwnedTensor v = testing::copy_to(random_operand(sizes.v(), 3, DType::bf16), gpu);
-  OwnedTensor d_out = testing::copy_to(testing::random_tensor(sizes.v(), 4), gpu);
-  OwnedTensor out(sizes.v(), DType::f32, gpu), lse(sizes.lse(), DType::f32, gpu);
-  OwnedTensor d_q(sizes.qk(), DType::f32, gpu), d_k(sizes.qk(), DType::f32, gpu), d_v(sizes.v(), DType::f32, gpu);
-  float scale = 1.0f / std::sqrt(192.0f);
-  bench::TimingOptions timing{.warmup = 3, .iterations = 10};
-  double forward_ms = bench::time_ms([&] { attention_forward(out, lse, q, k, v, scale); }, timing);
-  double backward_ms =
-      bench::time_ms([&] { attention_backward(d_q, d_k, d_v, d_out, q, k, v, out, lse, scale); }, timing);
-  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-  // Causal FLOPs: 2 B H S^2 / 2 (d_qk + d_v) forward, 2.5 times that backward.
-  double forward_flops = 2.0 * sizes.batch * sizes.heads * sizes.sequence * sizes.sequence / 2.0 *
-                         static_cast<double>(sizes.qk_dim + sizes.v_dim);
-  std::printf("[ timing ] attention bf16 %s: forward %.3f ms = %.1f TFLOP/s, backward %.3f ms = %.1f TFLOP/s\n",
-              sizes.name().c_str(), forward_ms, bench::tflops(forward_flops, forward_ms), backward_ms,
-              bench::tflops(2.5 * forward_flops, backward_ms));
 }
 
 }  // namespace

@@ -4,7 +4,6 @@
 #include <string>
 #include <vector>
 
-#include "apps/hai-bench/gpu_timer.h"
 #include "framework/device/column_copy.h"
 #include "tests/framework/device/cuda/parity.h"
 #include "tests/framework/device/test_util.h"
@@ -100,25 +99,6 @@ TEST(CudaColumnCopy, ModelLayoutsAlignedAndShifted) {
           },
           std::string(c.name) + (first == 0 ? "_aligned" : "_shifted"));
     }
-  }
-}
-
-// Prints each of MLA's column moves' time per call at 8192 tokens and the bandwidth it reaches on the bytes it
-// moves (asserts nothing about speed).
-TEST(CudaColumnCopy, ModelLayoutsThroughput) {
-  HAI_REQUIRE_CUDA_DEVICE();
-  Device gpu = Device::cuda(0);
-  for (const CopyCase& c : model_cases(8192)) {
-    OwnedTensor dst(c.dst, c.dst_dtype, gpu), src(c.src, c.src_dtype, gpu);
-    zero_fill(src);
-    double ms = bench::time_ms([&] { c.sum ? sum_columns(dst, src, c.block) : copy_columns(dst, src, c.block); }, {});
-    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-    auto block_bytes = [&](const Shape& shape, DType dtype) {  // of `width` columns of every row
-      return static_cast<double>(shape.numel() / shape[-1] * c.block.width * dtype_size(dtype));
-    };
-    double bytes = block_bytes(c.dst, c.dst_dtype) + block_bytes(c.src, c.src_dtype);
-    std::printf("[ timing ] %s, %s <- %s: %.1f us = %.0f GB/s\n", c.name, c.dst.str().c_str(), c.src.str().c_str(),
-                1e3 * ms, bytes / (ms * 1e6));
   }
 }
 

@@ -4,7 +4,6 @@
 #include <cstdio>
 #include <string>
 
-#include "apps/hai-bench/gpu_timer.h"
 #include "framework/device/cross_entropy.h"
 #include "tests/framework/device/cuda/parity.h"
 #include "tests/framework/device/test_util.h"
@@ -153,27 +152,6 @@ TEST(CudaCrossEntropy, ForwardLossesAreTheFusedLossesBitForBit) {
     EXPECT_TRUE(testing::same_bytes(testing::copy_to(in_place_losses, Device::cpu()), expected));
     EXPECT_TRUE(testing::same_bytes(testing::copy_to(d_logits, Device::cpu()), testing::copy_to(again, Device::cpu())));
   }
-}
-
-// Prints the time of the fused op at the benchmark model's chunk, [2048, 32768] fp32 logits to bf16 gradients, and
-// of the forward (asserts nothing about speed).
-TEST(CudaCrossEntropy, BenchShapeThroughput) {
-  HAI_REQUIRE_CUDA_DEVICE();
-  constexpr int64_t kRows = 2048, kClasses = 32768;
-  Device gpu = Device::cuda(0);
-  OwnedTensor logits = testing::copy_to(testing::random_tensor(Shape{kRows, kClasses}, 1, 3.0f), gpu);
-  OwnedTensor targets = testing::copy_to(testing::random_indices(kRows, kClasses, 2), gpu);
-  OwnedTensor losses(Shape{kRows}, DType::f32, gpu), d_logits(Shape{kRows, kClasses}, DType::bf16, gpu);
-  bench::TimingOptions timing{.warmup = 3, .iterations = 20};
-  double fused_ms = bench::time_ms([&] { cross_entropy_loss_and_grad(losses, d_logits, logits, targets, kScale); },
-                                   timing);
-  double forward_ms = bench::time_ms([&] { cross_entropy_forward(losses, logits, targets); }, timing);
-  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-  double read_gb = kRows * kClasses * 4 / 1e9;
-  std::printf("[ timing ] cross-entropy [%lld, %lld]: loss and bf16 grad %.1f us = %.0f GB/s, forward %.1f us = %.0f "
-              "GB/s\n",
-              static_cast<long long>(kRows), static_cast<long long>(kClasses), fused_ms * 1e3,
-              1.5 * read_gb / (fused_ms * 1e-3), forward_ms * 1e3, read_gb / (forward_ms * 1e-3));
 }
 
 }  // namespace

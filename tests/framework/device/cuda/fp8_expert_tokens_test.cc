@@ -14,7 +14,6 @@
 #include <string>
 #include <vector>
 
-#include "apps/hai-bench/gpu_timer.h"
 #include "framework/core/rng.h"
 #include "framework/device/cast.h"
 #include "framework/device/fp8_quantize.h"
@@ -282,70 +281,6 @@ TEST(Fp8ExpertTokensParity, BenchmarkShapeRowsAndTokensAreBitExact) {
   HAI_REQUIRE_CUDA_DEVICE();
   for (int64_t cols : {2048, 1024}) {
     check_rows_and_tokens(benchmark_rows_per_expert(), 0, cols, DType::bf16, false, 0);
-  }
-}
-
-// Prints the padding's and the quantisation's times at the benchmark shape in bf16, the quantisation's bandwidth on
-// the bytes it moves, and quantize_128x1_transposed of the same x (no padding) for comparison (asserts nothing about
-// speed).
-TEST(Fp8ExpertTokensParity, BenchmarkShapeThroughput) {
-  HAI_REQUIRE_CUDA_DEVICE();
-  Device gpu = Device::cuda(0);
-  OwnedTensor offsets = copy_to(testing::offsets_for(benchmark_rows_per_expert()), gpu);  // [E + 1]
-  OwnedTensor padded(offsets.shape(), DType::i32, gpu);                                     // [E + 1]
-  const int64_t rows = kBenchmarkRows, padded_rows = padded_expert_rows(rows, kBenchmarkExperts);
-  for (int64_t cols : {2048, 1024}) {
-    OwnedTensor x = copy_to(testing::converted(testing::random_tensor(Shape{rows, cols}, 3, 2.0f), DType::bf16), gpu);
-    OwnedTensor values(Shape{cols, padded_rows}, DType::e4m3, gpu);
-    OwnedTensor scales(Shape{padded_rows / kFp8TileSize, cols}, DType::f32, gpu);
-    OwnedTensor q_t(Shape{cols, rows}, DType::e4m3, gpu), scales_t(Shape{cols, rows / kFp8TileSize}, DType::f32, gpu);
-    bench::TimingOptions options{.warmup = 3, .iterations = 20};
-    double pad_ms = bench::time_ms([&] { pad_expert_offsets(padded, offsets); }, options);
-    double tokens_ms = bench::time_ms([&] { quantize_expert_tokens({values, scales}, x, offsets, padded); }, options);
-    double plain_ms = bench::time_ms([&] { quantize_128x1_transposed(q_t, scales_t, x); }, options);
-    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-    auto gb_per_s = [](double bytes, double ms) { return bytes / (ms * 1e6); };
-    double read_bytes = 2.0 * static_cast<double>(rows * cols);
-    double tokens_bytes = read_bytes + static_cast<double>(values.tensor().bytes() + scales.tensor().bytes());
-    double plain_bytes = read_bytes + static_cast<double>(q_t.tensor().bytes() + scales_t.tensor().bytes());
-    std::printf("[ timing ] fp8 expert tokens of bf16 x [%lld, %lld] over %lld experts, P %lld: padding %.1f us, "
-                "quantisation %.1f us = %.0f GB/s; quantize_128x1_transposed of x %.1f us = %.0f GB/s\n",
-                static_cast<long long>(rows), static_cast<long long>(cols),
-                static_cast<long long>(kBenchmarkExperts), static_cast<long long>(padded_rows), 1e3 * pad_ms,
-                1e3 * tokens_ms, gb_per_s(tokens_bytes, tokens_ms), 1e3 * plain_ms, gb_per_s(plain_bytes, plain_ms));
-  }
-}
-
-// Prints quantize_rows_and_expert_tokens' time at the benchmark shape in bf16 and its bandwidth on the bytes it
-// moves, next to quantize_1x128 and quantize_expert_tokens one after the other (asserts nothing about speed).
-TEST(Fp8ExpertTokensParity, BenchmarkShapeRowsAndTokensThroughput) {
-  HAI_REQUIRE_CUDA_DEVICE();
-  Device gpu = Device::cuda(0);
-  OwnedTensor offsets = copy_to(testing::offsets_for(benchmark_rows_per_expert()), gpu);  // [E + 1]
-  OwnedTensor padded(offsets.shape(), DType::i32, gpu);                                     // [E + 1]
-  pad_expert_offsets(padded, offsets);
-  const int64_t rows = kBenchmarkRows, padded_rows = padded_expert_rows(rows, kBenchmarkExperts);
-  for (int64_t cols : {2048, 1024}) {
-    OwnedTensor x = copy_to(testing::converted(testing::random_tensor(Shape{rows, cols}, 3, 2.0f), DType::bf16), gpu);
-    OwnedTensor q(Shape{rows, cols}, DType::e4m3, gpu);
-    OwnedTensor row_scales(Shape{rows, cols / kFp8TileSize}, DType::f32, gpu);
-    OwnedTensor values(Shape{cols, padded_rows}, DType::e4m3, gpu);
-    OwnedTensor scales(Shape{padded_rows / kFp8TileSize, cols}, DType::f32, gpu);
-    Fp8ExpertTokens tokens{values, scales};
-    bench::TimingOptions options{.warmup = 3, .iterations = 20};
-    double dual_ms = bench::time_ms(
-        [&] { quantize_rows_and_expert_tokens(q, row_scales, tokens, x, offsets, padded); }, options);
-    double rows_ms = bench::time_ms([&] { quantize_1x128(q, row_scales, x); }, options);
-    double tokens_ms = bench::time_ms([&] { quantize_expert_tokens(tokens, x, offsets, padded); }, options);
-    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-    double bytes = 2.0 * static_cast<double>(rows * cols) +
-                   static_cast<double>(q.tensor().bytes() + row_scales.tensor().bytes() + values.tensor().bytes() +
-                                       scales.tensor().bytes());
-    std::printf("[ timing ] fp8 rows and expert tokens of bf16 x [%lld, %lld] over %lld experts, P %lld: one kernel "
-                "%.1f us = %.0f GB/s; quantize_1x128 %.1f us + quantize_expert_tokens %.1f us = %.1f us\n",
-                static_cast<long long>(rows), static_cast<long long>(cols),
-                static_cast<long long>(kBenchmarkExperts), static_cast<long long>(padded_rows), 1e3 * dual_ms,
-                bytes / (dual_ms * 1e6), 1e3 * rows_ms, 1e3 * tokens_ms, 1e3 * (rows_ms + tokens_ms));
   }
 }
 

@@ -15,7 +15,6 @@
 #include <utility>
 #include <vector>
 
-#include "apps/hai-bench/gpu_timer.h"
 #include "framework/core/rng.h"
 #include "framework/device/cast.h"
 #include "framework/device/fp8_quantize.h"
@@ -276,36 +275,6 @@ TEST(Fp8QuantizeParity, RowsAndColumnsWithColumnMajorScalesAreBitExact) {
   }
   check_rows_and_columns(256, 384, DType::bf16, /*misaligned=*/true, kColumnMajor);
   check_rows_and_columns(8192, 2048, DType::bf16, false, kColumnMajor);
-}
-
-// Prints the one-pass quantisation's time next to that of the two separate kernels it replaces, at an FP8 linear
-// layer's input shapes in bf16, and the bandwidth each reaches on the bytes it moves (asserts nothing about speed).
-TEST(Fp8QuantizeParity, RowsAndColumnsInOnePassThroughput) {
-  HAI_REQUIRE_CUDA_DEVICE();
-  Device gpu = Device::cuda(0);
-  for (auto [m, k] : {std::pair<int64_t, int64_t>{8192, 2048}, {32768, 1024}}) {
-    OwnedTensor x = copy_to(testing::converted(testing::random_tensor(Shape{m, k}, 3, 2.0f), DType::bf16), gpu);
-    OwnedTensor q(Shape{m, k}, DType::e4m3, gpu), scales(Shape{m, tiles(k)}, DType::f32, gpu);
-    OwnedTensor q_t(Shape{k, m}, DType::e4m3, gpu), scales_t(Shape{k, tiles(m)}, DType::f32, gpu);
-    bench::TimingOptions options{.warmup = 3, .iterations = 20};
-    double one_pass_ms =
-        bench::time_ms([&] { quantize_1x128_and_128x1_transposed(q, scales, q_t, scales_t, x); }, options);
-    double rows_ms = bench::time_ms([&] { quantize_1x128(q, scales, x); }, options);
-    double columns_ms = bench::time_ms([&] { quantize_128x1_transposed(q_t, scales_t, x); }, options);
-    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-    double elements = static_cast<double>(m * k);
-    double row_bytes = 3.0 * elements + 4.0 * static_cast<double>(scales.tensor().numel());
-    double column_bytes = 3.0 * elements + 4.0 * static_cast<double>(scales_t.tensor().numel());
-    double one_pass_bytes = row_bytes + column_bytes - 2.0 * elements;  // x read once
-    auto gb_per_s = [](double bytes, double ms) { return bytes / (ms * 1e6); };
-    std::printf("[ timing ] fp8 quantisation of bf16 x [%lld, %lld], 1x128 and 128x1 transposed: one pass %.1f us "
-                "= %.0f GB/s; separately 1x128 %.1f us = %.0f GB/s + 128x1 transposed %.1f us = %.0f GB/s = %.1f us "
-                "(%.2fx the one pass)\n",
-                static_cast<long long>(m), static_cast<long long>(k), 1e3 * one_pass_ms,
-                gb_per_s(one_pass_bytes, one_pass_ms), 1e3 * rows_ms, gb_per_s(row_bytes, rows_ms), 1e3 * columns_ms,
-                gb_per_s(column_bytes, columns_ms), 1e3 * (rows_ms + columns_ms),
-                (rows_ms + columns_ms) / one_pass_ms);
-  }
 }
 
 using Dequantize = std::function<void(const Tensor& x, const Tensor& q, const Tensor& scales)>;

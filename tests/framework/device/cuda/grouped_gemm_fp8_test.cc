@@ -26,7 +26,6 @@
 #include <utility>
 #include <vector>
 
-#include "apps/hai-bench/gpu_timer.h"
 #include "framework/device/cast.h"
 #include "framework/device/fp8_quantize.h"
 #include "framework/device/cuda/grouped_gemm_fp8.h"
@@ -208,73 +207,6 @@ TEST(CudaGroupedGemmFp8, WgmmaKernelAtModelShapesMatchesCpu) {
   rows_per_expert.resize(8);
   for (auto [k, n] : {std::pair<int64_t, int64_t>{2048, 1024}, {1024, 2048}}) {
     check_wgmma_kernel({rows_per_expert, 0, n, k, 0}, 0.0f, DType::f32, 200 + static_cast<uint64_t>(k));
-  }
-}
-
-// A throughput problem's operands, made on the GPU from spread fp32 x [R, K] and experts [E * N, K] (random, not
-// zeros: the tensor cores draw less power on zeros and run faster): the FP8 operands quantised by the GPU ops (the
-// CPU's bits, Fp8QuantizeParity; quantising 2 x 67M elements on the CPU took most of a device call's test time),
-// and the same values rounded to bf16 for the bf16 grouped GEMM. The stores' gaps are left unwritten.
-struct ThroughputOperands {
-  Operands fp8;
-  OwnedTensor x_bf16;        // [R, K]
-  OwnedTensor experts_bf16;  // [E * N, K]
-};
-
-ThroughputOperands throughput_operands(const Problem& problem, Device gpu) {
-  testing::Fp8ExpertLayout layout = problem.layout();
-  int64_t rows = problem.rows(), n = problem.n, k = problem.k, experts = problem.experts();
-  OwnedTensor x = testing::copy_to(testing::spread_matrix(rows, k, 300), gpu);                    // [R, K]
-  OwnedTensor experts_f32 = testing::copy_to(testing::spread_matrix(experts * n, k, 400), gpu);  // [E * N, K]
-  ThroughputOperands operands{
-      {OwnedTensor(Shape{rows, k}, DType::e4m3, gpu), OwnedTensor(Shape{rows, testing::fp8_tiles(k)}, DType::f32, gpu),
-       {OwnedTensor(Shape{layout.value_store_size()}, DType::e4m3, gpu),
-        OwnedTensor(Shape{layout.scale_store_size()}, DType::f32, gpu)},
-       testing::copy_to(testing::offsets_for(problem.rows_per_expert), gpu), layout},
-      OwnedTensor(Shape{rows, k}, DType::bf16, gpu), OwnedTensor(Shape{experts * n, k}, DType::bf16, gpu)};
-  quantize_1x128(operands.fp8.x_values, operands.fp8.x_scales, x);
-  Fp8ExpertWeights weights = operands.fp8.weights();
-  for (int64_t e = 0; e < experts; ++e) {
-    quantize_128x128(weights.values.expert(e), weights.scales.expert(e), experts_f32.tensor().slice(e * n, e * n + n));
-  }
-  cast_tensor(operands.x_bf16, x);
-  cast_tensor(operands.experts_bf16, experts_f32);
-  return operands;
-}
-
-// Prints the FP8 kernels' throughput at the benchmark model's shapes next to the bf16 grouped GEMM's (asserts
-// nothing about speed).
-TEST(CudaGroupedGemmFp8, ModelShapeThroughput) {
-  HAI_REQUIRE_CUDA_DEVICE();
-  std::vector<int32_t> rows_per_expert = model_rows_per_expert();
-  int64_t rows = std::accumulate(rows_per_expert.begin(), rows_per_expert.end(), int64_t{0});
-  ASSERT_EQ(rows, 32768);
-  Device gpu = Device::cuda(0);
-  for (auto [k, n] : {std::pair<int64_t, int64_t>{2048, 1024}, {1024, 2048}}) {
-    Problem problem{rows_per_expert, 0, n, k, 0};
-    ThroughputOperands operands = throughput_operands(problem, gpu);
-    const Operands& device = operands.fp8;
-    OwnedTensor y(Shape{rows, n}, DType::f32, gpu);
-    ExpertWeights bf16_experts{operands.experts_bf16.tensor().slice(0, n), n * k, problem.experts()};
-    auto run = [&](GroupedGemmFp8Kernel kernel) {
-      cuda::grouped_gemm_fp8(y, device.x(), device.weights(), device.offsets, 0.0f, {}, kernel);
-    };
-    double fp8_ms = bench::time_ms([&] { run(GroupedGemmFp8Kernel::automatic); }, {.warmup = 3, .iterations = 20});
-    bool tma = cuda::grouped_gemm_fp8_tma_fits(y, device.x(), device.weights());
-    double wgmma_ms = !tma ? fp8_ms
-                           : bench::time_ms([&] { run(GroupedGemmFp8Kernel::wgmma); }, {.warmup = 3, .iterations = 20});
-    double exact_ms = bench::time_ms([&] { run(GroupedGemmFp8Kernel::exact); }, {.warmup = 1, .iterations = 3});
-    double bf16_ms = bench::time_ms([&] { grouped_gemm(y, operands.x_bf16, bf16_experts, device.offsets); },
-                                    {.warmup = 3, .iterations = 20});
-    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-    bool wgmma = cuda::grouped_gemm_fp8_wgmma_fits(y, device.x(), device.weights());
-    double flops = 2.0 * static_cast<double>(rows) * static_cast<double>(n) * static_cast<double>(k);
-    std::printf("[ timing ] grouped gemm fp8 R %lld E %lld K %lld -> N %lld: %s %.3f ms = %.1f TFLOP/s, wgmma "
-                "kernel %.3f ms = %.1f, exact kernel %.3f ms = %.1f; bf16 grouped gemm %.3f ms = %.1f\n",
-                static_cast<long long>(rows), static_cast<long long>(problem.experts()), static_cast<long long>(k),
-                static_cast<long long>(n), tma ? "tma" : wgmma ? "wgmma" : "exact (no wgmma here)", fp8_ms,
-                bench::tflops(flops, fp8_ms), wgmma_ms, bench::tflops(flops, wgmma_ms), exact_ms,
-                bench::tflops(flops, exact_ms), bf16_ms, bench::tflops(flops, bf16_ms));
   }
 }
 

@@ -32,7 +32,6 @@
 #include <utility>
 #include <vector>
 
-#include "apps/hai-bench/gpu_timer.h"
 #include "framework/core/rng.h"
 #include "framework/device/cuda/grouped_gemm_fp8_weight_grad.h"
 #include "framework/device/grouped_gemm.h"
@@ -373,50 +372,6 @@ TEST(CudaGroupedGemmFp8WeightGrad, EmptyShapesLeaveTheStoreAlone) {
       OwnedTensor result = gpu_result(host, problem, initial, 0.0f, kernel);
       EXPECT_TRUE(testing::same_bytes(result, initial)) << problem.name();
     }
-  }
-}
-
-OwnedTensor bf16_random(const Shape& shape, uint64_t seed) {
-  return testing::converted(testing::random_tensor(shape, seed), DType::bf16);
-}
-
-// The benchmark model's routed experts: 32768 tokens over 32 experts of uneven load (768..1280, none a multiple of
-// 128), (N, K) = (1024, 2048) (gate, up) and (2048, 1024) (down). Prints each kernel's time and throughput (of the
-// tokens' products, not the padding's) next to the bf16 weight gradient's on bf16 operands of the same shapes;
-// asserts nothing about speed.
-TEST(CudaGroupedGemmFp8WeightGrad, ModelShapeThroughput) {
-  HAI_REQUIRE_CUDA_DEVICE();
-  std::vector<int32_t> tokens_per_expert;
-  for (int32_t e = 0; e < 32; ++e) tokens_per_expert.push_back(e % 2 == 0 ? 768 + 16 * e : 1280 - 16 * (e - 1));
-  int64_t routed = std::accumulate(tokens_per_expert.begin(), tokens_per_expert.end(), int64_t{0});
-  ASSERT_EQ(routed, 32768);
-  Device gpu = Device::cuda(0);
-  for (auto [n, k] : {std::pair<int64_t, int64_t>{1024, 2048}, {2048, 1024}}) {
-    Problem problem{tokens_per_expert, n, k};
-    Operands device = copied_to(random_operands(problem, 400), gpu);
-    OwnedTensor store = zero_tensor(Shape{problem.store_size()}, DType::f32, gpu);
-    ExpertWeights gradients = gradients_in(store, problem);
-    auto run = [&](GroupedGemmFp8WeightGradKernel kernel) {
-      cuda::grouped_gemm_fp8_weight_grad(gradients, device.d_y.view(), device.x.view(), device.padded, 0.0f, {},
-                                         kernel);
-    };
-    bool tma = cuda::grouped_gemm_fp8_weight_grad_tma_fits(gradients, device.d_y.view(), device.x.view());
-    double fp8_ms = bench::time_ms([&] { run(GroupedGemmFp8WeightGradKernel::automatic); },
-                                   {.warmup = 3, .iterations = 20});
-    double exact_ms =
-        bench::time_ms([&] { run(GroupedGemmFp8WeightGradKernel::exact); }, {.warmup = 1, .iterations = 3});
-    OwnedTensor d_y_bf16 = testing::copy_to(bf16_random(Shape{routed, n}, 401), gpu);  // [R, N]
-    OwnedTensor x_bf16 = testing::copy_to(bf16_random(Shape{routed, k}, 402), gpu);    // [R, K]
-    OwnedTensor offsets = testing::copy_to(i32_tensor(problem.offsets()), gpu);
-    double bf16_ms = bench::time_ms([&] { grouped_gemm_weight_grad(gradients, d_y_bf16, x_bf16, offsets, 0.0f); },
-                                    {.warmup = 3, .iterations = 20});
-    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-    double flops = 2.0 * static_cast<double>(routed) * static_cast<double>(n) * static_cast<double>(k);
-    std::printf("[ timing ] fp8 weight grad E 32 tokens %lld (P %lld) N %lld K %lld: %s %.3f ms = %.1f TFLOP/s, "
-                "exact kernel %.3f ms = %.1f; bf16 weight grad %.3f ms = %.1f\n",
-                static_cast<long long>(routed), static_cast<long long>(problem.tokens()), static_cast<long long>(n),
-                static_cast<long long>(k), tma ? "tma" : "exact (no tma here)", fp8_ms, bench::tflops(flops, fp8_ms),
-                exact_ms, bench::tflops(flops, exact_ms), bf16_ms, bench::tflops(flops, bf16_ms));
   }
 }
 

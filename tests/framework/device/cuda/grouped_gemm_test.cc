@@ -11,7 +11,6 @@
 #include <utility>
 #include <vector>
 
-#include "apps/hai-bench/gpu_timer.h"
 #include "framework/core/check.h"
 #include "framework/device/gemm.h"
 #include "tests/framework/device/cuda/parity.h"
@@ -225,52 +224,6 @@ TEST(CudaGroupedGemm, ModelWidthsMatchCpu) {
   up_interleaved.stride_padding = 2 * up.n * up.k;
   check_weight_grad(up_interleaved, DType::bf16, 220);
   check_weight_grad(up_interleaved, DType::bf16, 230, 0.0f);
-}
-
-OwnedTensor bf16_random(const Shape& shape, uint64_t seed) {
-  return testing::converted(testing::random_tensor(shape, seed), DType::bf16);
-}
-
-// Prints the bf16 throughput at the benchmark model's shapes: 8192 tokens x 4 experts each over 32 experts of
-// uneven load (768..1280 rows), next to one cuBLASLt GEMM of the same total size (asserts nothing about speed).
-// HAI_GROUPED_GEMM_TMA=0 in the environment times the cp.async wgmma loop instead of the TMA loop.
-TEST(CudaGroupedGemm, ModelShapeThroughput) {
-  HAI_REQUIRE_CUDA_DEVICE();
-  constexpr int64_t kExperts = 32, kRows = 8192 * 4;
-  std::vector<int32_t> rows_per_expert;
-  for (int64_t e = 0; e < kExperts; ++e) {
-    rows_per_expert.push_back(static_cast<int32_t>(e % 2 == 0 ? 768 + 16 * e : 1280 - 16 * (e - 1)));
-  }
-  ASSERT_EQ(std::accumulate(rows_per_expert.begin(), rows_per_expert.end(), int64_t{0}), kRows);
-  Device gpu = Device::cuda(0);
-  OwnedTensor offsets = testing::copy_to(offsets_for(rows_per_expert), gpu);
-  for (auto [k, n] : {std::pair<int64_t, int64_t>{2048, 1024}, {1024, 2048}}) {
-    OwnedTensor x = testing::copy_to(bf16_random(Shape{kRows, k}, 1), gpu);
-    OwnedTensor d_y = testing::copy_to(bf16_random(Shape{kRows, n}, 2), gpu);
-    OwnedTensor weights = testing::copy_to(random_store(kExperts, Shape{n, k}, n * k, DType::bf16, 3), gpu);
-    OwnedTensor gradients = zero_tensor(Shape{kLead + kExperts * n * k}, DType::f32, gpu);
-    OwnedTensor y(Shape{kRows, n}, DType::f32, gpu), d_x(Shape{kRows, k}, DType::f32, gpu);
-    ExpertWeights experts = experts_in(weights, Shape{n, k}, n * k, kExperts);
-    ExpertWeights expert_gradients = experts_in(gradients, Shape{n, k}, n * k, kExperts);
-    OwnedTensor dense_weight = testing::copy_to(bf16_random(Shape{n, k}, 4), gpu);
-    bench::TimingOptions timing{.warmup = 3, .iterations = 20};
-    double forward_ms = bench::time_ms([&] { grouped_gemm(y, x, experts, offsets); }, timing);
-    double dgrad_ms =
-        bench::time_ms([&] { grouped_gemm(d_x, d_y, experts, offsets, {.transpose_weights = false}); }, timing);
-    double dgrad_add_ms = bench::time_ms(
-        [&] { grouped_gemm(d_x, d_y, experts, offsets, {.transpose_weights = false, .beta = 1.0f}); }, timing);
-    double wgrad_ms = bench::time_ms([&] { grouped_gemm_weight_grad(expert_gradients, d_y, x, offsets); }, timing);
-    double dense_ms = bench::time_ms([&] { gemm(y, x, dense_weight, {.transpose_b = true}); }, timing);
-    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-    double flops = 2.0 * kRows * n * k;
-    auto tflops = [&](double ms) { return bench::tflops(flops, ms); };
-    std::printf("[ timing ] grouped gemm bf16 R %lld E %lld K %lld -> N %lld: forward %.3f ms = %.1f TFLOP/s, "
-                "dgrad %.3f ms = %.1f (beta 1: %.3f ms = %.1f), wgrad %.3f ms = %.1f; one cuBLASLt gemm of the same "
-                "size %.3f ms = %.1f\n",
-                static_cast<long long>(kRows), static_cast<long long>(kExperts), static_cast<long long>(k),
-                static_cast<long long>(n), forward_ms, tflops(forward_ms), dgrad_ms, tflops(dgrad_ms), dgrad_add_ms,
-                tflops(dgrad_add_ms), wgrad_ms, tflops(wgrad_ms), dense_ms, tflops(dense_ms));
-  }
 }
 
 }  // namespace

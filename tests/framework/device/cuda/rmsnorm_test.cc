@@ -7,7 +7,6 @@
 #include <string>
 #include <utility>
 
-#include "apps/hai-bench/gpu_timer.h"
 #include "framework/device/cast.h"
 #include "framework/device/elementwise.h"
 #include "framework/device/rmsnorm.h"
@@ -268,42 +267,6 @@ TEST(CudaRmsnorm, WarpKernelIsBitwiseTheBlockKernel) {
     for (DType dtype : {DType::f32, DType::bf16}) {
       for (bool add : {false, true}) check_warp_kernel_is_the_block_kernel(67, width, dtype, add, 70);
     }
-  }
-}
-
-// Prints the forward's time per call at the shapes of configs/bench_moe_1p7b.yaml (8192 tokens: the layers' norms of
-// hidden 2048, the fused residual add (in front of the MoE: an fp32 out and its bf16 copy), MLA's q and kv latents)
-// and the bandwidth it reaches on the bytes it moves (asserts nothing about speed).
-TEST(CudaRmsnorm, ForwardThroughput) {
-  HAI_REQUIRE_CUDA_DEVICE();
-  Device gpu = Device::cuda(0);
-  struct Case {
-    int64_t width;
-    DType out;
-    bool add;
-    bool bf16_copy = false;
-  };
-  for (Case c : {Case{2048, DType::f32, false}, Case{2048, DType::f32, true}, Case{2048, DType::f32, true, true},
-                 Case{2048, DType::bf16, false}, Case{2048, DType::bf16, true}, Case{512, DType::bf16, false},
-                 Case{256, DType::bf16, false}}) {
-    Shape shape{8192, c.width};
-    OwnedTensor x = copy_to(testing::random_tensor(shape, 1), gpu);
-    OwnedTensor addend = copy_to(testing::random_tensor(shape, 2), gpu);
-    OwnedTensor weight = copy_to(testing::random_tensor(Shape{c.width}, 3), gpu);
-    OwnedTensor out(shape, c.out, gpu), rstd(Shape{8192}, DType::f32, gpu);
-    OwnedTensor out_bf16 = c.bf16_copy ? OwnedTensor(shape, DType::bf16, gpu) : OwnedTensor();
-    double ms = bench::time_ms(
-        [&] {
-          if (c.add) return add_rmsnorm_forward(x, out, rstd, x, addend, weight, kEps, out_bf16);
-          rmsnorm_forward(out, rstd, x, weight, kEps);
-        },
-        {});
-    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-    double element_bytes = (c.add ? 12.0 : 4.0) + static_cast<double>(dtype_size(c.out)) + (c.bf16_copy ? 2.0 : 0.0);
-    std::printf("[ timing ] %s [8192, %lld] -> %s%s: %.1f us = %.0f GB/s\n",
-                c.add ? "add_rmsnorm_forward" : "rmsnorm_forward", static_cast<long long>(c.width),
-                std::string(dtype_name(c.out)).c_str(), c.bf16_copy ? " + bf16" : "", 1e3 * ms,
-                static_cast<double>(shape.numel()) * element_bytes / (ms * 1e6));
   }
 }
 

@@ -3,7 +3,6 @@
 #include <cstdio>
 #include <string>
 
-#include "apps/hai-bench/gpu_timer.h"
 #include "framework/device/rope.h"
 #include "tests/framework/device/cuda/parity.h"
 #include "tests/framework/device/test_util.h"
@@ -79,26 +78,6 @@ TEST(CudaRope, ForwardAndBackwardAreExact) {
     check_rope_to_bf16(forward, Shape{kTokens, kHeads, kWidth}, kOffset, 1, "q_shifted");
     check_rope_to_bf16(forward, Shape{kTokens, kHeads, 196}, 130, 0, "width_196");
     check_rope_to_bf16(forward, Shape{kTokens, kHeads, 200}, 71, 0, "odd_offset");
-  }
-}
-
-// Prints the bf16 rotation's time per call at MLA's shapes in configs/bench_moe_1p7b.yaml (8192 tokens) and the
-// bandwidth it reaches on the bytes it moves (asserts nothing about speed).
-TEST(CudaRope, ToBf16Throughput) {
-  HAI_REQUIRE_CUDA_DEVICE();
-  Device gpu = Device::cuda(0);
-  constexpr int64_t kBenchTokens = 8192, kBenchPositions = 2048;
-  OwnedTensor positions = copy_to(testing::random_indices(kBenchTokens, kBenchPositions, 3), gpu);
-  OwnedTensor cos_table = copy_to(testing::random_tensor(Shape{kBenchPositions, kPairs}, 4), gpu);
-  OwnedTensor sin_table = copy_to(testing::random_tensor(Shape{kBenchPositions, kPairs}, 5), gpu);
-  RopeTable table{cos_table, sin_table};
-  for (auto [shape, offset] : {std::pair{Shape{kBenchTokens, 16, kWidth}, kOffset}, {Shape{kBenchTokens, 320}, 256}}) {
-    OwnedTensor x = copy_to(testing::random_tensor(shape, 2), gpu);
-    OwnedTensor out(shape, DType::bf16, gpu);
-    double ms = bench::time_ms([&] { rope_forward(out, x, positions, table, offset); }, {});
-    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-    std::printf("[ timing ] rope to bf16 of x %s, offset %lld: %.1f us = %.0f GB/s\n", shape.str().c_str(),
-                static_cast<long long>(offset), 1e3 * ms, 6.0 * static_cast<double>(shape.numel()) / (ms * 1e6));
   }
 }
 
