@@ -10,10 +10,12 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include "apps/hai-data/verify_command.h"
 #include "framework/core/error.h"
 #include "framework/data/text_dataset_builder.h"
 
 int main(int argc, char** argv) {
+  if (argc > 1 && std::string(argv[1]) == "verify") return hai::run_verify_command(argc - 1, argv + 1);
   CLI::App app{"hai-data: tokenise text files into a Megatron-LM indexed dataset (byte-level tokens)"};
   std::vector<std::string> inputs;
   std::string output_prefix;

@@ -28,6 +28,7 @@
 #include "framework/config/write.h"
 #include "framework/core/launch.h"
 #include "framework/core/logging.h"
+#include "framework/core/stop_signal.h"
 #include "model/memory_estimate.h"
 #include "model/parameters.h"
 #include "parallel/pipeline/schedule_report.h"
@@ -36,6 +37,8 @@ namespace {
 
 constexpr int kExitFailure = 1;
 constexpr int kExitConfigError = 2;
+// A stop signal (runtime.stop_signals) ended training after a saved checkpoint: resubmit to go on.
+constexpr int kExitStopped = 3;
 // --profile-steps: steps trained before the profiled ones (the pool's growth, cuBLASLt's heuristics).
 constexpr int64_t kProfileWarmupSteps = 2;
 
@@ -107,8 +110,10 @@ std::unique_ptr<hai::Trainer> make_trainer(const hai::Config& config, hai::Train
 int train_or_evaluate(const hai::Config& config, const Options& options, hai::TrainingWorld* world) {
   bool rank0 = world == nullptr || world->communicator->rank() == 0;
   if (rank0) hai::write_config_file(config, config.logging.run_dir + "/config.yaml");
+  hai::StopSignals stop_signals(config.runtime.stop_signals);  // NOTE: before the trainer, which must not outlive it
   std::unique_ptr<hai::Trainer> trainer = make_trainer(config, world);
-  trainer->resume();
+  trainer->watch(&stop_signals);
+  trainer->resume(/*restore_data_position=*/!options.eval_only);
   if (options.profile_steps > 0) {
     nlohmann::ordered_json report = trainer->profile(kProfileWarmupSteps, options.profile_steps);
     if (rank0) {
@@ -117,10 +122,7 @@ int train_or_evaluate(const hai::Config& config, const Options& options, hai::Tr
     }
     return 0;
   }
-  if (!options.eval_only) {
-    trainer->train();
-    return 0;
-  }
+  if (!options.eval_only) return trainer->train() == hai::TrainEnd::stopped ? kExitStopped : 0;
   HAI_CHECK(trainer->resumed_from() || config.checkpoint.resume == "none",
             "--eval-only needs a checkpoint: none found for checkpoint.resume = {}", config.checkpoint.resume);
   // data.eval_path is scored whole; the validation split by train.eval_batches micro-batches.
@@ -144,6 +146,9 @@ int train_or_evaluate_on_ranks(const hai::Config& config, const Options& options
       communicator.rank(), std::chrono::seconds(config.runtime.collective_timeout_s), kExitFailure));
   try {
     return train_or_evaluate(config, options, &world);
+  } catch (const hai::ConfigError& error) {  // a plan that does not fit in memory (memory_fit.h)
+    if (communicator.rank() == 0) std::cerr << error.what() << std::endl;
+    communicator.abort(kExitConfigError);
   } catch (const std::exception& error) {  // NOTE: any exception: the other ranks would wait for this one forever
     spdlog::error("{}", error.what());
     communicator.abort(kExitFailure);
@@ -192,8 +197,14 @@ int main(int argc, char** argv) {
     }
     if (launch.world_size > 1) return train_or_evaluate_on_ranks(config, options);
     return train_or_evaluate(config, options, nullptr);
+  } catch (const hai::ConfigError& error) {  // a plan that does not fit in memory (memory_fit.h)
+    std::cerr << error.what() << std::endl;
+    return kExitConfigError;
   } catch (const hai::Error& error) {
     spdlog::error("{}", error.what());
+    return kExitFailure;
+  } catch (const std::bad_alloc&) {
+    spdlog::error("out of host memory (the plan's estimate is hai-train --dry-run's memory_per_rank)");
     return kExitFailure;
   }
 }
