@@ -19,6 +19,7 @@
 #include <fmt/format.h>
 
 #include "apps/hai-data/progress.h"
+#include "apps/hai-data/verify_command.h"
 #include "framework/core/error.h"
 #include "framework/data/byte_tokenizer.h"
 #include "framework/data/dataset_info.h"
@@ -48,6 +49,7 @@ bool all_jsonl(const std::vector<std::string>& inputs) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc > 1 && std::string(argv[1]) == "verify") return hai::run_verify_command(argc - 1, argv + 1);
   CLI::App app{"hai-data: tokenize text files or JSONL into a Megatron-LM indexed dataset"};
   std::vector<std::string> inputs;
   std::string output_prefix;

@@ -15,5 +15,7 @@ inline constexpr int kExitConfigError = 2;
 inline constexpr int kExitInputError = 3;
 // train.steps is at or below the step of the checkpoint the run resumes from: there is nothing to train.
 inline constexpr int kExitNothingToTrain = 4;
+// A stop signal (runtime.stop_signals) ended training after a saved checkpoint: resubmit the job to go on.
+inline constexpr int kExitStopped = 5;
 
 }  // namespace hai

@@ -12,6 +12,7 @@
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -35,6 +36,7 @@
 #include "framework/config/write.h"
 #include "framework/core/launch.h"
 #include "framework/core/logging.h"
+#include "framework/core/stop_signal.h"
 #include "model/memory_estimate.h"
 #include "model/parameters.h"
 #include "parallel/pipeline/schedule_report.h"
@@ -43,6 +45,8 @@ namespace {
 
 using hai::kExitConfigError;
 using hai::kExitFailure;
+using hai::kExitStopped;
+using hai::kExitSuccess;
 // --profile-steps: steps trained before the profiled ones (the pool's growth, cuBLASLt's heuristics).
 constexpr int64_t kProfileWarmupSteps = 2;
 
@@ -135,9 +139,9 @@ std::unique_ptr<hai::Trainer> make_trainer(const hai::Config& config, hai::Train
 }
 
 // Resumes per checkpoint.resume: a checkpoint that cannot be read or does not fit the model is the user's error.
-void resume(hai::Trainer& trainer, const hai::Config& config) {
+void resume(hai::Trainer& trainer, const hai::Config& config, bool restore_data_position) {
   try {
-    trainer.resume();
+    trainer.resume(restore_data_position);
   } catch (const hai::Error& error) {
     throw hai::UserError(fmt::format("checkpoint.resume ({}, checkpoint.dir {}{}): {}", config.checkpoint.resume,
                                      config.checkpoint.dir, hai::relative_path_note(config.checkpoint.dir),
@@ -154,8 +158,10 @@ hai::Invocation invocation_kind(const Options& options) {
 // Returns the exit code; every rank returns the same.
 int train_or_evaluate(const hai::Config& config, const Options& options, hai::TrainingWorld* world) {
   bool rank0 = world == nullptr || world->communicator->rank() == 0;
+  hai::StopSignals stop_signals(config.runtime.stop_signals);  // NOTE: before the trainer, which must not outlive it
   std::unique_ptr<hai::Trainer> trainer = make_trainer(config, world);
-  resume(*trainer, config);
+  trainer->watch(&stop_signals);
+  resume(*trainer, config, /*restore_data_position=*/!options.eval_only);
   hai::Invocation kind = invocation_kind(options);
   if (kind == hai::Invocation::eval_only && !trainer->resumed_from() && config.checkpoint.resume != "none") {
     throw hai::UserError(fmt::format("--eval-only: no checkpoint to evaluate in checkpoint.dir {}{} (checkpoint.resume "
@@ -185,10 +191,7 @@ int train_or_evaluate(const hai::Config& config, const Options& options, hai::Tr
     }
     return 0;
   }
-  if (!options.eval_only) {
-    trainer->train();
-    return 0;
-  }
+  if (!options.eval_only) return trainer->train() == hai::TrainEnd::stopped ? kExitStopped : kExitSuccess;
   // data.eval_path is scored whole; the validation split by train.eval_batches micro-batches.
   int64_t windows = config.data.eval_path.empty() ? config.train.eval_batches * config.train.micro_batch_size : -1;
   hai::EvalResult result = trainer->evaluate(windows);
@@ -202,7 +205,15 @@ int train_or_evaluate(const hai::Config& config, const Options& options, hai::Tr
 // Logs a failure once, on this rank, and returns its exit code. A user's mistake (UserError) is one line naming
 // the key or argument and the path, its origin in the source only in the debug log (train.log); anything else
 // keeps where it was raised.
-int report_failure(const std::exception& failure) {
+int report_failure(const std::exception& failure, bool rank0) {
+  if (const auto* config_error = dynamic_cast<const hai::ConfigError*>(&failure)) {  // a plan too large (memory_fit.h)
+    if (rank0) std::cerr << config_error->what() << std::endl;
+    return kExitConfigError;
+  }
+  if (dynamic_cast<const std::bad_alloc*>(&failure) != nullptr) {
+    spdlog::error("out of host memory (the plan's estimate is hai-train --dry-run's memory_per_rank)");
+    return kExitFailure;
+  }
   if (const auto* user = dynamic_cast<const hai::UserError*>(&failure)) {
     spdlog::error("{}", user->what());
     if (!user->origin().empty()) spdlog::debug("the error above was raised at {}", user->origin());
@@ -228,7 +239,7 @@ int train_or_evaluate_on_ranks(const hai::Config& config, const Options& options
   try {
     return train_or_evaluate(config, options, &world);
   } catch (const std::exception& failure) {  // NOTE: any exception: the other ranks would wait for this one forever
-    communicator.abort(report_failure(failure));
+    communicator.abort(report_failure(failure, communicator.rank() == 0));
   }
   return kExitFailure;  // NOTE: not reached; GCC does not see abort's [[noreturn]] through the virtual call
 }
@@ -284,6 +295,6 @@ int main(int argc, char** argv) {
     if (launch.world_size > 1) return train_or_evaluate_on_ranks(config, options);
     return train_or_evaluate(config, options, nullptr);
   } catch (const std::exception& failure) {
-    return report_failure(failure);
+    return report_failure(failure, true);
   }
 }

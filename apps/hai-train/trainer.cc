@@ -7,6 +7,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "apps/hai-train/memory_fit.h"
 #include "apps/hai-train/stage_layout.h"
 #include "apps/hai-train/training_device.h"
 #include "framework/comm/single_rank_communicator.h"
@@ -52,6 +53,9 @@ Device cpu_ranks_device(RuntimeDevice setting) {
             "runtime.device cuda on several ranks needs a world that moves device tensors (training_world.h)");
   return Device::cpu();
 }
+
+// The most windows evaluate() scores of a whole source (data.eval_path): 2^31.
+constexpr uint64_t kMaxWholeEvalWindows = uint64_t{1} << 31;
 
 DataLoaderOptions loader_options(const Config& config, const Communicator& dp) {
   return {.micro_batch_size = config.train.micro_batch_size,
@@ -115,7 +119,7 @@ Trainer::Trainer(const Config& config, Communicator& world)
     : Trainer(config, nullptr, &world, cpu_ranks_device(config.runtime.device)) {}
 
 Trainer::Trainer(const Config& config, std::unique_ptr<Communicator> own_world, Communicator* world, Device device)
-    : config_(config),
+    : config_(plan_that_fits(config, device)),  // NOTE: first, before anything is allocated
       own_world_(std::move(own_world)),
       world_(world != nullptr ? *world : *own_world_),
       grid_(grid_shape(config.parallel)),
@@ -141,6 +145,7 @@ Trainer::Trainer(const Config& config, std::unique_ptr<Communicator> own_world, 
       loader_(data_.train, loader_options(config, *groups_.dp)),
       loss_sums_(Shape{config.parallel.micro_batches.value(), loss_slots(config.model.mtp_depth)}, DType::f32,
                  device_),
+      guard_(config.train.max_skipped_steps, store_.values()),
       flops_per_token_(training_flops_per_token(config.model, config.train.seq_len)) {
   if (config.ema.enabled) ema_ = std::make_unique<ParameterEma>(store_.values(), config.ema.decay);
   // NOTE: the AdamW steps of the partitions held whole (and with parallel.overlap_param_gather the experts'
@@ -155,23 +160,32 @@ Trainer::Trainer(const Config& config, std::unique_ptr<Communicator> own_world, 
 
 Trainer::~Trainer() = default;
 
-void Trainer::train() {
+TrainEnd Trainer::train() {
   // NOTE: opened here, not by resume(), so that --eval-only of an earlier checkpoint leaves the run's records.
   if (is_rank0()) metrics_.emplace(config_.logging.run_dir, step_, config_.logging.tensorboard);
   log_startup();
   step_clock_.restart();
   while (step_ < config_.train.steps) {
     train_step();
+    int stop_signal = guard_.agree(world_, step_);
     bool last = step_ == config_.train.steps;
     bool evaluate = config_.train.eval_interval > 0 && (step_ % config_.train.eval_interval == 0 || last);
-    if (evaluate) run_evaluation();
-    bool due = last || (config_.checkpoint.interval > 0 && step_ % config_.checkpoint.interval == 0);
+    if (evaluate && stop_signal == 0) run_evaluation();
+    bool due = last || stop_signal != 0 ||
+               (config_.checkpoint.interval > 0 && step_ % config_.checkpoint.interval == 0);
     if (config_.checkpoint.save && due) save_checkpoint();
+    if (stop_signal != 0) {
+      spdlog::warn("stopped by {} after step {} of {}: {}", signal_name(stop_signal), step_, config_.train.steps,
+                   config_.checkpoint.save ? "its checkpoint is saved; the run resumes from it"
+                                           : "checkpoint.save is false: nothing saved");
+      return TrainEnd::stopped;
+    }
     if (evaluate || (config_.checkpoint.save && due)) step_clock_.restart();
   }
   optimizer_.gather_master_values();  // the run ends with every rank's fp32 values whole
   spdlog::info("training done at step {}: peak memory {:.3f} GiB on {}", step_, peak_memory_gib(device_),
                to_string(device_));
+  return TrainEnd::finished;
 }
 
 void Trainer::train_step() {
@@ -183,6 +197,8 @@ void Trainer::train_step() {
   double loss_scale = loss_scaler_ ? loss_scaler_->scale() : 1.0;
   std::vector<CountedTokens> counted =
       run_micro_batches(static_cast<float>(loss_scale) / static_cast<float>(micro_batches));
+  optimizer_.join_step();  // NOTE: free here: the forward has waited for every bucket's update already
+  guard_.queue_value_check();  // the values of the last update, read at this step's boundary
   record_memory_point(profiler_.get(), "after_backward", "step");
   mark_phase(profiler_.get(), "step.expert_load_all_reduce");
   reduce_expert_load();
@@ -206,6 +222,7 @@ void Trainer::train_step() {
   double grad_norm = optimizer_.grad_norm();
   bool skipped = !std::isfinite(grad_norm);
   if (loss_scaler_) loss_scaler_->update(!skipped);
+  guard_.count_step(step_, skipped);
   if (skipped) {
     spdlog::warn("step {}: the gradients are not finite (norm {}); the update is skipped", step_, grad_norm);
     if (loss_scaler_) spdlog::warn("step {}: loss scale {} -> {}", step_, loss_scale, loss_scaler_->scale());
@@ -337,8 +354,14 @@ EvalResult Trainer::evaluate(int64_t max_windows) {
 
 EvalResult Trainer::evaluate_current(int64_t max_windows) {
   HAI_CHECK(data_.eval != nullptr, "no evaluation data: set data.valid_fraction or data.eval_path");
-  int64_t windows = static_cast<int64_t>(data_.eval->window_count());
+  // NOTE: a whole source is a dataset file (the synthetic source is endless: max_windows bounds it, main.cc).
+  uint64_t available = data_.eval->window_count();
+  HAI_CHECK(max_windows >= 0 || available <= kMaxWholeEvalWindows,
+            "the evaluation source has {} windows, more than the {} scored whole", available, kMaxWholeEvalWindows);
+  auto windows = static_cast<int64_t>(available);
   if (max_windows >= 0) windows = std::min(windows, max_windows);
+  HAI_CHECK(windows > 0, "no evaluation window to score (train.eval_batches x train.micro_batch_size = {})",
+            max_windows);
   int64_t batch = config_.train.micro_batch_size, seq_len = config_.train.seq_len;
   TokenLoss lm, mtp;
   for (int64_t first = 0; first < windows; first += batch) {

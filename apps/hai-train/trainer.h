@@ -16,7 +16,9 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
+#include "framework/checkpoint/checkpoint_manifest.h"
 #include "framework/config/config.h"
 #include "framework/comm/communicator.h"
 #include "framework/data/data_loader.h"
@@ -26,6 +28,7 @@
 #include "framework/optim/ema.h"
 #include "framework/optim/loss_scaler.h"
 #include "framework/params/parameter_store.h"
+#include "apps/hai-train/step_guard.h"
 #include "apps/hai-train/training_data.h"
 #include "apps/hai-train/training_pipeline.h"
 #include "model/deepseek_v3_model.h"
@@ -35,6 +38,9 @@
 #include "parallel/zero1.h"
 
 namespace hai {
+
+// Why train() returned: train.steps reached, or a stop signal (the step's checkpoint saved, step_guard.h).
+enum class TrainEnd { finished, stopped };
 
 struct EvalResult {
   double lm_loss = 0;   // mean over counted tokens, main head
@@ -54,14 +60,21 @@ class Trainer {
   Trainer(const Config& config, Communicator& world);
   ~Trainer();
 
-  // Resumes per checkpoint.resume; returns the step it resumes after (0 for a fresh start).
-  int64_t resume();
+  // Resumes per checkpoint.resume; returns the step it resumes after (0 for a fresh start). Under "auto" a
+  // checkpoint that fails to load on any rank (a corrupt file) is warned about and the next older one is tried
+  // (resume_candidates, resolve_checkpoint.h); it is an error when none loads. restore_data_position false (for
+  // --eval-only) leaves the training data's position at its start.
+  int64_t resume(bool restore_data_position = true);
   // The checkpoint resume() loaded (a step directory), if any.
   const std::optional<std::string>& resumed_from() const { return resumed_from_; }
-  // Trains from the current step to train.steps, then saves the final checkpoint.
-  void train();
-  // The evaluation source's first `max_windows` windows in order (all of them when max_windows < 0), with the
-  // EMA weights when ema.eval is set.
+  // Trains from the current step to train.steps, then saves the final checkpoint; or, when a stop signal came (see
+  // watch), stops after the step every rank agrees on and saves its checkpoint. Throws hai::Error when the training
+  // diverges (step_guard.h).
+  TrainEnd train();
+  // Stop signals train() polls at each step boundary (null: none); they must outlive the trainer or be unset.
+  void watch(const StopSignals* signals) { guard_.watch(signals); }
+  // The evaluation source's first `max_windows` windows in order (all of them, at most 2^31, when max_windows < 0),
+  // with the EMA weights when ema.eval is set; `windows` of the result says how many were scored.
   EvalResult evaluate(int64_t max_windows);
   // Trains warmup_steps steps, then profiled_steps steps with a StepProfiler (framework/metrics/step_profiler.h):
   // its report (where a step's time and memory go) with warmup_steps, tokens_per_step and tokens_per_s added.
@@ -88,6 +101,12 @@ class Trainer {
   EvalResult evaluate_current(int64_t max_windows);
   void log_startup() const;
   void save_checkpoint();
+  CheckpointState checkpoint_state() const;  // what rank 0 commits beside the tensors
+  // Given every rank's problem in saving ("" where none), throws after removing the step's partial checkpoint
+  // when any rank had one. Collective.
+  void abandon_failed_save(const std::vector<std::string>& rank_problems);
+  // Loads the checkpoint of step directory `path` (throws hai::Error when it does not load).
+  void load_checkpoint(const std::string& path, bool restore_data_position);
   void run_evaluation();
 
   bool is_rank0() const { return world_.rank() == 0; }
@@ -109,6 +128,7 @@ class Trainer {
   TrainingData data_;
   DataLoader loader_;
   OwnedTensor loss_sums_;  // [micro-batches, loss slots] fp32 on device_: a step's losses, read once per step
+  StepGuard guard_;  // the step boundary's checks: finite weights, skipped steps, stop signals
   std::optional<RunMetrics> metrics_;  // rank 0 only
   std::unique_ptr<StepProfiler> profiler_;  // only while profile() runs
   StepTimeAverage step_time_;

@@ -15,6 +15,7 @@
 // starts AdamW with zero moments, the EMA at the loaded weights and the data at its first sample.
 
 #include <algorithm>
+#include <cmath>
 #include <unordered_set>
 #include <vector>
 
@@ -23,9 +24,11 @@
 #include "apps/hai-train/trainer.h"
 #include "framework/checkpoint/checkpoint_commit.h"
 #include "framework/checkpoint/checkpoint_reader.h"
+#include "framework/checkpoint/checkpoint_retention.h"
 #include "framework/checkpoint/checkpoint_writer.h"
 #include "framework/checkpoint/resolve_checkpoint.h"
 #include "framework/config/write.h"
+#include "framework/device/grad_norm.h"
 #include "parallel/flat_range_boxes.h"
 #include "parallel/rank_values.h"
 
@@ -99,6 +102,13 @@ bool has_optimizer_state(const CheckpointReader& reader) {
 
 void Trainer::save_checkpoint() {
   optimizer_.gather_master_values();  // rank 0 writes whole tensors, some of which other ranks update
+  // NOTE: never save weights that are not finite (every rank holds the values whole now; the EMA is its own).
+  std::vector<Tensor> saved_values = {store_.values()};
+  if (ema_) saved_values.push_back(ema_->values());
+  if (!std::isfinite(grad_norm_squared(saved_values))) {
+    HAI_THROW("step {}: the weights are not finite (inf or NaN): the checkpoint is not saved, and the run stops: "
+              "resume from the last checkpoint with a smaller optimizer.lr", step_);
+  }
   CheckpointWriter writer(config_.checkpoint.dir, step_, world_.rank());
   // NOTE: one writer per tensor: among the pipeline ranks holding it the lowest, there the first rank of the DP
   // group for a dense parameter, of the expert-DP group for an expert; its moments by that pipeline rank's shards.
@@ -122,31 +132,87 @@ void Trainer::save_checkpoint() {
   for (const Zero1Partition& partition : optimizer_.partitions()) {
     for_each_moment_slice(store_, partition, writes_moments, add_moment);
   }
-  std::vector<std::string> entries = all_gather_strings(world_, writer.write_rank_files());
-  if (is_rank0()) {
-    CheckpointState state;
-    state.step = step_;
-    state.consumed_samples = static_cast<int64_t>(loader_.position().consumed_samples);
-    state.data_position = {{"position", loader_.position().serialize()}};
-    state.rng_state = {{"seed", config_.train.seed},
-                       {"generator", "philox4x32-10, keyed by (seed, stream, index)"}};
-    state.config = config_to_json(config_);
-    state.layout = {{"world", world_.size()}, {"dp", grid_.dp}, {"pp", grid_.pp}, {"tp", grid_.tp},
-                    {"ep", config_.parallel.ep}};
-    if (loss_scaler_) {
-      state.training_state = {{"loss_scale", loss_scaler_->scale()},
-                              {"loss_scale_clean_steps", loss_scaler_->clean_steps()}};
-    }
-    std::string path = commit_checkpoint(config_.checkpoint.dir, state, entries, config_.checkpoint.keep);
-    spdlog::info("step {}: saved checkpoint {}", step_, path);
+  std::string rank_entries, problem;
+  try {
+    rank_entries = writer.write_rank_files();
+  } catch (const Error& error) {  // NOTE: a full disk, a quota: the other ranks must not wait for this one
+    problem = error.message();
   }
-  world_.barrier();  // the checkpoint is committed when any rank returns
+  abandon_failed_save(all_gather_strings(world_, problem));
+  std::vector<std::string> entries = all_gather_strings(world_, rank_entries);
+  if (is_rank0()) {
+    try {
+      std::string path = commit_checkpoint(config_.checkpoint.dir, checkpoint_state(), entries,
+                                           config_.checkpoint.keep);
+      spdlog::info("step {}: saved checkpoint {}", step_, path);
+    } catch (const Error& error) {
+      problem = error.message();
+    }
+  }
+  abandon_failed_save(all_gather_strings(world_, problem));  // NOTE: also the barrier: committed when any returns
 }
 
-int64_t Trainer::resume() {
-  std::optional<std::string> path = resolve_checkpoint(config_.checkpoint.dir, config_.checkpoint.resume);
-  if (!path) return 0;
-  CheckpointReader reader(*path);
+CheckpointState Trainer::checkpoint_state() const {
+  CheckpointState state;
+  state.step = step_;
+  state.consumed_samples = static_cast<int64_t>(loader_.position().consumed_samples);
+  state.data_position = {{"position", loader_.position().serialize()}};
+  state.rng_state = {{"seed", config_.train.seed}, {"generator", "philox4x32-10, keyed by (seed, stream, index)"}};
+  state.config = config_to_json(config_);
+  state.layout = {{"world", world_.size()}, {"dp", grid_.dp}, {"pp", grid_.pp}, {"tp", grid_.tp},
+                  {"ep", config_.parallel.ep}};
+  if (loss_scaler_) {
+    state.training_state = {{"loss_scale", loss_scaler_->scale()},
+                            {"loss_scale_clean_steps", loss_scaler_->clean_steps()}};
+  }
+  return state;
+}
+
+void Trainer::abandon_failed_save(const std::vector<std::string>& rank_problems) {
+  auto failed = std::find_if(rank_problems.begin(), rank_problems.end(),
+                             [](const std::string& text) { return !text.empty(); });
+  if (failed == rank_problems.end()) return;
+  // The step's .tmp directory goes; `latest` and the complete checkpoints were never touched.
+  if (is_rank0()) remove_unfinished_checkpoints(config_.checkpoint.dir, step_);
+  world_.barrier();
+  HAI_THROW("step {}: the checkpoint could not be saved (rank {}: {}); its partial files are removed and the "
+            "previous checkpoint stays the latest: free space in {} and resume",
+            step_, failed - rank_problems.begin(), *failed, config_.checkpoint.dir);
+}
+
+int64_t Trainer::resume(bool restore_data_position) {
+  std::vector<std::string> candidates = resume_candidates(config_.checkpoint.dir, config_.checkpoint.resume);
+  std::string first_problem;
+  for (const std::string& path : candidates) {
+    std::string problem;
+    try {
+      load_checkpoint(path, restore_data_position);
+    } catch (const Error& error) {
+      problem = error.message();
+    }
+    // NOTE: a rank may fail alone (its slices are corrupt): every rank moves on to the same next checkpoint.
+    if (sum_over_ranks(world_, problem.empty() ? 0.0 : 1.0) == 0.0) {
+      if (path != candidates.front()) {
+        spdlog::warn("resumed from {}, an older checkpoint than {}, which failed to load", path, candidates.front());
+      }
+      spdlog::info("resumed from {} at step {}", path, step_);
+      resumed_from_ = path;
+      return step_;
+    }
+    if (!problem.empty()) spdlog::error("cannot resume from {}: {}", path, problem);
+    if (first_problem.empty()) first_problem = problem.empty() ? "it failed to load on another rank" : problem;
+    if (config_.checkpoint.resume != "auto") break;
+    spdlog::warn("checkpoint {} does not load; trying the next older one (checkpoint.resume auto)", path);
+  }
+  if (!candidates.empty()) {
+    HAI_THROW("no checkpoint of checkpoint.resume = {} loads (newest: {}: {})", config_.checkpoint.resume,
+              candidates.front(), first_problem);
+  }
+  return 0;
+}
+
+void Trainer::load_checkpoint(const std::string& path, bool restore_data_position) {
+  CheckpointReader reader(path);
   bool weights_only = !has_optimizer_state(reader);
   for_each_whole_tensor(store_, ema_.get(), [](const Parameter&) { return true; },
                         [&](CheckpointGroup group, const std::string& name, const Tensor& tensor) {
@@ -165,16 +231,15 @@ int64_t Trainer::resume() {
   if (weights_only && ema_) copy_tensor(ema_->values(), store_.values());
   const CheckpointState& state = reader.state();
   step_ = state.step;
-  if (!weights_only) {
+  if (weights_only) return;
+  // NOTE: --eval-only reads no training data, so the saved position (of data it may not have) is not restored.
+  if (restore_data_position) {
     loader_.set_position(DataPosition::parse(state.data_position.at("position").get<std::string>()));
-    if (loss_scaler_ && state.training_state.contains("loss_scale")) {
-      loss_scaler_->restore(state.training_state.at("loss_scale").get<double>(),
-                            state.training_state.at("loss_scale_clean_steps").get<int64_t>());
-    }
   }
-  spdlog::info("resumed from {} at step {}", *path, step_);
-  resumed_from_ = path;
-  return step_;
+  if (loss_scaler_ && state.training_state.contains("loss_scale")) {
+    loss_scaler_->restore(state.training_state.at("loss_scale").get<double>(),
+                          state.training_state.at("loss_scale_clean_steps").get<int64_t>());
+  }
 }
 
 }  // namespace hai

@@ -1,6 +1,8 @@
 #pragma once
 // The sample sources a run reads, from the config's data section: the training split, and the evaluation source
-// (the validation split of the same dataset, or data.eval_path read whole).
+// (the validation split of the same dataset, or data.eval_path read whole, whatever data.source is). Every dataset
+// is checked when it is opened: ids below model.vocab_size (token_id_check.h), at least one window; an error names
+// the key, the file and what is wrong.
 
 #include <memory>
 

@@ -1,8 +1,12 @@
 #include "framework/checkpoint/resolve_checkpoint.h"
 
+#include <algorithm>
 #include <filesystem>
 
+#include <spdlog/spdlog.h>
+
 #include "framework/checkpoint/checkpoint_paths.h"
+#include "framework/checkpoint/checkpoint_retention.h"
 #include "framework/checkpoint/file_io.h"
 #include "framework/core/error.h"
 
@@ -39,6 +43,27 @@ std::optional<std::string> resolve_checkpoint(const std::string& dir, const std:
   if (is_file(fs::path(resume) / kManifestFileName)) return resume;
   if (is_file(fs::path(resume) / kLatestFileName)) return latest_checkpoint(resume);
   HAI_THROW("checkpoint.resume: {} holds neither {} nor {}", resume, kManifestFileName, kLatestFileName);
+}
+
+std::vector<std::string> resume_candidates(const std::string& dir, const std::string& resume) {
+  if (resume != "auto") {
+    std::optional<std::string> path = resolve_checkpoint(dir, resume);
+    return path ? std::vector<std::string>{*path} : std::vector<std::string>{};
+  }
+  std::vector<std::string> candidates;
+  try {
+    if (std::optional<std::string> latest = latest_checkpoint(dir)) candidates.push_back(*latest);
+  } catch (const Error& error) {
+    spdlog::warn("checkpoint.resume auto: {}; trying the other checkpoints of {}, newest first", error.message(), dir);
+  }
+  std::error_code error;
+  if (!fs::is_directory(dir, error)) return candidates;
+  std::vector<int64_t> steps = list_checkpoint_steps(dir);
+  for (auto step = steps.rbegin(); step != steps.rend(); ++step) {
+    std::string path = (fs::path(dir) / step_dir_name(*step)).string();
+    if (std::find(candidates.begin(), candidates.end(), path) == candidates.end()) candidates.push_back(path);
+  }
+  return candidates;
 }
 
 }  // namespace hai

@@ -96,6 +96,7 @@ struct TrainConfig {
   std::int64_t eval_batches = 4;
   std::int64_t seed = 1234;
   RecomputeMode recompute = RecomputeMode::none;
+  std::int64_t max_skipped_steps = 25;  // consecutive non-finite steps that end the run; 0 = no limit
   bool operator==(const TrainConfig&) const = default;
 };
 
@@ -179,6 +180,7 @@ struct RuntimeConfig {
   RuntimeDevice device = RuntimeDevice::automatic;
   bool deterministic = false;
   std::int64_t collective_timeout_s = 600;
+  std::vector<std::string> stop_signals = {"SIGTERM", "SIGINT", "SIGUSR1"};  // graceful stop (stop_signal.h)
   bool operator==(const RuntimeConfig&) const = default;
 };
 

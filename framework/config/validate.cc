@@ -9,6 +9,7 @@ void validate(const Config& config, int world_size, const KeyLines& lines) {
   for (const ConfigKey& key : config_schema()) {
     if (auto problem = key.check(config)) throw_config_error(lines, key.path, *problem);
   }
+  validate_sizes(config, lines);
   validate_model(config, lines);
   validate_layout(config, world_size, lines);
   validate_training(config, lines);

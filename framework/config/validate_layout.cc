@@ -88,6 +88,18 @@ void validate_batch(const Config& config, std::int64_t dp, const KeyLines& lines
   }
 }
 
+// NOTE: every micro-batch's tokens are read before the step's first forward (trainer.cc): the count is bounded.
+constexpr std::int64_t kMaxMicroBatches = std::int64_t{1} << 16;
+
+void validate_micro_batch_count(std::int64_t micro_batches, const KeyLines& lines) {
+  if (micro_batches > kMaxMicroBatches) {
+    throw_config_error(lines, "train.global_batch_size",
+                       fmt::format("{} micro-batches per step and dp rank (global_batch_size / (micro_batch_size x "
+                                   "dp)) exceed the limit of {}: raise train.micro_batch_size",
+                                   micro_batches, kMaxMicroBatches));
+  }
+}
+
 void validate_schedule(const ParallelConfig& parallel, std::int64_t micro_batches, const KeyLines& lines) {
   if (parallel.schedule == PipelineSchedule::dualpipe && parallel.pp % 2 != 0) {
     throw_config_error(lines, "parallel.pp",
@@ -114,6 +126,7 @@ void validate_layout(const Config& config, int world_size, const KeyLines& lines
   validate_sharding(config, dp, lines);
   validate_stage_layers(config, lines);
   validate_batch(config, dp, lines);
+  validate_micro_batch_count(resolved_micro_batches(config, world_size), lines);
   validate_schedule(config.parallel, resolved_micro_batches(config, world_size), lines);
 }
 

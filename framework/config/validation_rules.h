@@ -6,6 +6,11 @@
 
 namespace hai {
 
+// The derived sizes (parameters, tokens per micro-batch and run, activations, logits), computed with overflow checks
+// against limits that keep the trainer's and the memory estimate's arithmetic within 64 bits. Needs the per-key
+// bounds to hold.
+void validate_sizes(const Config& config, const KeyLines& lines);
+
 // Layer counts, head dims, MoE routing shape, RoPE/YaRN, sequence length.
 void validate_model(const Config& config, const KeyLines& lines);
 

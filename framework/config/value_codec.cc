@@ -100,4 +100,17 @@ std::string ValueCodec<std::vector<std::int64_t>>::text(const std::vector<std::i
   return fmt::format("[{}]", fmt::join(value, ", "));
 }
 
+std::vector<std::string> ValueCodec<std::vector<std::string>>::read(const YAML::Node& node,
+                                                                   const std::string& key_path,
+                                                                   const KeyLines& lines) {
+  if (!node.IsSequence()) throw_wrong_type(node, key_path, lines, "a list of strings");
+  std::vector<std::string> values;
+  for (const YAML::Node& element : node) values.push_back(read_string(element, key_path, lines));
+  return values;
+}
+
+std::string ValueCodec<std::vector<std::string>>::text(const std::vector<std::string>& value) {
+  return fmt::format("[{}]", fmt::join(value, ", "));
+}
+
 }  // namespace hai

@@ -103,6 +103,14 @@ struct ValueCodec<std::vector<std::int64_t>> {
   static nlohmann::json json(const std::vector<std::int64_t>& value) { return value; }
 };
 
+template <>
+struct ValueCodec<std::vector<std::string>> {
+  static std::string type_name() { return "[string, ...]"; }
+  static std::vector<std::string> read(const YAML::Node& node, const std::string& key_path, const KeyLines& lines);
+  static std::string text(const std::vector<std::string>& value);
+  static nlohmann::json json(const std::vector<std::string>& value) { return value; }
+};
+
 // Enums are written by their YAML names (config_enums.h).
 template <class Enum>
   requires std::is_enum_v<Enum>

@@ -154,4 +154,20 @@ int64_t IndexedDataset::document_begin(int64_t document) const {
   return document_index_entry(document);
 }
 
+TokenLocation IndexedDataset::locate(int64_t sequence, int64_t index) const {
+  // The last document starting at or before `sequence` (documents are ascending runs of sequences).
+  int64_t low = 0, high = document_count() - 1;
+  while (low < high) {
+    int64_t middle = low + (high - low + 1) / 2;
+    if (document_begin(middle) <= sequence) {
+      low = middle;
+    } else {
+      high = middle - 1;
+    }
+  }
+  int64_t offset = index;
+  for (int64_t earlier = document_begin(low); earlier < sequence; ++earlier) offset += sequence_length(earlier);
+  return {.document = low, .sequence = sequence, .offset = offset};
+}
+
 }  // namespace hai

@@ -30,6 +30,13 @@ class TokenSpan {
   TokenDType dtype_;
 };
 
+// Where a token lies: its document and sequence, and its offset in tokens from the start of the document.
+struct TokenLocation {
+  int64_t document = 0;
+  int64_t sequence = 0;
+  int64_t offset = 0;
+};
+
 class IndexedDataset {
  public:
   // Opens prefix.idx and prefix.bin. Throws hai::Error naming the file and what is wrong.
@@ -46,6 +53,10 @@ class IndexedDataset {
   // Document d is the sequences [document_begin(d), document_end(d)).
   int64_t document_begin(int64_t document) const;
   int64_t document_end(int64_t document) const { return document_begin(document + 1); }
+  // The location of token `index` of sequence `sequence`.
+  TokenLocation locate(int64_t sequence, int64_t index) const;
+  // Throws hai::Error naming the .bin file when it shrank since it was opened (MappedFile::check_not_shrunk).
+  void check_data_not_shrunk() const { data_file_.check_not_shrunk(); }
 
  private:
   void read_header();

@@ -24,6 +24,7 @@ class ScopedFd {
   ScopedFd(const ScopedFd&) = delete;
   ScopedFd& operator=(const ScopedFd&) = delete;
   int get() const { return fd_; }
+  int release() { return std::exchange(fd_, -1); }
 
  private:
   int fd_;
@@ -38,16 +39,30 @@ MappedFile::MappedFile(std::string path) : path_(std::move(path)) {
   if (::fstat(fd.get(), &status) != 0) HAI_THROW("cannot stat {}: {}", path_, std::strerror(errno));
   if (!S_ISREG(status.st_mode)) HAI_THROW("{} is not a regular file", path_);
   size_ = static_cast<size_t>(status.st_size);
-  if (size_ == 0) return;  // mmap rejects empty mappings; an empty span needs none
-  void* mapping = ::mmap(nullptr, size_, PROT_READ, MAP_SHARED, fd.get(), 0);
-  if (mapping == MAP_FAILED) HAI_THROW("cannot mmap {} ({} bytes): {}", path_, size_, std::strerror(errno));
-  data_ = static_cast<const std::byte*>(mapping);
+  if (size_ > 0) {  // mmap rejects empty mappings; an empty span needs none
+    void* mapping = ::mmap(nullptr, size_, PROT_READ, MAP_SHARED, fd.get(), 0);
+    if (mapping == MAP_FAILED) HAI_THROW("cannot mmap {} ({} bytes): {}", path_, size_, std::strerror(errno));
+    data_ = static_cast<const std::byte*>(mapping);
+  }
+  fd_ = fd.release();
+}
+
+void MappedFile::check_not_shrunk() const {
+  struct stat status {};
+  if (fd_ < 0 || ::fstat(fd_, &status) != 0) HAI_THROW("cannot stat {}: {}", path_, std::strerror(errno));
+  auto now = static_cast<size_t>(status.st_size);
+  if (now < size_) {
+    HAI_THROW("{} shrank from {} to {} bytes while it was being read (a file being rewritten in place?): write a "
+              "new file and rename it over the old one instead",
+              path_, size_, now);
+  }
 }
 
 MappedFile::~MappedFile() { unmap(); }
 
 MappedFile::MappedFile(MappedFile&& other) noexcept
     : path_(std::move(other.path_)),
+      fd_(std::exchange(other.fd_, -1)),
       data_(std::exchange(other.data_, nullptr)),
       size_(std::exchange(other.size_, 0)) {}
 
@@ -55,6 +70,7 @@ MappedFile& MappedFile::operator=(MappedFile&& other) noexcept {
   if (this != &other) {
     unmap();
     path_ = std::move(other.path_);
+    fd_ = std::exchange(other.fd_, -1);
     data_ = std::exchange(other.data_, nullptr);
     size_ = std::exchange(other.size_, 0);
   }
@@ -63,6 +79,8 @@ MappedFile& MappedFile::operator=(MappedFile&& other) noexcept {
 
 void MappedFile::unmap() {
   if (data_ != nullptr) ::munmap(const_cast<std::byte*>(data_), size_);
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = -1;
   data_ = nullptr;
   size_ = 0;
 }

@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "framework/core/error.h"
+#include "framework/data/indexed_format.h"
 
 namespace hai {
 
@@ -32,7 +33,14 @@ void TokenStream::read(int64_t begin, std::span<int32_t> tokens) const {
     int64_t offset = begin - sequence_starts_[index];
     int64_t available = sequence_starts_[index + 1] - begin;
     size_t take = static_cast<size_t>(std::min<int64_t>(available, static_cast<int64_t>(tokens.size())));
-    dataset_->sequence(sequences_[index]).copy_to(offset, tokens.first(take));
+    try {
+      dataset_->check_data_not_shrunk();  // NOTE: one fstat: a read past a truncated mapping would be SIGBUS
+      dataset_->sequence(sequences_[index]).copy_to(offset, tokens.first(take));
+    } catch (const Error& error) {
+      TokenLocation where = dataset_->locate(sequences_[index], offset);
+      HAI_THROW("{}: document {}, token {}: {}", data_path(dataset_->prefix()), where.document, where.offset,
+                error.message());
+    }
     tokens = tokens.subspan(take);
     begin += static_cast<int64_t>(take);
     ++index;

@@ -71,6 +71,14 @@ void make_device_current(Device device) {
   if (device.is_cuda()) HAI_CUDA_CHECK(cudaSetDevice(device.index));
 }
 
+size_t device_total_memory(Device device) {
+  if (!device.is_cuda()) return 0;
+  HAI_CUDA_CHECK(cudaSetDevice(device.index));
+  size_t free = 0, total = 0;
+  HAI_CUDA_CHECK(cudaMemGetInfo(&free, &total));
+  return total;
+}
+
 DeviceMemoryStats device_memory_stats(Device device) {
   if (!device.is_cuda()) return {};
   cudaMemPool_t pool = caching_pool(device.index);
@@ -112,6 +120,8 @@ int cuda_device_count() { return 0; }
 void make_device_current(Device device) {
   HAI_CHECK(!device.is_cuda(), "cannot use {}: this build has no CUDA backend", to_string(device));
 }
+
+size_t device_total_memory(Device) { return 0; }
 
 DeviceMemoryStats device_memory_stats(Device) { return {}; }
 

@@ -28,6 +28,9 @@ struct DeviceMemoryStats {
   size_t peak_reserved_bytes = 0;
 };
 
+// The memory of a CUDA device in bytes (cudaMemGetInfo's total); 0 for the CPU.
+size_t device_total_memory(Device device);
+
 // The pool statistics of a CUDA device (all zero for the CPU).
 DeviceMemoryStats device_memory_stats(Device device);
 // Restarts the peaks from the current values.

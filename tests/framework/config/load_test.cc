@@ -28,7 +28,7 @@ TEST(LoadConfig, ErrorsCarryTheFileLine) {
     load_config(path, {}, 1);
     FAIL() << "no throw";
   } catch (const ConfigError& error) {
-    EXPECT_STREQ(error.what(), "config error: model.num_heads: must be > 0 (got -4) (line 4)");
+    EXPECT_STREQ(error.what(), "config error: model.num_heads: must be in [1, 16384] (got -4) (line 4)");
   }
 }
 

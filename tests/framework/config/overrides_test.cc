@@ -53,7 +53,7 @@ TEST(ConfigOverrides, BadValueHasNoLine) {
   std::optional<ConfigError> error = testing::config_error_of(file, 1, {"model.hidden_size=-1"});
   ASSERT_TRUE(error);
   EXPECT_EQ(error->key_path(), "model.hidden_size");
-  EXPECT_EQ(error->problem(), "must be > 0 (got -1)");
+  EXPECT_EQ(error->problem(), "must be in [1, 1048576] (got -1)");
   EXPECT_FALSE(error->yaml_line()) << error->what();
 }
 

@@ -85,7 +85,9 @@ TEST(ConfigJson, NestedBySection) {
   EXPECT_EQ(json["optimizer"]["betas"], nlohmann::json({0.9, 0.95}));
   EXPECT_EQ(json["precision"]["fp8"]["pow2_scales"], false);
   EXPECT_EQ(json["checkpoint"]["resume"], "auto");
-  EXPECT_EQ(json.flatten().size(), config_schema().size() + 1);  // betas flattens into two leaves
+  EXPECT_EQ(json["runtime"]["stop_signals"], nlohmann::json({"SIGTERM", "SIGINT", "SIGUSR1"}));
+  // betas flattens into two leaves, stop_signals into three
+  EXPECT_EQ(json.flatten().size(), config_schema().size() + 3);
 }
 
 TEST(ConfigFile, WriteCreatesTheDirectory) {

@@ -74,7 +74,7 @@ TEST(StageLayers, CountsNotSummingToTheLayersNameTheKey) {
 TEST(StageLayers, AStageWithoutLayersNamesTheKey) {
   StageLayersError error = error_of("  pp: 2\n  stage_layers: [4, 0]\n", 2);
   EXPECT_EQ(error.key_path, "parallel.stage_layers");
-  EXPECT_EQ(error.problem, "must be each > 0 (got [4, 0])");
+  EXPECT_EQ(error.problem, "must be each in [1, 16384] (got [4, 0])");
   EXPECT_EQ(error.line, 5);
 }
 
