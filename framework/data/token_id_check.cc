@@ -87,10 +87,10 @@ std::optional<BadTokenId> find_bad_token_id(const IndexedDataset& dataset, int64
 void check_token_ids(const IndexedDataset& dataset, int64_t vocab_size, int threads) {
   std::optional<BadTokenId> bad = find_bad_token_id(dataset, vocab_size, threads);
   if (!bad) return;
-  HAI_THROW("{}: document {}, token {} (sequence {}): id {} is outside the vocabulary [0, {}) of model.vocab_size; "
-            "hai-data verify {} --vocab-size {} lists the data's range",
+  HAI_THROW("{}: document {}, token {} (sequence {}): id {} is outside the vocabulary [0, {}) (model.vocab_size): "
+            "the data was tokenized for another vocabulary",
             data_path(dataset.prefix()), bad->location.document, bad->location.offset, bad->location.sequence,
-            bad->id, vocab_size, dataset.prefix(), vocab_size);
+            bad->id, vocab_size);
 }
 
 }  // namespace hai
