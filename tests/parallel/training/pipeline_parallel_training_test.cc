@@ -144,6 +144,27 @@ TEST_F(PipelineParallelTraining, CheckpointOfTwoStagesResumesOnOneRank) {
   expect_close_checkpoints(checkpoint_of(single_rank_, 10), one_rank_checkpoints / step_dir_name(10));
 }
 
+// Each rank writes only what it holds (the lowest pipeline rank holding a parameter, rank_share.h), by global name
+// and slice: a checkpoint of pp 2 x ep 2 (dp 2) under DualPipe resumes at pp 4 under 1F1B (dp 1) and at ep 4
+// (dp 4, no pipeline), each continuing with the single-rank losses and ending at its checkpoint.
+TEST_F(PipelineParallelTraining, CheckpointOfDualPipeWithExpertsResumesAtOtherLayouts) {
+  const std::filesystem::path& single_rank = single_rank_of_batch_8();
+  Layout saved{.ranks = 4, .pp = 2, .schedule = "dualpipe", .ep = 2, .global_batch = 8};
+  std::filesystem::path trained = train(saved, root_->path() / "reshard");
+  for (const Layout& resumed : {Layout{.ranks = 4, .pp = 4, .schedule = "1f1b", .global_batch = 8},
+                                Layout{.ranks = 4, .pp = 1, .ep = 4, .global_batch = 8}}) {
+    SCOPED_TRACE(resumed.name());
+    std::filesystem::path dir = root_->path() / "reshard" / ("to_" + resumed.name());
+    std::filesystem::copy(trained, dir, std::filesystem::copy_options::recursive);
+    std::filesystem::path checkpoints = dir / "resumed_checkpoints";
+    std::string arguments = resumed.arguments() + " --set checkpoint.resume=" + checkpoint_of(dir, 5).string() +
+                            " --set checkpoint.dir=" + checkpoints.string();
+    ASSERT_EQ(run_on_ranks(resumed.ranks, dir, arguments), 0);
+    expect_same_steps(single_rank / "run", dir / "run");
+    expect_close_checkpoints(checkpoint_of(single_rank, 10), checkpoints / step_dir_name(10), 1e-4);
+  }
+}
+
 // hai-train --profile-steps at pp 2 under DualPipe: the engine marks every instruction of rank 0's program, and
 // the report's "pipeline" section sets the measured bubble (time in pipeline phases outside compute) beside the
 // simulator's for the measured F, B and W (TrainingPipeline::bubble_report).
