@@ -9,6 +9,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <map>
 #include <string>
 
@@ -145,12 +146,19 @@ TEST_F(PipelineParallelTraining, CheckpointOfTwoStagesResumesOnOneRank) {
 }
 
 // Each rank writes only what it holds (the lowest pipeline rank holding a parameter, rank_share.h), by global name
-// and slice: a checkpoint of pp 2 x ep 2 (dp 2) under DualPipe resumes at pp 4 under 1F1B (dp 1) and at ep 4
-// (dp 4, no pipeline), each continuing with the single-rank losses and ending at its checkpoint.
+// and slice: a checkpoint of pp 2 x ep 2 (dp 2) under DualPipe passes hai-ckpt inspect --verify and export-hf, and
+// resumes at pp 4 under 1F1B (dp 1) and at ep 4 (dp 4, no pipeline), each continuing with the single-rank losses
+// and ending at its checkpoint.
 TEST_F(PipelineParallelTraining, CheckpointOfDualPipeWithExpertsResumesAtOtherLayouts) {
   const std::filesystem::path& single_rank = single_rank_of_batch_8();
   Layout saved{.ranks = 4, .pp = 2, .schedule = "dualpipe", .ep = 2, .global_batch = 8};
   std::filesystem::path trained = train(saved, root_->path() / "reshard");
+  for (const std::string& command : {"inspect --verify " + checkpoint_of(trained, 10).string(),
+                                     "export-hf " + checkpoint_of(trained, 10).string() + " " +
+                                         (trained / "hf").string()}) {
+    std::string line = std::string(HAI_CKPT_BINARY) + " " + command + " >" + (trained / "ckpt.out").string() + " 2>&1";
+    EXPECT_EQ(std::system(line.c_str()), 0) << command;
+  }
   for (const Layout& resumed : {Layout{.ranks = 4, .pp = 4, .schedule = "1f1b", .global_batch = 8},
                                 Layout{.ranks = 4, .pp = 1, .ep = 4, .global_batch = 8}}) {
     SCOPED_TRACE(resumed.name());
