@@ -173,6 +173,28 @@ TEST_F(PipelineParallelTraining, CheckpointOfDualPipeWithExpertsResumesAtOtherLa
   }
 }
 
+// Evaluation at pp 4 under 1F1B and at pp 2 under DualPipeV (each stage on the lowest pipeline rank holding it, the
+// hidden states passed on) scores the single-rank run's checkpoint as one rank does.
+TEST_F(PipelineParallelTraining, EvalOnlyOfPipelinedRanksMatchesOneRank) {
+  auto eval_loss = [&](const Layout& layout) {
+    std::filesystem::path dir = root_->path() / ("eval_" + layout.name());
+    std::filesystem::create_directories(dir);
+    testing::write_tiny_config(dir);
+    std::string arguments = layout.arguments() + " --eval-only --set data.valid_fraction=0.25 --set " +
+                            "checkpoint.resume=" + checkpoint_of(single_rank_, 10).string();
+    EXPECT_EQ(run_on_ranks(layout.ranks, dir, arguments), 0);
+    std::vector<char> out = testing::read_bytes((dir / "hai-train.out").string());
+    std::string text(out.begin(), out.end());
+    return nlohmann::json::parse(text.substr(text.rfind('{')))["eval_loss"].get<double>();
+  };
+  double one_rank = eval_loss(Layout{});
+  EXPECT_GT(one_rank, 0.0);
+  for (const Layout& layout : {Layout{.ranks = 4, .pp = 4, .schedule = "1f1b"},
+                               Layout{.ranks = 2, .pp = 2, .schedule = "dualpipev"}}) {
+    EXPECT_NEAR(eval_loss(layout), one_rank, 1e-6 * one_rank) << layout.name();
+  }
+}
+
 // hai-train --profile-steps at pp 2 under DualPipe: the engine marks every instruction of rank 0's program, and
 // the report's "pipeline" section sets the measured bubble (time in pipeline phases outside compute) beside the
 // simulator's for the measured F, B and W (TrainingPipeline::bubble_report).
