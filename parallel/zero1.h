@@ -36,7 +36,7 @@
 //      the compute stream waits for that bucket's update and gathers left running (a later step(),
 //      reduce_gradients(), join_step() or gather_master_values() waits for any left).
 // Optimizer memory falls as 1/dp for dense parameters and 1/expert-dp for experts. The FP32 values stay whole on
-// every rank (the ParameterStore, which holds only this rank's experts), except in partitions that all-gather their
+// every rank (the ParameterStore, which holds only this rank's share: model/rank_share.h), except in partitions that all-gather their
 // compute copy (Zero1Options), until gather_master_values(). Every element is reduced and updated by
 // one rank and then copied, so all ranks holding a parameter end bitwise equal. On groups of one rank this is the
 // plain optimizer (framework/optim/adamw.h) with no copies.

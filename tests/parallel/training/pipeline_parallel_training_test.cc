@@ -9,6 +9,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <map>
 #include <string>
 
@@ -142,6 +143,56 @@ TEST_F(PipelineParallelTraining, CheckpointOfTwoStagesResumesOnOneRank) {
   ASSERT_EQ(run_on_ranks(1, pp2, arguments), 0);
   expect_same_steps(single_rank_ / "run", pp2 / "run");
   expect_close_checkpoints(checkpoint_of(single_rank_, 10), one_rank_checkpoints / step_dir_name(10));
+}
+
+// Each rank writes only what it holds (the lowest pipeline rank holding a parameter, rank_share.h), by global name
+// and slice: a checkpoint of pp 2 x ep 2 (dp 2) under DualPipe passes hai-ckpt inspect --verify and export-hf, and
+// resumes at pp 4 under 1F1B (dp 1) and at ep 4 (dp 4, no pipeline), each continuing with the single-rank losses
+// and ending at its checkpoint.
+TEST_F(PipelineParallelTraining, CheckpointOfDualPipeWithExpertsResumesAtOtherLayouts) {
+  const std::filesystem::path& single_rank = single_rank_of_batch_8();
+  Layout saved{.ranks = 4, .pp = 2, .schedule = "dualpipe", .ep = 2, .global_batch = 8};
+  std::filesystem::path trained = train(saved, root_->path() / "reshard");
+  for (const std::string& command : {"inspect --verify " + checkpoint_of(trained, 10).string(),
+                                     "export-hf " + checkpoint_of(trained, 10).string() + " " +
+                                         (trained / "hf").string()}) {
+    std::string line = std::string(HAI_CKPT_BINARY) + " " + command + " >" + (trained / "ckpt.out").string() + " 2>&1";
+    EXPECT_EQ(std::system(line.c_str()), 0) << command;
+  }
+  for (const Layout& resumed : {Layout{.ranks = 4, .pp = 4, .schedule = "1f1b", .global_batch = 8},
+                                Layout{.ranks = 4, .pp = 1, .ep = 4, .global_batch = 8}}) {
+    SCOPED_TRACE(resumed.name());
+    std::filesystem::path dir = root_->path() / "reshard" / ("to_" + resumed.name());
+    std::filesystem::copy(trained, dir, std::filesystem::copy_options::recursive);
+    std::filesystem::path checkpoints = dir / "resumed_checkpoints";
+    std::string arguments = resumed.arguments() + " --set checkpoint.resume=" + checkpoint_of(dir, 5).string() +
+                            " --set checkpoint.dir=" + checkpoints.string();
+    ASSERT_EQ(run_on_ranks(resumed.ranks, dir, arguments), 0);
+    expect_same_steps(single_rank / "run", dir / "run");
+    expect_close_checkpoints(checkpoint_of(single_rank, 10), checkpoints / step_dir_name(10), 1e-4);
+  }
+}
+
+// Evaluation at pp 4 under 1F1B and at pp 2 under DualPipeV (each stage on the lowest pipeline rank holding it, the
+// hidden states passed on) scores the single-rank run's checkpoint as one rank does.
+TEST_F(PipelineParallelTraining, EvalOnlyOfPipelinedRanksMatchesOneRank) {
+  auto eval_loss = [&](const Layout& layout) {
+    std::filesystem::path dir = root_->path() / ("eval_" + layout.name());
+    std::filesystem::create_directories(dir);
+    testing::write_tiny_config(dir);
+    std::string arguments = layout.arguments() + " --eval-only --set data.valid_fraction=0.25 --set " +
+                            "checkpoint.resume=" + checkpoint_of(single_rank_, 10).string();
+    EXPECT_EQ(run_on_ranks(layout.ranks, dir, arguments), 0);
+    std::vector<char> out = testing::read_bytes((dir / "hai-train.out").string());
+    std::string text(out.begin(), out.end());
+    return nlohmann::json::parse(text.substr(text.rfind('{')))["eval_loss"].get<double>();
+  };
+  double one_rank = eval_loss(Layout{});
+  EXPECT_GT(one_rank, 0.0);
+  for (const Layout& layout : {Layout{.ranks = 4, .pp = 4, .schedule = "1f1b"},
+                               Layout{.ranks = 2, .pp = 2, .schedule = "dualpipev"}}) {
+    EXPECT_NEAR(eval_loss(layout), one_rank, 1e-6 * one_rank) << layout.name();
+  }
 }
 
 // hai-train --profile-steps at pp 2 under DualPipe: the engine marks every instruction of rank 0's program, and
