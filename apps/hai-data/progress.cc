@@ -17,8 +17,8 @@ void ProgressDisplay::update(const TextDatasetProgress& progress) {
   double seconds = std::chrono::duration<double>(now - start_).count();
   double fraction = progress.input_bytes > 0 ? static_cast<double>(progress.bytes_done) / progress.input_bytes : 1.0;
   double megabytes = static_cast<double>(progress.bytes_done) / 1e6;
-  std::string numbers = fmt::format("{:5.1f}% {:.1f}/{:.1f} MB, {:.1f} MB/s, {} documents, {} tokens",
-                                    100.0 * fraction, megabytes, static_cast<double>(progress.input_bytes) / 1e6,
+  std::string numbers = fmt::format("{:5.1f}% {:.1f}/{:.1f} MB, {:.1f} MB/s, {} documents, {} tokens", 100.0 * fraction,
+                                    megabytes, static_cast<double>(progress.input_bytes) / 1e6,
                                     seconds > 0 ? megabytes / seconds : 0.0, progress.documents, progress.tokens);
   if (terminal_) {
     constexpr int kWidth = 30;

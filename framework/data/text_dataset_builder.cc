@@ -29,8 +29,8 @@ constexpr size_t kDocumentsPerTask = 8;
 
 struct Chunk {
   std::string bytes;
-  size_t file = 0;          // index into the input files
-  int64_t first_line = 1;   // line number of bytes[0] in its file
+  size_t file = 0;         // index into the input files
+  int64_t first_line = 1;  // line number of bytes[0] in its file
 };
 
 bool is_line_format(TextFormat format) { return format == TextFormat::lines || format == TextFormat::jsonl; }
@@ -128,8 +128,7 @@ std::string_view document_text(const Document& document, const Batch& batch, con
 std::vector<std::vector<int32_t>> encode_batch(const Batch& batch, const std::vector<fs::path>& files,
                                                const TextDatasetOptions& options,
                                                std::vector<std::unique_ptr<DocumentEncoder>>& encoders,
-                                               const std::function<void(int64_t)>& report_bytes,
-                                               int64_t& text_bytes) {
+                                               const std::function<void(int64_t)>& report_bytes, int64_t& text_bytes) {
   size_t count = batch.documents.size();
   std::vector<std::vector<int32_t>> tokens(count);
   std::atomic<size_t> next{0};
@@ -226,8 +225,9 @@ TextDatasetSummary build_text_dataset(const std::vector<std::string>& inputs, co
       }
     }
     int64_t bytes_before = progress.bytes_done;
-    std::vector<std::vector<int32_t>> tokens =
-        encode_batch(batch, files.files, options, encoders, [&](int64_t bytes_done) {
+    std::vector<std::vector<int32_t>> tokens = encode_batch(
+        batch, files.files, options, encoders,
+        [&](int64_t bytes_done) {
           progress.bytes_done = bytes_before + bytes_done;
           report(progress);
         },

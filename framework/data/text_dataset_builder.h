@@ -42,7 +42,9 @@ struct TextDatasetOptions {
   std::string json_key = "text";  // jsonl: the field holding the document
   int threads = 1;
   int64_t vocab_size = 257;  // picks the token dtype (token_dtype_for_vocab)
-  std::function<std::unique_ptr<DocumentEncoder>()> make_encoder = [] { return std::make_unique<ByteDocumentEncoder>(); };
+  std::function<std::unique_ptr<DocumentEncoder>()> make_encoder = [] {
+    return std::make_unique<ByteDocumentEncoder>();
+  };
   // Called on the calling thread about every `progress_interval_s` while encoding, and once at the end.
   std::function<void(const TextDatasetProgress&)> on_progress;
   double progress_interval_s = 0.5;

@@ -154,7 +154,8 @@ void BpeModel::merge_word(std::string_view word, std::vector<int32_t>& ids, BpeS
   auto push_candidate = [&](int32_t position) {
     int32_t next = symbols[static_cast<size_t>(position)].next;
     if (next < 0) return;
-    auto found = merges_.find(pair_key(symbols[static_cast<size_t>(position)].id, symbols[static_cast<size_t>(next)].id));
+    auto found =
+        merges_.find(pair_key(symbols[static_cast<size_t>(position)].id, symbols[static_cast<size_t>(next)].id));
     if (found == merges_.end()) return;
     heap.push_back({found->second.rank, position, found->second.merged_id});
     std::push_heap(heap.begin(), heap.end(), later);
@@ -176,7 +177,8 @@ void BpeModel::merge_word(std::string_view word, std::vector<int32_t>& ids, BpeS
     if (left.previous >= 0) push_candidate(left.previous);
     push_candidate(top.position);
   }
-  for (int32_t i = 0; i >= 0; i = symbols[static_cast<size_t>(i)].next) ids.push_back(symbols[static_cast<size_t>(i)].id);
+  for (int32_t i = 0; i >= 0; i = symbols[static_cast<size_t>(i)].next)
+    ids.push_back(symbols[static_cast<size_t>(i)].id);
 }
 
 }  // namespace hai

@@ -13,10 +13,9 @@ namespace {
 // ICU's normalizer for a Unicode normalization form (ICU owns it).
 const icu::Normalizer2& icu_normalizer(bool compatibility, bool compose) {
   UErrorCode status = U_ZERO_ERROR;
-  const icu::Normalizer2* normalizer = compatibility ? (compose ? icu::Normalizer2::getNFKCInstance(status)
-                                                                : icu::Normalizer2::getNFKDInstance(status))
-                                                     : (compose ? icu::Normalizer2::getNFCInstance(status)
-                                                                : icu::Normalizer2::getNFDInstance(status));
+  const icu::Normalizer2* normalizer =
+      compatibility ? (compose ? icu::Normalizer2::getNFKCInstance(status) : icu::Normalizer2::getNFKDInstance(status))
+                    : (compose ? icu::Normalizer2::getNFCInstance(status) : icu::Normalizer2::getNFDInstance(status));
   HAI_CHECK(U_SUCCESS(status) && normalizer, "ICU's normalizer is unavailable: {}", u_errorName(status));
   return *normalizer;
 }

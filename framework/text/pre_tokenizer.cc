@@ -20,8 +20,8 @@ SplitBehavior parse_behavior(const nlohmann::json& value, const std::string& fie
   if (name == "MergedWithPrevious") return SplitBehavior::merged_with_previous;
   if (name == "MergedWithNext") return SplitBehavior::merged_with_next;
   if (name == "Contiguous") return SplitBehavior::contiguous;
-  HAI_THROW("{}: unknown split behavior {} (Removed, Isolated, MergedWithPrevious, MergedWithNext, Contiguous)",
-            field, name);
+  HAI_THROW("{}: unknown split behavior {} (Removed, Isolated, MergedWithPrevious, MergedWithNext, Contiguous)", field,
+            name);
 }
 
 bool bool_field(const nlohmann::json& config, const char* key, bool fallback, const std::string& field) {
@@ -91,8 +91,7 @@ void PreTokenizer::add_steps(const nlohmann::json& config, const std::string& fi
 }
 
 void PreTokenizer::split(std::string_view text, PreTokenizerScratch& scratch) const {
-  HAI_CHECK(text.size() < (uint64_t{1} << 31), "a document of {} bytes is too long to tokenize (< 2 GiB)",
-            text.size());
+  HAI_CHECK(text.size() < (uint64_t{1} << 31), "a document of {} bytes is too long to tokenize (< 2 GiB)", text.size());
   scratch.arena.assign(text);
   scratch.pieces.clear();
   if (!text.empty()) scratch.pieces.push_back({0, static_cast<uint32_t>(text.size())});

@@ -49,7 +49,7 @@ class PreTokenizer {
 
  private:
   struct Step {
-    bool prefix_space = false;  // ByteLevel's add_prefix_space; otherwise a split by `regex`
+    bool prefix_space = false;        // ByteLevel's add_prefix_space; otherwise a split by `regex`
     std::vector<UnicodeRegex> regex;  // one, or none for a prefix-space step
     SplitBehavior behavior = SplitBehavior::isolated;
     bool invert = false;

@@ -32,8 +32,8 @@ std::vector<AddedToken> parse_added_tokens(const nlohmann::json& list, std::stri
   if (!list.is_array()) HAI_THROW("{}: added_tokens: expected an array", source);
   for (size_t i = 0; i < list.size(); ++i) {
     const nlohmann::json& entry = list[i];
-    if (!entry.is_object() || !entry.contains("content") || !entry["content"].is_string() ||
-        !entry.contains("id") || !entry["id"].is_number_integer() || entry["id"].get<int64_t>() < 0 ||
+    if (!entry.is_object() || !entry.contains("content") || !entry["content"].is_string() || !entry.contains("id") ||
+        !entry["id"].is_number_integer() || entry["id"].get<int64_t>() < 0 ||
         entry["id"].get<int64_t>() >= (int64_t{1} << 31)) {
       HAI_THROW("{}: added_tokens[{}]: expected {{\"id\": integer, \"content\": string, ...}}", source, i);
     }
@@ -85,8 +85,7 @@ std::optional<int32_t> Tokenizer::added_token_id(std::string_view content) const
 }
 
 void Tokenizer::encode(std::string_view text, std::vector<int32_t>& ids, TokenizerScratch& scratch) const {
-  HAI_CHECK(text.size() < (uint64_t{1} << 31), "a document of {} bytes is too long to tokenize (< 2 GiB)",
-            text.size());
+  HAI_CHECK(text.size() < (uint64_t{1} << 31), "a document of {} bytes is too long to tokenize (< 2 GiB)", text.size());
   scratch.sections.clear();
   raw_matcher_.split(text, 0, static_cast<uint32_t>(text.size()), scratch.sections);
   for (const TextSection& section : scratch.sections) {

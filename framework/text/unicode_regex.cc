@@ -78,7 +78,7 @@ std::string oniguruma_to_pcre2(std::string_view pattern) {
       in_class = true;
       if (next == '^') out.push_back(pattern[++i]);
       if (i + 1 < pattern.size() && pattern[i + 1] == ']') out.push_back(pattern[++i]);  // a literal ] first
-    } else if (in_class && c == '[' && next == ':') {  // a POSIX class [:name:]
+    } else if (in_class && c == '[' && next == ':') {                                    // a POSIX class [:name:]
       size_t close = pattern.find(":]", i + 2);
       if (close != std::string_view::npos) {
         out.append(pattern.substr(i + 1, close + 1 - i));

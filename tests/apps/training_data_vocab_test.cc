@@ -59,8 +59,10 @@ TEST(TrainingDataVocab, HaiTrainExitsWithAConfigErrorBeforeTraining) {
       "--config " + testing::write_tiny_config(dir.path()) + " --set data.source=indexed --set data.path=" + prefix,
       dir.path());
   EXPECT_EQ(result.exit_code, 2) << result.err;
-  EXPECT_EQ(testing::last_line(result.err), "config error: model.vocab_size: 257 is smaller than the vocabulary of the "
-                                            "tokenizer of data.path " + prefix + " (tiny-bpe: 300 ids)");
+  EXPECT_EQ(testing::last_line(result.err),
+            "config error: model.vocab_size: 257 is smaller than the vocabulary of the "
+            "tokenizer of data.path " +
+                prefix + " (tiny-bpe: 300 ids)");
   testing::write_text(prefix + ".json", "{}");
   result = testing::run_hai_train(
       "--config " + testing::write_tiny_config(dir.path()) + " --set data.source=indexed --set data.path=" + prefix,

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# hai-data --tokenizer against the JavaScript port of HF tokenizers (compare.js): for GPT-2, Llama-3 and
+# hai-data --tokenizer against the JavaScript port of HF tokenizers (compare.js): for GPT-2, Llama-3, Qwen2.5 and
 # DeepSeek-V3, corpus.jsonl (every script and whitespace oddity) and invalid_utf8.txt (bytes that are not UTF-8)
 # must give the same ids, document by document.
 # usage: tokenizer_reference_test.sh HAI_DATA REFERENCE_DIR WORK_DIR
@@ -10,7 +10,7 @@ hai_data=$1
 reference=$2
 work=$3
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-families=(gpt2 llama3 deepseek_v3)
+families=(gpt2 llama3 deepseek_v3 qwen2_5)
 
 skip() {
   if [[ "${CI:-}" == true ]]; then

@@ -32,7 +32,7 @@ TEST(BpeModel, AppliesMergesByRankWithStringAndPairMerges) {
 
 TEST(BpeModel, MergesTheLeftmostPairAmongEqualRanks) {
   BpeModel model(testing::tiny_tokenizer_json()["model"], "model");
-  EXPECT_EQ(encode_word(model, "aaa"), (std::vector<int32_t>{8, 0}));     // (aa) a
+  EXPECT_EQ(encode_word(model, "aaa"), (std::vector<int32_t>{8, 0}));  // (aa) a
   EXPECT_EQ(encode_word(model, "aaaaa"), (std::vector<int32_t>{8, 8, 0}));
   std::string long_word(1001, 'a');  // longer than the cache takes; the heap path all the same
   std::vector<int32_t> ids = encode_word(model, long_word);

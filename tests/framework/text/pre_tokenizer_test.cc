@@ -13,7 +13,8 @@ std::vector<std::string> pieces_of(const nlohmann::json& config, std::string_vie
   PreTokenizerScratch scratch;
   pre_tokenizer.split(text, scratch);
   std::vector<std::string> pieces;
-  for (const TextPiece& piece : scratch.pieces) pieces.push_back(scratch.arena.substr(piece.begin, piece.end - piece.begin));
+  for (const TextPiece& piece : scratch.pieces)
+    pieces.push_back(scratch.arena.substr(piece.begin, piece.end - piece.begin));
   return pieces;
 }
 
@@ -85,7 +86,8 @@ TEST(PreTokenizer, UnsupportedStepsAreErrorsNamingTheField) {
     PreTokenizer pre_tokenizer(sequence, "pre_tokenizer");
     FAIL() << "no error";
   } catch (const Error& error) {
-    EXPECT_NE(error.message().find("pre_tokenizer.pretokenizers[1].type: Metaspace is not supported"), std::string::npos)
+    EXPECT_NE(error.message().find("pre_tokenizer.pretokenizers[1].type: Metaspace is not supported"),
+              std::string::npos)
         << error.message();
   }
   EXPECT_THROW(PreTokenizer(split("Sideways"), "pre_tokenizer"), Error);

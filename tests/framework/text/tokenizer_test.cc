@@ -74,8 +74,7 @@ TEST(Tokenizer, UnsupportedPartsAreErrorsNamingTheField) {
   json["added_tokens"][1]["single_word"] = true;
   EXPECT_NE(error_of(json).find("added_tokens[1].single_word"), std::string::npos) << error_of(json);
   json = testing::tiny_tokenizer_json();
-  json["pre_tokenizer"] = {{"type", "Sequence"},
-                           {"pretokenizers", {{{"type", "ByteLevel"}}, {{"type", "Digits"}}}}};
+  json["pre_tokenizer"] = {{"type", "Sequence"}, {"pretokenizers", {{{"type", "ByteLevel"}}, {{"type", "Digits"}}}}};
   EXPECT_NE(error_of(json).find("ByteLevel must come last"), std::string::npos) << error_of(json);
 }
 

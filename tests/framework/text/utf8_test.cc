@@ -16,13 +16,15 @@ TEST(Utf8, ReplacesEachMaximalIllFormedSubpart) {
   std::vector<Case> cases = {
       {"plain ascii", "plain ascii", 0},
       {"caf\xC3\xA9 \xF0\x9F\x98\x80", "caf\xC3\xA9 \xF0\x9F\x98\x80", 0},
-      {"a\xFF" "b", "a" + r + "b", 1},
-      {"\xF0\x9F\x98", r, 1},                      // a truncated 4-byte sequence at the end: one
-      {"\xE2\x82x", r + "x", 1},                   // truncated before an ASCII byte
-      {"\xC0\xAF", r + r, 2},                      // an overlong lead is never valid: each byte
-      {"\xED\xA0\x80", r + r + r, 3},              // a UTF-16 surrogate: each byte
-      {"\xF4\x90\x80\x80", r + r + r + r, 4},      // beyond U+10FFFF
-      {"\x80\x80", r + r, 2},                      // lone continuation bytes
+      {"a\xFF"
+       "b",
+       "a" + r + "b", 1},
+      {"\xF0\x9F\x98", r, 1},                  // a truncated 4-byte sequence at the end: one
+      {"\xE2\x82x", r + "x", 1},               // truncated before an ASCII byte
+      {"\xC0\xAF", r + r, 2},                  // an overlong lead is never valid: each byte
+      {"\xED\xA0\x80", r + r + r, 3},          // a UTF-16 surrogate: each byte
+      {"\xF4\x90\x80\x80", r + r + r + r, 4},  // beyond U+10FFFF
+      {"\x80\x80", r + r, 2},                  // lone continuation bytes
       {"\xE0\xA0\x80\xE0\x80", "\xE0\xA0\x80" + r + r, 2},
   };
   for (const Case& c : cases) {
