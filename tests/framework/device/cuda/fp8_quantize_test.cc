@@ -1,6 +1,6 @@
 // The CUDA fp8 quantisation is bit for bit the CPU one: the same e4m3 bytes and the same scale bits, for every
 // tile layout, written plain or transposed, with exact and power-of-two scales, and for the 1x128 and transposed
-// 128x1 quantisations made in one pass; dequantisation too. A throughput case times that pass against the two.
+// 128x1 quantisations made in one pass; dequantisation too. (hai-bench --section fp8_quantize times that pass.)
 
 #include <gtest/gtest.h>
 
