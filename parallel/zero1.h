@@ -71,12 +71,12 @@ using GradientBucketOf = std::function<int(const ParameterSpec&)>;
 constexpr int kGradientsFinalAtEnd = -1;
 
 struct Zero1Options {
-  GradientBucketOf bucket_of;  // null: every parameter in kGradientsFinalAtEnd (one dense, one expert partition)
+  GradientBucketOf bucket_of = nullptr;  // null: every parameter in kGradientsFinalAtEnd (one dense, one expert partition)
   // Whether the model reads a parameter's fp32 value (not only its compute copy) between steps; null: every one.
   // A sharded partition none of whose parameters is read so, and without FP8 copies, all-gathers its 16-bit
   // compute copy instead of its fp32 values (zero1_partition.h): the other ranks' fp32 values of it go stale
   // until gather_master_values().
-  std::function<bool(const ParameterSpec&)> reads_fp32_value;
+  std::function<bool(const ParameterSpec&)> reads_fp32_value = nullptr;
   bool whole_values_every_step = false;  // all-gather fp32 values every step (an EMA of the values reads them)
   // Leave the in-place compute-copy gathers running after step(), for parameters_needed() to join (the caller's
   // model then calls it before it reads each bucket's weights: DeepseekV3Model::set_parameters_needed).
@@ -91,7 +91,7 @@ struct Zero1Options {
   // tells which parameters this rank counts in the norm: a parameter held by several pipeline ranks (a replica)
   // is counted by one of them (model/rank_share.h).
   Communicator* pipeline = nullptr;
-  std::function<bool(const ParameterSpec&)> counts_in_norm;
+  std::function<bool(const ParameterSpec&)> counts_in_norm = nullptr;
 };
 
 // A run of the gradient layout whose trainable parameters share a bucket.

@@ -37,7 +37,7 @@ std::shared_ptr<const IndexedDataset> open_dataset(const Config& config, const c
     check_token_ids(*dataset, config.model.vocab_size);
     return dataset;
   } catch (const Error& error) {
-    throw UserError(fmt::format("{} {}: {}{}", key, prefix, error.message(), relative_path_note(prefix)),
+    throw UserError(fmt::format("{}: {}{}", key, error.message(), relative_path_note(prefix)),
                     kExitInputError, fmt::format("{}:{}", error.file(), error.line()));
   }
 }
@@ -48,7 +48,7 @@ std::shared_ptr<const SampleSource> open_eval_path(const Config& config) {
   try {
     return make_packed_window_source(dataset, DataSplit::train, 0.0, config.train.seq_len);
   } catch (const Error& error) {
-    throw UserError(fmt::format("data.eval_path {}: {}", config.data.eval_path, error.message()), kExitInputError,
+    throw UserError(fmt::format("data.eval_path: {}: {}", config.data.eval_path, error.message()), kExitInputError,
                     fmt::format("{}:{}", error.file(), error.line()));
   }
 }

@@ -77,7 +77,9 @@ void check_layout(PipelineSchedule schedule, int64_t pp, int64_t ep) {
         EXPECT_EQ(held.box_offsets, std::vector<int64_t>(static_cast<size_t>(held.spec.shape.rank()), 0)) << name;
         int64_t expert = routed_expert_of(name);
         EXPECT_EQ(held.reduce_over, expert >= 0 ? ReplicaGroup::expert_data_parallel : ReplicaGroup::data_parallel);
-        if (expert >= 0) EXPECT_EQ(expert / experts_per_rank, ep_rank) << name;
+        if (expert >= 0) {
+          EXPECT_EQ(expert / experts_per_rank, ep_rank) << name;
+        }
         int64_t layer = layer_of(name);
         if (layer >= 0) held_layers.insert(layer);
         embedding |= name == "model.embed_tokens.weight";

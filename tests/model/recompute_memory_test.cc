@@ -101,7 +101,9 @@ void check_plan_against_measurement(Config config, const char* shape) {
       EXPECT_NEAR(planned, static_cast<double>(measured), 0.1 * static_cast<double>(measured))
           << shape << " " << to_string(config.precision.mode) << (moe ? " moe " : " dense ") << to_string(mode);
       if (mode == RecomputeMode::none) none = measured;
-      if (mode != RecomputeMode::none) EXPECT_LT(measured, none);
+      if (mode != RecomputeMode::none) {
+        EXPECT_LT(measured, none);
+      }
     }
   }
 }

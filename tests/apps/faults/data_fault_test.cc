@@ -30,7 +30,7 @@ TEST(DataFaultTest, AnOutOfVocabularyIdFailsTheStartNamingFileDocumentAndOffset)
   try {
     Trainer trainer(config);
     ADD_FAILURE() << "opened a dataset holding id 300 for vocab_size 257";
-  } catch (const Error& error) {
+  } catch (const std::exception& error) {  // the user's error (UserError), naming data.path
     std::string message = error.what();
     EXPECT_NE(message.find(dir.file("data.bin")), std::string::npos) << message;
     EXPECT_NE(message.find("document 399, token 17"), std::string::npos) << message;

@@ -38,8 +38,8 @@ TEST(EvalFaultTest, AMissingEvalPathFailsAtStartUpNamingTheKey) {
   TempDirectory dir;
   ProcessResult result = run_shell(
       hai_train_command(dir.path(), {"train.steps=2", "data.eval_path=" + dir.file("missing")}), dir.path());
-  EXPECT_EQ(result.exit_code, 1);
-  EXPECT_NE(result.err.find("data.eval_path " + dir.file("missing")), std::string::npos) << result.err;
+  EXPECT_EQ(result.exit_code, 3) << result.err;  // kExitInputError
+  EXPECT_NE(result.err.find("data.eval_path: " + dir.file("missing")), std::string::npos) << result.err;
   EXPECT_FALSE(std::filesystem::exists(dir.path() / "run" / "metrics.jsonl"));  // before the first step
 }
 
@@ -48,7 +48,7 @@ TEST(EvalFaultTest, AnEvalPathTooShortForOneWindowFailsAtStartUp) {
   testing::write_token_dataset(dir.file("short"), 1, 8, 257);
   ProcessResult result = run_shell(
       hai_train_command(dir.path(), {"train.steps=2", "data.eval_path=" + dir.file("short")}), dir.path());
-  EXPECT_EQ(result.exit_code, 1);
+  EXPECT_EQ(result.exit_code, 3) << result.err;  // kExitInputError
   EXPECT_NE(result.err.find("data.eval_path"), std::string::npos) << result.err;
   EXPECT_NE(result.err.find("too few"), std::string::npos) << result.err;
 }
