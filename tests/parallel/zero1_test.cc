@@ -209,9 +209,10 @@ TEST(Zero1, UpdatesUnderTheForwardEqualUpdatesWithinTheStep) {
     store->refresh_compute_copy();
   }
   SingleRankCommunicator group;
-  Zero1Optimizer within(within_store, config, group, group, {.bucket_of = forward_bucket});
+  Zero1Optimizer within(within_store, config, group, group,
+                        {.bucket_of = forward_bucket, .reads_fp32_value = nullptr});
   Zero1Optimizer beside(beside_store, config, group, group,
-                        {.bucket_of = forward_bucket, .update_under_forward = true});
+                        {.bucket_of = forward_bucket, .reads_fp32_value = nullptr, .update_under_forward = true});
   for (int64_t step = 1; step <= 3; ++step) {
     for (ParameterStore* store : {&within_store, &beside_store}) testing::fill_rank_grads(*store, 0, step);
     within.reduce_gradients({.max_norm = 1.0});
