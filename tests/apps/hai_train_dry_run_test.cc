@@ -90,6 +90,13 @@ TEST(HaiTrainDryRunTest, PipelineRanksPlanTheirOwnStages) {
   EXPECT_TRUE(even["fits"].get<bool>());
   EXPECT_EQ(even["device_memory_gib"].get<double>(), 80.0);
   EXPECT_FALSE(dry_run(pp2 + " --device-memory-gib 0.0001")["fits"].get<bool>());
+  // runtime.device_memory_gib is the default the flag overrides.
+  nlohmann::json small = dry_run(pp2 + " --set runtime.device_memory_gib=1");
+  EXPECT_EQ(small["device_memory_gib"].get<double>(), 1.0);
+  EXPECT_EQ(small["fits"].get<bool>(),
+            small["memory_per_rank"]["total"].get<double>() <= 1024.0 * 1024.0 * 1024.0);
+  EXPECT_EQ(dry_run(pp2 + " --set runtime.device_memory_gib=1 --device-memory-gib 2")["device_memory_gib"].get<double>(),
+            2.0);
 }
 
 // fp8 keeps the bf16 compute copy of every parameter but the routed experts' (fp8_only), adds the FP8 copies
