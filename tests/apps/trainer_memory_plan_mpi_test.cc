@@ -21,16 +21,21 @@ namespace {
 
 using testing::TempDirectory;
 
+// The tiny config of 4 layers, one sequence per micro-batch, 8 per step, under `layout`, for `ranks` ranks.
+Config layout_config(const TempDirectory& dir, const std::vector<std::string>& layout, int ranks) {
+  testing::write_tiny_config(dir.path());
+  std::vector<std::string> overrides = {"model.num_layers=4", "train.micro_batch_size=1", "train.global_batch_size=8",
+                                        "train.steps=2", "checkpoint.save=false"};
+  overrides.insert(overrides.end(), layout.begin(), layout.end());
+  return load_config((dir.path() / "tiny.yaml").string(), overrides, ranks);
+}
+
 class TrainerMemoryPlan : public testing::World {
  protected:
   void check_layout(const std::vector<std::string>& layout) {
     SCOPED_TRACE(::testing::PrintToString(layout));
     TempDirectory dir;
-    testing::write_tiny_config(dir.path());
-    std::vector<std::string> overrides = {"model.num_layers=4", "train.micro_batch_size=1",
-                                          "train.global_batch_size=8"};
-    overrides.insert(overrides.end(), layout.begin(), layout.end());
-    Config config = load_config((dir.path() / "tiny.yaml").string(), overrides, size());
+    Config config = layout_config(dir, layout, size());
     Trainer trainer(config, *world_);
     std::vector<PipelineRankMemory> plan = estimate_pipeline_memory(config);
     int pipeline_rank = rank() / static_cast<int>(config.parallel.dp.value());  // rank = dp + dp x pp (tp 1)
@@ -71,11 +76,7 @@ class TrainerPeakMemory : public testing::World {
   void check_layout(const std::vector<std::string>& layout) {
     SCOPED_TRACE(::testing::PrintToString(layout));
     TempDirectory dir;
-    testing::write_tiny_config(dir.path());
-    std::vector<std::string> overrides = {"model.num_layers=4", "train.micro_batch_size=1",
-                                          "train.global_batch_size=8", "train.steps=2", "checkpoint.save=false"};
-    overrides.insert(overrides.end(), layout.begin(), layout.end());
-    Config config = load_config((dir.path() / "tiny.yaml").string(), overrides, size());
+    Config config = layout_config(dir, layout, size());
     std::vector<PipelineRankMemory> plan = estimate_pipeline_memory(config);
     int pipeline_rank = rank() / static_cast<int>(config.parallel.dp.value());
     const RankMemory& mine = plan.at(static_cast<size_t>(pipeline_rank)).memory;
