@@ -8,6 +8,8 @@
 #include "model/pipeline_stage.h"
 #include "model/rank_share.h"
 #include "parallel/pipeline/placement.h"
+#include "parallel/pipeline/schedule.h"
+#include "parallel/pipeline/simulator.h"
 
 namespace hai {
 namespace {
@@ -171,14 +173,10 @@ double recomputed_bytes_per_token(const Config& config) {
   return layer_saved_bytes_per_token(without, true) - layer_saved_bytes_per_token(config, true);
 }
 
-int64_t live_micro_batches(const ParallelConfig& p) {
-  if (p.pp == 1) return 1;
-  return p.schedule == PipelineSchedule::one_f_one_b ? p.pp : p.pp + 1;
-}
-
-// The memory of a rank holding `share` and running `held` stages.
+// The memory of a rank holding `share`, running `held` stages and holding `live` of their micro-batch activations
+// at once.
 RankMemory rank_memory(const Config& config, const std::vector<HeldParameter>& share,
-                       const std::vector<StageLayers>& held) {
+                       const std::vector<StageLayers>& held, int64_t live) {
   const ParallelConfig& p = config.parallel;
   const ModelConfig& m = config.model;
   int64_t dp = p.dp.value();
@@ -203,16 +201,36 @@ RankMemory rank_memory(const Config& config, const std::vector<HeldParameter>& s
                                          static_cast<double>(p.tp));
   bool last = std::ranges::any_of(held, [](const StageLayers& stage) { return stage.last; });
   int64_t logits = last ? std::min(tokens, head_chunk_tokens(m)) * m.vocab_size * 4 / p.tp : 0;  // one chunk, fp32
-  memory.activations = live_micro_batches(p) * stage_share + recomputed + logits;
+  memory.activations = live * stage_share + recomputed + logits;
   return memory;
 }
 
 }  // namespace
 
+namespace {
+
+PipelineShape pipeline_shape(const ParallelConfig& p) {
+  return {.schedule = p.schedule, .ranks = static_cast<int>(p.pp),
+          .micro_batches = static_cast<int>(p.micro_batches.value())};
+}
+
+}  // namespace
+
+std::vector<int64_t> live_micro_batches(const Config& config) {
+  PipelineShape shape = pipeline_shape(config.parallel);
+  if (shape.ranks == 1) return {1};
+  std::vector<int64_t> live;
+  for (const RankSimulation& rank : simulate(build_schedule(shape), StepCosts{}).ranks) {
+    live.push_back(rank.peak_activations);
+  }
+  return live;
+}
+
 std::vector<PipelineRankMemory> estimate_pipeline_memory(const Config& config) {
   const ParallelConfig& p = config.parallel;
-  PipelineShape shape{.schedule = p.schedule, .ranks = static_cast<int>(p.pp), .micro_batches = 1};
+  PipelineShape shape = pipeline_shape(p);
   std::vector<StageLayers> stages = pipeline_stages(config.model, stage_count(shape), p.stage_layers);
+  std::vector<int64_t> live = live_micro_batches(config);
   std::vector<PipelineRankMemory> ranks;
   for (int rank = 0; rank < shape.ranks; ++rank) {
     PipelineRankMemory entry;
@@ -231,7 +249,7 @@ std::vector<PipelineRankMemory> estimate_pipeline_memory(const Config& config) {
     // NOTE: the ranks of one pipeline rank hold equal amounts (EP ranks equal shares of the experts): EP rank 0's.
     std::vector<HeldParameter> share = rank_share(config.model, p, {.dp = 0, .pp = rank, .tp = 0});
     for (const HeldParameter& parameter : share) entry.parameters += parameter.box_extents.numel();
-    entry.memory = rank_memory(config, share, held);
+    entry.memory = rank_memory(config, share, held, live[static_cast<size_t>(rank)]);
     ranks.push_back(std::move(entry));
   }
   return ranks;

@@ -11,8 +11,8 @@
 //                transposed with their block scales)
 //   grads:       fp32 gradients of the rank's parameters
 //   optimizer:   ZeRO-1 shard of the two AdamW moments
-//   activations: what forward keeps for backward, for the micro-batches a schedule keeps alive (1 without a
-//                pipeline, pp under 1F1B, pp + 1 under DualPipe(V)) of the rank's stage that saves the most;
+//   activations: what forward keeps for backward, for the micro-batches the schedule keeps alive on this pipeline
+//                rank at its peak (live_micro_batches) of the rank's stage that saves the most;
 //                counted per layer from the tensors the layers save under train.recompute, in the dtypes the
 //                precision keeps them in (layer_saved_bytes_per_token), plus one chunk of the output head's fp32
 //                logits (output_head.h)
@@ -48,6 +48,11 @@ struct PipelineRankMemory {
   RankMemory memory;
 };
 
+// The most (stage, micro-batch) activations each pipeline rank holds at once, by pipeline rank, as the schedule
+// simulator counts them (parallel/pipeline/simulator.h) for the configured schedule and micro-batches: under 1F1B
+// rank r holds pp - r, under DualPipe pp + 1, under DualPipeV (2 pp stages of half the layers) 2 pp + 1; {1} without
+// a pipeline. config must have micro_batches resolved.
+std::vector<int64_t> live_micro_batches(const Config& config);
 // Every pipeline rank's memory, by pipeline rank. config must have dp and micro_batches resolved.
 std::vector<PipelineRankMemory> estimate_pipeline_memory(const Config& config);
 // The largest of them (by total): what every rank must have.

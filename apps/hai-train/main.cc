@@ -58,7 +58,7 @@ struct Options {
   bool eval_only = false;
   int64_t profile_steps = 0;  // 0: train
   int world_size = 0;  // 0: the launcher's
-  double device_memory_gib = 80.0;  // --dry-run's fits verdict
+  double device_memory_gib = 0;  // --dry-run's fits verdict; 0: runtime.device_memory_gib
   std::string command_line;  // for the run directory's records
 };
 
@@ -79,7 +79,8 @@ void add_options(CLI::App& app, Options& options) {
   app.add_option("--world-size", options.world_size,
                  "with --dry-run or --schedule-only: plan for this many ranks instead of the launched ones");
   app.add_option("--device-memory-gib", options.device_memory_gib,
-                 "with --dry-run: the GiB of one device that its fits verdict plans against (default 80)")
+                 "with --dry-run: the GiB of one device that its fits verdict plans against (default: "
+                 "runtime.device_memory_gib, 80)")
       ->check(CLI::PositiveNumber);
   dry_run->excludes(schedule_only)->excludes(eval_only)->excludes(profile_steps);
   schedule_only->excludes(eval_only)->excludes(profile_steps);
@@ -280,7 +281,8 @@ int main(int argc, char** argv) {
     }
     if (options.dry_run) {
       if (launch.rank == 0) {
-        std::cout << dry_run_report(config, world_size, options.device_memory_gib).dump() << std::endl;
+        double gib = options.device_memory_gib > 0 ? options.device_memory_gib : config.runtime.device_memory_gib;
+        std::cout << dry_run_report(config, world_size, gib).dump() << std::endl;
       }
       return 0;
     }

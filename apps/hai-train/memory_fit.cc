@@ -36,12 +36,17 @@ uint64_t host_capacity() {
 const Config& plan_that_fits(const Config& config, Device device) {
   int64_t planned = estimate_rank_memory(config).total();
   uint64_t capacity = device.is_cuda() ? device_total_memory(device) : host_capacity();
+  auto budget = static_cast<uint64_t>(config.runtime.device_memory_gib * kGib);
+  bool by_budget = device.is_cuda() && budget < capacity;  // a GPU is held to runtime.device_memory_gib
+  if (by_budget) capacity = budget;
   if (planned >= 0 && static_cast<uint64_t>(planned) <= capacity) return config;
-  throw ConfigError("memory", fmt::format("the plan needs {:.2f} GiB per rank (hai-train --dry-run), but {} has "
-                                          "{:.2f} GiB: make the model or micro_batch_size smaller, or use more ranks",
-                                          static_cast<double>(planned) / kGib,
-                                          device.is_cuda() ? to_string(device) : std::string("the host"),
-                                          static_cast<double>(capacity) / kGib));
+  std::string holder = by_budget ? "runtime.device_memory_gib allows"
+                       : device.is_cuda() ? to_string(device) + " has"
+                                          : std::string("the host has");
+  throw ConfigError("memory",
+                    fmt::format("the plan needs {:.2f} GiB per rank (hai-train --dry-run), but {} {:.2f} GiB: make "
+                                "the model or micro_batch_size smaller, or use more ranks",
+                                static_cast<double>(planned) / kGib, holder, static_cast<double>(capacity) / kGib));
 }
 
 }  // namespace hai

@@ -180,6 +180,7 @@ struct RuntimeConfig {
   RuntimeDevice device = RuntimeDevice::automatic;
   bool deterministic = false;
   std::int64_t collective_timeout_s = 600;
+  double device_memory_gib = 80.0;  // one GPU's memory the plan must fit (memory_estimate.h)
   std::vector<std::string> stop_signals = {"SIGTERM", "SIGINT", "SIGUSR1"};  // graceful stop (stop_signal.h)
   bool operator==(const RuntimeConfig&) const = default;
 };

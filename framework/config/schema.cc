@@ -184,6 +184,10 @@ std::vector<ConfigKey> io_and_runtime_keys() {
       HAI_CONFIG_KEY(runtime.deterministic, "forbid non-deterministic GPU kernels (atomics in reductions)"),
       HAI_CONFIG_KEY(runtime.collective_timeout_s, "abort every rank when a collective hangs this long",
                      in_range<I>(1, I{1} << 24)),
+      HAI_CONFIG_KEY(runtime.device_memory_gib,
+                     "GiB of one GPU the memory plan must fit: --dry-run's fits verdict, and on a GPU a start-up check "
+                     "(a larger plan is a config error before anything is allocated)",
+                     in_range(1.0, 1.0e6)),
       HAI_CONFIG_KEY(runtime.stop_signals,
                      "signals that stop training gracefully: every rank finishes the step, a checkpoint is saved, exit "
                      "code 5 (docs/reliability.md); a second signal aborts at once",

@@ -90,18 +90,24 @@ TEST(HaiTrainDryRunTest, PipelineRanksPlanTheirOwnStages) {
   EXPECT_TRUE(even["fits"].get<bool>());
   EXPECT_EQ(even["device_memory_gib"].get<double>(), 80.0);
   EXPECT_FALSE(dry_run(pp2 + " --device-memory-gib 0.0001")["fits"].get<bool>());
+  // runtime.device_memory_gib is the default the flag overrides.
+  nlohmann::json small = dry_run(pp2 + " --set runtime.device_memory_gib=1");
+  EXPECT_EQ(small["device_memory_gib"].get<double>(), 1.0);
+  EXPECT_EQ(small["fits"].get<bool>(),
+            small["memory_per_rank"]["total"].get<double>() <= 1024.0 * 1024.0 * 1024.0);
+  nlohmann::json flag = dry_run(pp2 + " --set runtime.device_memory_gib=1 --device-memory-gib 2");
+  EXPECT_EQ(flag["device_memory_gib"].get<double>(), 2.0);
 }
 
-// fp8 keeps the bf16 compute copy of every parameter but the routed experts' (fp8_only) and adds the FP8 copies
-// (stored and transposed) of the FP8 GEMMs' weights (its activations differ: the FP8 GEMMs' inputs are kept as
-// their FP8 copies, model/memory_estimate.cc). The routed experts'
+// fp8 keeps the bf16 compute copy of every parameter but the routed experts' (fp8_only), adds the FP8 copies
+// (stored and transposed) of the FP8 GEMMs' weights. The routed experts'
 // two e4m3 copies take the bytes of the bf16 copy they replace (plus block scales), so fp8 plans about as much
 // parameter memory as bf16 plus the dense FP8 weights' copies.
 TEST(HaiTrainDryRunTest, Fp8PlansTheFp8CopiesAndNoBf16CopyOfTheRoutedExperts) {
   std::string config = "--config " + shipped_config("bench_moe_1p7b.yaml");
   nlohmann::json bf16 = dry_run(config + " --set precision.mode=bf16");
   nlohmann::json fp8 = dry_run(config + " --set precision.mode=fp8");
-  for (const char* same : {"grads", "optimizer"}) {
+  for (const char* same : {"grads", "optimizer"}) {  // activations: FP8 caches its own (recompute_memory_test.cc)
     EXPECT_EQ(fp8["memory_per_rank"][same], bf16["memory_per_rank"][same]) << same;
   }
   // The extra parameter bytes: the two e4m3 copies of every fp8_gemm weight (1 byte per element each) and their
