@@ -34,6 +34,7 @@ int StepGuard::agree(Communicator& world, int64_t step) {
   if (queued_) {
     OwnedTensor bits = host_copy(squared_norm_);  // [1] i64
     finite = std::isfinite(std::bit_cast<double>(bits.tensor().data<int64_t>()[0]));
+    queued_ = false;
   }
   OwnedTensor mine(Shape{2}, DType::i64);                // [finite, signal]
   OwnedTensor all(Shape{world.size(), 2}, DType::i64);  // [ranks, 2]

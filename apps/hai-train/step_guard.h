@@ -1,10 +1,11 @@
 #pragma once
 // StepGuard: what the ranks check, and agree on, at every step boundary (docs/reliability.md):
 //   - the weights: the squared norm of the fp32 master values (framework/device/grad_norm.h, in double: non-finite
-//     exactly when some value is), queued on the device after a step's forward and backward, when the previous
-//     step's update (which may run under the forward, parallel/zero1.h) has ended, and read back with the step's
-//     losses: no host wait inside the step. A non-finite value on any rank ends the run with an error naming the
-//     update that made it, before any later checkpoint (a checkpoint also checks its own values when it is saved);
+//     exactly when some value is), queued after a step whose gradients were not finite (weights that are not
+//     finite make every step that reads them skip; a step that skips updates nothing, so the values are the last
+//     update's) and read at that step's boundary: a finite step pays nothing. A non-finite value on any rank ends
+//     the run with an error naming the update that made it, before any later checkpoint (a checkpoint also checks
+//     its own values when it is saved, which catches a weight no step reads);
 //   - consecutive skipped steps (non-finite gradients) against train.max_skipped_steps: too many end the run;
 //   - a stop signal (runtime.stop_signals, framework/core/stop_signal.h) on any rank: every rank stops after the
 //     same step.

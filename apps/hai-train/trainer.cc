@@ -198,7 +198,6 @@ void Trainer::train_step() {
   std::vector<CountedTokens> counted =
       run_micro_batches(static_cast<float>(loss_scale) / static_cast<float>(micro_batches));
   optimizer_.join_step();  // NOTE: free here: the forward has waited for every bucket's update already
-  guard_.queue_value_check();  // the values of the last update, read at this step's boundary
   record_memory_point(profiler_.get(), "after_backward", "step");
   mark_phase(profiler_.get(), "step.expert_load_all_reduce");
   reduce_expert_load();
@@ -224,6 +223,7 @@ void Trainer::train_step() {
   if (loss_scaler_) loss_scaler_->update(!skipped);
   guard_.count_step(step_, skipped);
   if (skipped) {
+    guard_.queue_value_check();  // NOTE: only here: weights that are not finite make every later step skip
     spdlog::warn("step {}: the gradients are not finite (norm {}); the update is skipped", step_, grad_norm);
     if (loss_scaler_) spdlog::warn("step {}: loss scale {} -> {}", step_, loss_scale, loss_scaler_->scale());
   }

@@ -106,7 +106,8 @@ void Trainer::save_checkpoint() {
   std::vector<Tensor> saved_values = {store_.values()};
   if (ema_) saved_values.push_back(ema_->values());
   if (!std::isfinite(grad_norm_squared(saved_values))) {
-    HAI_THROW("step {}: the weights are not finite (inf or NaN): the checkpoint is not saved, and the run stops: "
+    HAI_THROW("step {}: the training diverged: the weights are not finite (inf or NaN): the checkpoint is not saved, "
+              "and the run stops: "
               "resume from the last checkpoint with a smaller optimizer.lr", step_);
   }
   CheckpointWriter writer(config_.checkpoint.dir, step_, world_.rank());
