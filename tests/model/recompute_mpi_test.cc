@@ -19,6 +19,7 @@
 #include "model/deepseek_v3_model.h"
 #include "model/expert_parallel_parameters.h"
 #include "model/parameters.h"
+#include "tests/model/recompute_cases.h"
 #include "model/pipeline_model.h"
 #include "parallel/pipeline/schedule.h"
 #include "parallel/topology.h"
@@ -28,11 +29,7 @@
 namespace hai {
 namespace {
 
-// Both undefined (a parameter without a gradient), or the same bytes.
-bool same_bits(const Tensor& expected, const Tensor& actual) {
-  if (expected.raw() == nullptr || actual.raw() == nullptr) return expected.raw() == actual.raw();
-  return expected.bytes() == actual.bytes() && std::memcmp(expected.raw(), actual.raw(), expected.bytes()) == 0;
-}
+using testing::same_bits;
 
 std::unique_ptr<ParameterStore> make_store(std::vector<ParameterSpec> specs, PrecisionMode precision) {
   auto store = std::make_unique<ParameterStore>(std::move(specs), Device::cpu(),
@@ -56,16 +53,7 @@ void expect_same_gradients(const ParameterStore& expected, const ParameterStore&
   }
 }
 
-struct Case {
-  PrecisionMode precision;
-  RecomputeMode recompute;
-};
-
-std::string case_name(const ::testing::TestParamInfo<Case>& info) {
-  return std::string(to_string(info.param.precision)) + "_" + std::string(to_string(info.param.recompute));
-}
-
-class RecomputeWorld : public testing::World, public ::testing::WithParamInterface<Case> {
+class RecomputeWorld : public testing::World, public ::testing::WithParamInterface<testing::RecomputeCase> {
  protected:
   // Trains one step with and without recomputation on pp 2 ranks under `pipeline_schedule`; expects the same bits.
   void expect_pipeline_bits_of_none(PipelineSchedule pipeline_schedule);
@@ -162,14 +150,7 @@ void RecomputeWorld::expect_pipeline_bits_of_none(PipelineSchedule pipeline_sche
   EXPECT_TRUE(same_bits(expected.load, actual.load));
 }
 
-INSTANTIATE_TEST_SUITE_P(Modes, RecomputeWorld,
-                         ::testing::Values(Case{PrecisionMode::fp32, RecomputeMode::selective},
-                                           Case{PrecisionMode::fp32, RecomputeMode::full},
-                                           Case{PrecisionMode::bf16, RecomputeMode::selective},
-                                           Case{PrecisionMode::bf16, RecomputeMode::full},
-                                           Case{PrecisionMode::fp8, RecomputeMode::selective},
-                                           Case{PrecisionMode::fp8, RecomputeMode::full}),
-                         case_name);
+INSTANTIATE_TEST_SUITE_P(Modes, RecomputeWorld, testing::recompute_cases(), testing::recompute_case_name);
 
 }  // namespace
 }  // namespace hai

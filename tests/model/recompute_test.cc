@@ -14,16 +14,13 @@
 #include "framework/core/rng.h"
 #include "model/deepseek_v3_model.h"
 #include "model/parameters.h"
+#include "tests/model/recompute_cases.h"
 #include "tests/model/model_test_inputs.h"
 
 namespace hai {
 namespace {
 
-// Both undefined (a parameter without a gradient), or the same bytes.
-bool same_bits(const Tensor& expected, const Tensor& actual) {
-  if (expected.raw() == nullptr || actual.raw() == nullptr) return expected.raw() == actual.raw();
-  return expected.bytes() == actual.bytes() && std::memcmp(expected.raw(), actual.raw(), expected.bytes()) == 0;
-}
+using testing::same_bits;
 
 struct Trained {
   std::unique_ptr<ParameterStore> store;
@@ -62,16 +59,7 @@ std::vector<OwnedTensor> train(Trained& run, const ModelConfig& config) {
   return losses;
 }
 
-struct Case {
-  PrecisionMode precision;
-  RecomputeMode recompute;
-};
-
-std::string case_name(const ::testing::TestParamInfo<Case>& info) {
-  return std::string(to_string(info.param.precision)) + "_" + std::string(to_string(info.param.recompute));
-}
-
-class Recompute : public ::testing::TestWithParam<Case> {};
+class Recompute : public ::testing::TestWithParam<testing::RecomputeCase> {};
 
 TEST_P(Recompute, LossesGradientsAndLoadAreTheBitsOfNone) {
   ModelConfig config = testing::tiny_test_model(3);
@@ -88,14 +76,7 @@ TEST_P(Recompute, LossesGradientsAndLoadAreTheBitsOfNone) {
   EXPECT_TRUE(same_bits(reference.model->expert_load(), recomputed.model->expert_load()));
 }
 
-INSTANTIATE_TEST_SUITE_P(Modes, Recompute,
-                         ::testing::Values(Case{PrecisionMode::fp32, RecomputeMode::selective},
-                                           Case{PrecisionMode::fp32, RecomputeMode::full},
-                                           Case{PrecisionMode::bf16, RecomputeMode::selective},
-                                           Case{PrecisionMode::bf16, RecomputeMode::full},
-                                           Case{PrecisionMode::fp8, RecomputeMode::selective},
-                                           Case{PrecisionMode::fp8, RecomputeMode::full}),
-                         case_name);
+INSTANTIATE_TEST_SUITE_P(Modes, Recompute, testing::recompute_cases(), testing::recompute_case_name);
 
 }  // namespace
 }  // namespace hai
