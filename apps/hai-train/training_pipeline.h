@@ -3,10 +3,11 @@
 // of the configured schedule (parallel.schedule, parallel/pipeline/) through the pipeline engine over the pipeline
 // group. Without pipeline parallelism (parallel.pp 1) the rank holds the one stage that is the whole model, run
 // by the one-rank schedule (F, B and W of each micro-batch in turn, whatever parallel.schedule says), with no
-// message and nothing summed over the pipeline: training, evaluation and profiling take the same path at every pp. The rank's store holds only its stages' parameters (model/rank_share.h); after
-// the schedule the gradients of the parameters held by several pipeline ranks are summed over exactly those ranks
-// (parallel/pipeline_replicas.h), and the step's loss sums and expert load (small) over the whole group, so every
-// rank has every MoE layer's load for the metrics and the routing biases of its own layers.
+// message and nothing summed over the pipeline: training, evaluation and profiling take the same path at every
+// pp. The rank's store holds only its stages' parameters (model/rank_share.h); after the schedule the gradients of
+// the parameters held by several pipeline ranks are summed over exactly those ranks (parallel/pipeline_replicas.h),
+// and the step's loss sums and expert load (small) over the whole group, so every rank has every MoE layer's load
+// for the metrics and the routing biases of its own layers.
 
 #include <vector>
 
@@ -28,8 +29,8 @@ namespace hai {
 class TrainingPipeline {
  public:
   // pipeline: the pipeline group (topology.h), parallel.pp ranks (one at pp 1) ranked by pipeline rank; it and
-  // the store must outlive this. share: what this rank holds (rank_share.h), the store's parameters. experts: as DeepseekV3Model
-  // (null at ep = 1). Collective over the pipeline group.
+  // the store must outlive this. share: what this rank holds (rank_share.h), the store's parameters. experts: as
+  // DeepseekV3Model (null at ep = 1). Collective over the pipeline group.
   TrainingPipeline(const Config& config, ParameterStore& store, const std::vector<HeldParameter>& share,
                    Communicator& pipeline, ExpertExchange* experts);
 

@@ -33,12 +33,8 @@ struct Trained {
 };
 
 Trained train(const ModelConfig& config, PrecisionMode precision, bool interleaved) {
-  DType compute = precision == PrecisionMode::fp32 ? DType::f32 : DType::bf16;
   Trained run;
-  run.store = std::make_unique<ParameterStore>(deepseek_v3_parameters(config), Device::cpu(), compute,
-                                               Fp8WeightOptions{.enabled = precision == PrecisionMode::fp8});
-  run.store->initialize(5, 0.3);
-  run.store->refresh_compute_copy();
+  run.store = testing::precision_store(deepseek_v3_parameters(config), precision);
   ModelRopeTable rope(config, Device::cpu());
   std::vector<StageLayers> whole = pipeline_stages(config, 1, {});
   EXPECT_TRUE(whole.front().first && whole.front().last);
