@@ -1,8 +1,9 @@
 #pragma once
 // What ZeRO-1 (parallel/zero1.h) needs to know of the DeepSeek-V3 model's parameters: which values it reads in
-// fp32 (below), and its gradient buckets: the parameters whose gradients its backward pass finishes together. DeepseekV3Model::train_micro_batch announces each bucket (GradientsFinal) as soon as
-// nothing more of the micro-batch adds to its gradients, so that data parallelism can reduce them under the rest
-// of the backward. In the order the backward finishes them:
+// fp32 (below), and its gradient buckets: the parameters whose gradients its backward pass finishes together. The
+// whole-model stage's backward (PipelineStage::backward) announces each bucket (GradientsFinal) as soon as nothing
+// more of the micro-batch adds to its gradients, so that data parallelism can reduce them under the rest of the
+// backward. In the order the backward finishes them:
 //   kHeadBucket:        the final norm and the output head (the head's weight gradient is made in the forward,
 //                       chunk by chunk; the norm's at the start of the backward);
 //   kEmbeddingBucket:   the embedding, after the MTP modules' weight gradients (their embeddings' contributions)

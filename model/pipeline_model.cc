@@ -20,6 +20,15 @@ void PipelineModel::set_recompute(RecomputeMode mode) {
   for (auto& [index, stage] : stages_) stage->set_recompute(mode);
 }
 
+void PipelineModel::set_profiler(StepProfiler* profiler) {
+  profiler_ = profiler;
+  for (auto& [index, stage] : stages_) stage->set_profiler(profiler);
+}
+
+void PipelineModel::set_parameters_needed(const ParametersNeeded& needed) {
+  for (auto& [index, stage] : stages_) stage->set_parameters_needed(needed);
+}
+
 void PipelineModel::start_step(const std::vector<Tensor>& tokens, float grad_scale, const Tensor& loss_sums,
                                const Tensor& expert_load) {
   HAI_CHECK(!tokens.empty(), "pipeline model: a step needs micro-batches");
@@ -27,7 +36,10 @@ void PipelineModel::start_step(const std::vector<Tensor>& tokens, float grad_sca
   HAI_CHECK(contexts_.empty(), "pipeline model: {} micro-batch contexts of the last step were never released",
             contexts_.size());
   batches_.clear();
-  for (const Tensor& window : tokens) batches_.push_back(upload_micro_batch(window, config_.mtp_depth, device()));
+  for (const Tensor& window : tokens) {
+    mark_phase(profiler_, "forward.inputs_upload");
+    batches_.push_back(upload_micro_batch(window, config_.mtp_depth, device()));
+  }
   boundary_shape_ = Shape{batches_.front().inputs.numel(), config_.hidden_size};
   grad_scale_ = grad_scale;
   loss_sums_ = loss_sums;
@@ -56,13 +68,24 @@ void PipelineModel::forward(int stage_index, int microbatch, const Tensor& input
 }
 
 void PipelineModel::backward_input(int stage_index, int microbatch, const Tensor& d_output, const Tensor& d_input) {
-  stage(stage_index).backward_input(context(stage_index, microbatch), batch(microbatch), d_output, d_input,
-                                    grad_scale_);
+  const PipelineStage& held = stage(stage_index);
+  if (held.whole_model()) {
+    held.backward(context(stage_index, microbatch), batch(microbatch), d_output, d_input, grad_scale_,
+                  gradients_final(microbatch));
+  } else {
+    held.backward_input(context(stage_index, microbatch), batch(microbatch), d_output, d_input, grad_scale_);
+  }
 }
 
 void PipelineModel::backward_weight(int stage_index, int microbatch) {
-  stage(stage_index).backward_weight(context(stage_index, microbatch), batch(microbatch));
+  const PipelineStage& held = stage(stage_index);
+  PipelineStage::Context& ctx = context(stage_index, microbatch);
+  if (!held.whole_model()) held.backward_weight(ctx, batch(microbatch), gradients_final(microbatch));
   contexts_.erase({stage_index, microbatch});
+}
+
+GradientsFinal PipelineModel::gradients_final(int microbatch) const {
+  return microbatch + 1 == static_cast<int>(batches_.size()) ? on_final_ : nullptr;
 }
 
 const PipelineStage& PipelineModel::stage(int index) const {

@@ -1,7 +1,9 @@
 #pragma once
 // The stages of the DeepSeek-V3 model that one pipeline rank holds, driven by the pipeline engine
 // (parallel/pipeline/engine.h) for the micro-batches of a step. Every stage reads its parameters from the rank's
-// store; with DualPipe(V) a rank holds two stages. Every rank builds every micro-batch's token rows from the same
+// store; with DualPipe(V) a rank holds two stages; without pipeline parallelism the rank holds the one stage that
+// is the whole model, run by the one-rank schedule (F, B, W of each micro-batch in turn: DeepseekV3Model, the
+// trainer at pp 1). Every rank builds every micro-batch's token rows from the same
 // windows (the loader gives each rank of a pipeline the same ones), so only hidden states and their gradients
 // travel between ranks. T = tokens of a micro-batch, H = hidden size.
 
@@ -10,7 +12,8 @@
 #include <utility>
 #include <vector>
 
-#include "model/deepseek_v3_model.h"
+#include "model/gradient_buckets.h"
+#include "model/micro_batch_losses.h"
 #include "model/model_rope_table.h"
 #include "model/pipeline_stage.h"
 #include "parallel/pipeline/engine.h"
@@ -42,15 +45,29 @@ class PipelineModel final : public PipelineStages {
   Shape boundary_shape() const override { return boundary_shape_; }
   Device device() const override { return store_.values().device(); }
   void forward(int stage, int microbatch, const Tensor& input, const Tensor& output) override;
+  // NOTE: on the whole-model stage B runs each layer's W right after its B (PipelineStage::backward: nothing waits
+  // for its input gradient, and data parallelism reduces each finished bucket under the rest of the backward); its
+  // W then only releases what is left. The values are those of B then W.
   void backward_input(int stage, int microbatch, const Tensor& d_output, const Tensor& d_input) override;
   void backward_weight(int stage, int microbatch) override;
   // What the stages' decoder layers recompute (DecoderLayer::set_recompute).
   void set_recompute(RecomputeMode mode);
+  // The stages' phases and memory points (PipelineStage::set_profiler), and the upload of each micro-batch's token
+  // rows ("forward.inputs_upload"); null turns it off.
+  void set_profiler(StepProfiler* profiler);
+  // Every forward tells `needed` each bucket before it reads its weights (PipelineStage::set_parameters_needed).
+  void set_parameters_needed(const ParametersNeeded& needed);
+  // The backward of the step's last micro-batch tells `on_final` each gradient bucket as it finishes it
+  // (gradient_buckets.h); null: nothing is told. Only where that W is the last to add to each bucket of this rank
+  // and nothing is summed over the pipeline afterwards: a one-stage pipeline.
+  void set_gradients_final(GradientsFinal on_final) { on_final_ = std::move(on_final); }
 
  private:
   const PipelineStage& stage(int index) const;
   const MicroBatchInputs& batch(int microbatch) const;
   PipelineStage::Context& context(int stage, int microbatch);
+  // on_final_ during the step's last micro-batch, else null.
+  GradientsFinal gradients_final(int microbatch) const;
 
   ModelConfig config_;
   const ParameterStore& store_;
@@ -62,6 +79,8 @@ class PipelineModel final : public PipelineStages {
   float grad_scale_ = 1;
   Tensor loss_sums_;    // [micro-batches, loss slots]
   Tensor expert_load_;  // [moe blocks, E]
+  StepProfiler* profiler_ = nullptr;
+  GradientsFinal on_final_;
 };
 
 }  // namespace hai

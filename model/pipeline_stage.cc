@@ -1,7 +1,9 @@
 #include "model/pipeline_stage.h"
 
+#include <fmt/format.h>
+
 #include "framework/device/embedding.h"
-#include "model/deepseek_v3_model.h"
+#include "model/micro_batch_losses.h"
 #include "model/parameters.h"
 #include "parallel/pipeline/stage_partition.h"
 
@@ -65,33 +67,37 @@ Tensor PipelineStage::expert_load_row(const Tensor& expert_load, int64_t layer) 
 void PipelineStage::forward(Context& ctx, const MicroBatchInputs& batch, const Tensor& input, const Tensor& output,
                             const Tensor& loss_sums, const Tensor& expert_load, std::optional<float> grad_scale) const {
   Shape hidden_shape{batch.inputs.numel(), config_.hidden_size};
-  Device device = device_;
-  OwnedTensor embedded;  // [T, H] first stage
-  Tensor x = input;      // [T, H] the current layer's input
+  // [T, H] the embedding's output, then each layer's: handed over to the next layer, which keeps it as its input.
+  // NOTE: only the head's input stays here to the end of F: the earlier hidden states go with their layers.
+  OwnedTensor hidden;
   if (layers_.first) {
-    embedded = OwnedTensor(hidden_shape, DType::f32, device);
-    embedding_forward(embedded, embedding_->value, batch.inputs);
-    x = embedded;
+    mark_phase(profiler_, "forward.embedding");
+    need(kEmbeddingBucket);
+    hidden = OwnedTensor(hidden_shape, DType::f32, device_);
+    embedding_forward(hidden, embedding_->value, batch.inputs);
+    record_memory_point(profiler_, "embedding", "embedding");
   }
-  // [layers][T, H] the layers' outputs (the last one's is `output` but on the last stage)
-  std::vector<OwnedTensor> hidden;
   ctx.layers.resize(blocks_.size());
   for (size_t index = 0; index < blocks_.size(); ++index) {
+    int64_t layer = layers_.first_layer + static_cast<int64_t>(index);
     bool writes_output = index + 1 == blocks_.size() && !layers_.last;
-    if (!writes_output) hidden.emplace_back(hidden_shape, DType::f32, device);
-    Tensor out = writes_output ? output : hidden.back().tensor();  // [T, H]
+    OwnedTensor out = writes_output ? OwnedTensor() : OwnedTensor(hidden_shape, DType::f32, device_);  // [T, H]
+    Tensor out_view = writes_output ? output : out.tensor();
     const DecoderLayer& block = *blocks_[index];
-    block.forward(ctx.layers[index], out, x, batch.positions, batch.seq_len);
+    need(layer_bucket(layer));
+    if (index == 0 && !layers_.first) {
+      block.forward(ctx.layers[index], out_view, input, batch.positions, batch.seq_len);  // keeps a copy of input
+    } else {
+      block.forward(ctx.layers[index], out_view, std::move(hidden), batch.positions, batch.seq_len);
+    }
+    hidden = std::move(out);
     if (const MoeLayer* moe = block.moe()) {
-      if (grad_scale) {
-        moe->accumulate_load(ctx.layers[index].moe,
-                             expert_load_row(expert_load, layers_.first_layer + static_cast<int64_t>(index)));
-      }
+      if (grad_scale) moe->accumulate_load(ctx.layers[index].moe, expert_load_row(expert_load, layer));
       block.accumulate_balance_loss(ctx.layers[index], balance_loss_slot(loss_sums));
     }
-    x = out;
+    if (profiler_) profiler_->record_memory(fmt::format("layer.{}", layer), block.moe() ? "moe" : "dense");
   }
-  if (layers_.last) forward_head(ctx, batch, x, loss_sums, expert_load, grad_scale);
+  if (layers_.last) forward_head(ctx, batch, hidden, loss_sums, expert_load, grad_scale);
 }
 
 void PipelineStage::forward_head(Context& ctx, const MicroBatchInputs& batch, const Tensor& hidden,
@@ -101,13 +107,19 @@ void PipelineStage::forward_head(Context& ctx, const MicroBatchInputs& batch, co
     if (!grad_scale) return std::nullopt;
     return token_loss_grad(*grad_scale, weight, counted);
   };
+  mark_phase(profiler_, "forward.head_loss");
+  need(kHeadBucket);
   head_->forward(ctx.head, hidden, batch.targets, lm_loss_slot(loss_sums), loss_grad(1.0, batch.counted.lm));
+  record_memory_point(profiler_, "head", "head");
+
+  mark_phase(profiler_, "forward.mtp");
   ctx.mtp.resize(mtp_.size());
   double mtp_weight = config_.mtp_depth > 0 ? config_.mtp_loss_weight / static_cast<double>(config_.mtp_depth) : 0;
   const Tensor* previous = &ctx.head.normed.tensor();  // [T, H] h_0, then each module's h_k
   for (size_t index = 0; index < mtp_.size(); ++index) {
     int64_t depth = static_cast<int64_t>(index) + 1;
     MtpModule::Context& module = ctx.mtp[index];
+    need(layer_bucket(config_.num_layers + depth - 1));
     mtp_[index]->forward(module, *previous, batch.mtp_ids[index], batch.mtp_targets[index], batch.positions,
                          batch.seq_len, mtp_loss_slot(loss_sums, depth),
                          loss_grad(mtp_weight, batch.counted.mtp[index]));
@@ -119,47 +131,89 @@ void PipelineStage::forward_head(Context& ctx, const MicroBatchInputs& batch, co
       block.accumulate_balance_loss(module.block, balance_loss_slot(loss_sums));
     }
     previous = &module.output.tensor();
+    if (profiler_) profiler_->record_memory(fmt::format("mtp.{}", depth), "mtp");
   }
 }
 
 void PipelineStage::backward_input(Context& ctx, const MicroBatchInputs& batch, const Tensor& d_output,
                                    const Tensor& d_input, float grad_scale) const {
-  Shape hidden_shape{batch.inputs.numel(), config_.hidden_size};
-  Device device = device_;
   OwnedTensor d_head;  // [T, H] last stage: the gradient of the last layer's output
-  Tensor d_hidden = d_output;
+  if (layers_.last) d_head = backward_head(ctx, batch, grad_scale);
+  OwnedTensor d_embedded =
+      backward_layers(ctx, std::move(d_head), d_output, d_input, grad_scale, /*with_weights=*/false, nullptr);
+  if (layers_.first) ctx.d_embedded = std::move(d_embedded);
+}
+
+void PipelineStage::backward(Context& ctx, const MicroBatchInputs& batch, const Tensor& d_output,
+                             const Tensor& d_input, float grad_scale, const GradientsFinal& on_final) const {
+  OwnedTensor d_head;  // [T, H] last stage: the gradient of the last layer's output
   if (layers_.last) {
-    d_head = OwnedTensor(hidden_shape, DType::f32, device);
-    backward_head(ctx, d_head, grad_scale);
-    d_hidden = d_head;
+    d_head = backward_head(ctx, batch, grad_scale);
+    if (on_final) on_final(kHeadBucket);
+    backward_mtp_weights(ctx, on_final);
   }
-  OwnedTensor d_layer;        // [T, H] the current layer's input gradient
-  OwnedTensor d_hidden_bf16;  // [T, H] d_hidden rounded to bf16 by the layer above, or empty
+  ctx.d_embedded =
+      backward_layers(ctx, std::move(d_head), d_output, d_input, grad_scale, /*with_weights=*/true, on_final);
+  // NOTE: the embedding's gradient is complete after the MTP modules' (their embeddings') and the input's.
+  if (layers_.first) backward_embedding(ctx, batch, on_final);
+  ctx = Context{};
+}
+
+OwnedTensor PipelineStage::backward_layers(Context& ctx, OwnedTensor d_hidden, const Tensor& d_output,
+                                           const Tensor& d_input, float grad_scale, bool with_weights,
+                                           const GradientsFinal& on_final) const {
+  Tensor d_above = layers_.last ? d_hidden.tensor() : d_output;  // [T, H] the current layer's output gradient
+  Shape hidden_shape = d_above.shape();
+  OwnedTensor d_above_bf16;  // [T, H] d_above rounded to bf16 by the layer above, or empty
   for (size_t index = blocks_.size(); index-- > 0;) {
     bool writes_input = index == 0 && !layers_.first;
-    OwnedTensor d_x = writes_input ? OwnedTensor() : OwnedTensor(hidden_shape, DType::f32, device);  // [T, H]
+    OwnedTensor d_x = writes_input ? OwnedTensor() : OwnedTensor(hidden_shape, DType::f32, device_);  // [T, H]
     Tensor d_x_view = writes_input ? d_input : d_x.tensor();
     // [T, H] d_x rounded to bf16 by this layer's input norm when the layer below reads that, else empty
     bool below_takes_bf16 = index > 0 && blocks_[index - 1]->takes_bf16_output_grad();
-    OwnedTensor d_x_bf16 = below_takes_bf16 ? OwnedTensor(hidden_shape, DType::bf16, device) : OwnedTensor();
-    blocks_[index]->backward_input(ctx.layers[index], d_x_view, d_hidden, grad_scale, std::move(d_hidden_bf16),
+    OwnedTensor d_x_bf16 = below_takes_bf16 ? OwnedTensor(hidden_shape, DType::bf16, device_) : OwnedTensor();
+    blocks_[index]->backward_input(ctx.layers[index], d_x_view, d_above, grad_scale, std::move(d_above_bf16),
                                    d_x_bf16);
-    d_layer = std::move(d_x);
-    d_hidden = d_x_view;
-    d_hidden_bf16 = std::move(d_x_bf16);
+    if (with_weights) {
+      blocks_[index]->backward_weight(ctx.layers[index]);
+      if (on_final) on_final(layer_bucket(layers_.first_layer + static_cast<int64_t>(index)));
+    }
+    d_hidden = std::move(d_x);  // NOTE: releases the output gradient just read
+    d_above = d_x_view;
+    d_above_bf16 = std::move(d_x_bf16);
   }
-  if (layers_.first) ctx.d_embedded = std::move(d_layer);
+  return layers_.first ? std::move(d_hidden) : OwnedTensor();
 }
 
-void PipelineStage::backward_head(Context& ctx, const Tensor& d_hidden, float grad_scale) const {
+OwnedTensor PipelineStage::backward_head(Context& ctx, const MicroBatchInputs& batch, float grad_scale) const {
+  Shape hidden_shape{batch.inputs.numel(), config_.hidden_size};
   // MTP modules, deepest first: module k receives d h_k from module k + 1; module 1 yields d h_0.
+  mark_phase(profiler_, "backward_input.mtp");
   OwnedTensor d_next;
   for (size_t depth = mtp_.size(); depth-- > 0;) {
-    OwnedTensor d_previous(d_hidden.shape(), DType::f32, d_hidden.device());  // [T, H]
+    OwnedTensor d_previous(hidden_shape, DType::f32, device_);  // [T, H]
     mtp_[depth]->backward_input(ctx.mtp[depth], d_previous, d_next, grad_scale);
     d_next = std::move(d_previous);
   }
+  mark_phase(profiler_, "backward_input.head_loss");
+  OwnedTensor d_hidden(hidden_shape, DType::f32, device_);  // [T, H]
   head_->backward_input(ctx.head, d_hidden, d_next);
+  return d_hidden;
+}
+
+void PipelineStage::backward_mtp_weights(Context& ctx, const GradientsFinal& on_final) const {
+  mark_phase(profiler_, "backward_weight.mtp");
+  for (size_t depth = 0; depth < mtp_.size(); ++depth) {
+    mtp_[depth]->backward_weight(ctx.mtp[depth]);
+    if (on_final) on_final(layer_bucket(config_.num_layers + static_cast<int64_t>(depth)));
+  }
+}
+
+void PipelineStage::backward_embedding(Context& ctx, const MicroBatchInputs& batch,
+                                       const GradientsFinal& on_final) const {
+  mark_phase(profiler_, "backward_weight.embedding");
+  embedding_backward(embedding_->grad_to_add_to(), ctx.d_embedded, batch.inputs);
+  if (on_final) on_final(kEmbeddingBucket);
 }
 
 void PipelineStage::set_recompute(RecomputeMode mode) {
@@ -167,11 +221,24 @@ void PipelineStage::set_recompute(RecomputeMode mode) {
   for (const std::unique_ptr<MtpModule>& module : mtp_) module->set_recompute(mode);
 }
 
-void PipelineStage::backward_weight(Context& ctx, const MicroBatchInputs& batch) const {
-  // The order of DeepseekV3Model's backward: MTP modules, layers, embedding (the heads' W ran in forward).
-  for (size_t depth = 0; depth < mtp_.size(); ++depth) mtp_[depth]->backward_weight(ctx.mtp[depth]);
-  for (size_t index = 0; index < blocks_.size(); ++index) blocks_[index]->backward_weight(ctx.layers[index]);
-  if (layers_.first) embedding_backward(embedding_->grad_to_add_to(), ctx.d_embedded, batch.inputs);
+void PipelineStage::set_profiler(StepProfiler* profiler) {
+  profiler_ = profiler;
+  for (const std::unique_ptr<DecoderLayer>& block : blocks_) block->set_profiler(profiler);
+}
+
+void PipelineStage::backward_weight(Context& ctx, const MicroBatchInputs& batch,
+                                    const GradientsFinal& on_final) const {
+  // The order of backward(): the head's bucket (its W ran in forward, its B in B), MTP modules, layers (here the
+  // first first: distinct parameters), embedding.
+  if (layers_.last) {
+    if (on_final) on_final(kHeadBucket);
+    backward_mtp_weights(ctx, on_final);
+  }
+  for (size_t index = 0; index < blocks_.size(); ++index) {
+    blocks_[index]->backward_weight(ctx.layers[index]);
+    if (on_final) on_final(layer_bucket(layers_.first_layer + static_cast<int64_t>(index)));
+  }
+  if (layers_.first) backward_embedding(ctx, batch, on_final);
   ctx = Context{};
 }
 

@@ -1,9 +1,11 @@
 #pragma once
 // One pipeline stage of the DeepSeek-V3 model: a contiguous run of decoder layers, with the embedding on the first
-// stage and the final norm, output head and MTP modules on the last (docs/architecture.md "Pipeline"). Its forward (F),
-// input gradient (B) and weight gradient (W) of a micro-batch run the ops of DeepseekV3Model in the same order, so a
-// pipelined step gives the unpipelined one's values: bit for bit in fp32 for every parameter held by one stage, up to
-// the order of the sums for the embedding (read by the first stage and by MTP on the last one).
+// stage and the final norm, output head and MTP modules on the last (docs/architecture.md "Pipeline"). The
+// unpipelined model is the one stage that is first and last (the whole model): every run of the model, pipelined
+// or not, training or evaluation, goes through stages (pipeline_model.h). Its forward (F), input gradient (B) and
+// weight gradient (W) of a micro-batch run the model's ops in one order, so a pipelined step gives the one-stage
+// step's values: bit for bit in fp32 for every parameter held by one stage, up to the order of the sums for the
+// embedding (read by the first stage and by MTP on the last one).
 // T = tokens of the micro-batch, H = hidden size.
 
 #include <memory>
@@ -11,7 +13,9 @@
 #include <vector>
 
 #include "framework/device/rope_table.h"
+#include "framework/metrics/step_profiler.h"
 #include "model/decoder_layer.h"
+#include "model/gradient_buckets.h"
 #include "model/micro_batch_inputs.h"
 #include "model/mtp_module.h"
 #include "model/output_head.h"
@@ -46,30 +50,60 @@ class PipelineStage {
     OwnedTensor d_embedded;               // [T, H] first stage: the embedding output's gradient, for W
   };
 
+  // Whether the stage is the whole model (first and last): nothing waits for its input gradient.
+  bool whole_model() const { return layers_.first && layers_.last; }
+
   // input: [T, H] the previous stage's output (not read on the first stage, which embeds batch.inputs); output:
   // [T, H] written with the last layer's output (not on the last stage). loss_sums: [loss_slots(D)] fp32 (layout in
-  // deepseek_v3_model.h) += this stage's balance losses, and on the last stage its main and MTP token losses.
-  // expert_load: [moe blocks, E] i32 (rows as DeepseekV3Model::expert_load) += the routed counts of its MoE layers.
-  // grad_scale: as backward_input's (the last stage's heads compute their gradients in forward, output_head.h);
-  // std::nullopt: evaluation (no gradients, no routed counts: expert_load is not read).
+  // micro_batch_losses.h) += this stage's balance losses, and on the last stage its main and MTP token losses.
+  // expert_load: [moe blocks, E] i32 (rows as moe_block_indices, router_biases.h) += the routed counts of its MoE
+  // layers. grad_scale: as backward_input's (the last stage's heads compute their gradients in forward,
+  // output_head.h); std::nullopt: evaluation (no gradients, no routed counts: expert_load is not read). Each layer's
+  // output is handed over to the next layer, which keeps it as its input (no copy); the first layer copies `input`.
   void forward(Context& ctx, const MicroBatchInputs& batch, const Tensor& input, const Tensor& output,
                const Tensor& loss_sums, const Tensor& expert_load, std::optional<float> grad_scale) const;
   // d_output: [T, H] the gradient of the output (not read on the last stage); d_input: [T, H] written (not on the
-  // first stage). The gradients are those of grad_scale x the objective (DeepseekV3Model::train_micro_batch).
+  // first stage). The gradients are those of grad_scale x the objective (micro_batch_losses.h).
   void backward_input(Context& ctx, const MicroBatchInputs& batch, const Tensor& d_output, const Tensor& d_input,
                       float grad_scale) const;
-  // Accumulates the weight gradients into the store and releases the context.
-  void backward_weight(Context& ctx, const MicroBatchInputs& batch) const;
+  // Accumulates the weight gradients into the store and releases the context. on_final, when given, is told each
+  // gradient bucket (gradient_buckets.h) of the stage: the head's, the MTP modules', the layers', the embedding's.
+  void backward_weight(Context& ctx, const MicroBatchInputs& batch, const GradientsFinal& on_final = nullptr) const;
+  // B and W together, each decoder layer's W right after its B, last layer first, each bucket told to on_final as
+  // soon as it is done (so that data parallelism reduces it under the rest of the backward); releases the context.
+  // The same values as backward_input then backward_weight.
+  void backward(Context& ctx, const MicroBatchInputs& batch, const Tensor& d_output, const Tensor& d_input,
+                float grad_scale, const GradientsFinal& on_final = nullptr) const;
+
   // What every decoder layer of the stage (MTP blocks included) recomputes (DecoderLayer::set_recompute).
   void set_recompute(RecomputeMode mode);
+  // Marks the phases of F, B and W (forward.embedding, each decoder layer's parts, forward.head_loss, forward.mtp,
+  // backward_input.mtp, backward_input.head_loss, backward_weight.mtp, backward_weight.embedding) and the pool's
+  // live bytes after each forward part (embedding, layer.<l>, head, mtp.<k>) in `profiler`
+  // (framework/metrics/step_profiler.h); null turns it off.
+  void set_profiler(StepProfiler* profiler);
+  // Every forward (training and evaluation) tells `needed` each gradient bucket before it reads its weights: the
+  // embedding's, each decoder layer's, the head's, each MTP module's. Null: nothing is told.
+  void set_parameters_needed(ParametersNeeded needed) { parameters_needed_ = std::move(needed); }
 
  private:
   // Main layers, then MTP blocks: the row of expert_load of block `layer` (an MoE layer).
   Tensor expert_load_row(const Tensor& expert_load, int64_t layer) const;
   void forward_head(Context& ctx, const MicroBatchInputs& batch, const Tensor& hidden, const Tensor& loss_sums,
                     const Tensor& expert_load, std::optional<float> grad_scale) const;
-  // The last stage's head and MTP modules: d_hidden (overwritten) is the gradient of the last layer's output.
-  void backward_head(Context& ctx, const Tensor& d_hidden, float grad_scale) const;
+  // The last stage's head and MTP modules' B: returns [T, H] the gradient of the last layer's output.
+  OwnedTensor backward_head(Context& ctx, const MicroBatchInputs& batch, float grad_scale) const;
+  // The decoder layers' B, last layer first, each followed by its W (its bucket told to on_final) when
+  // with_weights. d_hidden: [T, H] the gradient of the last layer's output, owned (the head's, released after
+  // the last layer's B) or empty to read d_output; d_input as backward_input's. Returns the first layer's input
+  // gradient on the first stage (the embedding output's), else empty.
+  OwnedTensor backward_layers(Context& ctx, OwnedTensor d_hidden, const Tensor& d_output, const Tensor& d_input,
+                              float grad_scale, bool with_weights, const GradientsFinal& on_final) const;
+  void backward_mtp_weights(Context& ctx, const GradientsFinal& on_final) const;
+  void backward_embedding(Context& ctx, const MicroBatchInputs& batch, const GradientsFinal& on_final) const;
+  void need(int bucket) const {
+    if (parameters_needed_) parameters_needed_(bucket);
+  }
 
   ModelConfig config_;
   StageLayers layers_;
@@ -78,6 +112,8 @@ class PipelineStage {
   std::vector<std::unique_ptr<DecoderLayer>> blocks_;
   std::unique_ptr<OutputHead> head_;             // last stage only
   std::vector<std::unique_ptr<MtpModule>> mtp_;  // last stage only
+  StepProfiler* profiler_ = nullptr;
+  ParametersNeeded parameters_needed_;
 };
 
 }  // namespace hai

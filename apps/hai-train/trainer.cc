@@ -129,10 +129,7 @@ Trainer::Trainer(const Config& config, std::unique_ptr<Communicator> own_world, 
                                     : nullptr),
       device_(device),
       store_(make_store(config, share_, device_)),
-      model_(grid_.pp == 1 ? std::make_unique<DeepseekV3Model>(config.model, store_, expert_exchange_.get()) : nullptr),
-      pipeline_(grid_.pp > 1 ? std::make_unique<TrainingPipeline>(config, store_, share_, *groups_.pp,
-                                                                  expert_exchange_.get())
-                             : nullptr),
+      pipeline_(std::make_unique<TrainingPipeline>(config, store_, share_, *groups_.pp, expert_exchange_.get())),
       optimizer_(store_, config.optimizer, *groups_.dp, *groups_.expert_dp,
                  {.bucket_of = [](const ParameterSpec& spec) { return gradient_bucket(spec.name); },
                   .reads_fp32_value = reads_fp32_value,
@@ -149,11 +146,12 @@ Trainer::Trainer(const Config& config, std::unique_ptr<Communicator> own_world, 
       flops_per_token_(training_flops_per_token(config.model, config.train.seq_len)) {
   if (config.ema.enabled) ema_ = std::make_unique<ParameterEma>(store_.values(), config.ema.decay);
   // NOTE: the AdamW steps of the partitions held whole (and with parallel.overlap_param_gather the experts'
-  // all-gathers) of one step run under the next forward, each layer waiting for its own (the pipeline waits for
-  // all of them before it starts: run_micro_batches).
-  if (model_) {
-    model_->set_parameters_needed([this](int bucket) { optimizer_.parameters_needed(bucket); });
-    model_->set_recompute(config.train.recompute);
+  // all-gathers) of one step run under the next forward, each layer waiting for its own, and the last
+  // micro-batch's backward starts reducing each gradient bucket as it finishes it (zero1.h); a pipeline of several
+  // ranks waits for all the updates before it starts (run_micro_batches) and reduces after its schedule.
+  if (grid_.pp == 1) {
+    pipeline_->overlap_with_optimizer([this](int bucket) { optimizer_.parameters_needed(bucket); },
+                                      [this](int bucket) { optimizer_.gradients_final(bucket); });
   }
   if (config.precision.mode == PrecisionMode::fp16) loss_scaler_.emplace(config.precision.loss_scale);
 }
@@ -286,22 +284,12 @@ std::vector<CountedTokens> Trainer::run_micro_batches(float grad_scale) {
   mark_phase(profiler_.get(), "step.data_loading");
   std::vector<OwnedTensor> windows;  // [B, S + 1] i32 on the host, one per micro-batch
   for (int64_t micro_batch = 0; micro_batch < micro_batches; ++micro_batch) windows.push_back(loader_.next());
-  if (pipeline_) {
+  std::vector<Tensor> tokens(windows.begin(), windows.end());
+  if (grid_.pp > 1) {
     mark_phase(profiler_.get(), "step.pipeline_forward_backward");  // NOTE: the stages mark no phases of their own
-    std::vector<Tensor> tokens(windows.begin(), windows.end());
     optimizer_.join_step();
-    return pipeline_->train_step(tokens, grad_scale, loss_sums_);
   }
-  std::vector<CountedTokens> counted;
-  // NOTE: the last micro-batch's backward starts reducing each gradient bucket as it finishes it (zero1.h).
-  GradientsFinal reduce = [this](int bucket) { optimizer_.gradients_final(bucket); };
-  for (int64_t micro_batch = 0; micro_batch < micro_batches; ++micro_batch) {
-    Tensor loss_sums = loss_sums_.tensor().slice(micro_batch, micro_batch + 1).reshape(Shape{loss_sums_.shape()[1]});
-    bool last = micro_batch + 1 == micro_batches;
-    counted.push_back(model_->train_micro_batch(windows[static_cast<size_t>(micro_batch)], grad_scale, loss_sums,
-                                               last ? reduce : nullptr));
-  }
-  return counted;
+  return pipeline_->train_step(tokens, grad_scale, loss_sums_);
 }
 
 nlohmann::ordered_json Trainer::profile(int64_t warmup_steps, int64_t profiled_steps) {
@@ -310,21 +298,17 @@ nlohmann::ordered_json Trainer::profile(int64_t warmup_steps, int64_t profiled_s
   step_clock_.restart();
   for (int64_t step = 0; step < warmup_steps; ++step) train_step();
   profiler_ = std::make_unique<StepProfiler>(device_);
-  if (model_) model_->set_profiler(profiler_.get());
   optimizer_.set_profiler(profiler_.get());
-  if (pipeline_) pipeline_->set_profiler(profiler_.get());
+  pipeline_->set_profiler(profiler_.get());
   for (int64_t step = 0; step < profiled_steps; ++step) {
     profiler_->begin_step();
     train_step();
     profiler_->end_step();
   }
   nlohmann::ordered_json report = profiler_->report();
-  if (model_) model_->set_profiler(nullptr);
   optimizer_.set_profiler(nullptr);
-  if (pipeline_) {
-    pipeline_->set_profiler(nullptr);
-    report["pipeline"] = pipeline_->bubble_report(report);
-  }
+  pipeline_->set_profiler(nullptr);
+  if (grid_.pp > 1) report["pipeline"] = pipeline_->bubble_report(report);
   profiler_.reset();
   int64_t step_tokens = config_.train.global_batch_size * config_.train.seq_len;
   report["warmup_steps"] = warmup_steps;
@@ -371,7 +355,7 @@ EvalResult Trainer::evaluate_current(int64_t max_windows) {
       std::span<int32_t> window(tokens.data<int32_t>() + row * (seq_len + 1), static_cast<size_t>(seq_len + 1));
       data_.eval->read_window(static_cast<uint64_t>(first + row), window);
     }
-    MicroBatchLosses losses = pipeline_ ? pipeline_->evaluate(tokens) : model_->evaluate(tokens);
+    MicroBatchLosses losses = pipeline_->evaluate(tokens);
     lm.sum += losses.lm.sum;
     lm.tokens += losses.lm.tokens;
     for (const TokenLoss& depth : losses.mtp) {
@@ -403,7 +387,7 @@ void Trainer::log_startup() const {
                "{:.1f} MiB (ZeRO-1: the moments of {} of this rank's {} trainable elements; dense 1/{}, experts 1/{})",
                store_.values().bytes() / 1048576.0, grid_.ep, optimizer_.state_bytes() / 1048576.0,
                optimizer_.owned_elements(), store_.grads().numel(), grid_.dp, grid_.expert_dp());
-  if (pipeline_) {
+  if (grid_.pp > 1) {
     spdlog::info("pipeline: {} over pp {} ranks, {} micro-batches per step; each rank holds its stages' parameters",
                  to_string(config_.parallel.schedule), grid_.pp, config_.parallel.micro_batches.value());
     for (const std::string& line : stage_layout_lines(config_)) spdlog::info("{}", line);

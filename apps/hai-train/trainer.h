@@ -31,7 +31,6 @@
 #include "apps/hai-train/step_guard.h"
 #include "apps/hai-train/training_data.h"
 #include "apps/hai-train/training_pipeline.h"
-#include "model/deepseek_v3_model.h"
 #include "model/rank_share.h"
 #include "parallel/expert_exchange.h"
 #include "parallel/topology.h"
@@ -91,13 +90,13 @@ class Trainer {
   // world: the given communicator, or null for *own_world.
   Trainer(const Config& config, std::unique_ptr<Communicator> own_world, Communicator* world, Device device);
   void train_step();
-  // Forward and backward of the step's micro-batches, alone or through the pipeline: the gradients of
-  // grad_scale x each objective into the store, the routed counts into the model's expert load, the loss sums
-  // into loss_sums_. Returns each micro-batch's counted targets.
+  // Forward and backward of the step's micro-batches through this rank's stages (the whole model at pp 1): the
+  // gradients of grad_scale x each objective into the store, the routed counts into the model's expert load, the
+  // loss sums into loss_sums_. Returns each micro-batch's counted targets.
   std::vector<CountedTokens> run_micro_batches(float grad_scale);
   void reduce_expert_load();
-  // [moe blocks, E] i32: the step's routed counts (the model's, or the pipeline's).
-  Tensor expert_load() const { return pipeline_ ? pipeline_->expert_load() : model_->expert_load(); }
+  // [moe blocks, E] i32: the step's routed counts.
+  Tensor expert_load() const { return pipeline_->expert_load(); }
   EvalResult evaluate_current(int64_t max_windows);
   void log_startup() const;
   void save_checkpoint();
@@ -120,8 +119,7 @@ class Trainer {
   std::unique_ptr<ExpertExchange> expert_exchange_;  // null at ep = 1
   Device device_;  // of the parameters, optimizer state and activations
   ParameterStore store_;
-  std::unique_ptr<DeepseekV3Model> model_;       // the whole model: null at pp > 1
-  std::unique_ptr<TrainingPipeline> pipeline_;  // this rank's stages: null at pp = 1
+  std::unique_ptr<TrainingPipeline> pipeline_;  // this rank's stages (at pp 1 the one stage: the whole model)
   Zero1Optimizer optimizer_;
   std::unique_ptr<ParameterEma> ema_;
   std::optional<LossScaler> loss_scaler_;  // fp16 only

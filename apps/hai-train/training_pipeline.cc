@@ -16,8 +16,9 @@
 namespace hai {
 namespace {
 
+// NOTE: one pipeline rank is one stage, the whole model, whatever the schedule (dualpipev would fold it in two).
 PipelineShape pipeline_shape(const Config& config) {
-  return {.schedule = config.parallel.schedule,
+  return {.schedule = config.parallel.pp == 1 ? PipelineSchedule::one_f_one_b : config.parallel.schedule,
           .ranks = static_cast<int>(config.parallel.pp),
           .micro_batches = static_cast<int>(config.parallel.micro_batches.value())};
 }
@@ -46,7 +47,8 @@ TrainingPipeline::TrainingPipeline(const Config& config, ParameterStore& store,
       config_(config.model),
       schedule_(build_schedule(pipeline_shape(config))),
       model_(config.model, store,
-             pipeline_stages(config.model, stage_count(schedule_.shape), config.parallel.stage_layers),
+             pipeline_stages(config.model, stage_count(schedule_.shape),
+                             config.parallel.pp == 1 ? std::vector<int64_t>{} : config.parallel.stage_layers),
              held_stages(schedule_.shape, pipeline.rank()), experts),
       engine_(schedule_.shape, pipeline),
       replicas_(store, pipeline, pipeline_replica_sets(config.model, config.parallel), replicas_of(share)),
@@ -64,6 +66,7 @@ std::vector<CountedTokens> TrainingPipeline::train_step(const std::vector<Tensor
             "a pipelined step takes {} micro-batches, got {}", schedule_.shape.micro_batches, tokens.size());
   model_.start_step(tokens, grad_scale, loss_sums, expert_load_);
   engine_.run(schedule_.ranks[static_cast<size_t>(pipeline_.rank())], model_);
+  if (pipeline_.size() == 1) return model_.counted();  // the whole model ran here: nothing to sum
   mark_phase(profiler_, "step.pipeline_all_reduce");
   // NOTE: each rank's loss sums and expert load hold its stages' parts (zero elsewhere), so the sums are the
   // whole model's; a replicated parameter's gradient holds the part of the stages that ran here (zero when none did:
@@ -80,9 +83,13 @@ MicroBatchLosses TrainingPipeline::evaluate(const Tensor& tokens) {
   MicroBatchInputs batch = upload_micro_batch(tokens, config_.mtp_depth, device);
   Shape hidden_shape{batch.inputs.numel(), config_.hidden_size};
   OwnedTensor loss_sums = zero_tensor(Shape{loss_slots(config_.mtp_depth)}, DType::f32, device);
-  OwnedTensor input(hidden_shape, DType::f32, device), output(hidden_shape, DType::f32, device);  // [T, H]
   const PipelineShape& shape = schedule_.shape;
   const int me = pipeline_.rank(), stages = stage_count(shape);
+  OwnedTensor input, output;  // [T, H] between stages (none on a one-stage pipeline)
+  if (stages > 1) {
+    input = OwnedTensor(hidden_shape, DType::f32, device);
+    output = OwnedTensor(hidden_shape, DType::f32, device);
+  }
   // NOTE: micro-batch 0's ranks: under dualpipe the copies that flow down, rank s for stage s.
   auto runner = [&](int stage) { return rank_of_stage(shape, stage, 0); };
   for (int stage = 0; stage < stages; ++stage) {
@@ -92,14 +99,27 @@ MicroBatchLosses TrainingPipeline::evaluate(const Tensor& tokens) {
     if (stage + 1 < stages && runner(stage + 1) != me) pipeline_.send(output, runner(stage + 1), stage + 1);
     std::swap(input, output);  // the next stage held here reads this one's output
   }
-  pipeline_.all_reduce(loss_sums, ReduceOp::sum);
+  if (pipeline_.size() > 1) pipeline_.all_reduce(loss_sums, ReduceOp::sum);
   OwnedTensor host_sums = host_copy(loss_sums);
   return read_losses(host_sums, batch.counted);
 }
 
 void TrainingPipeline::set_profiler(StepProfiler* profiler) {
   profiler_ = profiler;
-  engine_.set_profiler(profiler);
+  // NOTE: one rank: the stage's phases (forward.attention, ...) as a whole model's step shows them; more: the
+  // engine's, whose compute time bubble_report reads (the stages marking their own would split it).
+  if (pipeline_.size() == 1) {
+    model_.set_profiler(profiler);
+  } else {
+    engine_.set_profiler(profiler);
+  }
+}
+
+void TrainingPipeline::overlap_with_optimizer(const ParametersNeeded& needed, const GradientsFinal& on_final) {
+  HAI_CHECK(pipeline_.size() == 1, "the optimizer overlaps the stages of a one-rank pipeline only (pp {})",
+            pipeline_.size());
+  model_.set_parameters_needed(needed);
+  model_.set_gradients_final(on_final);
 }
 
 nlohmann::ordered_json TrainingPipeline::bubble_report(const nlohmann::ordered_json& profile) const {

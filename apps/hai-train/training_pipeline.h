@@ -1,10 +1,13 @@
 #pragma once
-// Pipeline parallelism in the trainer (parallel.pp > 1): this rank's stages of the model (model/pipeline_model.h)
-// run the rank's program of the configured schedule (parallel.schedule, parallel/pipeline/) through the pipeline
-// engine over the pipeline group. The rank's store holds only its stages' parameters (model/rank_share.h); after
-// the schedule the gradients of the parameters held by several pipeline ranks are summed over exactly those ranks
-// (parallel/pipeline_replicas.h), and the step's loss sums and expert load (small) over the whole group, so every
-// rank has every MoE layer's load for the metrics and the routing biases of its own layers.
+// The trainer's one model driver: this rank's stages of the model (model/pipeline_model.h) run the rank's program
+// of the configured schedule (parallel.schedule, parallel/pipeline/) through the pipeline engine over the pipeline
+// group. Without pipeline parallelism (parallel.pp 1) the rank holds the one stage that is the whole model, run
+// by the one-rank schedule (F, B and W of each micro-batch in turn, whatever parallel.schedule says), with no
+// message and nothing summed over the pipeline: training, evaluation and profiling take the same path at every
+// pp. The rank's store holds only its stages' parameters (model/rank_share.h); after the schedule the gradients of
+// the parameters held by several pipeline ranks are summed over exactly those ranks (parallel/pipeline_replicas.h),
+// and the step's loss sums and expert load (small) over the whole group, so every rank has every MoE layer's load
+// for the metrics and the routing biases of its own layers.
 
 #include <vector>
 
@@ -25,9 +28,9 @@ namespace hai {
 
 class TrainingPipeline {
  public:
-  // pipeline: the pipeline group (topology.h), parallel.pp ranks ranked by pipeline rank; it and the store must
-  // outlive this. share: what this rank holds (rank_share.h), the store's parameters. experts: as DeepseekV3Model
-  // (null at ep = 1). Collective over the pipeline group.
+  // pipeline: the pipeline group (topology.h), parallel.pp ranks (one at pp 1) ranked by pipeline rank; it and
+  // the store must outlive this. share: what this rank holds (rank_share.h), the store's parameters. experts: as
+  // DeepseekV3Model (null at ep = 1). Collective over the pipeline group.
   TrainingPipeline(const Config& config, ParameterStore& store, const std::vector<HeldParameter>& share,
                    Communicator& pipeline, ExpertExchange* experts);
 
@@ -45,9 +48,14 @@ class TrainingPipeline {
   // Collective over the pipeline group.
   MicroBatchLosses evaluate(const Tensor& tokens);
 
-  // Profiling (null: off): the engine marks each instruction's phase (engine.h), and the step's all-reduces over
-  // the pipeline group are "step.pipeline_all_reduce".
+  // Profiling (null: off): on one rank the stage marks its phases (PipelineModel::set_profiler: forward.embedding,
+  // forward.attention, ...); on more the engine marks each instruction's phase (engine.h), and the step's
+  // all-reduces over the pipeline group are "step.pipeline_all_reduce".
   void set_profiler(StepProfiler* profiler);
+  // ZeRO-1's overlap with the stages (parallel/zero1.h) on a one-rank pipeline (throws on more): every forward
+  // tells `needed` each bucket before it reads its weights, and the step's last backward tells `on_final` each
+  // bucket as it finishes it (gradient_buckets.h).
+  void overlap_with_optimizer(const ParametersNeeded& needed, const GradientsFinal& on_final);
   // The bubble from a StepProfiler report of steps profiled with set_profiler, this rank's and every rank's:
   // measured (the time of the rank's pipeline.* phases less their compute: waits and transfers) next to the
   // simulator's (simulator.h) for the same schedule with each rank's measured mean F, B and W of one instruction

@@ -31,6 +31,8 @@ PipelineEngine::PipelineEngine(const PipelineShape& shape, Communicator& pipelin
   check_pipeline_shape(shape);
   HAI_CHECK(pipeline.size() == shape.ranks, "pipeline engine: the communicator has {} ranks, the schedule {}",
             pipeline.size(), shape.ranks);
+  // NOTE: a one-rank pipeline (the unpipelined model) has no neighbour, so no channels and nothing to wait for.
+  if (pipeline.size() == 1) return;
   std::vector<int> neighbours;  // every schedule exchanges messages between adjacent pipeline ranks only
   if (pipeline.rank() > 0) neighbours.push_back(pipeline.rank() - 1);
   if (pipeline.rank() + 1 < pipeline.size()) neighbours.push_back(pipeline.rank() + 1);
@@ -58,7 +60,7 @@ void PipelineEngine::run(const std::vector<Instruction>& program, PipelineStages
     }
   }
   mark_phase(profiler_, "pipeline.drain");
-  channels_->wait_sends();
+  if (channels_) channels_->wait_sends();
   in_flight_.clear();
   HAI_CHECK(outputs_.empty() && gradients_.empty(),
             "pipeline engine: {} stage outputs and {} gradients were never used (pipeline rank {})", outputs_.size(),

@@ -67,7 +67,7 @@ class PipelineEngine {
   PipelineShape shape_;
   int stages_;
   Communicator& pipeline_;
-  std::unique_ptr<PeerChannels> channels_;  // to the neighbouring pipeline ranks
+  std::unique_ptr<PeerChannels> channels_;  // to the neighbouring pipeline ranks; null on a one-rank pipeline
   std::map<Key, OwnedTensor> outputs_;    // the output of F(stage, micro-batch), until F(stage + 1) or its send
   std::map<Key, OwnedTensor> gradients_;  // the input gradient of B(stage, micro-batch), until B(stage - 1) or send
   std::vector<OwnedTensor> in_flight_;    // posted sends' tensors, until they are received

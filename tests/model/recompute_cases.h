@@ -4,9 +4,13 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "framework/config/config_enums.h"
+#include "framework/params/parameter_store.h"
 #include "framework/tensor/tensor.h"
 
 namespace hai::testing {
@@ -15,6 +19,17 @@ namespace hai::testing {
 inline bool same_bits(const Tensor& expected, const Tensor& actual) {
   if (expected.raw() == nullptr || actual.raw() == nullptr) return expected.raw() == actual.raw();
   return expected.bytes() == actual.bytes() && std::memcmp(expected.raw(), actual.raw(), expected.bytes()) == 0;
+}
+
+// A CPU store of `specs` (seeded) whose compute copy is that of `precision`: fp32, or bf16 (fp8: with the FP8
+// weight copies).
+inline std::unique_ptr<ParameterStore> precision_store(std::vector<ParameterSpec> specs, PrecisionMode precision) {
+  auto store = std::make_unique<ParameterStore>(std::move(specs), Device::cpu(),
+                                                precision == PrecisionMode::fp32 ? DType::f32 : DType::bf16,
+                                                Fp8WeightOptions{.enabled = precision == PrecisionMode::fp8});
+  store->initialize(5, 0.3);
+  store->refresh_compute_copy();
+  return store;
 }
 
 struct RecomputeCase {

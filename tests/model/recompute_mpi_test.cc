@@ -31,15 +31,6 @@ namespace {
 
 using testing::same_bits;
 
-std::unique_ptr<ParameterStore> make_store(std::vector<ParameterSpec> specs, PrecisionMode precision) {
-  auto store = std::make_unique<ParameterStore>(std::move(specs), Device::cpu(),
-                                                precision == PrecisionMode::fp32 ? DType::f32 : DType::bf16,
-                                                Fp8WeightOptions{.enabled = precision == PrecisionMode::fp8});
-  store->initialize(5, 0.3);
-  store->refresh_compute_copy();
-  return store;
-}
-
 // [2, 7] token windows of micro-batch `micro_batch` of step `step`, different on each data-parallel rank.
 OwnedTensor tokens_of(int step, int micro_batch, int data_rank, const ModelConfig& model) {
   return testing::random_tokens(2, 6, model.vocab_size,
@@ -72,7 +63,8 @@ TEST_P(RecomputeWorld, ExpertParallelLossesAndGradientsAreTheBitsOfNone) {
   };
   auto run = [&](RecomputeMode recompute) {
     Trained result;
-    result.store = make_store(expert_parallel_parameters(config_, groups.ep->rank(), size()), GetParam().precision);
+    result.store =
+        testing::precision_store(expert_parallel_parameters(config_, groups.ep->rank(), size()), GetParam().precision);
     result.exchange = std::make_unique<ExpertExchange>(*groups.ep, config_.moe.routed_experts);
     result.model = std::make_unique<DeepseekV3Model>(config_, *result.store, result.exchange.get());
     result.model->set_recompute(recompute);
@@ -120,7 +112,8 @@ void RecomputeWorld::expect_pipeline_bits_of_none(PipelineSchedule pipeline_sche
   };
   auto run = [&](RecomputeMode recompute) {
     Trained result;
-    result.store = make_store(expert_parallel_parameters(config_, groups.ep->rank(), grid.ep), GetParam().precision);
+    result.store =
+        testing::precision_store(expert_parallel_parameters(config_, groups.ep->rank(), grid.ep), GetParam().precision);
     if (grid.ep > 1) result.exchange = std::make_unique<ExpertExchange>(*groups.ep, config_.moe.routed_experts);
     result.model = std::make_unique<PipelineModel>(config_, *result.store,
                                                    pipeline_stages(config_, stage_count(shape), {}), held,

@@ -28,12 +28,8 @@ struct Trained {
 };
 
 Trained make_run(const ModelConfig& config, PrecisionMode precision, RecomputeMode recompute) {
-  DType compute = precision == PrecisionMode::fp32 ? DType::f32 : DType::bf16;
   Trained run;
-  run.store = std::make_unique<ParameterStore>(deepseek_v3_parameters(config), Device::cpu(), compute,
-                                               Fp8WeightOptions{.enabled = precision == PrecisionMode::fp8});
-  run.store->initialize(5, 0.3);
-  run.store->refresh_compute_copy();
+  run.store = testing::precision_store(deepseek_v3_parameters(config), precision);
   run.model = std::make_unique<DeepseekV3Model>(config, *run.store);
   run.model->set_recompute(recompute);
   return run;
