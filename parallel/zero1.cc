@@ -187,18 +187,13 @@ void Zero1Optimizer::reduce_gradients(const GradientClipSettings& clip) {
   }
   for (Zero1Partition& partition : partitions_) partition.finish_reduction();
   reducing_.assign(partitions_.size(), false);
-  // NOTE: the shards hold sums over the dp ranks; gradient_update_scale takes the norm of their mean. With dp a
-  // power of two, its divisions by dp are exact.
+  // NOTE: the shards hold sums over the dp ranks; gradient_update_scale takes the norm of their mean.
   grad_norm_squared_to(own_squared_norm_, norm_grads_, norm_scratch_);
   if (pipeline_) pipeline_->all_gather(pipeline_squared_norms_, own_squared_norm_);
   Tensor stage_norms = pipeline_ ? pipeline_squared_norms_.tensor() : own_squared_norm_.tensor();  // [pp]
   if (dp_.size() > 1) dp_.all_gather(rank_squared_norms_, stage_norms);
   Tensor squared_norms = dp_.size() > 1 ? rank_squared_norms_.tensor() : stage_norms;  // [dp x pp]
-  // NOTE: gradient_update_scale divides by its entry count R = dp x pp where the sums are over dp ranks: a loss
-  // scale pp times smaller gives the same norm and update scale (exactly when pp is a power of two).
-  GradientClipSettings settings = clip;
-  if (pipeline_) settings.loss_scale /= pipeline_->size();
-  gradient_update_scale(update_scale_, grad_norm_, squared_norms, settings);
+  gradient_update_scale(update_scale_, grad_norm_, squared_norms, dp_.size(), clip);
 }
 
 double Zero1Optimizer::grad_norm() const {

@@ -18,8 +18,9 @@ double clip_factor(double norm, double max_norm) {
   return std::min(1.0, max_norm / (norm + 1e-6));
 }
 
-void gradient_update_scale(const Tensor& scale, const Tensor& norm, const Tensor& squared_norms,
+void gradient_update_scale(const Tensor& scale, const Tensor& norm, const Tensor& squared_norms, int64_t mean_over,
                            const GradientClipSettings& settings, [[maybe_unused]] Stream stream) {
+  HAI_CHECK(mean_over >= 1, "the gradients must be sums over at least one rank, got {}", mean_over);
   HAI_CHECK(settings.max_norm >= 0.0, "the clipping norm must not be negative, got {}", settings.max_norm);
   HAI_CHECK(settings.loss_scale > 0.0, "the loss scale must be positive, got {}", settings.loss_scale);
   check_dtype(scale, DType::f32, "update scale");
@@ -27,13 +28,13 @@ void gradient_update_scale(const Tensor& scale, const Tensor& norm, const Tensor
   check_dtype(squared_norms, DType::i64, "squared gradient norms");
   HAI_CHECK(scale.numel() == 1 && norm.numel() == 1, "update scale and norm must hold one value each, got {} and {}",
             scale.str(), norm.str());
-  HAI_CHECK(squared_norms.rank() == 1 && squared_norms.numel() >= 1, "squared gradient norms must be [R], got {}",
+  HAI_CHECK(squared_norms.rank() == 1 && squared_norms.numel() >= 1, "squared gradient norms must be [entries], got {}",
             squared_norms.str());
   check_same_device(norm, scale, "gradient_update_scale");
   check_same_device(squared_norms, scale, "gradient_update_scale");
-  if (scale.device().is_cpu()) return cpu::gradient_update_scale(scale, norm, squared_norms, settings);
+  if (scale.device().is_cpu()) return cpu::gradient_update_scale(scale, norm, squared_norms, mean_over, settings);
 #ifdef HAI_WITH_CUDA
-  return cuda::gradient_update_scale(scale, norm, squared_norms, settings, stream);
+  return cuda::gradient_update_scale(scale, norm, squared_norms, mean_over, settings, stream);
 #else
   throw_no_backend("gradient_update_scale", scale.device());
 #endif

@@ -6,10 +6,10 @@
 
 namespace hai::cpu {
 
-void gradient_update_scale(const Tensor& scale, const Tensor& norm, const Tensor& squared_norms,
+void gradient_update_scale(const Tensor& scale, const Tensor& norm, const Tensor& squared_norms, int64_t mean_over,
                            const GradientClipSettings& settings) {
-  const int64_t* words = squared_norms.data<int64_t>();  // [R] doubles
-  double ranks = static_cast<double>(squared_norms.numel());
+  const int64_t* words = squared_norms.data<int64_t>();  // [entries] doubles
+  auto ranks = static_cast<double>(mean_over);
   double squared = 0.0;
   for (int64_t r = 0; r < squared_norms.numel(); ++r) squared += std::bit_cast<double>(words[r]) / (ranks * ranks);
   double unscaled_norm = std::sqrt(squared) / settings.loss_scale;

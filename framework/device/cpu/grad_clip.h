@@ -5,7 +5,7 @@
 
 namespace hai::cpu {
 
-void gradient_update_scale(const Tensor& scale, const Tensor& norm, const Tensor& squared_norms,
+void gradient_update_scale(const Tensor& scale, const Tensor& norm, const Tensor& squared_norms, int64_t mean_over,
                            const GradientClipSettings& settings);
 
 }  // namespace hai::cpu

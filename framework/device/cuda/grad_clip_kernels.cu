@@ -3,11 +3,11 @@
 namespace hai::cuda::kernels {
 namespace {
 
-__global__ void update_scale_kernel(float* scale, double* norm, const double* squared_norms, int64_t ranks,
-                                    double max_norm, double loss_scale) {
-  double rank_count = static_cast<double>(ranks);
+__global__ void update_scale_kernel(float* scale, double* norm, const double* squared_norms, int64_t entries,
+                                    int64_t mean_over, double max_norm, double loss_scale) {
+  double rank_count = static_cast<double>(mean_over);
   double squared = 0.0;
-  for (int64_t r = 0; r < ranks; ++r) {
+  for (int64_t r = 0; r < entries; ++r) {
     squared = __dadd_rn(squared, __ddiv_rn(squared_norms[r], rank_count * rank_count));
   }
   double unscaled_norm = __ddiv_rn(__dsqrt_rn(squared), loss_scale);
@@ -22,9 +22,9 @@ __global__ void update_scale_kernel(float* scale, double* norm, const double* sq
 
 }  // namespace
 
-cudaError_t gradient_update_scale(float* scale, double* norm, const double* squared_norms, int64_t ranks,
-                                  double max_norm, double loss_scale, cudaStream_t stream) {
-  update_scale_kernel<<<1, 1, 0, stream>>>(scale, norm, squared_norms, ranks, max_norm, loss_scale);
+cudaError_t gradient_update_scale(float* scale, double* norm, const double* squared_norms, int64_t entries,
+                                  int64_t mean_over, double max_norm, double loss_scale, cudaStream_t stream) {
+  update_scale_kernel<<<1, 1, 0, stream>>>(scale, norm, squared_norms, entries, mean_over, max_norm, loss_scale);
   return cudaGetLastError();
 }
 

@@ -8,8 +8,8 @@
 
 namespace hai::cuda::kernels {
 
-// scale [1], norm [1] <- squared_norms [ranks].
-cudaError_t gradient_update_scale(float* scale, double* norm, const double* squared_norms, int64_t ranks,
-                                  double max_norm, double loss_scale, cudaStream_t stream);
+// scale [1], norm [1] <- squared_norms [entries], the sums over mean_over ranks.
+cudaError_t gradient_update_scale(float* scale, double* norm, const double* squared_norms, int64_t entries,
+                                  int64_t mean_over, double max_norm, double loss_scale, cudaStream_t stream);
 
 }  // namespace hai::cuda::kernels

@@ -36,9 +36,12 @@ struct UpdateScale {
   float scale = 0.0f;
 };
 
-UpdateScale update_scale_of(const std::vector<double>& squared_norms, const GradientClipSettings& settings) {
+// The squared norms of gradients summed over mean_over ranks (0: one entry per rank).
+UpdateScale update_scale_of(const std::vector<double>& squared_norms, const GradientClipSettings& settings,
+                            int64_t mean_over = 0) {
   OwnedTensor scale(Shape{1}, DType::f32), norm(Shape{1}, DType::i64);
-  gradient_update_scale(scale, norm, testing::doubles_as_words(squared_norms), settings);
+  if (mean_over == 0) mean_over = static_cast<int64_t>(squared_norms.size());
+  gradient_update_scale(scale, norm, testing::doubles_as_words(squared_norms), mean_over, settings);
   return {std::bit_cast<double>(norm.data<int64_t>()[0]), scale.data<float>()[0]};
 }
 
@@ -54,6 +57,17 @@ TEST(GradientUpdateScale, ClipsTheUnscaledMeanAndFoldsInTheLossScaleAndTheRanks)
   EXPECT_EQ(update_scale_of({9.0}, {.max_norm = 10.0}).scale, 1.0f);  // under the clip norm: the plain gradient
 }
 
+// Three pipeline stages of two dp ranks: six entries, each a sum over the 2 dp ranks. The mean divides by 2, not
+// by the entry count, exactly (no loss-scale compensation, which was exact only for a power-of-two pp).
+TEST(GradientUpdateScale, TheMeanIsOverTheRanksTheSumsAreOverNotTheEntries) {
+  UpdateScale stages = update_scale_of({100.0, 60.0, 36.0, 100.0, 4.0, 100.0}, {.max_norm = 0.0}, 2);
+  EXPECT_EQ(stages.norm, 10.0);  // sqrt(400 / 4)
+  EXPECT_EQ(stages.scale, 0.5f);
+  UpdateScale one_rank = update_scale_of({9.0, 16.0, 0.0}, {.max_norm = 0.0, .loss_scale = 3.0}, 1);
+  EXPECT_EQ(one_rank.norm, 5.0 / 3.0);
+  EXPECT_EQ(one_rank.scale, static_cast<float>(1.0 / 3.0));
+}
+
 // An inf or NaN on any rank makes the norm non-finite and the scale NaN: every consumer skips the step.
 TEST(GradientUpdateScale, ANonFiniteNormGivesANanScale) {
   for (double bad : {std::numeric_limits<double>::infinity(), std::numeric_limits<double>::quiet_NaN()}) {
@@ -66,10 +80,11 @@ TEST(GradientUpdateScale, ANonFiniteNormGivesANanScale) {
 TEST(GradientUpdateScale, RejectsBadSettingsAndOperands) {
   OwnedTensor scale(Shape{1}, DType::f32), norm(Shape{1}, DType::i64), f32_norm(Shape{1}, DType::f32);
   OwnedTensor squared = testing::doubles_as_words({1.0}), none(Shape{0}, DType::i64);
-  EXPECT_THROW(gradient_update_scale(scale, norm, squared, {.max_norm = -1.0}), Error);
-  EXPECT_THROW(gradient_update_scale(scale, norm, squared, {.loss_scale = 0.0}), Error);
-  EXPECT_THROW(gradient_update_scale(scale, f32_norm, squared, {}), Error);
-  EXPECT_THROW(gradient_update_scale(scale, norm, none, {}), Error);
+  EXPECT_THROW(gradient_update_scale(scale, norm, squared, 1, {.max_norm = -1.0}), Error);
+  EXPECT_THROW(gradient_update_scale(scale, norm, squared, 1, {.loss_scale = 0.0}), Error);
+  EXPECT_THROW(gradient_update_scale(scale, f32_norm, squared, 1, {}), Error);
+  EXPECT_THROW(gradient_update_scale(scale, norm, none, 1, {}), Error);
+  EXPECT_THROW(gradient_update_scale(scale, norm, squared, 0, {}), Error);
 }
 
 }  // namespace
