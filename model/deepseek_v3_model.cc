@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include "framework/device/cross_entropy.h"
-#include "framework/device/embedding.h"
 #include "framework/device/expert_load.h"
 #include "model/parameters.h"
 #include "model/router_biases.h"
@@ -64,15 +63,19 @@ struct DeepseekV3Model::Pass : MicroBatchInputs {
   std::vector<MtpModule::Context> mtp;
 };
 
-DeepseekV3Model::DeepseekV3Model(const ModelConfig& model, const ParameterStore& store, ExpertExchange* experts)
-    : config_(model), store_(store), rope_(model, store.values().device()) {
+DeepseekV3Model::DeepseekV3Model(const ModelConfig& model, const ParameterStore& store, ExpertExchange* experts,
+                                 TensorParallel tp)
+    : config_(model),
+      store_(store),
+      rope_(model, store.values().device()),
+      embedding_(store["model.embed_tokens.weight"], model.vocab_size, tp) {
   for (int64_t layer = 0; layer < model.num_layers; ++layer) {
-    layers_.push_back(std::make_unique<DecoderLayer>(model, store, layer, rope_.table(), experts));
+    layers_.push_back(std::make_unique<DecoderLayer>(model, store, layer, rope_.table(), experts, tp));
     if (layers_.back()->moe()) moe_layer_indices_.push_back(layer);
   }
-  head_ = std::make_unique<OutputHead>(model, store, "model.norm.weight");
+  head_ = std::make_unique<OutputHead>(model, store, "model.norm.weight", tp);
   for (int64_t depth = 1; depth <= model.mtp_depth; ++depth) {
-    mtp_.push_back(std::make_unique<MtpModule>(model, store, depth, rope_.table(), experts));
+    mtp_.push_back(std::make_unique<MtpModule>(model, store, depth, rope_.table(), experts, tp));
     if (mtp_.back()->block().moe()) moe_layer_indices_.push_back(model.num_layers + depth - 1);
   }
   expert_load_ = zero_tensor(Shape{static_cast<int64_t>(moe_layer_indices_.size()), model.moe.routed_experts},
@@ -101,7 +104,7 @@ DeepseekV3Model::Pass DeepseekV3Model::forward(const Tensor& tokens, const Tenso
   mark_phase(profiler_, "forward.embedding");
   need(kEmbeddingBucket);
   OwnedTensor hidden(hidden_shape, DType::f32, device());  // [T, H] the embedding output, then each layer's
-  embedding_forward(hidden, store_["model.embed_tokens.weight"].value, pass.inputs);
+  embedding_.forward(hidden, pass.inputs);
   record_memory_point(profiler_, "embedding", "embedding");
   pass.layers.resize(layers_.size());
   int64_t moe_row = 0;
@@ -191,7 +194,7 @@ void DeepseekV3Model::backward(Pass& pass, float grad_scale, const GradientsFina
   }
   // NOTE: the embedding's gradient is complete after the MTP modules' (their embeddings') and the input's.
   mark_phase(profiler_, "backward_weight.embedding");
-  embedding_backward(store_["model.embed_tokens.weight"].grad_to_add_to(), d_hidden, pass.inputs);
+  embedding_.backward(d_hidden, pass.inputs);
   finished(kEmbeddingBucket);
 }
 

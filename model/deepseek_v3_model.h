@@ -20,6 +20,7 @@
 #include "model/model_rope_table.h"
 #include "model/mtp_module.h"
 #include "model/output_head.h"
+#include "model/vocab_parallel.h"
 
 namespace hai {
 
@@ -47,7 +48,9 @@ class DeepseekV3Model {
  public:
   // experts: expert parallelism's exchange (the store then holds only this rank's routed experts); null: all
   // routed experts are local.
-  DeepseekV3Model(const ModelConfig& model, const ParameterStore& store, ExpertExchange* experts = nullptr);
+  // tp: tensor parallelism (the store then holds this tp rank's shards: rank_share.h); default one rank.
+  DeepseekV3Model(const ModelConfig& model, const ParameterStore& store, ExpertExchange* experts = nullptr,
+                  TensorParallel tp = {});
   ~DeepseekV3Model();
   DeepseekV3Model(const DeepseekV3Model&) = delete;
   DeepseekV3Model& operator=(const DeepseekV3Model&) = delete;
@@ -100,6 +103,7 @@ class DeepseekV3Model {
   ModelConfig config_;
   const ParameterStore& store_;
   ModelRopeTable rope_;
+  VocabParallelEmbedding embedding_;
   std::vector<std::unique_ptr<DecoderLayer>> layers_;
   std::unique_ptr<OutputHead> head_;
   std::vector<std::unique_ptr<MtpModule>> mtp_;

@@ -1,6 +1,5 @@
 #include "model/pipeline_stage.h"
 
-#include "framework/device/embedding.h"
 #include "model/deepseek_v3_model.h"
 #include "model/parameters.h"
 #include "parallel/pipeline/stage_partition.h"
@@ -38,21 +37,21 @@ std::vector<StageLayers> pipeline_stages(const ModelConfig& model, int stages,
 }
 
 PipelineStage::PipelineStage(const ModelConfig& model, const ParameterStore& store, const StageLayers& layers,
-                             const RopeTable& rope, ExpertExchange* experts)
+                             const RopeTable& rope, ExpertExchange* experts, TensorParallel tp)
     : config_(model),
       layers_(layers),
-      device_(store.values().device()),
-      embedding_(layers.first ? &store["model.embed_tokens.weight"] : nullptr) {
+      device_(store.values().device()) {
+  if (layers.first) embedding_.emplace(store["model.embed_tokens.weight"], model.vocab_size, tp);
   HAI_CHECK(layers.layers >= 1 && layers.first_layer >= 0 && layers.first_layer + layers.layers <= model.num_layers,
             "pipeline stage: layers [{}, {}) outside the model's {}", layers.first_layer,
             layers.first_layer + layers.layers, model.num_layers);
   for (int64_t layer = layers.first_layer; layer < layers.first_layer + layers.layers; ++layer) {
-    blocks_.push_back(std::make_unique<DecoderLayer>(model, store, layer, rope, experts));
+    blocks_.push_back(std::make_unique<DecoderLayer>(model, store, layer, rope, experts, tp));
   }
   if (!layers.last) return;
-  head_ = std::make_unique<OutputHead>(model, store, "model.norm.weight");
+  head_ = std::make_unique<OutputHead>(model, store, "model.norm.weight", tp);
   for (int64_t depth = 1; depth <= model.mtp_depth; ++depth) {
-    mtp_.push_back(std::make_unique<MtpModule>(model, store, depth, rope, experts));
+    mtp_.push_back(std::make_unique<MtpModule>(model, store, depth, rope, experts, tp));
   }
 }
 
@@ -70,7 +69,7 @@ void PipelineStage::forward(Context& ctx, const MicroBatchInputs& batch, const T
   Tensor x = input;      // [T, H] the current layer's input
   if (layers_.first) {
     embedded = OwnedTensor(hidden_shape, DType::f32, device);
-    embedding_forward(embedded, embedding_->value, batch.inputs);
+    embedding_->forward(embedded, batch.inputs);
     x = embedded;
   }
   // [layers][T, H] the layers' outputs (the last one's is `output` but on the last stage)
@@ -171,7 +170,7 @@ void PipelineStage::backward_weight(Context& ctx, const MicroBatchInputs& batch)
   // The order of DeepseekV3Model's backward: MTP modules, layers, embedding (the heads' W ran in forward).
   for (size_t depth = 0; depth < mtp_.size(); ++depth) mtp_[depth]->backward_weight(ctx.mtp[depth]);
   for (size_t index = 0; index < blocks_.size(); ++index) blocks_[index]->backward_weight(ctx.layers[index]);
-  if (layers_.first) embedding_backward(embedding_->grad_to_add_to(), ctx.d_embedded, batch.inputs);
+  if (layers_.first) embedding_->backward(ctx.d_embedded, batch.inputs);
   ctx = Context{};
 }
 
