@@ -26,15 +26,15 @@ OwnedTensor bf16_copy_for(DType reader_dtype, const Tensor& x) {
 }  // namespace
 
 DecoderLayer::DecoderLayer(const ModelConfig& model, const ParameterStore& store, int64_t layer,
-                           const RopeTable& rope, ExpertExchange* experts)
+                           const RopeTable& rope, ExpertExchange* experts, TensorParallel tp)
     : input_norm_(store[layer_prefix(layer) + "input_layernorm.weight"]),
       post_attention_norm_(store[layer_prefix(layer) + "post_attention_layernorm.weight"]),
       norm_eps_(static_cast<float>(model.norm_eps)),
-      attention_(model, store, layer, rope) {
+      attention_(model, store, layer, rope, tp) {
   if (is_moe_layer(model, layer)) {
-    moe_.emplace(model, store, layer, experts);
+    moe_.emplace(model, store, layer, experts, tp);
   } else {
-    dense_.emplace(store, layer_prefix(layer) + "mlp.");
+    dense_.emplace(store, layer_prefix(layer) + "mlp.", tp);
   }
 }
 

@@ -18,7 +18,7 @@ class DecoderLayer {
  public:
   // experts: the expert-parallel exchange of an MoE layer (moe_layer.h); null: every routed expert is local.
   DecoderLayer(const ModelConfig& model, const ParameterStore& store, int64_t layer, const RopeTable& rope,
-               ExpertExchange* experts = nullptr);
+               ExpertExchange* experts = nullptr, TensorParallel tp = {});
 
   // The two norms' outputs are not kept: attention and MLP keep what they need of them. backward_input releases
   // input and residual (only the norms' backward reads them); backward_weight releases the rest. What forward

@@ -12,10 +12,11 @@ constexpr PipelineShape kOneMicroBatch{.schedule = PipelineSchedule::one_f_one_b
 
 }  // namespace
 
-DeepseekV3Model::DeepseekV3Model(const ModelConfig& model, const ParameterStore& store, ExpertExchange* experts)
+DeepseekV3Model::DeepseekV3Model(const ModelConfig& model, const ParameterStore& store, ExpertExchange* experts,
+                                 TensorParallel tp)
     : config_(model),
       store_(store),
-      stages_(model, store, pipeline_stages(model, 1, {}), /*held_stages=*/{0}, experts),
+      stages_(model, store, pipeline_stages(model, 1, {}), /*held_stages=*/{0}, experts, tp),
       engine_(kOneMicroBatch, rank_),
       program_(build_schedule(kOneMicroBatch).ranks.front()),
       moe_layer_indices_(moe_block_indices(model)),

@@ -24,7 +24,9 @@ class DeepseekV3Model {
  public:
   // experts: expert parallelism's exchange (the store then holds only this rank's routed experts); null: all
   // routed experts are local.
-  DeepseekV3Model(const ModelConfig& model, const ParameterStore& store, ExpertExchange* experts = nullptr);
+  // tp: tensor parallelism (the store then holds this tp rank's shards: rank_share.h); default one rank.
+  DeepseekV3Model(const ModelConfig& model, const ParameterStore& store, ExpertExchange* experts = nullptr,
+                  TensorParallel tp = {});
   ~DeepseekV3Model();
   DeepseekV3Model(const DeepseekV3Model&) = delete;
   DeepseekV3Model& operator=(const DeepseekV3Model&) = delete;

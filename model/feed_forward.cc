@@ -8,10 +8,11 @@
 
 namespace hai {
 
-FeedForward::FeedForward(const ParameterStore& store, const std::string& prefix)
+FeedForward::FeedForward(const ParameterStore& store, const std::string& prefix, TensorParallel tp)
     : gate_(store[prefix + "gate_proj.weight"]),
       up_(store[prefix + "up_proj.weight"]),
-      down_(store[prefix + "down_proj.weight"]) {
+      down_(store[prefix + "down_proj.weight"]),
+      tp_(tp) {
   HAI_CHECK(up_.in_features() == hidden_size() && up_.out_features() == ffn_size(),
             "{}up_proj.weight must match gate_proj.weight [{}, {}]", prefix, ffn_size(), hidden_size());
   HAI_CHECK(down_.in_features() == ffn_size() && down_.out_features() == hidden_size(),
@@ -40,7 +41,10 @@ void FeedForward::forward(Context& ctx, const Tensor& out, Linear::PreparedInput
                           bool accumulate) const {
   OwnedTensor activation = projections_forward(ctx, input, rows, device);  // [N, F]
   ctx.input = std::move(input.saved);
-  down_.forward(out, std::move(activation), ctx.activation, accumulate);
+  // NOTE: the row-parallel down_proj's partial outputs are summed over the tp ranks: the region's exit.
+  tp_.summed_into(out, accumulate, [&](const Tensor& y, bool add) {
+    down_.forward(y, std::move(activation), ctx.activation, add);
+  });
   if (recomputes_input()) ctx.input = OwnedTensor();
   if (recomputes_activation()) ctx.activation = OwnedTensor();
 }
@@ -92,7 +96,10 @@ void FeedForward::backward_input(Context& ctx, const Tensor& d_x, OwnedTensor&& 
   ctx.d_out = down_.prepare_output_grad(std::move(d_out));
   OwnedTensor d_activation(Shape{rows, ffn_size()}, DType::f32, device);  // [N, F]
   down_.backward_input(d_activation, ctx.d_out);
-  projections_backward_input(ctx, d_x, d_activation, accumulate);
+  // NOTE: the column-parallel gate_proj and up_proj give partial input gradients: the region's entry sums them.
+  tp_.summed_into(d_x, accumulate, [&](const Tensor& partial, bool add) {
+    projections_backward_input(ctx, partial, d_activation, add);
+  });
 }
 
 void FeedForward::projections_backward_input(Context& ctx, const Tensor& d_x, const Tensor& d_activation,

@@ -3,6 +3,9 @@
 // weights named by an HF prefix: "model.layers.0.mlp." (dense layers), "model.layers.3.mlp.shared_experts.",
 // "model.layers.3.mlp.experts.17.". It runs on any number of token rows, so a routed expert runs it on its
 // contiguous block of permuted rows. Layer contract: docs/design/model-layers.md.
+// Tensor parallelism (the dense MLP and the shared experts, docs/design/tensor-parallel.md): the store holds this
+// rank's F / tp columns of gate_proj and up_proj and rows of down_proj; the block is one tensor-parallel region, its
+// output summed over the tp ranks in forward and its input gradient in backward.
 
 #include <optional>
 #include <string>
@@ -10,16 +13,17 @@
 #include "framework/params/parameter_store.h"
 #include "framework/tensor/tensor.h"
 #include "model/linear.h"
+#include "parallel/tensor_parallel.h"
 
 namespace hai {
 
 class FeedForward {
  public:
-  // Uses the parameters prefix + "{gate,up,down}_proj.weight" of the store.
-  FeedForward(const ParameterStore& store, const std::string& prefix);
+  // Uses the parameters prefix + "{gate,up,down}_proj.weight" of the store (this tp rank's shards under tp).
+  FeedForward(const ParameterStore& store, const std::string& prefix, TensorParallel tp = {});
 
   int64_t hidden_size() const { return gate_.in_features(); }
-  int64_t ffn_size() const { return gate_.out_features(); }
+  int64_t ffn_size() const { return gate_.out_features(); }  // this rank's F
 
   // N = the rows this call runs on, H = hidden size, F = FFN width. Saved activations are as small as the
   // precision allows: "saved dtype" is model/in_dtype.h's saved_activation_dtype (bf16 in bf16/fp8 training).
@@ -86,6 +90,7 @@ class FeedForward {
 
   Linear gate_, up_, down_;
   std::optional<StackedGateUp> gate_up_;
+  TensorParallel tp_;
   bool recompute_ = false;
 };
 

@@ -51,8 +51,9 @@ RopeSettings mla_rope_settings(const ModelConfig& model) {
           .mscale = yarn.mscale};
 }
 
-MlaAttention::MlaAttention(const ModelConfig& model, const ParameterStore& store, int64_t layer, const RopeTable& rope)
-    : heads_(model.num_heads),
+MlaAttention::MlaAttention(const ModelConfig& model, const ParameterStore& store, int64_t layer, const RopeTable& rope,
+                           TensorParallel tp)
+    : heads_(0),
       nope_dim_(model.qk_nope_head_dim),
       rope_dim_(model.qk_rope_head_dim),
       value_dim_(model.v_head_dim),
@@ -60,7 +61,8 @@ MlaAttention::MlaAttention(const ModelConfig& model, const ParameterStore& store
       norm_eps_(static_cast<float>(model.norm_eps)),
       softmax_scale_(static_cast<float>(
           attention_softmax_scale(model.qk_nope_head_dim + model.qk_rope_head_dim, mla_rope_settings(model)))),
-      rope_(rope) {
+      rope_(rope),
+      tp_(tp) {
   HAI_CHECK(2 * rope.cos.size(1) == rope_dim_, "MLA layer {}: a RoPE table of {} columns for qk_rope_head_dim {}",
             layer, 2 * rope.cos.size(1), rope_dim_);
   std::string prefix = layer_prefix(layer) + "self_attn.";
@@ -69,6 +71,11 @@ MlaAttention::MlaAttention(const ModelConfig& model, const ParameterStore& store
   kv_a_proj_ = Linear(store[prefix + "kv_a_proj_with_mqa.weight"]);
   kv_b_proj_ = Linear(store[prefix + "kv_b_proj.weight"]);
   o_proj_ = Linear(store[prefix + "o_proj.weight"]);
+  heads_ = q_b_proj_.out_features() / (nope_dim_ + rope_dim_);  // this tp rank's heads
+  HAI_CHECK(heads_ * (nope_dim_ + rope_dim_) == q_b_proj_.out_features() &&
+                kv_b_proj_.out_features() == heads_ * (nope_dim_ + value_dim_) &&
+                o_proj_.in_features() == heads_ * value_dim_,
+            "MLA layer {}: q_b_proj, kv_b_proj and o_proj hold different heads", layer);
   attention_dtype_ = o_proj_.compute_dtype() == DType::bf16 ? DType::bf16 : DType::f32;
   q_a_norm_ = &store[prefix + "q_a_layernorm.weight"];
   kv_a_norm_ = &store[prefix + "kv_a_layernorm.weight"];
@@ -107,6 +114,7 @@ void MlaAttention::forward(Context& ctx, const Tensor& out, OwnedTensor&& x, con
     o.reshape(Shape{tokens, heads_ * value_dim_});
     o_proj_.forward(out, std::move(o), ctx.o_input);
   }
+  tp_.leave(out);  // the row-parallel o_proj's partial outputs
   if (!recompute_) return;
   if (recomputes_input()) ctx.x = OwnedTensor();
   for (OwnedTensor* dropped : {&ctx.q_latent_normed, &ctx.kv_latent_normed, &ctx.q, &ctx.kv}) *dropped = OwnedTensor();
@@ -222,6 +230,7 @@ void MlaAttention::backward_query(Context& ctx, const Tensor& d_x, OwnedTensor d
   ctx.d_q = q_b_proj_.prepare_output_grad(flatten_heads(in_dtype(std::move(d_q), q_b_proj_.output_grad_dtype())));
   OwnedTensor d_q_latent_normed = f32_tensor(Shape{tokens, q_lora_rank}, d_x.device());  // [T, q_lora]
   q_b_proj_.backward_input(d_q_latent_normed, ctx.d_q);
+  tp_.enter_backward(d_q_latent_normed);  // from this rank's heads
   OwnedTensor d_q_latent = f32_tensor(Shape{tokens, q_lora_rank}, d_x.device());  // [T, q_lora]
   // q_a_proj's bf16 output gradient written by the norm beside the fp32 one (the same rounding as a cast)
   bool bf16_gradient = q_a_proj_.output_grad_dtype() == DType::bf16;
@@ -242,6 +251,7 @@ void MlaAttention::backward_key_value(Context& ctx, const Tensor& d_x, OwnedTens
   ctx.d_kv = kv_b_proj_.prepare_output_grad(flatten_heads(in_dtype(std::move(d_kv), kv_b_proj_.output_grad_dtype())));
   OwnedTensor d_kv_latent_normed = f32_tensor(Shape{tokens, kv_lora_rank_}, d_x.device());  // [T, kv_lora]
   kv_b_proj_.backward_input(d_kv_latent_normed, ctx.d_kv);
+  tp_.enter_backward(d_kv_latent_normed);  // from this rank's heads
   OwnedTensor d_kv_latent = f32_tensor(Shape{tokens, kv_lora_rank_}, d_x.device());  // [T, kv_lora]
   rmsnorm_backward(d_kv_latent, kv_a_norm_->grad, d_kv_latent_normed, ctx.kv_latent, kv_a_norm_->value,
                    ctx.kv_latent_rstd, {.weight_grad_beta = kv_a_norm_->take_grad_beta()});
@@ -249,8 +259,11 @@ void MlaAttention::backward_key_value(Context& ctx, const Tensor& d_x, OwnedTens
   ctx.kv_latent_rstd = OwnedTensor();
   OwnedTensor d_ckv = f32_tensor(Shape{tokens, kv_lora_rank_ + rope_dim_}, d_x.device());  // [T, kv_lora + d_rope]
   copy_columns(d_ckv, d_kv_latent, {.width = kv_lora_rank_});
-  // k_rope is shared by all heads: its gradient is the sum over them.
-  sum_columns(d_ckv, d_k_rope, {.dst_offset = kv_lora_rank_, .width = rope_dim_});
+  // k_rope is shared by all heads: its gradient is the sum over them (this rank's, then over the tp ranks).
+  OwnedTensor d_k_rope_sum = f32_tensor(Shape{tokens, rope_dim_}, d_x.device());  // [T, d_rope]
+  sum_columns(d_k_rope_sum, d_k_rope, {.width = rope_dim_});
+  tp_.enter_backward(d_k_rope_sum);
+  copy_columns(d_ckv, d_k_rope_sum, {.dst_offset = kv_lora_rank_, .width = rope_dim_});
   ctx.d_ckv = kv_a_proj_.prepare_output_grad(
       rotated(std::move(d_ckv), kv_lora_rank_, kv_a_proj_.output_grad_dtype(), ctx.positions, /*backward=*/true));
   kv_a_proj_.backward_input(d_x, ctx.d_ckv, /*accumulate=*/true);

@@ -18,6 +18,11 @@
 // was rounded before, or in fp8 training before its e4m3 quantisation). d_o is bf16 in bf16 training; with FP8 it
 // stays fp32, as rounding it would change the attention backward's D = dot(d_o, o), not only an FP8 GEMM's operand.
 // Follows docs/design/model-layers.md (forward / backward_input / backward_weight).
+// Tensor parallelism (docs/design/tensor-parallel.md): the store holds this tp rank's H / tp heads of q_b_proj,
+// kv_b_proj (column-parallel) and o_proj (row-parallel), and q_a_proj, kv_a_proj_with_mqa and the two latent norms
+// whole; H below is the rank's heads. The tensor-parallel region starts at the latents (the up-projections' inputs
+// and k_rope, whose gradients are summed over the tp ranks in backward) and ends at o_proj's output (summed in
+// forward), so the replicated projections and norms get the same whole gradient on every tp rank.
 
 #include <cstdint>
 
@@ -26,6 +31,7 @@
 #include "framework/params/parameter_store.h"
 #include "framework/tensor/tensor.h"
 #include "model/linear.h"
+#include "parallel/tensor_parallel.h"
 
 namespace hai {
 
@@ -35,7 +41,8 @@ RopeSettings mla_rope_settings(const ModelConfig& model);
 class MlaAttention {
  public:
   // rope: the table of mla_rope_settings(model), owned by the caller and shared by all layers.
-  MlaAttention(const ModelConfig& model, const ParameterStore& store, int64_t layer, const RopeTable& rope);
+  MlaAttention(const ModelConfig& model, const ParameterStore& store, int64_t layer, const RopeTable& rope,
+               TensorParallel tp = {});
 
   struct Context {
     int64_t seq_len = 0;
@@ -130,6 +137,7 @@ class MlaAttention {
   const Parameter* q_a_norm_ = nullptr;   // [q_lora]
   const Parameter* kv_a_norm_ = nullptr;  // [kv_lora]
   bool recompute_ = false;
+  TensorParallel tp_;
 };
 
 }  // namespace hai

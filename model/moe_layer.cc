@@ -27,7 +27,8 @@ OwnedTensor device_offsets(const std::vector<int64_t>& offsets, Device device) {
 
 }  // namespace
 
-MoeLayer::MoeLayer(const ModelConfig& config, const ParameterStore& store, int64_t layer, ExpertExchange* experts)
+MoeLayer::MoeLayer(const ModelConfig& config, const ParameterStore& store, int64_t layer, ExpertExchange* experts,
+                   TensorParallel tp)
     : routed_experts_(config.moe.routed_experts),
       experts_per_token_(config.moe.experts_per_token),
       router_options_{.groups = config.moe.groups,
@@ -48,7 +49,7 @@ MoeLayer::MoeLayer(const ModelConfig& config, const ParameterStore& store, int64
             experts ? experts->routed_experts() : 0, routed_experts_);
   check_shape(gate_->value, Shape{routed_experts_, config.hidden_size}, "MoE gate weight");
   check_shape(bias_->value, Shape{routed_experts_}, "MoE gate bias");
-  if (config.moe.shared_experts > 0) shared_.emplace(store, layer_prefix(layer) + "mlp.shared_experts.");
+  if (config.moe.shared_experts > 0) shared_.emplace(store, layer_prefix(layer) + "mlp.shared_experts.", tp);
 }
 
 void MoeLayer::forward(Context& ctx, const Tensor& out, const Tensor& x, int64_t seq_len,

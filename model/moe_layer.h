@@ -39,7 +39,9 @@ namespace hai {
 class MoeLayer {
  public:
   // experts: the expert-parallel exchange (the store holds the routed experts of its rank only); null: all local.
-  MoeLayer(const ModelConfig& config, const ParameterStore& store, int64_t layer, ExpertExchange* experts = nullptr);
+  // tp: the shared experts' tensor parallelism (feed_forward.h).
+  MoeLayer(const ModelConfig& config, const ParameterStore& store, int64_t layer, ExpertExchange* experts = nullptr,
+           TensorParallel tp = {});
 
   // T = tokens, H = hidden size, E = routed experts, K = experts per token, N = sequences.
   struct Context {

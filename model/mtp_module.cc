@@ -4,7 +4,6 @@
 
 #include "framework/device/column_copy.h"
 #include "framework/device/elementwise.h"
-#include "framework/device/embedding.h"
 #include "framework/device/rmsnorm.h"
 #include "model/parameters.h"
 
@@ -16,13 +15,13 @@ int64_t mtp_layer(const ModelConfig& model, int64_t depth) { return model.num_la
 }  // namespace
 
 MtpModule::MtpModule(const ModelConfig& model, const ParameterStore& store, int64_t depth, const RopeTable& rope,
-                     ExpertExchange* experts)
-    : embedding_(store["model.embed_tokens.weight"]),
+                     ExpertExchange* experts, TensorParallel tp)
+    : embedding_(store["model.embed_tokens.weight"], model.vocab_size, tp),
       embedding_norm_(store[layer_prefix(mtp_layer(model, depth)) + "enorm.weight"]),
       hidden_norm_(store[layer_prefix(mtp_layer(model, depth)) + "hnorm.weight"]),
       projection_(store[layer_prefix(mtp_layer(model, depth)) + "eh_proj.weight"]),
-      block_(model, store, mtp_layer(model, depth), rope, experts),
-      head_(model, store, layer_prefix(mtp_layer(model, depth)) + "shared_head.norm.weight"),
+      block_(model, store, mtp_layer(model, depth), rope, experts, tp),
+      head_(model, store, layer_prefix(mtp_layer(model, depth)) + "shared_head.norm.weight", tp),
       norm_eps_(static_cast<float>(model.norm_eps)) {}
 
 void MtpModule::forward(Context& ctx, const Tensor& previous, const Tensor& ids, const Tensor& targets,
@@ -32,7 +31,7 @@ void MtpModule::forward(Context& ctx, const Tensor& previous, const Tensor& ids,
   Device device = previous.device();
   ctx.ids = ids;
   ctx.embedded = OwnedTensor(previous.shape(), DType::f32, device);
-  embedding_forward(ctx.embedded, embedding_.value, ids);
+  embedding_.forward(ctx.embedded, ids);
   ctx.previous = OwnedTensor(previous.shape(), DType::f32, device);
   copy_tensor_async(ctx.previous, previous);
 
@@ -83,7 +82,7 @@ void MtpModule::backward_input(Context& ctx, const Tensor& d_previous, const Ten
 void MtpModule::backward_weight(Context& ctx) const {
   block_.backward_weight(ctx.block);
   projection_.backward_weight(ctx.d_projected, ctx.projection_input);
-  embedding_backward(embedding_.grad_to_add_to(), ctx.d_embedded, ctx.ids);
+  embedding_.backward(ctx.d_embedded, ctx.ids);
   ctx = Context{};
 }
 

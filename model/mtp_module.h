@@ -10,6 +10,7 @@
 
 #include "model/decoder_layer.h"
 #include "model/output_head.h"
+#include "model/vocab_parallel.h"
 
 namespace hai {
 
@@ -17,7 +18,7 @@ class MtpModule {
  public:
   // experts: the expert-parallel exchange of the block's MoE layer; null: every routed expert is local.
   MtpModule(const ModelConfig& model, const ParameterStore& store, int64_t depth, const RopeTable& rope,
-            ExpertExchange* experts = nullptr);
+            ExpertExchange* experts = nullptr, TensorParallel tp = {});
 
   struct Context {
     Tensor ids;                   // [T] i32 t_{i+k}, the caller's
@@ -53,7 +54,7 @@ class MtpModule {
   void set_recompute(RecomputeMode mode) { block_.set_recompute(mode); }
 
  private:
-  const Parameter& embedding_;
+  VocabParallelEmbedding embedding_;
   const Parameter& embedding_norm_;
   const Parameter& hidden_norm_;
   Linear projection_;

@@ -6,6 +6,7 @@
 #include "framework/device/cross_entropy.h"
 #include "framework/device/elementwise.h"
 #include "framework/device/rmsnorm.h"
+#include "model/vocab_parallel.h"
 
 namespace hai {
 
@@ -22,11 +23,18 @@ float token_loss_grad(float grad_scale, double weight, int64_t counted) {
   return grad_scale * static_cast<float>(weight) / static_cast<float>(counted);
 }
 
-OutputHead::OutputHead(const ModelConfig& model, const ParameterStore& store, const std::string& norm_name)
+OutputHead::OutputHead(const ModelConfig& model, const ParameterStore& store, const std::string& norm_name,
+                       TensorParallel tp)
     : norm_(store[norm_name]),
       head_(store["lm_head.weight"]),
       norm_eps_(static_cast<float>(model.norm_eps)),
-      chunk_tokens_(head_chunk_tokens(model)) {}
+      chunk_tokens_(head_chunk_tokens(model)),
+      tp_(tp),
+      vocab_first_(tp.range(model.vocab_size).begin) {
+  HAI_CHECK(head_.out_features() == tp.range(model.vocab_size).size,
+            "lm_head.weight: {} rows held where tp rank {} of {} holds {} of the vocabulary of {}",
+            head_.out_features(), tp.rank(), tp.size(), tp.range(model.vocab_size).size, model.vocab_size);
+}
 
 void OutputHead::forward(Context& ctx, const Tensor& h, const Tensor& targets, const Tensor& loss_sum,
                          std::optional<float> loss_grad) const {
@@ -62,18 +70,16 @@ void OutputHead::forward(Context& ctx, const Tensor& h, const Tensor& targets, c
                 .d_normed = loss_grad ? ctx.d_normed.tensor().slice(begin, end) : Tensor()};
     forward_chunk(chunk, loss_sum, loss_grad);
   }
+  if (loss_grad) tp_.enter_backward(ctx.d_normed);  // from this rank's rows of lm_head
 }
 
 void OutputHead::forward_chunk(const Chunk& chunk, const Tensor& loss_sum, std::optional<float> loss_grad) const {
   Linear::PreparedInput input = head_.prepare_input(chunk.normed);  // [c, H] in the compute dtype
   head_.forward(chunk.logits, input);
-  if (!loss_grad) {
-    cross_entropy_forward(chunk.losses, chunk.logits, chunk.targets);
-    accumulate_sum(loss_sum, chunk.losses);
-    return;
-  }
-  cross_entropy_loss_and_grad(chunk.losses, chunk.d_logits, chunk.logits, chunk.targets, *loss_grad);
+  vocab_parallel_cross_entropy(tp_, vocab_first_, chunk.losses, chunk.d_logits, chunk.logits, chunk.targets,
+                               loss_grad);
   accumulate_sum(loss_sum, chunk.losses);
+  if (!loss_grad) return;
   head_.backward_input(chunk.d_normed, chunk.d_logits);
   head_.backward_weight(chunk.d_logits, input.saved);
 }

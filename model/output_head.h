@@ -11,6 +11,9 @@
 // NOTE: lm_head's weight gradient is therefore accumulated by forward, not by a later W call: the head has none.
 // Chunking changes no row's arithmetic: every per-token value is that of the unchunked head, and only the sums
 // over tokens (the loss sum, lm_head's gradient) add the chunks' partial sums one after another.
+// Tensor parallelism: lm_head is vocabulary-parallel (this tp rank's rows, V below is theirs) and the loss is
+// vocab_parallel_cross_entropy's, so no rank holds a token's logits whole; the normed input's gradient is summed
+// over the tp ranks (the region's entry) once forward has finished the chunks.
 
 #include <cstdint>
 #include <optional>
@@ -19,6 +22,7 @@
 #include "framework/config/config.h"
 #include "framework/params/parameter_store.h"
 #include "model/linear.h"
+#include "parallel/tensor_parallel.h"
 
 namespace hai {
 
@@ -42,7 +46,8 @@ float token_loss_grad(float grad_scale, double weight, int64_t counted);
 
 class OutputHead {
  public:
-  OutputHead(const ModelConfig& model, const ParameterStore& store, const std::string& norm_name);
+  OutputHead(const ModelConfig& model, const ParameterStore& store, const std::string& norm_name,
+             TensorParallel tp = {});
 
   struct Context {
     OwnedTensor normed;    // [T, H] RMSNorm(h): the main head's is the h_0 that MTP reads
@@ -79,6 +84,8 @@ class OutputHead {
   Linear head_;
   float norm_eps_;
   int64_t chunk_tokens_;
+  TensorParallel tp_;
+  int64_t vocab_first_;  // the global id of this tp rank's first row of lm_head
 };
 
 }  // namespace hai

@@ -4,13 +4,13 @@ namespace hai {
 
 PipelineModel::PipelineModel(const ModelConfig& model, const ParameterStore& store,
                              const std::vector<StageLayers>& stages, const std::vector<int>& held_stages,
-                             ExpertExchange* experts)
+                             ExpertExchange* experts, TensorParallel tp)
     : config_(model), store_(store), rope_(model, store.values().device()) {
   for (int index : held_stages) {
     HAI_CHECK(index >= 0 && index < static_cast<int>(stages.size()), "pipeline model: stage {} of {}", index,
               stages.size());
     stages_[index] = std::make_unique<PipelineStage>(model, store, stages[static_cast<size_t>(index)],
-                                                     rope_.table(), experts);
+                                                     rope_.table(), experts, tp);
   }
 }
 

@@ -24,7 +24,7 @@ class PipelineModel final : public PipelineStages {
  public:
   // stages: every stage's layers (pipeline_stages); held_stages: the indices of those this rank runs (placement.h).
   PipelineModel(const ModelConfig& model, const ParameterStore& store, const std::vector<StageLayers>& stages,
-                const std::vector<int>& held_stages, ExpertExchange* experts = nullptr);
+                const std::vector<int>& held_stages, ExpertExchange* experts = nullptr, TensorParallel tp = {});
   ~PipelineModel() override;
   PipelineModel(const PipelineModel&) = delete;
   PipelineModel& operator=(const PipelineModel&) = delete;

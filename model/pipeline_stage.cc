@@ -2,7 +2,6 @@
 
 #include <fmt/format.h>
 
-#include "framework/device/embedding.h"
 #include "model/micro_batch_losses.h"
 #include "model/parameters.h"
 #include "parallel/pipeline/stage_partition.h"
@@ -40,21 +39,21 @@ std::vector<StageLayers> pipeline_stages(const ModelConfig& model, int stages,
 }
 
 PipelineStage::PipelineStage(const ModelConfig& model, const ParameterStore& store, const StageLayers& layers,
-                             const RopeTable& rope, ExpertExchange* experts)
+                             const RopeTable& rope, ExpertExchange* experts, TensorParallel tp)
     : config_(model),
       layers_(layers),
-      device_(store.values().device()),
-      embedding_(layers.first ? &store["model.embed_tokens.weight"] : nullptr) {
+      device_(store.values().device()) {
+  if (layers.first) embedding_.emplace(store["model.embed_tokens.weight"], model.vocab_size, tp);
   HAI_CHECK(layers.layers >= 1 && layers.first_layer >= 0 && layers.first_layer + layers.layers <= model.num_layers,
             "pipeline stage: layers [{}, {}) outside the model's {}", layers.first_layer,
             layers.first_layer + layers.layers, model.num_layers);
   for (int64_t layer = layers.first_layer; layer < layers.first_layer + layers.layers; ++layer) {
-    blocks_.push_back(std::make_unique<DecoderLayer>(model, store, layer, rope, experts));
+    blocks_.push_back(std::make_unique<DecoderLayer>(model, store, layer, rope, experts, tp));
   }
   if (!layers.last) return;
-  head_ = std::make_unique<OutputHead>(model, store, "model.norm.weight");
+  head_ = std::make_unique<OutputHead>(model, store, "model.norm.weight", tp);
   for (int64_t depth = 1; depth <= model.mtp_depth; ++depth) {
-    mtp_.push_back(std::make_unique<MtpModule>(model, store, depth, rope, experts));
+    mtp_.push_back(std::make_unique<MtpModule>(model, store, depth, rope, experts, tp));
   }
 }
 
@@ -74,7 +73,7 @@ void PipelineStage::forward(Context& ctx, const MicroBatchInputs& batch, const T
     mark_phase(profiler_, "forward.embedding");
     need(kEmbeddingBucket);
     hidden = OwnedTensor(hidden_shape, DType::f32, device_);
-    embedding_forward(hidden, embedding_->value, batch.inputs);
+    embedding_->forward(hidden, batch.inputs);
     record_memory_point(profiler_, "embedding", "embedding");
   }
   ctx.layers.resize(blocks_.size());
@@ -212,7 +211,7 @@ void PipelineStage::backward_mtp_weights(Context& ctx, const GradientsFinal& on_
 void PipelineStage::backward_embedding(Context& ctx, const MicroBatchInputs& batch,
                                        const GradientsFinal& on_final) const {
   mark_phase(profiler_, "backward_weight.embedding");
-  embedding_backward(embedding_->grad_to_add_to(), ctx.d_embedded, batch.inputs);
+  embedding_->backward(ctx.d_embedded, batch.inputs);
   if (on_final) on_final(kEmbeddingBucket);
 }
 

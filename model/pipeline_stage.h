@@ -19,6 +19,7 @@
 #include "model/micro_batch_inputs.h"
 #include "model/mtp_module.h"
 #include "model/output_head.h"
+#include "model/vocab_parallel.h"
 
 namespace hai {
 
@@ -40,7 +41,7 @@ class PipelineStage {
  public:
   // rope: the model's table (mla_rope_settings), owned by the caller; experts: as DecoderLayer.
   PipelineStage(const ModelConfig& model, const ParameterStore& store, const StageLayers& layers,
-                const RopeTable& rope, ExpertExchange* experts = nullptr);
+                const RopeTable& rope, ExpertExchange* experts = nullptr, TensorParallel tp = {});
 
   // What a micro-batch's F keeps for its B and W.
   struct Context {
@@ -108,7 +109,7 @@ class PipelineStage {
   ModelConfig config_;
   StageLayers layers_;
   Device device_;                         // the store's
-  const Parameter* embedding_ = nullptr;  // first stage only
+  std::optional<VocabParallelEmbedding> embedding_;  // first stage only
   std::vector<std::unique_ptr<DecoderLayer>> blocks_;
   std::unique_ptr<OutputHead> head_;             // last stage only
   std::vector<std::unique_ptr<MtpModule>> mtp_;  // last stage only

@@ -8,7 +8,9 @@
 #include "model/expert_parallel_parameters.h"
 #include "model/parameters.h"
 #include "model/pipeline_stage.h"
+#include "model/tensor_parallel_split.h"
 #include "parallel/pipeline/placement.h"
+#include "parallel/tensor_parallel.h"
 
 namespace hai {
 namespace {
@@ -85,6 +87,15 @@ std::vector<HeldParameter> rank_share(const ModelConfig& model, const ParallelCo
     HeldParameter held{.spec = std::move(spec), .box_offsets = {}, .box_extents = {}, .pipeline_ranks = holders};
     held.box_offsets.assign(static_cast<size_t>(held.spec.shape.rank()), 0);
     held.box_extents = held.spec.shape;
+    TensorSplit split = tensor_split(model, held.spec.name);
+    if (split.dim >= 0 && grid.tp > 1) {
+      TpRange units = tp_range(held.spec.shape[split.dim] / split.unit, grid.tp, coordinates.tp);
+      std::vector<int64_t> extents = held.spec.shape.to_vector();
+      extents[static_cast<size_t>(split.dim)] = units.size * split.unit;
+      held.box_offsets[static_cast<size_t>(split.dim)] = units.begin * split.unit;
+      held.box_extents = Shape(extents);
+      held.split_over_tp = true;
+    }
     held.reduce_over = held.spec.group == ParameterGroup::expert ? ReplicaGroup::expert_data_parallel
                                                                  : ReplicaGroup::data_parallel;
     share.push_back(std::move(held));
@@ -95,7 +106,10 @@ std::vector<HeldParameter> rank_share(const ModelConfig& model, const ParallelCo
 std::vector<ParameterSpec> share_specs(const std::vector<HeldParameter>& share) {
   std::vector<ParameterSpec> specs;
   specs.reserve(share.size());
-  for (const HeldParameter& held : share) specs.push_back(held.spec);
+  for (const HeldParameter& held : share) {
+    specs.push_back(held.spec);
+    specs.back().shape = held.box_extents;
+  }
   return specs;
 }
 

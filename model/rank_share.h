@@ -11,7 +11,10 @@
 //   experts:  EP rank i holds the routed experts [i E / ep, (i + 1) E / ep) of its MoE layers
 //             (expert_parallel_parameters.h); their gradients reduce over the expert-DP group, the dense ones'
 //             over the DP group.
-//   tensors:  every box is the whole parameter (tensor parallelism, which will cut boxes, is not built).
+//   tensors:  tp rank t holds the t-th tp_range (parallel/tensor_parallel.h) of the split dimension of the
+//             parameters model/tensor_parallel_split.h splits (heads, FFN columns, vocabulary rows), and the others
+//             whole. A replicated parameter's gradient is the same on every tp rank (the layers' tensor-parallel
+//             regions sum the activation gradients entering them), so it is reduced like any other and counted once.
 // Names and shapes stay global ("model.layers.3.mlp.experts.17.up_proj.weight"), so checkpoints need no
 // translation between layouts.
 
@@ -33,6 +36,7 @@ struct HeldParameter {
   Shape box_extents;                 // the held box (the global shape: tp = 1)
   ReplicaGroup reduce_over = ReplicaGroup::data_parallel;
   std::vector<int> pipeline_ranks;   // the pipeline ranks holding a replica, ascending (this rank among them)
+  bool split_over_tp = false;        // each tp rank holds another box (else every tp rank holds it whole)
 
   // Whether this rank is the replica that counts the parameter once (in the gradient norm, in checkpoints) among
   // the pipeline ranks holding it: the lowest.
@@ -45,7 +49,7 @@ struct HeldParameter {
 std::vector<HeldParameter> rank_share(const ModelConfig& model, const ParallelConfig& parallel,
                                       const RankCoordinates& coordinates);
 
-// The specs of a share, for a ParameterStore.
+// The specs of a share, for a ParameterStore: global names, the held boxes' shapes.
 std::vector<ParameterSpec> share_specs(const std::vector<HeldParameter>& share);
 
 // The sets of pipeline ranks (ascending, each of two ranks or more, distinct, in a fixed order) that hold a replica

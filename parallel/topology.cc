@@ -33,6 +33,12 @@ std::unique_ptr<Communicator> split_pipeline_group(Communicator& world, const Gr
   return world.split(here.dp * grid.tp + here.tp, here.pp);
 }
 
+// The tensor-parallel group: the color names (pp, dp), the key is tp.
+std::unique_ptr<Communicator> split_tensor_group(Communicator& world, const RankCoordinates& here,
+                                                 const GridShape& grid) {
+  return world.split(here.pp * grid.dp + here.dp, here.tp);
+}
+
 }  // namespace
 
 GridShape grid_shape(const ParallelConfig& parallel) {
@@ -70,6 +76,7 @@ ParallelGroups make_parallel_groups(Communicator& world, const GridShape& grid) 
   groups.ep = split_ep_group(world, grid, here);
   groups.expert_dp = split_expert_dp_group(world, grid, here);
   groups.pp = split_pipeline_group(world, grid, here);
+  groups.tp = split_tensor_group(world, here, grid);
   return groups;
 }
 

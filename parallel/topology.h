@@ -10,8 +10,8 @@
 // expert-data-parallel (expert-DP) group, ranked by s / ep: they hold the same experts and reduce their gradients.
 // At ep = 1 the EP group is the rank alone and the expert-DP group spans the stage (the DP group when tp = 1).
 // The pipeline (PP) group: the pp ranks of one (dp, tp) position, ranked by pp coordinate: the stages a
-// micro-batch flows through. Only the groups in use are built (DP, EP, expert-DP, PP); a TP group would be added
-// the same way.
+// micro-batch flows through. The tensor-parallel (TP) group: the tp ranks of one (dp, pp) position, ranked by tp
+// coordinate (parallel/tensor_parallel.h).
 
 #include <memory>
 
@@ -56,6 +56,7 @@ struct ParallelGroups {
   std::unique_ptr<Communicator> ep;         // this rank's EP group (ep ranks), ranked by EP rank
   std::unique_ptr<Communicator> expert_dp;  // the stage's ranks of this EP rank (dp * tp / ep), ranked by EP group
   std::unique_ptr<Communicator> pp;         // the ranks of this rank's (dp, tp) position, ranked by pp coordinate
+  std::unique_ptr<Communicator> tp;         // the ranks of this rank's (dp, pp) position, ranked by tp coordinate
 };
 
 // Splits `world` (whose size must equal grid.world()) into the groups of this rank. Every rank of `world` calls it.

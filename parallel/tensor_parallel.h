@@ -1,0 +1,67 @@
+#pragma once
+// Tensor parallelism's group and its two primitives (Megatron's f and g, TorchTitan's copy-to / reduce-from the
+// tensor-parallel region), over the tp ranks of one (dp, pp) position (parallel/topology.h). A layer marks where its
+// tensor-parallel region starts and ends, and otherwise reads like single-device code on its shard:
+//   enter_backward(d_x): the region's input is copied to every rank (forward: nothing), so its gradient is the sum
+//                        of the ranks' partial gradients (backward: all-reduce).
+//   leave(y):            the region's output is the sum of the ranks' partial outputs (forward: all-reduce; the
+//                        backward hands the same gradient to every rank: nothing).
+// Both are identities on one rank (tp = 1, or no group). Which shard of a parameter a rank holds is decided once,
+// in model/rank_share.h, from tp_range below.
+
+#include <cstdint>
+
+#include "framework/comm/communicator.h"
+#include "framework/device/elementwise.h"
+#include "framework/tensor/tensor.h"
+
+namespace hai {
+
+// The part of a dimension of `units` units (heads, vocabulary rows, FFN columns) that tp rank `rank` of `tp` holds:
+// every rank ceil(units / tp) units, the last ranks fewer when tp does not divide units (a vocabulary of 257 at
+// tp 2: 129 and 128 rows). The padding is only in the ranges: no rank stores or computes a padded row.
+struct TpRange {
+  int64_t begin = 0;
+  int64_t size = 0;
+};
+TpRange tp_range(int64_t units, int tp, int rank);
+
+class TensorParallel {
+ public:
+  TensorParallel() = default;  // one rank
+  // group: the tp group (outlives this), or null for one rank.
+  explicit TensorParallel(Communicator* group) : group_(group) {}
+
+  int size() const { return group_ != nullptr ? group_->size() : 1; }
+  int rank() const { return group_ != nullptr ? group_->rank() : 0; }
+  // This rank's part of `units` units (tp_range).
+  TpRange range(int64_t units) const { return tp_range(units, size(), rank()); }
+
+  // The backward of entering the region: d_x (any shape, fp32/bf16) summed over the tp ranks, in place.
+  void enter_backward(const Tensor& d_x) const { sum(d_x); }
+  // Leaving the region: y (any shape) summed over the tp ranks, in place.
+  void leave(const Tensor& y) const { sum(y); }
+  // out: fp32 (overwritten, or with accumulate added to) <- the sum over the tp ranks of the partial result that
+  // write(y, accumulate) puts into y (a region's exit or entry gradient that a GEMM adds to out). On one rank
+  // write goes to out itself (the GEMM's own beta 1).
+  template <typename Write>
+  void summed_into(const Tensor& out, bool accumulate, Write&& write) const {
+    if (size() == 1) return write(out, accumulate);
+    if (!accumulate) {
+      write(out, false);
+      return sum(out);
+    }
+    OwnedTensor partial(out.shape(), out.dtype(), out.device());
+    write(partial.tensor(), false);
+    sum(partial);
+    add_scaled(out, partial);
+  }
+  // In place element-wise sum / max over the tp ranks (identities on one rank).
+  void sum(const Tensor& tensor) const;
+  void max(const Tensor& tensor) const;
+
+ private:
+  Communicator* group_ = nullptr;
+};
+
+}  // namespace hai
