@@ -70,8 +70,8 @@ void PipelineStage::forward(Context& ctx, const MicroBatchInputs& batch, const T
   // NOTE: only the head's input stays here to the end of F: the earlier hidden states go with their layers.
   OwnedTensor hidden;
   if (layers_.first) {
-    mark_phase(profiler_, "forward.embedding");
     need(kEmbeddingBucket);
+    mark_phase(profiler_, "forward.embedding");
     hidden = OwnedTensor(hidden_shape, DType::f32, device_);
     embedding_->forward(hidden, batch.inputs);
     record_memory_point(profiler_, "embedding", "embedding");
@@ -106,12 +106,11 @@ void PipelineStage::forward_head(Context& ctx, const MicroBatchInputs& batch, co
     if (!grad_scale) return std::nullopt;
     return token_loss_grad(*grad_scale, weight, counted);
   };
-  mark_phase(profiler_, "forward.head_loss");
   need(kHeadBucket);
+  mark_phase(profiler_, "forward.head_loss");
   head_->forward(ctx.head, hidden, batch.targets, lm_loss_slot(loss_sums), loss_grad(1.0, batch.counted.lm));
   record_memory_point(profiler_, "head", "head");
 
-  mark_phase(profiler_, "forward.mtp");
   ctx.mtp.resize(mtp_.size());
   double mtp_weight = config_.mtp_depth > 0 ? config_.mtp_loss_weight / static_cast<double>(config_.mtp_depth) : 0;
   const Tensor* previous = &ctx.head.normed.tensor();  // [T, H] h_0, then each module's h_k
@@ -119,6 +118,7 @@ void PipelineStage::forward_head(Context& ctx, const MicroBatchInputs& batch, co
     int64_t depth = static_cast<int64_t>(index) + 1;
     MtpModule::Context& module = ctx.mtp[index];
     need(layer_bucket(config_.num_layers + depth - 1));
+    mark_phase(profiler_, "forward.mtp");
     mtp_[index]->forward(module, *previous, batch.mtp_ids[index], batch.mtp_targets[index], batch.positions,
                          batch.seq_len, mtp_loss_slot(loss_sums, depth),
                          loss_grad(mtp_weight, batch.counted.mtp[index]));

@@ -102,8 +102,13 @@ class PipelineStage {
                               float grad_scale, bool with_weights, const GradientsFinal& on_final) const;
   void backward_mtp_weights(Context& ctx, const GradientsFinal& on_final) const;
   void backward_embedding(Context& ctx, const MicroBatchInputs& batch, const GradientsFinal& on_final) const;
+  // Tells parameters_needed_ the bucket, inside a phase of its own, "forward.update_wait": the compute stream's
+  // wait there for the bucket's update left running beside the forward (parallel/zero1.h, update_under_forward).
+  // The caller marks the phase that follows (a layer's forward marks its first itself).
   void need(int bucket) const {
-    if (parameters_needed_) parameters_needed_(bucket);
+    if (!parameters_needed_) return;
+    mark_phase(profiler_, "forward.update_wait");
+    parameters_needed_(bucket);
   }
 
   ModelConfig config_;

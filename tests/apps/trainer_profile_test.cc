@@ -67,6 +67,7 @@ TEST(TrainerProfileTest, ThePhasesCoverTheStepAndEachIsMarkedPerLayerAndMicroBat
       {"step.zero_grads", 1},
       {"step.data_loading", 1},
       {"forward.inputs_upload", per_micro_batch},
+      {"forward.update_wait", 5 * per_micro_batch},  // the embedding's, 2 layers', the head's, 1 MTP module's
       {"forward.embedding", per_micro_batch},
       {"forward.attention", per_layer},
       {"forward.dense_mlp", per_micro_batch},
