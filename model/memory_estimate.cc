@@ -40,18 +40,16 @@ int64_t fp8_copies_bytes(const Shape& shape) {
   return 2 * (shape.numel() + 4 * blocks);
 }
 
-// What a rank holds (model/rank_share.h). NOTE: tp is not built; the dense parameters are divided by it as tensor
-// parallelism will.
+// What a rank holds (model/rank_share.h: the boxes of tp rank 0, the largest where tp does not divide a dimension).
 ParameterSplit split_parameters(const Config& config, const std::vector<HeldParameter>& share) {
   ParameterSplit split;
   bool fp8 = config.precision.mode == PrecisionMode::fp8;
   for (const HeldParameter& held : share) {
     const ParameterSpec& spec = held.spec;
     bool expert = spec.group == ParameterGroup::expert;
-    int64_t tp = expert ? 1 : config.parallel.tp;
-    (expert ? split.expert : split.dense) += held.box_extents.numel() / tp;
-    if (fp8 && spec.fp8_gemm) split.fp8_copy_bytes += fp8_copies_bytes(held.box_extents) / tp;
-    if (fp8 && spec.fp8_gemm && spec.fp8_only) split.without_compute_copy += held.box_extents.numel() / tp;
+    (expert ? split.expert : split.dense) += held.box_extents.numel();
+    if (fp8 && spec.fp8_gemm) split.fp8_copy_bytes += fp8_copies_bytes(held.box_extents);
+    if (fp8 && spec.fp8_gemm && spec.fp8_only) split.without_compute_copy += held.box_extents.numel();
   }
   return split;
 }
