@@ -21,9 +21,13 @@
 #include "model/rank_share.h"
 #include "tests/framework/comm/world_fixture.h"
 #include "tests/model/model_test_inputs.h"
+#include "tests/model/model_training_checks.h"
 
 namespace hai {
 namespace {
+
+using testing::relative_distance;
+using testing::sgd_step;
 
 // The box [offsets, offsets + box.shape) of the global fp32 tensor `whole` (rank 1 or 2) copied to / from `box`.
 void copy_box(const Tensor& whole, const Tensor& box, const std::vector<int64_t>& offsets, bool into_box) {
@@ -38,26 +42,6 @@ void copy_box(const Tensor& whole, const Tensor& box, const std::vector<int64_t>
     } else {
       std::memcpy(whole_row, box_row, static_cast<size_t>(columns) * sizeof(float));
     }
-  }
-}
-
-double relative_distance(const Tensor& expected, const Tensor& actual) {
-  double difference = 0, norm = 0;
-  for (int64_t i = 0; i < expected.numel(); ++i) {
-    double e = expected.data<float>()[i], a = actual.data<float>()[i];
-    difference += (a - e) * (a - e);
-    norm += e * e;
-  }
-  return norm > 0 ? std::sqrt(difference / norm) : std::sqrt(difference);
-}
-
-// value -= lr x grad for every trainable parameter.
-void sgd_step(const ParameterStore& store, float lr) {
-  for (const Parameter& parameter : store.parameters()) {
-    if (!parameter.spec.trainable) continue;
-    float* value = parameter.value.data<float>();
-    const float* grad = parameter.grad.data<float>();
-    for (int64_t i = 0; i < parameter.value.numel(); ++i) value[i] -= lr * grad[i];
   }
 }
 
