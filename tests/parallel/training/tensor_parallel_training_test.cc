@@ -3,15 +3,22 @@
 // gives the same per-step losses and gradient norms (1e-5 relative; measured 5e-9 at step 1, 2e-8 over ten steps, the
 // norms 2e-6) and the same checkpoint at step 10 (values and AdamW moments in the global layout, 1e-4 relative as the
 // other layouts' tests, see pipeline_parallel_training_test.cc) as one rank: tp 2, tp 4, tp 2 x dp 2 x ep 2 (a global
-// batch of 8) and tp 2 x pp 2 under DualPipe. A tp 2 checkpoint passes hai-ckpt inspect --verify and export-hf, and
-// resumes at tp 1 and at tp 4 with the losses of the uninterrupted run; --eval-only at tp 2 and 4 scores a
-// checkpoint as one rank does. Every rank runs single-threaded.
+// batch of 8) and tp 2 x pp 2 under DualPipe. A tp 2 checkpoint passes hai-ckpt inspect --verify, exports the
+// tensors one rank's checkpoint exports (export-hf in bf16, 1e-3), and resumes at tp 1 and at tp 4 with the losses of the
+// uninterrupted run; --eval-only at tp 2 and 4 scores a checkpoint as one rank does. Every rank runs
+// single-threaded.
 
 #include <gtest/gtest.h>
 
+#include <bit>
+#include <cmath>
+#include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <string>
+#include <vector>
 
+#include "framework/checkpoint/safetensors_reader.h"
 #include "tests/apps/tiny_config.h"
 #include "tests/parallel/training/training_runs.h"
 
@@ -57,6 +64,51 @@ std::filesystem::path train(const Layout& layout, const std::filesystem::path& r
   return dir;
 }
 
+// The values of a bf16 or fp32 safetensors entry as doubles.
+std::vector<double> values_of(const SafetensorsFile& file, const SafetensorsEntry& entry) {
+  std::vector<std::byte> bytes(entry.bytes());
+  file.read(entry, bytes);
+  std::vector<double> values;
+  if (entry.dtype == DType::bf16) {
+    for (size_t i = 0; i + 1 < bytes.size(); i += 2) {
+      uint32_t bits = (static_cast<uint32_t>(bytes[i + 1]) << 24) | (static_cast<uint32_t>(bytes[i]) << 16);
+      values.push_back(std::bit_cast<float>(bits));
+    }
+    return values;
+  }
+  EXPECT_EQ(entry.dtype, DType::f32) << entry.name;
+  for (size_t i = 0; i + 3 < bytes.size(); i += 4) {
+    float value;
+    std::memcpy(&value, bytes.data() + i, sizeof(value));
+    values.push_back(value);
+  }
+  return values;
+}
+
+// The HF exports (hai-ckpt export-hf) of two checkpoints: the same config.json, the same tensors by name, shape and
+// dtype, values within `tolerance` relative (L2 over each tensor).
+void expect_same_export(const std::filesystem::path& expected_dir, const std::filesystem::path& actual_dir,
+                        double tolerance) {
+  EXPECT_EQ(testing::read_bytes((expected_dir / "config.json").string()),
+            testing::read_bytes((actual_dir / "config.json").string()));
+  const std::string weights = "model-00001-of-00001.safetensors";
+  SafetensorsFile expected((expected_dir / weights).string()), actual((actual_dir / weights).string());
+  ASSERT_EQ(actual.tensors().size(), expected.tensors().size());
+  for (const SafetensorsEntry& want : expected.tensors()) {
+    const SafetensorsEntry* got = actual.find(want.name);
+    ASSERT_NE(got, nullptr) << want.name;
+    ASSERT_EQ(got->shape, want.shape) << want.name;
+    ASSERT_EQ(got->dtype, want.dtype) << want.name;
+    std::vector<double> a = values_of(expected, want), b = values_of(actual, *got);
+    double norm = 0, difference = 0;  // squared
+    for (size_t i = 0; i < a.size(); ++i) {
+      norm += a[i] * a[i];
+      difference += (b[i] - a[i]) * (b[i] - a[i]);
+    }
+    EXPECT_LE(std::sqrt(difference), tolerance * std::sqrt(norm)) << want.name;
+  }
+}
+
 class TensorParallelTraining : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
@@ -95,10 +147,14 @@ TEST_F(TensorParallelTraining, CheckpointOfTwoRanksResumesAtOneAndFour) {
   std::filesystem::path trained = train({.ranks = 2, .tp = 2}, root_->path() / "reshard");
   for (const std::string& command : {"inspect --verify " + checkpoint_of(trained, 10).string(),
                                      "export-hf " + checkpoint_of(trained, 10).string() + " " +
-                                         (trained / "hf").string()}) {
+                                         (trained / "hf").string(),
+                                     "export-hf " + checkpoint_of(single_rank_, 10).string() + " " +
+                                         (trained / "hf_of_one_rank").string()}) {
     std::string line = std::string(HAI_CKPT_BINARY) + " " + command + " >" + (trained / "ckpt.out").string() + " 2>&1";
     EXPECT_EQ(std::system(line.c_str()), 0) << command;
   }
+  // NOTE: the export is bf16 (the HF checkpoints' dtype): a value 1e-5 apart may round to the next bf16 (4e-3).
+  expect_same_export(trained / "hf_of_one_rank", trained / "hf", 1e-3);
   for (const Layout& resumed : {Layout{}, Layout{.ranks = 4, .tp = 4}}) {
     SCOPED_TRACE(resumed.name());
     std::filesystem::path dir = root_->path() / "reshard" / ("to_" + resumed.name());
