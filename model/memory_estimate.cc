@@ -40,18 +40,16 @@ int64_t fp8_copies_bytes(const Shape& shape) {
   return 2 * (shape.numel() + 4 * blocks);
 }
 
-// What a rank holds (model/rank_share.h). NOTE: tp is not built; the dense parameters are divided by it as tensor
-// parallelism will.
+// What a rank holds (model/rank_share.h: the boxes of tp rank 0, the largest where tp does not divide a dimension).
 ParameterSplit split_parameters(const Config& config, const std::vector<HeldParameter>& share) {
   ParameterSplit split;
   bool fp8 = config.precision.mode == PrecisionMode::fp8;
   for (const HeldParameter& held : share) {
     const ParameterSpec& spec = held.spec;
     bool expert = spec.group == ParameterGroup::expert;
-    int64_t tp = expert ? 1 : config.parallel.tp;
-    (expert ? split.expert : split.dense) += held.box_extents.numel() / tp;
-    if (fp8 && spec.fp8_gemm) split.fp8_copy_bytes += fp8_copies_bytes(held.box_extents) / tp;
-    if (fp8 && spec.fp8_gemm && spec.fp8_only) split.without_compute_copy += held.box_extents.numel() / tp;
+    (expert ? split.expert : split.dense) += held.box_extents.numel();
+    if (fp8 && spec.fp8_gemm) split.fp8_copy_bytes += fp8_copies_bytes(held.box_extents);
+    if (fp8 && spec.fp8_gemm && spec.fp8_only) split.without_compute_copy += held.box_extents.numel();
   }
   return split;
 }
@@ -79,9 +77,9 @@ SavedElementBytes saved_element_bytes(PrecisionMode mode) {
 }
 
 // MLA's Context per token (mla_attention.h): selective recomputation drops x (unless FP8), the normed latents, q and
-// kv.
-double attention_saved_bytes(const ModelConfig& m, const SavedElementBytes& b, bool selective) {
-  int64_t heads = m.num_heads, qk = m.qk_nope_head_dim + m.qk_rope_head_dim;
+// kv. Under tensor parallelism a rank keeps its H / tp heads' tensors and the whole latents and x.
+double attention_saved_bytes(const ModelConfig& m, int64_t tp, const SavedElementBytes& b, bool selective) {
+  int64_t heads = m.num_heads / tp, qk = m.qk_nope_head_dim + m.qk_rope_head_dim;
   double latents = 4.0 * (m.q_lora_rank + m.kv_lora_rank) + 2 * 4;  // before their norms, and the rstds
   double kept = latents + b.attention * m.qk_rope_head_dim + b.o * heads * m.v_head_dim + 4.0 * heads;  // lse
   if (!selective || b.fp8) kept += b.linear_input * m.hidden_size;
@@ -124,8 +122,9 @@ double moe_saved_bytes(const Config& config, const SavedElementBytes& b, bool se
   }
   if (p.ep > 1) kept += (b.fp8 ? padded_rows * b.linear_input : k * b.compute) * hidden;  // the received rows
   if (m.moe.shared_experts > 0) {
-    kept += feed_forward_saved_bytes(hidden, static_cast<double>(m.moe.shared_experts * m.moe.expert_ffn_size), b,
-                                     selective);
+    kept += feed_forward_saved_bytes(
+        hidden, static_cast<double>(m.moe.shared_experts * m.moe.expert_ffn_size) / static_cast<double>(p.tp), b,
+        selective);
   }
   return kept;
 }
@@ -140,9 +139,11 @@ double layer_saved_bytes_per_token(const Config& config, bool moe) {
   bool selective = mode == RecomputeMode::selective;
   SavedElementBytes b = saved_element_bytes(config.precision.mode);
   double residual_stream = input + 4.0 * m.hidden_size + 2 * 4;  // x, h, the two norms' rstd
+  // NOTE: a tp rank keeps its F / tp columns of the dense FFN (and of the shared experts).
+  double tp = static_cast<double>(config.parallel.tp);
   double mlp = moe ? moe_saved_bytes(config, b, selective)
-                   : feed_forward_saved_bytes(m.hidden_size, static_cast<double>(m.dense_ffn_size), b, selective);
-  return residual_stream + attention_saved_bytes(m, b, selective) + mlp;
+                   : feed_forward_saved_bytes(m.hidden_size, static_cast<double>(m.dense_ffn_size) / tp, b, selective);
+  return residual_stream + attention_saved_bytes(m, config.parallel.tp, b, selective) + mlp;
 }
 
 namespace {
@@ -195,10 +196,10 @@ RankMemory rank_memory(const Config& config, const std::vector<HeldParameter>& s
   memory.optimizer = (split.dense / dp + split.expert / expert_dp) * 2 * moment;
 
   int64_t tokens = config.train.micro_batch_size * config.train.seq_len;
-  auto stage_share = static_cast<int64_t>(heaviest_stage_bytes_per_token(config, held) *
-                                          static_cast<double>(tokens) / static_cast<double>(p.tp));
-  auto recomputed = static_cast<int64_t>(recomputed_bytes_per_token(config) * static_cast<double>(tokens) /
-                                         static_cast<double>(p.tp));
+  // NOTE: every tp rank runs all its tokens (no sequence parallelism): tp divides only the split layers' tensors.
+  auto stage_share =
+      static_cast<int64_t>(heaviest_stage_bytes_per_token(config, held) * static_cast<double>(tokens));
+  auto recomputed = static_cast<int64_t>(recomputed_bytes_per_token(config) * static_cast<double>(tokens));
   bool last = std::ranges::any_of(held, [](const StageLayers& stage) { return stage.last; });
   int64_t logits = last ? std::min(tokens, head_chunk_tokens(m)) * m.vocab_size * 4 / p.tp : 0;  // one chunk, fp32
   memory.activations = live * stage_share + recomputed + logits;

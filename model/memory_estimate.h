@@ -15,7 +15,8 @@
 //                rank at its peak (live_micro_batches) of the rank's stage that saves the most;
 //                counted per layer from the tensors the layers save under train.recompute, in the dtypes the
 //                precision keeps them in (layer_saved_bytes_per_token), plus one chunk of the output head's fp32
-//                logits (output_head.h)
+//                logits (output_head.h); under tensor parallelism a rank's heads and FFN columns and its
+//                vocabulary rows of the logits (every tp rank keeps all its tokens: no sequence parallelism)
 
 #include <cstdint>
 #include <utility>

@@ -50,6 +50,7 @@ MoeLayer::MoeLayer(const ModelConfig& config, const ParameterStore& store, int64
   check_shape(gate_->value, Shape{routed_experts_, config.hidden_size}, "MoE gate weight");
   check_shape(bias_->value, Shape{routed_experts_}, "MoE gate bias");
   if (config.moe.shared_experts > 0) shared_.emplace(store, layer_prefix(layer) + "mlp.shared_experts.", tp);
+  tp_size_ = tp.size();
 }
 
 void MoeLayer::forward(Context& ctx, const Tensor& out, const Tensor& x, int64_t seq_len,
@@ -263,10 +264,19 @@ void MoeLayer::backward_input(Context& ctx, const Tensor& d_x, const Tensor& d_o
   DType gradient_dtype = exchange_ ? DType::f32 : saved_activation_dtype(experts_.compute_dtype());
   OwnedTensor d_expert_output(Shape{tokens * experts_per_token_, hidden}, gradient_dtype, device);  // [T * K, H]
   OwnedTensor d_topk_weights(Shape{tokens, experts_per_token_}, DType::f32, device);          // [T, K]
-  combine_backward(ctx, d_expert_output, d_topk_weights, d_out);
+  OwnedTensor d_out_per_tp_rank;  // [T, H] d_out / tp (header: tensor parallelism)
+  if (tp_size_ > 1) {
+    d_out_per_tp_rank = to_compute_dtype(d_out, DType::f32);
+    scale_tensor(d_out_per_tp_rank, 1.0f / static_cast<float>(tp_size_));
+  }
+  combine_backward(ctx, d_expert_output, d_topk_weights, tp_size_ > 1 ? d_out_per_tp_rank.tensor() : d_out);
   ctx.expert_output = OwnedTensor();
   OwnedTensor d_x_sorted(Shape{tokens * experts_per_token_, hidden}, DType::f32, device);  // [T * K, H]
   experts_backward(ctx, d_x_sorted, std::move(d_expert_output));
+  if (tp_size_ > 1) {
+    scale_tensor(d_topk_weights, static_cast<float>(tp_size_));
+    scale_tensor(d_x_sorted, static_cast<float>(tp_size_));
+  }
   dispatch_backward(ctx, d_x, d_x_sorted);
   if (shared_) {
     mark_phase(profiler_, "backward_input.shared_expert");

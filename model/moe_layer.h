@@ -39,7 +39,11 @@ namespace hai {
 class MoeLayer {
  public:
   // experts: the expert-parallel exchange (the store holds the routed experts of its rank only); null: all local.
-  // tp: the shared experts' tensor parallelism (feed_forward.h).
+  // tp: tensor parallelism. The shared experts are a tensor-parallel region (feed_forward.h); the router and the
+  // routed experts run on every tp rank for all its tokens (the same tokens on every tp rank), so the expert-DP
+  // group, which spans the tp ranks, sums tp copies of each expert's gradient: the routed experts' backward reads
+  // d_out / tp, and what it gives the router and x is scaled back by tp (exact for tp a power of two).
+  // NOTE: sequence parallelism would split those tokens over the tp ranks instead (not built).
   MoeLayer(const ModelConfig& config, const ParameterStore& store, int64_t layer, ExpertExchange* experts = nullptr,
            TensorParallel tp = {});
 
@@ -157,6 +161,7 @@ class MoeLayer {
   bool fp8_pow2_scales_;      // precision.fp8.pow2_scales, for those rows
   RoutedExperts experts_;     // this rank's routed experts
   std::optional<FeedForward> shared_;
+  int tp_size_ = 1;
   StepProfiler* profiler_ = nullptr;
   bool recompute_ = false;
 };

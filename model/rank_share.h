@@ -39,8 +39,12 @@ struct HeldParameter {
   bool split_over_tp = false;        // each tp rank holds another box (else every tp rank holds it whole)
 
   // Whether this rank is the replica that counts the parameter once (in the gradient norm, in checkpoints) among
-  // the pipeline ranks holding it: the lowest.
-  bool counts_here(int pipeline_rank) const { return pipeline_ranks.front() == pipeline_rank; }
+  // the pipeline ranks holding it: the lowest; and there among the tp ranks: each, for a box split over them or a
+  // routed expert (whose replicas are its expert-DP group, which spans the tp ranks), else tp rank 0.
+  bool counts_here(int pipeline_rank, int tp_rank) const {
+    bool tp_counts = split_over_tp || spec.group == ParameterGroup::expert || tp_rank == 0;
+    return pipeline_ranks.front() == pipeline_rank && tp_counts;
+  }
 };
 
 // The parameters of the rank at `coordinates` in the grid of `parallel` (dp and micro_batches resolved), in the

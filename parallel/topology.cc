@@ -77,6 +77,7 @@ ParallelGroups make_parallel_groups(Communicator& world, const GridShape& grid) 
   groups.expert_dp = split_expert_dp_group(world, grid, here);
   groups.pp = split_pipeline_group(world, grid, here);
   groups.tp = split_tensor_group(world, here, grid);
+  groups.model_parallel = world.split(here.dp, world.rank());
   return groups;
 }
 

@@ -57,6 +57,9 @@ struct ParallelGroups {
   std::unique_ptr<Communicator> expert_dp;  // the stage's ranks of this EP rank (dp * tp / ep), ranked by EP group
   std::unique_ptr<Communicator> pp;         // the ranks of this rank's (dp, tp) position, ranked by pp coordinate
   std::unique_ptr<Communicator> tp;         // the ranks of this rank's (dp, pp) position, ranked by tp coordinate
+  // The pp x tp ranks of this rank's dp position, ranked by world rank: together they hold one replica of the model
+  // (the gradient norm sums over them, then over the DP group).
+  std::unique_ptr<Communicator> model_parallel;
 };
 
 // Splits `world` (whose size must equal grid.world()) into the groups of this rank. Every rank of `world` calls it.

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <limits>
 #include <memory>
+#include <unordered_map>
 #include <unordered_set>
 
 #include <spdlog/spdlog.h>
@@ -42,7 +43,15 @@ ParameterStore make_store(const Config& config, const std::vector<HeldParameter>
                        .pow2_activation_scales = config.precision.fp8.pow2_scales};
   ParameterStore store(zero1_store_order(share_specs(share), reads_fp32_value), device,
                        compute_dtype(config.precision.mode), fp8);
-  store.initialize(static_cast<uint64_t>(config.train.seed), config.model.init_std);
+  // NOTE: a box split over tp draws the values of its elements in the whole tensor: the same model at any tp.
+  std::unordered_map<std::string, const HeldParameter*> held;
+  for (const HeldParameter& parameter : share) held.emplace(parameter.spec.name, &parameter);
+  store.initialize(static_cast<uint64_t>(config.train.seed), config.model.init_std,
+                   [&held](const Parameter& parameter) -> std::optional<GlobalBox> {
+                     const HeldParameter& box = *held.at(parameter.spec.name);
+                     if (!box.split_over_tp) return std::nullopt;
+                     return GlobalBox{.global_shape = box.spec.shape, .offsets = box.box_offsets};
+                   });
   store.refresh_compute_copy();
   return store;
 }
@@ -97,11 +106,12 @@ StepLosses read_step_losses(const Tensor& loss_sums, const std::vector<CountedTo
   return losses.mean_over(dp);
 }
 
-// Whether this rank counts a parameter in the gradient norm: the lowest pipeline rank holding it.
-std::function<bool(const ParameterSpec&)> counts_in_norm(const std::vector<HeldParameter>& share, int pipeline_rank) {
+// Whether this rank counts a parameter in the gradient norm (HeldParameter::counts_here).
+std::function<bool(const ParameterSpec&)> counts_in_norm(const std::vector<HeldParameter>& share, int pipeline_rank,
+                                                         int tp_rank) {
   auto counted = std::make_shared<std::unordered_set<std::string>>();
   for (const HeldParameter& held : share) {
-    if (held.counts_here(pipeline_rank)) counted->insert(held.spec.name);
+    if (held.counts_here(pipeline_rank, tp_rank)) counted->insert(held.spec.name);
   }
   return [counted](const ParameterSpec& spec) { return counted->contains(spec.name); };
 }
@@ -129,15 +139,16 @@ Trainer::Trainer(const Config& config, std::unique_ptr<Communicator> own_world, 
                                     : nullptr),
       device_(device),
       store_(make_store(config, share_, device_)),
-      pipeline_(std::make_unique<TrainingPipeline>(config, store_, share_, *groups_.pp, expert_exchange_.get())),
+      pipeline_(std::make_unique<TrainingPipeline>(config, store_, share_, *groups_.pp, expert_exchange_.get(),
+                                                   TensorParallel(groups_.tp.get()))),
       optimizer_(store_, config.optimizer, *groups_.dp, *groups_.expert_dp,
                  {.bucket_of = [](const ParameterSpec& spec) { return gradient_bucket(spec.name); },
                   .reads_fp32_value = reads_fp32_value,
                   .whole_values_every_step = config.ema.enabled,
                   .gather_under_forward = config.parallel.overlap_param_gather,
                   .update_under_forward = true,
-                  .pipeline = groups_.pp.get(),
-                  .counts_in_norm = counts_in_norm(share_, groups_.pp->rank())}),
+                  .pipeline = groups_.model_parallel.get(),
+                  .counts_in_norm = counts_in_norm(share_, groups_.pp->rank(), groups_.tp->rank())}),
       data_(open_training_data(config)),
       loader_(data_.train, loader_options(config, *groups_.dp)),
       loss_sums_(Shape{config.parallel.micro_batches.value(), loss_slots(config.model.mtp_depth)}, DType::f32,

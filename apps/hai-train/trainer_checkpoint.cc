@@ -1,7 +1,8 @@
-// Trainer: saving and resuming checkpoints. A checkpoint holds, by global name:
-//   model group: every parameter's fp32 master value (HF names, the routing biases included), each written by one
-//                of the ranks holding it (model/rank_share.h): the lowest pipeline rank holding it, and there the
-//                first rank of the DP group (dense) or of the expert-DP group (a routed expert);
+// Trainer: saving and resuming checkpoints. A checkpoint holds, by global name and in the global shapes:
+//   model group: every parameter's fp32 master value (HF names, the routing biases included), each box written by
+//                one of the ranks holding it (model/rank_share.h: HeldParameter::counts_here, each tp rank its own
+//                box of a parameter split over tp), and there the first rank of the DP group (dense) or of the
+//                expert-DP group (a routed expert);
 //   optim group: "optimizer.exp_avg.<name>" and "optimizer.exp_avg_sq.<name>" for every trainable parameter (in
 //                optimizer.moment_dtype), each rank writing the part its ZeRO-1 shards (dense, expert) hold as
 //                slices of the parameter's global shape (a flat range cut into boxes, parallel/flat_range_boxes.h);
@@ -9,16 +10,18 @@
 // a parameter that several pipeline ranks hold (DualPipe's two copies of a stage) is written by the lowest of them,
 // moments included; and as state the step, the data position, the effective config and the layout. Every rank
 // writes its files, rank 0 commits with every rank's entries. Resuming reads the whole values and the slices of the
-// moments that this rank's shards own, whatever pp, dp and ep wrote them: a checkpoint saved at one layout resumes
-// at another.
+// moments that this rank's shards own, whatever pp, dp, tp and ep wrote them: a checkpoint saved at one layout
+// resumes at another.
 // A weights-only checkpoint (hai-ckpt import-hf) has no optim-group tensor and no data position: resuming from it
 // starts AdamW with zero moments, the EMA at the loaded weights and the data at its first sample.
 
 #include <algorithm>
 #include <cmath>
+#include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
+#include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
 #include "apps/hai-train/trainer.h"
@@ -40,35 +43,49 @@ Tensor value_view(const Tensor& flat, const Parameter& parameter) {
   return flat.slice(parameter.offset, parameter.offset + numel).reshape(parameter.spec.shape);
 }
 
-// Calls visit(group, name, tensor) for the tensors this rank holds whole, the values and the EMA, of every
-// parameter for which include(parameter) holds.
+// This rank's share by name.
+std::unordered_map<std::string, const HeldParameter*> held_by_name(const std::vector<HeldParameter>& share) {
+  std::unordered_map<std::string, const HeldParameter*> held;
+  for (const HeldParameter& parameter : share) held.emplace(parameter.spec.name, &parameter);
+  return held;
+}
+
+// Calls visit(group, name, held, tensor) for the boxes this rank holds (HeldParameter: the global shape and where
+// the box sits), the values and the EMA, of every parameter for which include(parameter) holds.
 template <typename Include, typename Visit>
-void for_each_whole_tensor(const ParameterStore& store, ParameterEma* ema, Include&& include, Visit&& visit) {
+void for_each_held_box(const ParameterStore& store, const std::vector<HeldParameter>& share, ParameterEma* ema,
+                       Include&& include, Visit&& visit) {
+  std::unordered_map<std::string, const HeldParameter*> held = held_by_name(share);
   for (const Parameter& parameter : store.parameters()) {
     if (!include(parameter)) continue;
-    visit(CheckpointGroup::model, parameter.spec.name, parameter.value);
-    if (ema) visit(CheckpointGroup::optim, "ema." + parameter.spec.name, value_view(ema->values(), parameter));
+    const HeldParameter& box = *held.at(parameter.spec.name);
+    visit(CheckpointGroup::model, parameter.spec.name, box, parameter.value);
+    if (ema) visit(CheckpointGroup::optim, "ema." + parameter.spec.name, box, value_view(ema->values(), parameter));
   }
 }
 
 // Calls visit(name, global_shape, box, tensor) for every slice of the AdamW moments that a ZeRO-1 partition's
-// shard holds: `tensor` [box extents] is the view of the shard's moment buffer holding the box of `name`.
+// shard holds: `tensor` [box extents] is the view of the shard's moment buffer holding the box (in the global shape)
+// of `name`.
 template <typename Include, typename Visit>
-void for_each_moment_slice(const ParameterStore& store, const Zero1Partition& partition, Include&& include,
-                           Visit&& visit) {
+void for_each_moment_slice(const ParameterStore& store, const std::vector<HeldParameter>& share,
+                           const Zero1Partition& partition, Include&& include, Visit&& visit) {
+  std::unordered_map<std::string, const HeldParameter*> held = held_by_name(share);
   for (const Parameter& parameter : store.parameters()) {
     if (!parameter.spec.trainable || !include(parameter)) continue;
     int64_t first = std::max(partition.owned_begin(), parameter.grad_offset);
     int64_t last = std::min(partition.owned_end(), parameter.grad_offset + parameter.spec.shape.numel());
     if (first >= last) continue;
     int64_t offset = first - partition.owned_begin();  // into the shard's moment buffers
-    for (const SliceBox& box : flat_range_boxes(parameter.spec.shape, first - parameter.grad_offset,
-                                                last - parameter.grad_offset)) {
+    const HeldParameter& held_box = *held.at(parameter.spec.name);
+    for (SliceBox box : flat_range_boxes(parameter.spec.shape, first - parameter.grad_offset,
+                                         last - parameter.grad_offset)) {
       int64_t end = offset + box_volume(box);
       Shape extents(box.extents);
-      visit("optimizer.exp_avg." + parameter.spec.name, parameter.spec.shape, box,
+      for (size_t dim = 0; dim < box.offsets.size(); ++dim) box.offsets[dim] += held_box.box_offsets[dim];
+      visit("optimizer.exp_avg." + parameter.spec.name, held_box.spec.shape, box,
             partition.exp_avg().slice(offset, end).reshape(extents));
-      visit("optimizer.exp_avg_sq." + parameter.spec.name, parameter.spec.shape, box,
+      visit("optimizer.exp_avg_sq." + parameter.spec.name, held_box.spec.shape, box,
             partition.exp_avg_sq().slice(offset, end).reshape(extents));
       offset = end;
     }
@@ -115,7 +132,7 @@ void Trainer::save_checkpoint() {
   // group for a dense parameter, of the expert-DP group for an expert; its moments by that pipeline rank's shards.
   std::unordered_set<std::string> counted_here;
   for (const HeldParameter& held : share_) {
-    if (held.counts_here(groups_.pp->rank())) counted_here.insert(held.spec.name);
+    if (held.counts_here(groups_.pp->rank(), groups_.tp->rank())) counted_here.insert(held.spec.name);
   }
   auto writes_moments = [&](const Parameter& parameter) { return counted_here.contains(parameter.spec.name); };
   auto writes = [&](const Parameter& parameter) {
@@ -123,15 +140,17 @@ void Trainer::save_checkpoint() {
     return writes_moments(parameter) && replicas.rank() == 0;
   };
   std::vector<OwnedTensor> host_copies;  // of device tensors, until the files are written
-  for_each_whole_tensor(store_, ema_.get(), writes,
-                        [&](CheckpointGroup group, const std::string& name, const Tensor& tensor) {
-                          writer.add(group, name, on_host(tensor, host_copies));
-                        });
+  for_each_held_box(store_, share_, ema_.get(), writes,
+                    [&](CheckpointGroup group, const std::string& name, const HeldParameter& held,
+                        const Tensor& tensor) {
+                      writer.add(group, name, held.spec.shape.to_vector(), held.box_offsets,
+                                 on_host(tensor, host_copies));
+                    });
   auto add_moment = [&](const std::string& name, const Shape& shape, const SliceBox& box, const Tensor& tensor) {
     writer.add(CheckpointGroup::optim, name, shape.to_vector(), box.offsets, on_host(tensor, host_copies));
   };
   for (const Zero1Partition& partition : optimizer_.partitions()) {
-    for_each_moment_slice(store_, partition, writes_moments, add_moment);
+    for_each_moment_slice(store_, share_, partition, writes_moments, add_moment);
   }
   std::string rank_entries, problem;
   try {
@@ -215,14 +234,18 @@ int64_t Trainer::resume(bool restore_data_position) {
 void Trainer::load_checkpoint(const std::string& path, bool restore_data_position) {
   CheckpointReader reader(path);
   bool weights_only = !has_optimizer_state(reader);
-  for_each_whole_tensor(store_, ema_.get(), [](const Parameter&) { return true; },
-                        [&](CheckpointGroup group, const std::string& name, const Tensor& tensor) {
-                          if (group != CheckpointGroup::model && weights_only) return;
-                          read_into(tensor, [&](const Tensor& host) { reader.read(name, host); });
-                        });
+  for_each_held_box(store_, share_, ema_.get(), [](const Parameter&) { return true; },
+                    [&](CheckpointGroup group, const std::string& name, const HeldParameter& held,
+                        const Tensor& tensor) {
+                      if (group != CheckpointGroup::model && weights_only) return;
+                      HAI_CHECK(reader.tensor(name).shape == held.spec.shape.to_vector(),
+                                "{}: tensor '{}' has shape [{}], the model's is {}", path, name,
+                                fmt::join(reader.tensor(name).shape, ", "), held.spec.shape.str());
+                      read_into(tensor, [&](const Tensor& host) { reader.read_slice(name, held.box_offsets, host); });
+                    });
   const std::vector<Zero1Partition>& partitions = optimizer_.partitions();
   for (size_t i = 0; !weights_only && i < partitions.size(); ++i) {
-    for_each_moment_slice(store_, partitions[i], [](const Parameter&) { return true; },
+    for_each_moment_slice(store_, share_, partitions[i], [](const Parameter&) { return true; },
                           [&](const std::string& name, const Shape&, const SliceBox& box,
                                                      const Tensor& tensor) {
       read_into(tensor, [&](const Tensor& host) { reader.read_slice(name, box.offsets, host); });

@@ -41,7 +41,7 @@ std::function<std::vector<int>(const ParameterSpec&)> replicas_of(const std::vec
 
 TrainingPipeline::TrainingPipeline(const Config& config, ParameterStore& store,
                                    const std::vector<HeldParameter>& share, Communicator& pipeline,
-                                   ExpertExchange* experts)
+                                   ExpertExchange* experts, TensorParallel tp)
     : store_(store),
       pipeline_(pipeline),
       config_(config.model),
@@ -49,7 +49,7 @@ TrainingPipeline::TrainingPipeline(const Config& config, ParameterStore& store,
       model_(config.model, store,
              pipeline_stages(config.model, stage_count(schedule_.shape),
                              config.parallel.pp == 1 ? std::vector<int64_t>{} : config.parallel.stage_layers),
-             held_stages(schedule_.shape, pipeline.rank()), experts),
+             held_stages(schedule_.shape, pipeline.rank()), experts, tp),
       engine_(schedule_.shape, pipeline),
       replicas_(store, pipeline, pipeline_replica_sets(config.model, config.parallel), replicas_of(share)),
       expert_load_(zero_tensor(Shape{static_cast<int64_t>(moe_block_indices(config.model).size()),

@@ -29,10 +29,10 @@ namespace hai {
 class TrainingPipeline {
  public:
   // pipeline: the pipeline group (topology.h), parallel.pp ranks (one at pp 1) ranked by pipeline rank; it and
-  // the store must outlive this. share: what this rank holds (rank_share.h), the store's parameters. experts: as
-  // DeepseekV3Model (null at ep = 1). Collective over the pipeline group.
+  // the store must outlive this. share: what this rank holds (rank_share.h), the store's parameters. experts, tp: as
+  // DeepseekV3Model (null at ep = 1, one rank at tp = 1). Collective over the pipeline group.
   TrainingPipeline(const Config& config, ParameterStore& store, const std::vector<HeldParameter>& share,
-                   Communicator& pipeline, ExpertExchange* experts);
+                   Communicator& pipeline, ExpertExchange* experts, TensorParallel tp = {});
 
   // Forward and backward of a step's micro-batches, tokens: one [B, S + 1] i32 host tensor per micro-batch (the
   // same on every pipeline rank). The store's gradients must be started (ParameterStore::zero_grads) and

@@ -1,4 +1,5 @@
 #include <numeric>
+#include <utility>
 #include <vector>
 
 #include <fmt/format.h>
@@ -29,13 +30,52 @@ void validate_world(const ParallelConfig& parallel, int world_size, const KeyLin
   }
 }
 
+// Tensor parallelism splits heads, the dense and shared-expert FFN widths (evenly) and the vocabulary (padded: at
+// least one row a rank); under FP8 a split must not cut a 128-wide weight tile (docs/design/tensor-parallel.md).
+void validate_tensor_split(const Config& config, const KeyLines& lines) {
+  const ModelConfig& model = config.model;
+  const std::int64_t tp = config.parallel.tp;
+  if (model.num_heads % tp != 0) {
+    throw_config_error(lines, "model.num_heads",
+                       fmt::format("{} heads cannot be split over parallel.tp = {} ranks", model.num_heads, tp));
+  }
+  if (tp == 1) return;
+  if (model.dense_ffn_size % tp != 0) {
+    throw_config_error(lines, "model.dense_ffn_size",
+                       fmt::format("{} columns cannot be split over parallel.tp = {} ranks", model.dense_ffn_size, tp));
+  }
+  const std::int64_t shared_width = model.moe.expert_ffn_size * model.moe.shared_experts;
+  if (shared_width % tp != 0) {
+    throw_config_error(lines, "model.moe.expert_ffn_size",
+                       fmt::format("the shared experts' {} columns (expert_ffn_size x shared_experts) cannot be split "
+                                   "over parallel.tp = {} ranks", shared_width, tp));
+  }
+  if (model.vocab_size < tp) {
+    throw_config_error(lines, "model.vocab_size",
+                       fmt::format("{} rows cannot be split over parallel.tp = {} ranks", model.vocab_size, tp));
+  }
+  if (config.precision.mode != PrecisionMode::fp8) return;
+  constexpr std::int64_t kTile = 128;
+  const std::int64_t heads = model.num_heads / tp;
+  const std::vector<std::pair<const char*, std::int64_t>> shard_widths = {
+      {"model.num_heads", heads * (model.qk_nope_head_dim + model.qk_rope_head_dim)},  // q_b_proj's rows
+      {"model.num_heads", heads * (model.qk_nope_head_dim + model.v_head_dim)},        // kv_b_proj's rows
+      {"model.num_heads", heads * model.v_head_dim},                                   // o_proj's columns
+      {"model.dense_ffn_size", model.dense_ffn_size / tp},
+      {"model.moe.expert_ffn_size", shared_width / tp}};
+  for (const auto& [key, width] : shard_widths) {
+    if (width % kTile != 0) {
+      throw_config_error(lines, key,
+                         fmt::format("a tp shard {} wide would cut a {}-wide FP8 tile (precision.mode fp8 at "
+                                     "parallel.tp = {}): each rank's width must be a multiple of {}",
+                                     width, kTile, tp, kTile));
+    }
+  }
+}
+
 void validate_sharding(const Config& config, std::int64_t dp, const KeyLines& lines) {
   const ParallelConfig& parallel = config.parallel;
-  if (config.model.num_heads % parallel.tp != 0) {
-    throw_config_error(lines, "model.num_heads",
-                       fmt::format("{} heads cannot be split over parallel.tp = {} ranks", config.model.num_heads,
-                                   parallel.tp));
-  }
+  validate_tensor_split(config, lines);
   if ((dp * parallel.tp) % parallel.ep != 0) {
     throw_config_error(lines, "parallel.ep",
                        fmt::format("must divide dp x tp = {} x {} = {} (got {})", dp, parallel.tp, dp * parallel.tp,

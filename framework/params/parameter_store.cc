@@ -151,7 +151,24 @@ Fp8WeightBatch ParameterStore::fp8_weight_batch(const std::function<bool(const P
   return Fp8WeightBatch(std::move(fp8_copies));
 }
 
-void ParameterStore::initialize(uint64_t seed, double init_std) {
+namespace {
+
+// The index in the global tensor (row-major) of element `index` of the box of `extents` at box.offsets.
+int64_t global_index(int64_t index, const Shape& extents, const GlobalBox& box) {
+  int64_t global = 0, stride = 1;
+  for (int dim = extents.rank() - 1; dim >= 0; --dim) {
+    int64_t coordinate = index % extents[dim] + box.offsets[static_cast<size_t>(dim)];
+    index /= extents[dim];
+    global += coordinate * stride;
+    stride *= box.global_shape[dim];
+  }
+  return global;
+}
+
+}  // namespace
+
+void ParameterStore::initialize(uint64_t seed, double init_std,
+                                const std::function<std::optional<GlobalBox>(const Parameter&)>& box_of) {
   // NOTE: the draws are made on the host; device values are filled from a host copy.
   bool on_host = values_.tensor().device().is_cpu();
   OwnedTensor host_values = on_host ? OwnedTensor() : OwnedTensor(values_.shape(), DType::f32);  // [N]
@@ -161,12 +178,14 @@ void ParameterStore::initialize(uint64_t seed, double init_std) {
     int64_t numel = parameter.value.numel();
     CounterRng rng(seed, parameter_stream(parameter.spec.name));
     ParameterInit init = parameter.spec.init;
+    std::optional<GlobalBox> box = box_of ? box_of(parameter) : std::nullopt;
     // NOTE: the draw of element i depends on i only (counter-based), so the values are the same for any split.
     cpu::parallel_for(numel, 16, [&](int64_t begin, int64_t end) {
       for (int64_t i = begin; i < end; ++i) {
         switch (init) {
           case ParameterInit::normal:
-            data[i] = static_cast<float>(init_std) * rng.normal(static_cast<uint64_t>(i));
+            data[i] = static_cast<float>(init_std) *
+                      rng.normal(static_cast<uint64_t>(box ? global_index(i, parameter.spec.shape, *box) : i));
             break;
           case ParameterInit::ones: data[i] = 1.0f; break;
           case ParameterInit::zeros: data[i] = 0.0f; break;

@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -73,13 +74,23 @@ struct Parameter {
   bool* grad_written_ = nullptr;
 };
 
+// Where a parameter's values sit in its global tensor when the store holds one box of it (tensor parallelism):
+// the global shape and the box's first index in each dim.
+struct GlobalBox {
+  Shape global_shape;
+  std::vector<int64_t> offsets;
+};
+
 class ParameterStore {
  public:
   ParameterStore(std::vector<ParameterSpec> specs, Device device, DType compute_dtype = DType::f32,
                  Fp8WeightOptions fp8 = {});
 
-  // Fills every value from its init rule: normal draws use CounterRng(seed, stream = hash of the name).
-  void initialize(uint64_t seed, double init_std);
+  // Fills every value from its init rule: normal draws use CounterRng(seed, stream = hash of the name), element i
+  // of the global tensor drawing counter i. box_of (optional) tells where a parameter's values sit in its global
+  // tensor, so that a box gets the values of the same elements of the whole tensor.
+  void initialize(uint64_t seed, double init_std,
+                  const std::function<std::optional<GlobalBox>(const Parameter&)>& box_of = nullptr);
   // Starts a step's gradients at zero without a memory pass: marks every gradient unwritten, so that its first
   // producer overwrites it (Parameter::take_grad_beta).
   void zero_grads();

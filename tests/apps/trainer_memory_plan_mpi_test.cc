@@ -1,8 +1,8 @@
 // The --dry-run plan (model/memory_estimate.h) against what the Trainer allocates on CPU ranks: on every rank of
-// several layouts (pipeline under each schedule, with dp and ep beside it; fp32 and bf16), the parameters of the
+// several layouts (pipeline under each schedule, with dp, ep or tp beside it; fp32 and bf16), the parameters of the
 // rank's store are exactly those the plan gives its pipeline rank, and its parameter, gradient and optimizer bytes
 // (the store's values, compute copy and gradients, ZeRO-1's moments) are within 10% of the plan's; and the peak of
-// host bytes while it trains is within 10% of the plan's total (dp 2, pp 2 DualPipe, pp 2 x ep 2 DualPipe).
+// host bytes while it trains is within 10% of the plan's total (dp 2, pp 2 DualPipe, pp 2 x ep 2 DualPipe, tp 2).
 
 #include <gtest/gtest.h>
 
@@ -38,7 +38,7 @@ class TrainerMemoryPlan : public testing::World {
     Config config = layout_config(dir, layout, size());
     Trainer trainer(config, *world_);
     std::vector<PipelineRankMemory> plan = estimate_pipeline_memory(config);
-    int pipeline_rank = rank() / static_cast<int>(config.parallel.dp.value());  // rank = dp + dp x pp (tp 1)
+    int pipeline_rank = rank() / static_cast<int>(config.parallel.dp.value() * config.parallel.tp);  // topology.h
     const PipelineRankMemory& mine = plan.at(static_cast<size_t>(pipeline_rank));
     const ParameterStore& store = trainer.parameters();
     EXPECT_EQ(store.numel(), mine.parameters) << "pipeline rank " << pipeline_rank;
@@ -58,9 +58,11 @@ TEST_F(TrainerMemoryPlan, EveryRankAllocatesItsPlannedShare) {
     layouts = {{"parallel.pp=2", "parallel.schedule=1f1b"},
                {"parallel.pp=2", "parallel.schedule=dualpipe", "precision.mode=bf16"},
                {"parallel.pp=2", "parallel.schedule=dualpipev"},
-               {"parallel.ep=2"}};
+               {"parallel.ep=2"},
+               {"parallel.tp=2", "model.vocab_size=256"}};
   } else if (size() == 4) {
     layouts = {{"parallel.pp=4", "parallel.schedule=1f1b"},
+               {"parallel.tp=2", "parallel.pp=2", "parallel.schedule=dualpipe", "model.vocab_size=256"},
                {"parallel.pp=2", "parallel.ep=2", "parallel.schedule=dualpipe"},
                {"parallel.pp=2", "parallel.schedule=1f1b", "precision.mode=bf16"}};
   } else {
@@ -78,7 +80,7 @@ class TrainerPeakMemory : public testing::World {
     TempDirectory dir;
     Config config = layout_config(dir, layout, size());
     std::vector<PipelineRankMemory> plan = estimate_pipeline_memory(config);
-    int pipeline_rank = rank() / static_cast<int>(config.parallel.dp.value());
+    int pipeline_rank = rank() / static_cast<int>(config.parallel.dp.value() * config.parallel.tp);
     const RankMemory& mine = plan.at(static_cast<size_t>(pipeline_rank)).memory;
     size_t before = host_memory_stats().allocated_bytes;
     reset_peak_host_memory();
@@ -106,7 +108,8 @@ TEST_F(TrainerPeakMemory, PeakHostBytesMatchThePlan) {
     layouts = {{"train.recompute=none"},  // pp 1, dp 2
                {"train.recompute=selective"},
                {"parallel.pp=2", "parallel.schedule=dualpipe", "train.recompute=none"},
-               {"parallel.pp=2", "parallel.schedule=dualpipe", "train.recompute=selective"}};
+               {"parallel.pp=2", "parallel.schedule=dualpipe", "train.recompute=selective"},
+               {"parallel.tp=2", "model.vocab_size=256", "train.recompute=none"}};
   } else if (size() == 4) {
     layouts = {{"parallel.pp=2", "parallel.ep=2", "parallel.schedule=dualpipe", "train.recompute=selective"}};
   }

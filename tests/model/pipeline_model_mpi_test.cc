@@ -21,32 +21,16 @@
 #include "parallel/pipeline/schedule.h"
 #include "tests/framework/comm/world_fixture.h"
 #include "tests/model/model_test_inputs.h"
+#include "tests/model/model_training_checks.h"
 
 namespace hai {
 namespace {
 
-double relative_distance(const Tensor& expected, const Tensor& actual) {
-  double difference = 0, norm = 0;
-  for (int64_t i = 0; i < expected.numel(); ++i) {
-    double e = expected.data<float>()[i], a = actual.data<float>()[i];
-    difference += (a - e) * (a - e);
-    norm += e * e;
-  }
-  return norm > 0 ? std::sqrt(difference / norm) : std::sqrt(difference);
-}
+using testing::relative_distance;
+using testing::sgd_step;
 
 bool bitwise_equal(const Tensor& expected, const Tensor& actual) {
   return std::memcmp(expected.raw(), actual.raw(), expected.bytes()) == 0;
-}
-
-// value -= lr x grad for every trainable parameter.
-void sgd_step(const ParameterStore& store, float lr) {
-  for (const Parameter& parameter : store.parameters()) {
-    if (!parameter.spec.trainable) continue;
-    float* value = parameter.value.data<float>();
-    const float* grad = parameter.grad.data<float>();
-    for (int64_t i = 0; i < parameter.value.numel(); ++i) value[i] -= lr * grad[i];
-  }
 }
 
 std::string schedule_name(const ::testing::TestParamInfo<PipelineSchedule>& info) {

@@ -90,7 +90,7 @@ void check_layout(PipelineSchedule schedule, int64_t pp, int64_t ep) {
         EXPECT_TRUE(std::ranges::is_sorted(held.pipeline_ranks)) << name;
         if (holding.named.empty()) holding.named = held.pipeline_ranks;
         EXPECT_EQ(holding.named, held.pipeline_ranks) << name;
-        holding.counted += held.counts_here(pp_rank) ? 1 : 0;
+        holding.counted += held.counts_here(pp_rank, 0) ? 1 : 0;
       }
       EXPECT_EQ(held_layers, layers) << "pipeline rank " << pp_rank;
       bool has_last = layers.contains(model.num_layers - 1), has_first = layers.contains(0);

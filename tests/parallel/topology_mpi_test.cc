@@ -1,6 +1,7 @@
 // The groups of the job's grid: the DP group (dp = world / tp ranks sharing (pp, tp), ranked by dp coordinate),
 // the EP groups (ep consecutive ranks of a stage), the expert-DP groups (the ranks of one EP rank) and the pipeline
-// groups (the pp ranks of one (dp, tp) position, ranked by pp coordinate).
+// groups (the pp ranks of one (dp, tp) position, ranked by pp coordinate), the TP groups (the tp ranks of one (dp, pp)
+// position) and the model-parallel groups (the pp x tp ranks of one dp coordinate).
 
 #include <gtest/gtest.h>
 
@@ -70,6 +71,21 @@ TEST_F(TopologyWorld, PipelineGroupsOfEveryPpThatDividesTheWorld) {
     // The pipeline group is the ranks dp_rank + k * dp: their sum is pp * dp_rank + dp * pp * (pp - 1) / 2.
     EXPECT_EQ(group_sum(*groups.pp, rank()), pp * (rank() % dp) + dp * pp * (pp - 1) / 2) << "pp " << pp;
   }
+}
+
+// tp 2 x pp 2 (x dp = world / 4): the TP group is the pair of consecutive ranks 2k, 2k + 1, ranked by tp
+// coordinate; the model-parallel group is the pp x tp ranks of one dp coordinate.
+TEST_F(TopologyWorld, TensorAndModelParallelGroups) {
+  if (size() % 4 != 0) GTEST_SKIP() << "needs a multiple of 4 ranks";
+  GridShape grid{.dp = size() / 4, .pp = 2, .tp = 2};
+  ParallelGroups groups = make_parallel_groups(*world_, grid);
+  RankCoordinates here = rank_coordinates(grid, rank());
+  EXPECT_EQ(groups.tp->size(), 2);
+  EXPECT_EQ(groups.tp->rank(), here.tp);
+  EXPECT_EQ(group_sum(*groups.tp, rank()), 2 * (rank() - here.tp) + 1);
+  EXPECT_EQ(groups.model_parallel->size(), 4);
+  // The members share the dp coordinate: summing (dp + 1) gives 4 (dp + 1).
+  EXPECT_EQ(group_sum(*groups.model_parallel, here.dp + 1), 4 * (here.dp + 1));
 }
 
 }  // namespace

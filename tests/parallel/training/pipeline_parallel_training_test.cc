@@ -183,9 +183,7 @@ TEST_F(PipelineParallelTraining, EvalOnlyOfPipelinedRanksMatchesOneRank) {
     std::string arguments = layout.arguments() + " --eval-only --set data.valid_fraction=0.25 --set " +
                             "checkpoint.resume=" + checkpoint_of(single_rank_, 10).string();
     EXPECT_EQ(run_on_ranks(layout.ranks, dir, arguments), 0);
-    std::vector<char> out = testing::read_bytes((dir / "hai-train.out").string());
-    std::string text(out.begin(), out.end());
-    return nlohmann::json::parse(text.substr(text.rfind('{')))["eval_loss"].get<double>();
+    return testing::eval_loss_printed(dir);
   };
   double one_rank = eval_loss(Layout{});
   EXPECT_GT(one_rank, 0.0);

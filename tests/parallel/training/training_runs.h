@@ -39,6 +39,13 @@ inline int run_on_ranks(int ranks, const std::filesystem::path& dir, const std::
   return code;
 }
 
+// The eval_loss of the JSON line that hai-train --eval-only printed last into <dir>/hai-train.out.
+inline double eval_loss_printed(const std::filesystem::path& dir) {
+  std::vector<char> out = read_bytes((dir / "hai-train.out").string());
+  std::string text(out.begin(), out.end());
+  return nlohmann::json::parse(text.substr(text.rfind('{')))["eval_loss"].get<double>();
+}
+
 inline void expect_close(double expected, double actual, const std::string& what,
                          double tolerance = kTrainingTolerance) {
   EXPECT_LE(std::abs(actual - expected), tolerance * std::abs(expected))
