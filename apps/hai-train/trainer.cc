@@ -407,8 +407,9 @@ void Trainer::log_startup() const {
                to_string(config_.precision.mode));
   spdlog::info("parameters: {:.3f}M total, {:.3f}M activated per token, {:.3f}M in MTP modules",
                counts.total / 1e6, counts.activated / 1e6, counts.mtp / 1e6);
-  spdlog::info("memory: parameters {:.1f} MiB (+ compute copy; this rank's stages, routed experts 1/{}), optimizer "
-               "{:.1f} MiB (ZeRO-1: the moments of {} of this rank's {} trainable elements; dense 1/{}, experts 1/{})",
+  spdlog::info("memory: fp32 values held whole {:.1f} MiB (+ compute copy; this rank's stages, routed experts 1/{}), "
+               "optimizer {:.1f} MiB (ZeRO-1: the moments, and in mixed precision the fp32 master, of {} of this "
+               "rank's {} trainable elements; dense 1/{}, experts 1/{})",
                store_.values().bytes() / 1048576.0, grid_.ep, optimizer_.state_bytes() / 1048576.0,
                optimizer_.owned_elements(), store_.grads().numel(), grid_.dp, grid_.expert_dp());
   if (pipeline_) {
