@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 
+#include "model/gradient_buckets.h"
 #include "model/output_head.h"
 #include "model/parameters.h"
 #include "model/pipeline_stage.h"
@@ -10,6 +12,7 @@
 #include "parallel/pipeline/placement.h"
 #include "parallel/pipeline/schedule.h"
 #include "parallel/pipeline/simulator.h"
+#include "parallel/zero1.h"
 
 namespace hai {
 namespace {
@@ -32,6 +35,8 @@ struct ParameterSplit {
   int64_t expert = 0;  // on the rank: its ep-th of its stages' routed experts
   int64_t fp8_copy_bytes = 0;  // the FP8 copies of the fp8_gemm weights under precision.mode fp8
   int64_t without_compute_copy = 0;  // on the rank: the fp8_only weights under precision.mode fp8
+  int64_t sharded_dense = 0;  // of dense and expert: those whose fp32 master ZeRO-1 shards (zero1_sharded_master)
+  int64_t sharded_expert = 0;
 };
 
 // One FP8 copy of a [out, in] weight: e4m3 values and a scale per 128x128 block; kept as stored and transposed.
@@ -44,10 +49,16 @@ int64_t fp8_copies_bytes(const Shape& shape) {
 ParameterSplit split_parameters(const Config& config, const std::vector<HeldParameter>& share) {
   ParameterSplit split;
   bool fp8 = config.precision.mode == PrecisionMode::fp8;
+  const ParallelConfig& p = config.parallel;
+  auto expert_dp = static_cast<int>(std::max<int64_t>(1, p.dp.value() * p.tp / p.ep));
+  std::function<bool(const ParameterSpec&)> sharded_master = zero1_sharded_master(
+      config.precision.mode == PrecisionMode::fp32 ? DType::f32 : DType::bf16, static_cast<int>(p.dp.value()),
+      expert_dp, reads_fp32_value);
   for (const HeldParameter& held : share) {
     const ParameterSpec& spec = held.spec;
     bool expert = spec.group == ParameterGroup::expert;
     (expert ? split.expert : split.dense) += held.box_extents.numel();
+    if (sharded_master(spec)) (expert ? split.sharded_expert : split.sharded_dense) += held.box_extents.numel();
     if (fp8 && spec.fp8_gemm) split.fp8_copy_bytes += fp8_copies_bytes(held.box_extents);
     if (fp8 && spec.fp8_gemm && spec.fp8_only) split.without_compute_copy += held.box_extents.numel();
   }
@@ -188,12 +199,16 @@ RankMemory rank_memory(const Config& config, const std::vector<HeldParameter>& s
   ParameterSplit split = split_parameters(config, share);
   int64_t expert_dp = std::max<int64_t>(1, dp * p.tp / p.ep);
   RankMemory memory;
-  // NOTE: ZeRO-1 shards the moments; the fp32 master values stay whole on every rank (parallel/zero1.h).
+  // NOTE: ZeRO-1 shards the moments and, in mixed precision, the fp32 master of the parameters the model reads only
+  // through their compute copy; the rest of the master stays whole on every rank (parallel/zero1.h).
   int64_t rank_parameters = split.dense + split.expert;
+  int64_t whole_master = rank_parameters - split.sharded_dense - split.sharded_expert;
   int64_t compute_copy_bytes = master == 0 ? 0 : (rank_parameters - split.without_compute_copy) * element;
-  memory.params = rank_parameters * (master == 0 ? 4 : master) + compute_copy_bytes + split.fp8_copy_bytes;
+  memory.params = (master == 0 ? rank_parameters * 4 : whole_master * master) + compute_copy_bytes +
+                  split.fp8_copy_bytes;
   memory.grads = (split.dense + split.expert) * 4;
-  memory.optimizer = (split.dense / dp + split.expert / expert_dp) * 2 * moment;
+  memory.optimizer = (split.dense / dp + split.expert / expert_dp) * 2 * moment +
+                     (split.sharded_dense / dp + split.sharded_expert / expert_dp) * master;
 
   int64_t tokens = config.train.micro_batch_size * config.train.seq_len;
   // NOTE: every tp rank runs all its tokens (no sequence parallelism): tp divides only the split layers' tensors.

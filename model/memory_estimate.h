@@ -5,12 +5,14 @@
 // ZeRO-1 shard of their optimizer state, and the activations of its stages. Pipeline ranks differ (the first holds
 // the embedding, the last the head and MTP; DualPipe puts both on rank 0); the ranks of one pipeline rank's DP
 // group hold the same amounts (EP ranks hold equal shares of the experts).
-//   params:      the fp32 master values, whole on every rank (ZeRO-1 shards only the moments, parallel/zero1.h),
-//                and the compute copy GEMMs read (the master itself in fp32 mode; bf16 under fp8 but for the
-//                fp8_only weights, the routed experts, plus the FP8 copies of the fp8_gemm weights, as stored and
-//                transposed with their block scales)
+//   params:      the fp32 master values the store holds whole (all of them in fp32 mode, where they are the compute
+//                copy; in mixed precision those ZeRO-1 does not shard: the ones the model reads in fp32, the
+//                routing biases, those of groups of one rank: parallel/zero1.h), and the compute
+//                copy GEMMs read (bf16 under fp8 but for the fp8_only weights, the routed experts, plus the FP8
+//                copies of the fp8_gemm weights, as stored and transposed with their block scales)
 //   grads:       fp32 gradients of the rank's parameters
-//   optimizer:   ZeRO-1 shard of the two AdamW moments
+//   optimizer:   ZeRO-1 shard of the two AdamW moments and of the sharded fp32 masters (dense over dp, experts
+//                over expert-dp)
 //   activations: what forward keeps for backward, for the micro-batches the schedule keeps alive on this pipeline
 //                rank at its peak (live_micro_batches) of the rank's stage that saves the most;
 //                counted per layer from the tensors the layers save under train.recompute, in the dtypes the

@@ -43,7 +43,8 @@ std::vector<ValueRange> untrained_value_ranges(const ParameterStore& store) {
   return ranges;
 }
 
-// [begin, end) of the gradient layout cut where the bucket of consecutive trainable parameters changes.
+// [begin, end) of the gradient layout cut where the bucket of consecutive trainable parameters changes, or whether
+// they keep their fp32 master in shards (ParameterStore).
 void append_bucket_ranges(const ParameterStore& store, int64_t begin, int64_t end, const GradientBucketOf& bucket_of,
                           std::vector<BucketRange>& ranges) {
   if (begin == end) return;
@@ -55,11 +56,14 @@ void append_bucket_ranges(const ParameterStore& store, int64_t begin, int64_t en
   }
   std::ranges::sort(trainable, {}, &Parameter::grad_offset);
   BucketRange current{begin, end, trainable.empty() ? kGradientsFinalAtEnd : bucket_of(trainable.front()->spec)};
+  bool sharded_master = !trainable.empty() && trainable.front()->sharded_master;
   for (const Parameter* parameter : trainable) {
     int bucket = bucket_of(parameter->spec);
-    if (bucket == current.bucket || parameter->grad_offset == current.begin) continue;
+    bool same = bucket == current.bucket && parameter->sharded_master == sharded_master;
+    if (same || parameter->grad_offset == current.begin) continue;
     ranges.push_back({current.begin, parameter->grad_offset, current.bucket});
     current = {parameter->grad_offset, end, bucket};
+    sharded_master = parameter->sharded_master;
   }
   ranges.push_back(current);
 }
@@ -75,6 +79,17 @@ bool gathers_compute_copy(const ParameterStore& store, const BucketRange& range,
 }
 
 }  // namespace
+
+std::function<bool(const ParameterSpec&)> zero1_sharded_master(
+    DType compute_dtype, int dp, int expert_dp, const std::function<bool(const ParameterSpec&)>& reads_fp32_value) {
+  if (compute_dtype == DType::f32 || !reads_fp32_value) {
+    return [](const ParameterSpec&) { return false; };
+  }
+  return [=](const ParameterSpec& spec) {
+    int replicas = spec.group == ParameterGroup::expert ? expert_dp : dp;
+    return spec.trainable && replicas > 1 && !reads_fp32_value(spec);
+  };
+}
 
 std::vector<BucketRange> gradient_bucket_ranges(const ParameterStore& store, const GradientBucketOf& bucket_of) {
   int64_t dense_end = dense_gradient_end(store);
@@ -284,6 +299,19 @@ void Zero1Optimizer::join_step() {
 void Zero1Optimizer::gather_master_values() {
   join_step();  // NOTE: the gathers stage through the gradients, which pending updates still read
   for (Zero1Partition& partition : partitions_) partition.gather_master_values();
+}
+
+void Zero1Optimizer::take_master_values() {
+  join_step();
+  for (Zero1Partition& partition : partitions_) partition.take_master_values();
+}
+
+std::vector<Tensor> Zero1Optimizer::master_values() const {
+  std::vector<Tensor> values = {store_.values()};
+  for (const Zero1Partition& partition : partitions_) {
+    if (partition.shards_master()) values.push_back(partition.master());
+  }
+  return values;
 }
 
 int64_t Zero1Optimizer::owned_elements() const {

@@ -35,11 +35,17 @@
 //   3. parameters_needed(bucket), during the next forward pass, before the model reads the bucket's weights:
 //      the compute stream waits for that bucket's update and gathers left running (a later step(),
 //      reduce_gradients(), join_step() or gather_master_values() waits for any left).
-// Optimizer memory falls as 1/dp for dense parameters and 1/expert-dp for experts. The FP32 values stay whole on
-// every rank (the ParameterStore, which holds only this rank's share: model/rank_share.h), except in partitions that all-gather their
-// compute copy (Zero1Options), until gather_master_values(). Every element is reduced and updated by
-// one rank and then copied, so all ranks holding a parameter end bitwise equal. On groups of one rank this is the
-// plain optimizer (framework/optim/adamw.h) with no copies.
+// Optimizer memory falls as 1/dp for dense parameters and 1/expert-dp for experts: the moments, and the fp32 master
+// of the parameters the store keeps in shards (zero1_sharded_master; ParameterStore's sharded masters): each rank
+// holds its shard's master in its partition, the step updates it, and the all-gather spreads the updated compute
+// copy (bf16) or the updated fp32 values staged in the (consumed) gradients, from which the compute and FP8 copies
+// are refreshed; gather_master_values() stages the whole fp32 values there between steps (a checkpoint).
+// The other fp32 values stay whole on every rank (the ParameterStore, which holds only this rank's share:
+// model/rank_share.h): in fp32 (they are the compute copy), those the model reads in fp32, and all of them with
+// whole_values_every_step; in partitions that all-gather their compute copy those other ranks own are stale until
+// gather_master_values(). Every element is reduced and updated by one rank and then copied, so all ranks holding a
+// parameter end bitwise equal, and bitwise as with whole masters. On groups of one rank this is the plain optimizer
+// (framework/optim/adamw.h) with no copies.
 
 #include <cstddef>
 #include <cstdint>
@@ -65,6 +71,14 @@ namespace hai {
 std::vector<ParameterSpec> zero1_store_order(std::vector<ParameterSpec> specs,
                                              const std::function<bool(const ParameterSpec&)>& reads_fp32_value = {});
 
+// The parameters whose fp32 master ZeRO-1 keeps in shards (the ParameterStore's sharded_master predicate): in
+// mixed precision (compute_dtype not fp32), every trainable parameter that the model does not read in fp32
+// (reads_fp32_value; null: it reads every one) and that several ranks replicate: dp ranks for a dense one,
+// expert_dp for a routed expert. A store built with it must be used with a Zero1Optimizer over those groups. (With
+// whole_values_every_step, the EMA's, each step stages the whole fp32 values: ParameterStore::read_values.)
+std::function<bool(const ParameterSpec&)> zero1_sharded_master(
+    DType compute_dtype, int dp, int expert_dp, const std::function<bool(const ParameterSpec&)>& reads_fp32_value);
+
 // The gradient bucket of a parameter: the parameters whose gradients the backward finishes together, announced by
 // Zero1Optimizer::gradients_final(bucket); kGradientsFinalAtEnd: final only when the backward is over.
 using GradientBucketOf = std::function<int(const ParameterSpec&)>;
@@ -77,7 +91,9 @@ struct Zero1Options {
   // compute copy instead of its fp32 values (zero1_partition.h): the other ranks' fp32 values of it go stale
   // until gather_master_values().
   std::function<bool(const ParameterSpec&)> reads_fp32_value = nullptr;
-  bool whole_values_every_step = false;  // all-gather fp32 values every step (an EMA of the values reads them)
+  // All-gather fp32 values every step (an EMA of the values reads them; sharded masters: staged until the next
+  // backward).
+  bool whole_values_every_step = false;
   // Leave the in-place compute-copy gathers running after step(), for parameters_needed() to join (the caller's
   // model then calls it before it reads each bucket's weights: DeepseekV3Model::set_parameters_needed).
   bool gather_under_forward = false;
@@ -101,7 +117,8 @@ struct BucketRange {
   int bucket = kGradientsFinalAtEnd;
 };
 // The partitions' ranges: the dense range, then the expert range, each cut where the bucket of consecutive
-// trainable parameters (in gradient order) changes. Together they cover the layout.
+// trainable parameters (in gradient order) changes, or whether their fp32 master is sharded (ParameterStore).
+// Together they cover the layout.
 std::vector<BucketRange> gradient_bucket_ranges(const ParameterStore& store, const GradientBucketOf& bucket_of);
 
 // Values [begin, end) of the store's value buffer.
@@ -152,8 +169,13 @@ class Zero1Optimizer {
 
   // The dense partitions, then the expert partitions, in layout order (gradient_bucket_ranges).
   const std::vector<Zero1Partition>& partitions() const { return partitions_; }
+  // After the caller wrote every parameter's whole fp32 value into the store (a checkpoint: the sharded masters'
+  // where they are staged), each partition takes its shard of the sharded masters. Between steps.
+  void take_master_values();
+  // This rank's fp32 master values: those the store holds, then each partition's shard of a sharded master.
+  std::vector<Tensor> master_values() const;
   int64_t owned_elements() const;  // this rank's shard elements over the partitions
-  size_t state_bytes() const;
+  size_t state_bytes() const;      // the moments and the sharded masters' shards
 
  private:
   std::vector<Tensor> shard_grads() const;  // the non-empty shards' gradients

@@ -41,7 +41,26 @@ Zero1Partition::Zero1Partition(ParameterStore& store, int64_t layout_begin, int6
     value_begin_ = std::min(value_begin_, segment.value_offset);
     value_end_ = std::max(value_end_, segment.value_offset + segment.numel);
   }
-  own_table_ = segment_table(own_segments_, value_begin_, layout_begin + shard_.begin, store.grads().device());
+  int sharded_masters = 0, whole_masters = 0;
+  for (const Parameter& parameter : store.parameters()) {
+    bool inside = parameter.spec.trainable && layout_begin <= parameter.grad_offset && parameter.grad_offset < layout_end;
+    if (!inside) continue;
+    ++(parameter.sharded_master ? sharded_masters : whole_masters);
+  }
+  HAI_CHECK(sharded_masters == 0 || whole_masters == 0,
+            "ZeRO-1 partition [{}, {}): {} of its parameters keep their fp32 master in shards, {} whole", layout_begin,
+            layout_end, sharded_masters, whole_masters);
+  master_sharded_ = sharded_masters > 0;
+  HAI_CHECK(!master_sharded_ || (sharded() && values_follow_gradients() && value_begin_ == layout_begin),
+            "ZeRO-1 partition [{}, {}): a sharded fp32 master needs a group of several ranks and values in gradient "
+            "order", layout_begin, layout_end);
+  // NOTE: a sharded master's segments index master_ as they index the moments (value offsets are gradient offsets).
+  int64_t table_values_begin = master_sharded_ ? owned_begin() : value_begin_;
+  own_table_ = segment_table(own_segments_, table_values_begin, owned_begin(), store.grads().device());
+  if (master_sharded_) {
+    master_ = OwnedTensor(Shape{shard_.numel()}, DType::f32, store.grads().device());
+    take_master_values();  // ParameterStore::initialize() staged them
+  }
   gather_compute_copy_ = gather_compute_copy && sharded() && range_compute_copy().raw() != nullptr;
   gathers_in_place_ = sharded() && !padded() && values_follow_gradients();
   if (!sharded() || !padded()) return;
@@ -86,7 +105,7 @@ void Zero1Partition::start_reduction() {
 
 void Zero1Partition::finish_reduction() { group_.join_side_stream(); }
 
-Tensor Zero1Partition::range_values() const { return store_.values().slice(value_begin_, value_end_); }
+Tensor Zero1Partition::range_values() const { return store_.values(value_begin_, value_end_); }
 
 Tensor Zero1Partition::range_compute_copy() const { return store_.compute_values(value_begin_, value_end_); }
 
@@ -98,6 +117,12 @@ void Zero1Partition::step(const AdamWSettings& settings, const GradientScale& gr
   // NOTE: unsharded, the step updates every value of the range and writes their compute copy as it goes; sharded
   // and gathering the compute copy, it writes that of the owned values, which the gather then spreads.
   // A range whose compute copy has holes (fp8_only weights among others, unsharded) is refreshed after the step.
+  if (master_sharded_) {
+    Tensor compute = gather_compute_copy_ ? store_.compute_values(owned_begin(), owned_end()) : Tensor();  // [shard]
+    fused_adamw_step(master_, compute, shard_grads(), exp_avg(), exp_avg_sq(), own_table_, settings, gradient_scale,
+                     stream);
+    return;
+  }
   bool writes_compute = !sharded() || gather_compute_copy_;
   bool in_one_piece = store_.compute_copy_in_one_piece(value_begin_, value_end_);
   Tensor compute = writes_compute && in_one_piece ? range_compute_copy() : Tensor();  // [range] compute dtype, or none
@@ -112,16 +137,27 @@ void Zero1Partition::start_gather_values() {
     start_gather(range_compute_copy());
     master_values_whole_ = false;
   } else {
+    stage_master();
     start_gather(range_values());
   }
 }
 
 void Zero1Partition::gather_master_values() {
   finish_gather_values();
-  if (master_values_whole_) return;
+  if (master_values_whole_ && !master_sharded_) return;
+  stage_master();
   start_gather(range_values());
   finish_gather_values();
   master_values_whole_ = true;
+}
+
+// NOTE: the range's gradients are free here: the step has read this rank's shard of them.
+void Zero1Partition::stage_master() {
+  if (master_sharded_ && shard_.numel() > 0) copy_tensor(range_values().slice(shard_.begin, shard_.end), master_);
+}
+
+void Zero1Partition::take_master_values() {
+  if (master_sharded_ && shard_.numel() > 0) copy_tensor(master_, range_values().slice(shard_.begin, shard_.end));
 }
 
 // NOTE: unpadded and not in place, the store's gradients of the range carry the values: the step has consumed them.

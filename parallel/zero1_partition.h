@@ -2,7 +2,11 @@
 // Zero1Partition: one part of ZeRO-1 (zero1.h): a range [layout_begin, layout_end) of the flat gradient layout
 // (ParameterStore::grads()) whose gradients reduce over one group, sharded over that group (flat_shard.h, with
 // offsets relative to the range). The dense parameters form one partition over the DP group, the expert
-// parameters another over the expert-DP group. Each rank keeps the AdamW moments of its shard only.
+// parameters another over the expert-DP group. Each rank keeps the AdamW moments of its shard only, and where the
+// store keeps the range's fp32 masters in shards (parameter_store.h: sharded masters, the range's parameters all or
+// none) the fp32 master of its shard too, master(): the step updates it, and the gather spreads the updated compute
+// copy, or the updated fp32 values staged in the range's gradients (which the step has consumed) from which the
+// compute and FP8 copies are then refreshed.
 //   start_reduction():  the range's gradients that nothing wrote this step are zero-filled
 //                       (ParameterStore::zero_unwritten_grads), then the range, padded to a multiple of the group
 //                       size, is reduce-scattered (sum). A range that needs no padding is reduced in place in the
@@ -64,7 +68,16 @@ class Zero1Partition {
   bool step_completes_update() const;
   void start_gather_values();
   void finish_gather_values();  // a no-op when no gather is pending
+  // Stages every rank's fp32 values of the range whole in the store (after a step's compute-copy gather, and
+  // always for a sharded master: the next backward overwrites the staged values). Between steps.
   void gather_master_values();
+  // A sharded master's shard <- the range's whole fp32 values staged in the store (after a caller wrote them: a
+  // checkpoint's). A no-op otherwise.
+  void take_master_values();
+  bool shards_master() const { return master_sharded_; }
+  // [shard().numel()] fp32: this rank's shard of the fp32 master, element i of gradient element owned_begin() + i;
+  // undefined unless shards_master().
+  Tensor master() const { return master_.tensor(); }
   bool gathers_compute_copy() const { return gather_compute_copy_; }
   bool gathers_in_place() const { return gathers_in_place_; }
   void refresh_compute_copy();
@@ -77,7 +90,10 @@ class Zero1Partition {
   // [shard().numel()] moment dtype: element i belongs to gradient element owned_begin() + i. Writable (resume).
   Tensor exp_avg() const { return exp_avg_.tensor(); }
   Tensor exp_avg_sq() const { return exp_avg_sq_.tensor(); }
-  size_t state_bytes() const { return exp_avg().bytes() + exp_avg_sq().bytes(); }
+  // The moments' bytes, and the master shard's.
+  size_t state_bytes() const {
+    return exp_avg().bytes() + exp_avg_sq().bytes() + (master_sharded_ ? master().bytes() : 0);
+  }
 
  private:
   bool sharded() const { return group_.size() > 1; }
@@ -90,6 +106,7 @@ class Zero1Partition {
   // Whether the range's values are contiguous in gradient order (the constructor's rule above).
   bool values_follow_gradients() const;
   Tensor range_values() const;        // [value_end_ - value_begin_] fp32: the store's values of the range
+  void stage_master();                // copies master_ to its place among them (a sharded master's)
   Tensor range_compute_copy() const;  // the same in the compute dtype; undefined when they have no compute copy
   // Queues the all-gather of the owned elements of `source` (range_values() or range_compute_copy()) into every
   // rank's; finish_gather_values() makes the compute stream wait for it and unstages.
@@ -112,6 +129,8 @@ class Zero1Partition {
   OwnedTensor reduced_grads_;               // [chunk] fp32, this rank's chunk of the mean; the same
   OwnedTensor exp_avg_;
   OwnedTensor exp_avg_sq_;
+  bool master_sharded_ = false;  // the store keeps the range's fp32 masters in shards: master_ holds this rank's
+  OwnedTensor master_;           // [shard().numel()] fp32
   bool gather_compute_copy_ = false;
   bool gathers_in_place_ = false;    // sharded, unpadded, values_follow_gradients()
   bool master_values_whole_ = true;  // false while other ranks' fp32 values are stale (gather_compute_copy_)

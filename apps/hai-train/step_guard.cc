@@ -9,14 +9,14 @@
 
 namespace hai {
 
-StepGuard::StepGuard(int64_t max_skipped_steps, const Tensor& values)
+StepGuard::StepGuard(int64_t max_skipped_steps, std::vector<Tensor> values)
     : max_skipped_steps_(max_skipped_steps),
-      values_(values),
-      squared_norm_(Shape{1}, DType::i64, values.device()),
-      scratch_(Shape{std::max<int64_t>(1, grad_norm_scratch_size({values}))}, DType::i64, values.device()) {}
+      values_(std::move(values)),
+      squared_norm_(Shape{1}, DType::i64, values_.at(0).device()),
+      scratch_(Shape{std::max<int64_t>(1, grad_norm_scratch_size(values_))}, DType::i64, values_.at(0).device()) {}
 
 void StepGuard::queue_value_check() {
-  grad_norm_squared_to(squared_norm_, {values_}, scratch_);
+  grad_norm_squared_to(squared_norm_, values_, scratch_);
   queued_ = true;
 }
 

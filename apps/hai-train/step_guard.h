@@ -12,6 +12,7 @@
 // The agreement is one small all-gather of host values over the world per step.
 
 #include <cstdint>
+#include <vector>
 
 #include "framework/comm/communicator.h"
 #include "framework/core/stop_signal.h"
@@ -21,8 +22,9 @@ namespace hai {
 
 class StepGuard {
  public:
-  // max_skipped_steps: 0 = no limit. values: [N] fp32, the store's master values, on their device.
-  StepGuard(int64_t max_skipped_steps, const Tensor& values);
+  // max_skipped_steps: 0 = no limit. values: fp32, this rank's master values (ZeRO-1's shards of the sharded ones,
+  // Zero1Optimizer::master_values), at least one tensor, all on one device.
+  StepGuard(int64_t max_skipped_steps, std::vector<Tensor> values);
 
   // Signals to poll at each boundary (null: none); must outlive the guard or be reset.
   void watch(const StopSignals* signals) { signals_ = signals; }
@@ -36,7 +38,7 @@ class StepGuard {
 
  private:
   int64_t max_skipped_steps_;
-  Tensor values_;
+  std::vector<Tensor> values_;
   OwnedTensor squared_norm_;  // [1] i64 on the values' device: a double's bits
   OwnedTensor scratch_;       // grad_norm_squared_to's
   const StopSignals* signals_ = nullptr;

@@ -37,12 +37,14 @@ DType compute_dtype(PrecisionMode mode) {
 }
 
 // The store of a rank's share: its dense parameters (those read in fp32 first), then its routed experts, then the
-// routing biases (the order ZeRO-1 needs).
-ParameterStore make_store(const Config& config, const std::vector<HeldParameter>& share, Device device) {
+// routing biases (the order ZeRO-1 needs); the fp32 masters ZeRO-1 shards over `groups` are not in it (zero1.h).
+ParameterStore make_store(const Config& config, const std::vector<HeldParameter>& share, const ParallelGroups& groups,
+                          Device device) {
   Fp8WeightOptions fp8{.enabled = config.precision.mode == PrecisionMode::fp8,
                        .pow2_activation_scales = config.precision.fp8.pow2_scales};
-  ParameterStore store(zero1_store_order(share_specs(share), reads_fp32_value), device,
-                       compute_dtype(config.precision.mode), fp8);
+  DType dtype = compute_dtype(config.precision.mode);
+  ParameterStore store(zero1_store_order(share_specs(share), reads_fp32_value), device, dtype, fp8,
+                       zero1_sharded_master(dtype, groups.dp->size(), groups.expert_dp->size(), reads_fp32_value));
   // NOTE: a box split over tp draws the values of its elements in the whole tensor: the same model at any tp.
   std::unordered_map<std::string, const HeldParameter*> held;
   for (const HeldParameter& parameter : share) held.emplace(parameter.spec.name, &parameter);
@@ -138,7 +140,7 @@ Trainer::Trainer(const Config& config, std::unique_ptr<Communicator> own_world, 
       expert_exchange_(grid_.ep > 1 ? std::make_unique<ExpertExchange>(*groups_.ep, config.model.moe.routed_experts)
                                     : nullptr),
       device_(device),
-      store_(make_store(config, share_, device_)),
+      store_(make_store(config, share_, groups_, device_)),
       pipeline_(std::make_unique<TrainingPipeline>(config, store_, share_, *groups_.pp, expert_exchange_.get(),
                                                    TensorParallel(groups_.tp.get()))),
       optimizer_(store_, config.optimizer, *groups_.dp, *groups_.expert_dp,
@@ -153,9 +155,13 @@ Trainer::Trainer(const Config& config, std::unique_ptr<Communicator> own_world, 
       loader_(data_.train, loader_options(config, *groups_.dp)),
       loss_sums_(Shape{config.parallel.micro_batches.value(), loss_slots(config.model.mtp_depth)}, DType::f32,
                  device_),
-      guard_(config.train.max_skipped_steps, store_.values()),
+      guard_(config.train.max_skipped_steps, optimizer_.master_values()),
       flops_per_token_(training_flops_per_token(config.model, config.train.seq_len)) {
-  if (config.ema.enabled) ema_ = std::make_unique<ParameterEma>(store_.values(), config.ema.decay);
+  if (config.ema.enabled) {
+    OwnedTensor initial(Shape{store_.numel()}, DType::f32);  // NOTE: the sharded masters are staged until the step
+    store_.read_values(initial);
+    ema_ = std::make_unique<ParameterEma>(initial, config.ema.decay);
+  }
   // NOTE: the AdamW steps of the partitions held whole (and with parallel.overlap_param_gather the experts'
   // all-gathers) of one step run under the next forward, each layer waiting for its own, and the last
   // micro-batch's backward starts reducing each gradient bucket as it finishes it (zero1.h); a pipeline of several
@@ -239,7 +245,7 @@ void Trainer::train_step() {
   mark_phase(profiler_.get(), "step.ema");
   if (ema_ && !skipped) {
     optimizer_.join_step();
-    ema_->submit(store_.values());
+    ema_->submit([this](const Tensor& staging) { store_.read_values(staging); });  // whole after the step's gather
   }
 
   mark_phase(profiler_.get(), "step.metrics_and_logging");
@@ -337,12 +343,14 @@ EvalResult Trainer::evaluate(int64_t max_windows) {
   optimizer_.join_step();  // the forward waits for each layer's update, but the EMA swap copies every value first
   if (!config_.ema.eval) return evaluate_current(max_windows);
   // Evaluate with the EMA weights swapped in, then put the trained weights back.
+  // NOTE: the sharded fp32 masters stay in ZeRO-1's shards; their trained values are staged back from there.
   OwnedTensor trained(store_.values().shape(), DType::f32, device_);
   copy_tensor(trained, store_.values());
-  copy_tensor(store_.values(), ema_->values());
+  store_.write_values(ema_->values());
   store_.refresh_compute_copy();
   EvalResult result = evaluate_current(max_windows);
   copy_tensor(store_.values(), trained);
+  optimizer_.gather_master_values();
   store_.refresh_compute_copy();
   return result;
 }
@@ -394,8 +402,9 @@ void Trainer::log_startup() const {
                to_string(config_.precision.mode));
   spdlog::info("parameters: {:.3f}M total, {:.3f}M activated per token, {:.3f}M in MTP modules",
                counts.total / 1e6, counts.activated / 1e6, counts.mtp / 1e6);
-  spdlog::info("memory: parameters {:.1f} MiB (+ compute copy; this rank's stages, routed experts 1/{}), optimizer "
-               "{:.1f} MiB (ZeRO-1: the moments of {} of this rank's {} trainable elements; dense 1/{}, experts 1/{})",
+  spdlog::info("memory: fp32 values held whole {:.1f} MiB (+ compute copy; this rank's stages, routed experts 1/{}), "
+               "optimizer {:.1f} MiB (ZeRO-1: the moments, and in mixed precision the fp32 master, of {} of this "
+               "rank's {} trainable elements; dense 1/{}, experts 1/{})",
                store_.values().bytes() / 1048576.0, grid_.ep, optimizer_.state_bytes() / 1048576.0,
                optimizer_.owned_elements(), store_.grads().numel(), grid_.dp, grid_.expert_dp());
   if (grid_.pp > 1) {

@@ -119,10 +119,11 @@ bool has_optimizer_state(const CheckpointReader& reader) {
 
 void Trainer::save_checkpoint() {
   optimizer_.gather_master_values();  // rank 0 writes whole tensors, some of which other ranks update
-  // NOTE: never save weights that are not finite (every rank holds the values whole now; the EMA is its own).
-  std::vector<Tensor> saved_values = {store_.values()};
+  // NOTE: never save weights that are not finite: each rank checks its masters (the EMA is whole), all agree.
+  std::vector<Tensor> saved_values = optimizer_.master_values();
   if (ema_) saved_values.push_back(ema_->values());
-  if (!std::isfinite(grad_norm_squared(saved_values))) {
+  double not_finite = std::isfinite(grad_norm_squared(saved_values)) ? 0.0 : 1.0;
+  if (sum_over_ranks(world_, not_finite) > 0.0) {
     HAI_THROW("step {}: the training diverged: the weights are not finite (inf or NaN): the checkpoint is not saved, "
               "and the run stops: "
               "resume from the last checkpoint with a smaller optimizer.lr", step_);
@@ -252,7 +253,8 @@ void Trainer::load_checkpoint(const std::string& path, bool restore_data_positio
     });
   }
   store_.refresh_compute_copy();
-  if (weights_only && ema_) copy_tensor(ema_->values(), store_.values());
+  optimizer_.take_master_values();  // the sharded masters' shards, from the whole values just read
+  if (weights_only && ema_) store_.read_values(ema_->values());
   const CheckpointState& state = reader.state();
   step_ = state.step;
   if (weights_only) return;

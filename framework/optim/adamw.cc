@@ -51,7 +51,7 @@ void AdamW::step(float lr, int64_t step_number) {
     settings.weight_decay = segment.weight_decay ? static_cast<float>(config_.weight_decay) : 0.0f;
     int64_t value_end = segment.value_offset + segment.numel;
     int64_t grad_end = segment.grad_offset + segment.numel;
-    adamw_step(store_.values().slice(segment.value_offset, value_end),  // [n] fp32
+    adamw_step(store_.values(segment.value_offset, value_end),           // [n] fp32
                store_.grads().slice(segment.grad_offset, grad_end),     // [n] fp32
                exp_avg().slice(segment.grad_offset, grad_end),          // [n] moment dtype
                exp_avg_sq().slice(segment.grad_offset, grad_end),       // [n] moment dtype

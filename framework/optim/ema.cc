@@ -28,9 +28,13 @@ ParameterEma::~ParameterEma() {
 void ParameterEma::submit(const Tensor& values) {
   HAI_CHECK(values.numel() == ema_.numel(), "EMA of {} values submitted {}", ema_.numel(), values.str());
   check_dtype(values, DType::f32, "EMA values");
+  submit([&](const Tensor& staging) { copy_tensor(staging, values.reshape(staging.shape())); });
+}
+
+void ParameterEma::submit(const std::function<void(const Tensor& staging)>& fill) {
   std::unique_lock<std::mutex> lock(mutex_);
   wait_locked(lock);
-  copy_tensor(staging_, values.reshape(staging_.shape()));
+  fill(staging_.tensor());
   pending_ = true;
   lock.unlock();
   changed_.notify_all();

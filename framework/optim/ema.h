@@ -13,6 +13,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <exception>
+#include <functional>
 #include <mutex>
 #include <thread>
 
@@ -30,6 +31,8 @@ class ParameterEma {
 
   // values: [N] fp32 on any device (a device-to-host copy for device tensors).
   void submit(const Tensor& values);
+  // The same with the values written by fill(staging) ([N] fp32 host), for values kept in several buffers.
+  void submit(const std::function<void(const Tensor& staging)>& fill);
   void wait();
   // [N] fp32 host: the EMA after every submitted update (waits for them). Writable, for loading a checkpoint.
   Tensor values();

@@ -75,13 +75,21 @@ Tensor flat_slice(const Tensor& buffer, int64_t offset, Shape shape) {
   return buffer.slice(offset, offset + shape.numel()).reshape(shape);
 }
 
+// The elements of the parameters whose values the store holds itself (not sharded masters).
+int64_t held_numel(const std::vector<ParameterSpec>& specs, const std::function<bool(const ParameterSpec&)>& sharded) {
+  int64_t total = 0;
+  for (const ParameterSpec& spec : specs) total += sharded && sharded(spec) ? 0 : spec.shape.numel();
+  return total;
+}
+
 }  // namespace
 
 ParameterStore::ParameterStore(std::vector<ParameterSpec> specs, Device device, DType compute_dtype,
-                               Fp8WeightOptions fp8)
+                               Fp8WeightOptions fp8, const std::function<bool(const ParameterSpec&)>& sharded_master)
     : compute_dtype_(compute_dtype),
       fp8_options_(fp8),
-      values_(Shape{total_numel(specs)}, DType::f32, device),
+      numel_(total_numel(specs)),
+      values_(Shape{held_numel(specs, sharded_master)}, DType::f32, device),
       grads_(zero_tensor(Shape{trainable_numel(specs)}, DType::f32, device)),
       grad_written_(std::make_unique<bool[]>(specs.size())) {
   std::fill(grad_written_.get(), grad_written_.get() + specs.size(), true);  // zero gradients, as written
@@ -95,7 +103,7 @@ ParameterStore::ParameterStore(std::vector<ParameterSpec> specs, Device device, 
     fp8_scales_ = OwnedTensor(Shape{fp8_total.scales}, DType::f32, device);
     fp8_transposed_scales_ = OwnedTensor(Shape{fp8_total.scales}, DType::f32, device);
   }
-  int64_t offset = 0, grad_offset = 0, compute_offset = 0;
+  int64_t offset = 0, grad_offset = 0, compute_offset = 0, held_offset = 0;
   Fp8Sizes fp8_offset;
   parameters_.reserve(specs.size());
   for (ParameterSpec& spec : specs) {
@@ -104,7 +112,20 @@ ParameterStore::ParameterStore(std::vector<ParameterSpec> specs, Device device, 
     Parameter parameter;
     int64_t numel = spec.shape.numel();
     parameter.offset = offset;
-    parameter.value = flat_slice(values(), offset, spec.shape);
+    bool staged = sharded_master && sharded_master(spec);
+    HAI_CHECK(!staged || (spec.trainable && compute_dtype != DType::f32 && offset == grad_offset),
+              "parameter {}: only a trainable parameter in mixed precision, placed before every non-trainable one, "
+              "may keep its fp32 master in shards", spec.name);
+    // NOTE: a staged value is its gradient's view (the class comment).
+    parameter.sharded_master = staged;
+    int64_t buffer_offset = staged ? grad_offset : held_offset;
+    parameter.value = flat_slice(staged ? grads() : values(), buffer_offset, spec.shape);
+    const ValueRun* last = value_runs_.empty() ? nullptr : &value_runs_.back();
+    bool continues_values = last != nullptr && last->staged == staged &&
+                            last->buffer_begin + (offset - last->value_begin) == buffer_offset;
+    if (!continues_values) value_runs_.push_back({offset, offset, staged, buffer_offset});
+    value_runs_.back().value_end += numel;
+    if (!staged) held_offset += numel;
     parameter.compute_dtype = compute_dtype;
     if (compute_dtype == DType::f32) {
       parameter.compute = parameter.value;
@@ -169,12 +190,11 @@ int64_t global_index(int64_t index, const Shape& extents, const GlobalBox& box) 
 
 void ParameterStore::initialize(uint64_t seed, double init_std,
                                 const std::function<std::optional<GlobalBox>(const Parameter&)>& box_of) {
-  // NOTE: the draws are made on the host; device values are filled from a host copy.
+  // NOTE: the draws are made on the host; device values are filled from a host copy of each parameter.
   bool on_host = values_.tensor().device().is_cpu();
-  OwnedTensor host_values = on_host ? OwnedTensor() : OwnedTensor(values_.shape(), DType::f32);  // [N]
-  float* values = on_host ? values_.data<float>() : host_values.data<float>();
   for (Parameter& parameter : parameters_) {
-    float* data = values + parameter.offset;
+    OwnedTensor host_value = on_host ? OwnedTensor() : OwnedTensor(parameter.spec.shape, DType::f32);
+    float* data = on_host ? parameter.value.data<float>() : host_value.data<float>();
     int64_t numel = parameter.value.numel();
     CounterRng rng(seed, parameter_stream(parameter.spec.name));
     ParameterInit init = parameter.spec.init;
@@ -192,8 +212,8 @@ void ParameterStore::initialize(uint64_t seed, double init_std,
         }
       }
     });
+    if (!on_host) copy_tensor(parameter.value, host_value);
   }
-  if (!on_host) copy_tensor(values_, host_values);
 }
 
 float Parameter::take_grad_beta() const {
@@ -246,14 +266,45 @@ void ParameterStore::refresh_compute_copy() {
 void ParameterStore::refresh_compute_copy(int64_t value_begin, int64_t value_end) {
   HAI_CHECK(0 <= value_begin && value_begin <= value_end && value_end <= numel(),
             "compute copy refresh of values [{}, {}) outside the {} values", value_begin, value_end, numel());
-  // NOTE: one cast per run of compute copies (one run unless fp8_only parameters cut it); none in fp32.
+  // NOTE: one cast per run of compute copies and values (one run unless fp8_only parameters or sharded masters cut
+  // it); none in fp32.
   for (const ComputeRun& run : compute_runs_) {
-    int64_t begin = std::max(value_begin, run.value_begin), end = std::min(value_end, run.value_end);
-    if (begin >= end) continue;
-    int64_t compute_begin = run.compute_begin + (begin - run.value_begin);
-    cast_tensor(compute_values_.tensor().slice(compute_begin, compute_begin + (end - begin)),
-                values().slice(begin, end));
+    for (const ValueRun& values_run : value_runs_) {
+      int64_t begin = std::max({value_begin, run.value_begin, values_run.value_begin});
+      int64_t end = std::min({value_end, run.value_end, values_run.value_end});
+      if (begin >= end) continue;
+      int64_t compute_begin = run.compute_begin + (begin - run.value_begin);
+      cast_tensor(compute_values_.tensor().slice(compute_begin, compute_begin + (end - begin)), values(begin, end));
+    }
   }
+}
+
+void ParameterStore::read_values(const Tensor& whole) const {
+  HAI_CHECK(whole.numel() == numel(), "the store's {} values read into {}", numel(), whole.str());
+  for (const ValueRun& run : value_runs_) {
+    copy_tensor(whole.slice(run.value_begin, run.value_end), values(run.value_begin, run.value_end));
+  }
+}
+
+void ParameterStore::write_values(const Tensor& whole) {
+  HAI_CHECK(whole.numel() == numel(), "the store's {} values written from {}", numel(), whole.str());
+  for (const ValueRun& run : value_runs_) {
+    copy_tensor(values(run.value_begin, run.value_end), whole.slice(run.value_begin, run.value_end));
+  }
+}
+
+Tensor ParameterStore::values(int64_t value_begin, int64_t value_end) const {
+  HAI_CHECK(0 <= value_begin && value_begin <= value_end && value_end <= numel(),
+            "values [{}, {}) outside the {} values", value_begin, value_end, numel());
+  if (value_begin == value_end) return values().slice(0, 0);
+  for (const ValueRun& run : value_runs_) {
+    if (run.value_end <= value_begin) continue;
+    HAI_CHECK(run.value_begin <= value_begin && value_end <= run.value_end,
+              "values [{}, {}) do not lie in one piece (held and staged sharded masters)", value_begin, value_end);
+    int64_t begin = run.buffer_begin + (value_begin - run.value_begin);
+    return (run.staged ? grads() : values()).slice(begin, begin + (value_end - value_begin));
+  }
+  HAI_THROW("values [{}, {}) past the last parameter", value_begin, value_end);
 }
 
 const ParameterStore::ComputeRun* ParameterStore::first_compute_run(int64_t value_begin, int64_t value_end) const {

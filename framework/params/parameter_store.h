@@ -16,6 +16,14 @@
 // anything reads the gradients (a reduction, the norm, the optimizer, a test), zero_unwritten_grads() zero-fills
 // those that no producer wrote (parameters of another pipeline stage, say): only those. A new store's gradients are
 // zero and count as written (a test may fill them by hand).
+//
+// Sharded masters (ZeRO-1 as DeepSeek-V3 runs it, parallel/zero1.h): the trainable parameters that the
+// `sharded_master` predicate picks keep their fp32 master in the optimizer's shards, not here: the store allocates
+// no values for them, and their `value` aliases their gradient, where the optimizer stages the whole fp32 values
+// when something needs them (after each step's gather, Zero1Optimizer::gather_master_values, and initialize(),
+// which leaves them there for the optimizer to take): valid from then until the next backward writes gradients.
+// Only in mixed precision (in fp32 the values are the compute copy); such a store's trainable parameters must come
+// before the others (zero1_store_order), so that a parameter's value offset is its gradient offset.
 
 #include <cstdint>
 #include <functional>
@@ -66,6 +74,7 @@ struct Parameter {
   DType compute_dtype = DType::f32;  // the store's compute dtype (also for a parameter without a compute copy)
   Tensor grad;              // spec.shape, fp32; undefined for non-trainable parameters; see take_grad_beta()
   Fp8Weight fp8;            // defined with FP8 weights enabled and spec.fp8_gemm
+  bool sharded_master = false;  // value aliases grad: the fp32 master is kept in shards (ParameterStore)
 
  private:
   friend class ParameterStore;
@@ -84,11 +93,12 @@ struct GlobalBox {
 class ParameterStore {
  public:
   ParameterStore(std::vector<ParameterSpec> specs, Device device, DType compute_dtype = DType::f32,
-                 Fp8WeightOptions fp8 = {});
+                 Fp8WeightOptions fp8 = {}, const std::function<bool(const ParameterSpec&)>& sharded_master = {});
 
   // Fills every value from its init rule: normal draws use CounterRng(seed, stream = hash of the name), element i
-  // of the global tensor drawing counter i. box_of (optional) tells where a parameter's values sit in its global
-  // tensor, so that a box gets the values of the same elements of the whole tensor.
+  // of the global tensor drawing counter i (the sharded masters' where they are staged, above). box_of (optional)
+  // tells where a parameter's values sit in its global tensor, so that a box gets the values of the same elements of
+  // the whole tensor.
   void initialize(uint64_t seed, double init_std,
                   const std::function<std::optional<GlobalBox>(const Parameter&)>& box_of = nullptr);
   // Starts a step's gradients at zero without a memory pass: marks every gradient unwritten, so that its first
@@ -116,7 +126,17 @@ class ParameterStore {
   // an FP8 weight of their own (the routed rows before the experts).
   const Fp8WeightOptions& fp8_options() const { return fp8_options_; }
   DType compute_dtype() const { return compute_dtype_; }  // of every compute copy (fp32: the values)
-  Tensor values() const { return values_.tensor(); }  // [N] fp32, every parameter
+  // [N_held] fp32: the values the store holds itself, in value order: every parameter's ([N]) but the sharded
+  // masters' (above).
+  Tensor values() const { return values_.tensor(); }
+  // [value_end - value_begin] fp32: values [value_begin, value_end) (ParameterSpec offsets into the [N] values of
+  // every parameter), held or staged; throws unless they lie in one piece of one buffer.
+  Tensor values(int64_t value_begin, int64_t value_end) const;
+  bool has_sharded_masters() const { return values_.numel() != numel(); }
+  // Every parameter's value (held, or staged: valid only where the sharded masters are staged) into `whole`, or
+  // from it: [N] fp32 in value order, on any device.
+  void read_values(const Tensor& whole) const;
+  void write_values(const Tensor& whole);
   Tensor grads() const { return grads_.tensor(); }    // [N_trainable] fp32
   // [N_compute] the compute dtype, the compute copies of every parameter that has one, in value order (N_compute
   // = N unless some have none); undefined in fp32 (the values are the compute copy).
@@ -128,14 +148,22 @@ class ParameterStore {
   // Whether compute_values(value_begin, value_end) is defined or undefined without throwing: the compute copies
   // of those values are one piece, or there are none.
   bool compute_copy_in_one_piece(int64_t value_begin, int64_t value_end) const;
-  int64_t numel() const { return values_.numel(); }
+  int64_t numel() const { return numel_; }  // N: every parameter's elements
 
  private:
   std::vector<Parameter> parameters_;
   DType compute_dtype_;
   Fp8WeightOptions fp8_options_;
   std::unordered_map<std::string, size_t> index_by_name_;
-  OwnedTensor values_;
+  int64_t numel_ = 0;
+  OwnedTensor values_;  // [N_held]
+  // Where the values lie: runs of values contiguous in one buffer (values_, or grads_ where staged), in value order.
+  struct ValueRun {
+    int64_t value_begin = 0, value_end = 0;
+    bool staged = false;      // in grads_ (a sharded master), else in values_
+    int64_t buffer_begin = 0;  // of value_begin's element
+  };
+  std::vector<ValueRun> value_runs_;
   OwnedTensor grads_;
   std::unique_ptr<bool[]> grad_written_;  // one flag per parameter (Parameter::grad_written_), a stable address
   OwnedTensor compute_values_;  // empty when the compute dtype is fp32

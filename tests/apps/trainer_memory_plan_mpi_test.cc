@@ -2,7 +2,9 @@
 // several layouts (pipeline under each schedule, with dp, ep or tp beside it; fp32 and bf16), the parameters of the
 // rank's store are exactly those the plan gives its pipeline rank, and its parameter, gradient and optimizer bytes
 // (the store's values, compute copy and gradients, ZeRO-1's moments) are within 10% of the plan's; and the peak of
-// host bytes while it trains is within 10% of the plan's total (dp 2, pp 2 DualPipe, pp 2 x ep 2 DualPipe, tp 2).
+// host bytes while it trains is within 10% of the plan's total (dp 2, pp 2 DualPipe, pp 2 x ep 2 DualPipe, tp 2). In
+// mixed precision ZeRO-1 shards the fp32 master with the moments: at dp 2 a rank's sharded master and moment bytes
+// are half of one rank's.
 
 #include <gtest/gtest.h>
 
@@ -13,6 +15,7 @@
 #include "apps/hai-train/trainer.h"
 #include "framework/tensor/device_memory.h"
 #include "model/memory_estimate.h"
+#include "parallel/rank_values.h"
 #include "tests/apps/tiny_config.h"
 #include "tests/framework/comm/world_fixture.h"
 
@@ -42,7 +45,11 @@ class TrainerMemoryPlan : public testing::World {
     const PipelineRankMemory& mine = plan.at(static_cast<size_t>(pipeline_rank));
     const ParameterStore& store = trainer.parameters();
     EXPECT_EQ(store.numel(), mine.parameters) << "pipeline rank " << pipeline_rank;
-    int64_t compute = store.compute_dtype() == DType::f32 ? 0 : store.compute_values().bytes();
+    auto compute = store.compute_dtype() == DType::f32 ? 0 : store.compute_values().bytes();
+    for (const Parameter& parameter : store.parameters()) {  // the FP8 copies, as stored and transposed
+      const Fp8Weight& fp8 = parameter.fp8;
+      if (fp8.defined()) compute += 2 * (fp8.values.bytes() + fp8.scales.bytes());
+    }
     auto measured_params = static_cast<double>(store.values().bytes() + compute);
     auto measured_grads = static_cast<double>(store.grads().bytes());
     auto measured_optimizer = static_cast<double>(trainer.optimizer().state_bytes());
@@ -59,7 +66,9 @@ TEST_F(TrainerMemoryPlan, EveryRankAllocatesItsPlannedShare) {
                {"parallel.pp=2", "parallel.schedule=dualpipe", "precision.mode=bf16"},
                {"parallel.pp=2", "parallel.schedule=dualpipev"},
                {"parallel.ep=2"},
-               {"parallel.tp=2", "model.vocab_size=256"}};
+               {"parallel.tp=2", "model.vocab_size=256"},
+               {"precision.mode=bf16"},
+               {"parallel.ep=2", "precision.mode=fp8"}};
   } else if (size() == 4) {
     layouts = {{"parallel.pp=4", "parallel.schedule=1f1b"},
                {"parallel.tp=2", "parallel.pp=2", "parallel.schedule=dualpipe", "model.vocab_size=256"},
@@ -69,6 +78,30 @@ TEST_F(TrainerMemoryPlan, EveryRankAllocatesItsPlannedShare) {
     GTEST_SKIP() << "layouts for 2 and 4 ranks";
   }
   for (const std::vector<std::string>& layout : layouts) check_layout(layout);
+}
+
+// The fp32 master and the moments, measured from what the Trainer allocated: the store's own values and ZeRO-1's
+// state (moments and master shards). At dp 2 in bf16 the store keeps only the masters the model reads in fp32 (the
+// embedding, norms, MoE gates) and the routing biases; ZeRO-1's state is half of everything else of one rank's.
+TEST_F(TrainerMemoryPlan, MasterAndMomentBytesFallByDp) {
+  if (size() != 2) GTEST_SKIP() << "dp 2 against one rank";
+  TempDirectory dir;
+  Config dp2 = layout_config(dir, {"precision.mode=bf16"}, 2);
+  Config dp1 = layout_config(dir, {"precision.mode=bf16"}, 1);
+  Trainer sharded(dp2, *world_);
+  Trainer whole(dp1);
+  auto held = static_cast<double>(sharded.parameters().values().bytes());
+  auto state = static_cast<double>(sharded.optimizer().state_bytes());
+  auto whole_held = static_cast<double>(whole.parameters().values().bytes());
+  auto whole_state = static_cast<double>(whole.optimizer().state_bytes());
+  std::printf("rank %d: master + moments at dp 1: %.0f (store %.0f + ZeRO-1 %.0f); at dp 2: %.0f (store %.0f + "
+              "ZeRO-1 %.0f)\n",
+              rank(), whole_held + whole_state, whole_held, whole_state, held + state, held, state);
+  EXPECT_EQ(whole_held, 4.0 * static_cast<double>(whole.parameters().numel()));  // one rank shards nothing
+  EXPECT_LT(held, 0.25 * whole_held);  // the whole masters left: embedding, head norm, norms, gates, biases
+  double sharded_at_one_rank = whole_held + whole_state - held;  // the master and moments ZeRO-1 shards
+  EXPECT_NEAR(state, sharded_at_one_rank / 2, 0.002 * sharded_at_one_rank);
+  EXPECT_NEAR(sum_over_ranks(*world_, state), sharded_at_one_rank, 0.001 * sharded_at_one_rank);
 }
 
 // Measured peak: the most host bytes the Trainer's Buffers hold at once (host_memory_stats) while it is built and
@@ -109,7 +142,8 @@ TEST_F(TrainerPeakMemory, PeakHostBytesMatchThePlan) {
                {"train.recompute=selective"},
                {"parallel.pp=2", "parallel.schedule=dualpipe", "train.recompute=none"},
                {"parallel.pp=2", "parallel.schedule=dualpipe", "train.recompute=selective"},
-               {"parallel.tp=2", "model.vocab_size=256", "train.recompute=none"}};
+               {"parallel.tp=2", "model.vocab_size=256", "train.recompute=none"},
+               {"precision.mode=bf16", "train.recompute=none"}};
   } else if (size() == 4) {
     layouts = {{"parallel.pp=2", "parallel.ep=2", "parallel.schedule=dualpipe", "train.recompute=selective"}};
   }

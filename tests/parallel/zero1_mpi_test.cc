@@ -317,6 +317,75 @@ TEST_F(Zero1World, Fp8OnlyExpertsKeepNoComputeCopyAndTheirFp8CopiesFollowTheValu
   EXPECT_TRUE(testing::same_bytes(highest, store.values()));
 }
 
+// ZeRO-1 as DeepSeek-V3 runs it: the store keeps no fp32 master of the parameters no one reads in fp32 (all but
+// w.norm here), each rank keeps its shard's in its partition. In bf16 (the experts gather their bf16 copy, the dense
+// weights their fp32 values) and in fp8 (FP8 copies of the dense weights, FP8-only experts: every sharded range
+// gathers fp32 values, staged in the gradients), the compute and FP8 copies are bitwise those of whole masters after
+// every step, gather_master_values() stages bitwise the same values, a checkpoint's values taken back continue
+// bitwise alike, and the master's bytes fall by the ranks.
+TEST_F(Zero1World, ShardedMastersGiveTheCopiesAndValuesOfWholeOnes) {
+  if (size() == 1) GTEST_SKIP() << "a sharded master needs several ranks";
+  for (bool fp8 : {false, true}) {
+    SCOPED_TRACE(fp8 ? "fp8" : "bf16");
+    std::vector<ParameterSpec> specs = testing::optimizer_test_specs();
+    for (ParameterSpec& spec : specs) {
+      spec.fp8_gemm = fp8 && spec.shape.rank() == 2;
+      spec.fp8_only = spec.fp8_gemm && spec.group == ParameterGroup::expert;
+    }
+    specs = zero1_store_order(specs, reads_norm_in_fp32);
+    Fp8WeightOptions fp8_weights{.enabled = fp8};
+    ParameterStore store(specs, Device::cpu(), DType::bf16, fp8_weights,
+                         zero1_sharded_master(DType::bf16, size(), size(), reads_norm_in_fp32));
+    ParameterStore reference_store(specs, Device::cpu(), DType::bf16, fp8_weights);
+    for (ParameterStore* each : {&store, &reference_store}) initialize_with_compute_copy(*each, 8);
+    Zero1Options options{.bucket_of = nullptr, .reads_fp32_value = reads_norm_in_fp32};
+    Zero1Optimizer sharded(store, testing::optimizer_test_config(), *world_, *world_, options);
+    Zero1Optimizer reference(reference_store, testing::optimizer_test_config(), *world_, *world_, options);
+    // Held: w.norm (4) and gate.bias (2); in shards: w.weight, x.bias (15) and the experts (20).
+    EXPECT_EQ(store.values().numel(), 6);
+    EXPECT_EQ(reference_store.values().numel(), store.numel());
+    int64_t master_elements = 0;
+    for (const Zero1Partition& partition : sharded.partitions()) {
+      if (partition.shards_master()) master_elements += partition.master().numel();
+    }
+    EXPECT_EQ(sharded.state_bytes(), reference.state_bytes() + 4 * master_elements);
+    EXPECT_EQ(sum_over_ranks(*world_, static_cast<double>(master_elements)), 35.0);
+    auto expect_same_copies = [&](const std::string& when) {
+      EXPECT_TRUE(testing::same_bytes(store.compute_values(), reference_store.compute_values())) << when;
+      for (const Parameter& parameter : store.parameters()) {
+        if (!parameter.fp8.defined()) continue;
+        const Parameter& expected = reference_store[parameter.spec.name];
+        EXPECT_TRUE(testing::same_bytes(parameter.fp8.values, expected.fp8.values)) << when << parameter.spec.name;
+        EXPECT_TRUE(testing::same_bytes(parameter.fp8.transposed_scales, expected.fp8.transposed_scales)) << when;
+      }
+    };
+    auto train = [&](int64_t first, int64_t last) {
+      for (int64_t step = first; step <= last; ++step) {
+        for (ParameterStore* each : {&store, &reference_store}) testing::fill_rank_grads(*each, rank(), step);
+        sharded.reduce_gradients({.max_norm = 1.5});
+        reference.reduce_gradients({.max_norm = 1.5});
+        sharded.step(0.05f, step);
+        reference.step(0.05f, step);
+        expect_same_copies("step " + std::to_string(step) + " ");
+      }
+      sharded.gather_master_values();
+      reference.gather_master_values();
+      for (const Parameter& parameter : store.parameters()) {
+        EXPECT_TRUE(testing::same_bytes(parameter.value, reference_store[parameter.spec.name].value))
+            << parameter.spec.name;
+      }
+    };
+    train(1, 2);
+    // A checkpoint's load: every whole value written into the store, the shards taken from them.
+    for (const Parameter& parameter : store.parameters()) {
+      copy_tensor(parameter.value, reference_store[parameter.spec.name].value);
+    }
+    store.refresh_compute_copy();
+    sharded.take_master_values();
+    train(3, 4);
+  }
+}
+
 TEST_F(Zero1World, NormIsTheSameOnEveryRank) {
   ParameterStore store(testing::optimizer_test_specs(), Device::cpu());
   Zero1Optimizer zero1(store, testing::optimizer_test_config(), *world_);
