@@ -13,6 +13,7 @@
 #include "model/pipeline_stage.h"
 #include "model/rank_share.h"
 #include "parallel/pipeline/schedule.h"
+#include "parallel/pipeline/schedule_report.h"
 
 namespace hai {
 namespace {
@@ -60,11 +61,6 @@ BlockFlops block_forward_flops(const Config& config) {
 int64_t moe_blocks(const ModelConfig& m, const StageLayers& stage) {
   int64_t dense = std::clamp<int64_t>(m.first_dense_layers - stage.first_layer, 0, stage.layers);
   return stage.layers - dense + (stage.last ? m.mtp_depth : 0);
-}
-
-PipelineShape pipeline_shape(const ParallelConfig& p) {
-  return {.schedule = p.schedule, .ranks = static_cast<int>(p.pp),
-          .micro_batches = static_cast<int>(p.micro_batches.value())};
 }
 
 std::vector<StageLayers> model_stages(const Config& config) {
