@@ -4,7 +4,8 @@
 // the time that takes at the configured bandwidths, and the part the compute beside it would not hide.
 //
 // Bytes are what one rank sends per step (it receives as much: balanced routing, symmetric collectives), as the
-// implementation moves them:
+// implementation moves them but for the expert exchange, counted in DeepSeek-V3's wire formats (issue 34's
+// dispatcher; today's exchange moves fp32 rows but for the FP8 dispatch):
 //   dp, expert_dp: ZeRO-1 with the fp32 master sharded: a ring reduce-scatter of the fp32 gradients and a ring
 //                  all-gather of the updated weights (the 16-bit compute copy; the fp32 values in fp32 training
 //                  and, under fp8, of the fp8_only weights, the FP8 GEMMs', which have no 16-bit copy: the store
@@ -20,7 +21,7 @@
 //                  directions included): the [T, H] fp32 hidden state forward, its gradient backward.
 //   pp_replicas:   the ring all-reduce of the fp32 gradients of the parameters several pipeline ranks hold
 //                  (every stage under DualPipe; model/rank_share.h), 2 (n - 1) / n of them, after the schedule.
-//   tp:            not built; tp = 1 moves nothing (tensor_parallel_traffic is where it will be planned).
+//   tp:            not built; tp = 1 moves nothing (add_tensor_parallel_traffic is where it will be planned).
 // A group whose ranks share a node (runtime.gpus_per_node consecutive ranks) uses NVLink, else InfiniBand; where
 // ranks of one pipeline rank differ, the plan takes the one with the most InfiniBand bytes (it sets the pace).
 // Time is bytes / (runtime.nvlink_gbps or runtime.infiniband_gbps, GB/s per GPU); the two links run at once.
