@@ -19,6 +19,7 @@
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
+#include "apps/hai-train/comm_plan_report.h"
 #include "apps/hai-train/exit_codes.h"
 #include "apps/hai-train/input_checks.h"
 #include "apps/hai-train/run_directory.h"
@@ -37,6 +38,7 @@
 #include "framework/core/launch.h"
 #include "framework/core/logging.h"
 #include "framework/core/stop_signal.h"
+#include "model/comm_plan.h"
 #include "model/memory_estimate.h"
 #include "model/parameters.h"
 #include "parallel/pipeline/schedule_report.h"
@@ -67,7 +69,8 @@ void add_options(CLI::App& app, Options& options) {
   app.add_option("--set", options.overrides, "override a config key: --set a.b=value (repeatable, the later wins)")
       ->allow_extra_args(false);
   auto* dry_run = app.add_flag("--dry-run", options.dry_run,
-                               "print parameter counts and memory per rank as JSON, then exit");
+                               "print the communication per rank and step as a table, then parameter counts, "
+                               "memory and communication per rank as JSON, then exit");
   auto* schedule_only =
       app.add_flag("--schedule-only", options.schedule_only, "build and check the pipeline schedule, then exit");
   auto* eval_only = app.add_flag("--eval-only", options.eval_only,
@@ -282,7 +285,11 @@ int main(int argc, char** argv) {
     if (options.dry_run) {
       if (launch.rank == 0) {
         double gib = options.device_memory_gib > 0 ? options.device_memory_gib : config.runtime.device_memory_gib;
-        std::cout << dry_run_report(config, world_size, gib).dump() << std::endl;
+        hai::CommPlan communication = hai::plan_communication(config);
+        for (const std::string& line : hai::comm_plan_table(config, communication)) std::cout << line << "\n";
+        nlohmann::ordered_json report = dry_run_report(config, world_size, gib);
+        report["communication"] = hai::comm_plan_json(config, communication);
+        std::cout << report.dump() << std::endl;
       }
       return 0;
     }

@@ -181,6 +181,12 @@ struct RuntimeConfig {
   bool deterministic = false;
   std::int64_t collective_timeout_s = 600;
   double device_memory_gib = 80.0;  // one GPU's memory the plan must fit (memory_estimate.h)
+  // The communication plan (--dry-run, model/comm_plan.h): link bandwidths per GPU, DeepSeek-V3's H800 nodes by
+  // default, and the model FLOP rate a GPU sustains inside a chunk, whose compute hides the traffic.
+  double nvlink_gbps = 160.0;      // GB/s per GPU between GPUs of one node
+  double infiniband_gbps = 50.0;   // GB/s per GPU between nodes
+  std::int64_t gpus_per_node = 8;  // consecutive ranks share a node
+  double achieved_tflops = 400.0;  // model TFLOP/s per GPU
   std::vector<std::string> stop_signals = {"SIGTERM", "SIGINT", "SIGUSR1"};  // graceful stop (stop_signal.h)
   bool operator==(const RuntimeConfig&) const = default;
 };

@@ -191,6 +191,20 @@ std::vector<ConfigKey> io_and_runtime_keys() {
                      "GiB of one GPU the memory plan must fit: --dry-run's fits verdict, and on a GPU a start-up check "
                      "(a larger plan is a config error before anything is allocated)",
                      in_range(1.0, 1.0e6)),
+      HAI_CONFIG_KEY(runtime.nvlink_gbps,
+                     "GB/s per GPU between the GPUs of one node (NVLink), for --dry-run's communication plan",
+                     in_range(0.1, 1.0e5)),
+      HAI_CONFIG_KEY(runtime.infiniband_gbps,
+                     "GB/s per GPU between nodes (InfiniBand), for --dry-run's communication plan",
+                     in_range(0.1, 1.0e5)),
+      HAI_CONFIG_KEY(runtime.gpus_per_node,
+                     "GPUs of one node (consecutive ranks) for --dry-run's communication plan: a group inside a node "
+                     "uses NVLink, one across nodes InfiniBand",
+                     in_range<I>(1, 4096)),
+      HAI_CONFIG_KEY(runtime.achieved_tflops,
+                     "model TFLOP/s one GPU sustains inside a pipeline chunk, for --dry-run's communication plan "
+                     "(the compute time that hides the traffic); DeepSeek-V3 averaged about 400 over its run (docs/scale.md)",
+                     in_range(0.001, 1.0e6)),
       HAI_CONFIG_KEY(runtime.stop_signals,
                      "signals that stop training gracefully: every rank finishes the step, a checkpoint is saved, exit "
                      "code 5 (docs/reliability.md); a second signal aborts at once",

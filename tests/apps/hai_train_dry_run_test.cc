@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <set>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -159,6 +160,38 @@ TEST(HaiTrainDryRunTest, BenchV3LayersFitsOneEightyGigabyteGpu) {
     EXPECT_LT(bytes, kUsableBytes) << mode;
     EXPECT_NEAR(report["total_params"].get<double>(), 2.69e9, 0.02e9) << mode;
   }
+}
+
+// The communication plan (model/comm_plan.h): a table on stdout before the JSON line, and the same numbers in the
+// JSON, for pp 2 DualPipe x ep 2 x dp 2; a link bandwidth out of range exits 2 naming its key.
+TEST(HaiTrainDryRunTest, PrintsTheCommunicationOfEachPipelineRank) {
+  std::string config = "--config " + shipped_config("tiny.yaml") +
+                       " --world-size 4 --set parallel.pp=2 --set parallel.schedule=dualpipe --set parallel.ep=2"
+                       " --set train.micro_batch_size=1 --set train.global_batch_size=8";
+  TempDirectory dir;
+  CommandResult result = run_hai_train(config + " --dry-run", dir.path());
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_NE(result.out.find("| pipeline ranks | group | traffic |"), std::string::npos) << result.out;
+  EXPECT_NE(result.out.find("| 0-1 | ep | dispatch forward | routed rows, fp32 | nvlink |"), std::string::npos)
+      << result.out;
+  nlohmann::json communication = nlohmann::json::parse(last_line(result.out))["communication"];
+  EXPECT_EQ(communication["assumptions"]["nvlink_gbps"], 160.0);
+  EXPECT_EQ(communication["assumptions"]["infiniband_gbps"], 50.0);
+  ASSERT_EQ(communication["per_pipeline_rank"].size(), 2u);
+  std::set<std::string> groups;
+  for (const nlohmann::json& traffic : communication["per_pipeline_rank"][0]["traffic"]) {
+    groups.insert(traffic["group"].get<std::string>());
+  }
+  EXPECT_EQ(groups, (std::set<std::string>{"dp", "ep", "pp", "pp_replicas"}));
+  // tiny: 2 MoE layers of 64 wide (+ MTP's on the last stage), 2 of 8 experts per token, 64 tokens per micro-batch:
+  // half of the 128 rows go to the other EP rank, 64 x 64 fp32 each way.
+  EXPECT_DOUBLE_EQ(communication["moe_layer"]["forward_nvlink_bytes"].get<double>(), 2 * 64 * 64 * 4);
+  EXPECT_GT(communication["moe_layer"]["forward_ratio"].get<double>(), 0);
+
+  CommandResult bad = run_hai_train(config + " --set runtime.infiniband_gbps=0 --dry-run", dir.path());
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("config error: runtime.infiniband_gbps: must be in [0.1, 100000]"), std::string::npos)
+      << bad.err;
 }
 
 }  // namespace

@@ -66,6 +66,15 @@ const BadConfig bad_configs[] = {
     {"ValidFractionOfOne", "data:\n  source: synthetic\n  valid_fraction: 1.0\n", 1, "data.valid_fraction",
      "must be in [0, 1)", 3},
     {"EmptyRunDir", "logging:\n  run_dir: \"\"\n", 1, "logging.run_dir", "must be non-empty", 2},
+    // the communication plan's links and rate (model/comm_plan.h)
+    {"ZeroNvlinkBandwidth", "runtime:\n  nvlink_gbps: 0\n", 1, "runtime.nvlink_gbps",
+     "must be in [0.1, 100000] (got 0.0)", 2},
+    {"NegativeInfinibandBandwidth", "runtime:\n  infiniband_gbps: -50\n", 1, "runtime.infiniband_gbps",
+     "must be in [0.1, 100000] (got -50.0)", 2},
+    {"ZeroGpusPerNode", "runtime:\n  gpus_per_node: 0\n", 1, "runtime.gpus_per_node", "must be in [1, 4096] (got 0)",
+     2},
+    {"ZeroAchievedTflops", "runtime:\n  achieved_tflops: 0\n", 1, "runtime.achieved_tflops",
+     "must be in [0.001, 1000000] (got 0.0)", 2},
     // model shape
     {"MoreDenseLayersThanLayers", "model:\n  num_layers: 3\n  first_dense_layers: 4\n", 1, "model.first_dense_layers",
      "must not exceed model.num_layers (4 > 3)", 3},
