@@ -13,6 +13,7 @@
 #include "framework/config/config_enums.h"
 #include "framework/tensor/device_memory.h"
 #include "model/decoder_layer.h"
+#include "model/linear.h"
 #include "model/memory_estimate.h"
 #include "model/model_rope_table.h"
 #include "model/parameters.h"
@@ -85,6 +86,45 @@ int64_t measured_saved_bytes(const Config& config, const ParameterStore& store, 
   return static_cast<int64_t>(host_memory_stats().allocated_bytes) - before;
 }
 
+// The most host bytes layer `layer`'s backward (backward_input, then backward_weight, as PipelineStage::backward runs
+// them) holds at once beyond what its forward kept, its output and input gradients (and their bf16 roundings where
+// the layer reads them) included, on micro_batch_size x seq_len tokens.
+int64_t measured_backward_bytes(const Config& config, const ParameterStore& store, int64_t layer) {
+  const ModelConfig& m = config.model;
+  const int64_t seq_len = config.train.seq_len, tokens = config.train.micro_batch_size * seq_len;
+  ModelRopeTable rope(m, Device::cpu());
+  DecoderLayer block(m, store, layer, rope.table());
+  block.set_recompute(config.train.recompute);
+  OwnedTensor positions(Shape{tokens}, DType::i32);  // [T]
+  for (int64_t t = 0; t < tokens; ++t) positions.data<int32_t>()[t] = static_cast<int32_t>(t % seq_len);
+  DecoderLayer::Context ctx;
+  {
+    OwnedTensor out(Shape{tokens, m.hidden_size}, DType::f32);  // [T, H]
+    block.forward(ctx, out, testing::random_tensor({tokens, m.hidden_size}, 7), positions, seq_len);
+  }
+  auto before = static_cast<int64_t>(host_memory_stats().allocated_bytes);
+  reset_peak_host_memory();
+  {
+    OwnedTensor d_out = testing::random_tensor({tokens, m.hidden_size}, 9);  // [T, H]
+    OwnedTensor d_x(Shape{tokens, m.hidden_size}, DType::f32);               // [T, H]
+    bool bf16 = config.precision.mode == PrecisionMode::bf16;
+    OwnedTensor d_out_bf16 = block.takes_bf16_output_grad() ? to_compute_dtype(d_out, DType::bf16) : OwnedTensor();
+    OwnedTensor d_x_bf16 = bf16 ? OwnedTensor(d_x.tensor().shape(), DType::bf16) : OwnedTensor();  // [T, H]
+    block.backward_input(ctx, d_x, d_out, 1.0f, std::move(d_out_bf16), d_x_bf16);
+    block.backward_weight(ctx);
+  }
+  return static_cast<int64_t>(host_memory_stats().peak_allocated_bytes) - before;
+}
+
+// The plan's backward temporaries of one layer: layer_backward_bytes_per_token and what recomputation remakes.
+double planned_backward_bytes(const Config& config, bool moe) {
+  Config without = config;
+  without.train.recompute = RecomputeMode::none;
+  double remade = layer_saved_bytes_per_token(without, moe) - layer_saved_bytes_per_token(config, moe);
+  return (layer_backward_bytes_per_token(config, moe ? LayerKind::moe : LayerKind::dense) + remade) *
+         static_cast<double>(config.train.micro_batch_size * config.train.seq_len);
+}
+
 void check_plan_against_measurement(Config config, const char* shape) {
   ParameterStore store = make_store(config);
   for (int64_t layer : {int64_t{0}, int64_t{1}}) {
@@ -100,6 +140,11 @@ void check_plan_against_measurement(Config config, const char* shape) {
                   std::string(to_string(mode)).c_str(), static_cast<long long>(measured), planned);
       EXPECT_NEAR(planned, static_cast<double>(measured), 0.1 * static_cast<double>(measured))
           << shape << " " << to_string(config.precision.mode) << (moe ? " moe " : " dense ") << to_string(mode);
+      int64_t backward = measured_backward_bytes(config, store, layer);
+      double planned_backward = planned_backward_bytes(config, moe);
+      std::printf("backward memory: %s %s %s layer %s: measured %lld bytes, planned %.0f\n", shape,
+                  std::string(to_string(config.precision.mode)).c_str(), moe ? "moe" : "dense",
+                  std::string(to_string(mode)).c_str(), static_cast<long long>(backward), planned_backward);
       if (mode == RecomputeMode::none) none = measured;
       if (mode != RecomputeMode::none) {
         EXPECT_LT(measured, none);
