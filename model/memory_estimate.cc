@@ -149,14 +149,20 @@ double layer_saved_bytes_per_token(const Config& config, bool moe) {
 namespace {
 
 // The attention's backward at its peak, per token (MlaAttention::backward_input): its output gradient in the compute
-// dtype, d_o, d_q, d_kv, and d_k_rope per head, before q, kv and o are released.
-double attention_backward_bytes(const ModelConfig& m, const SavedElementBytes& b) {
+// dtype, d_o, d_q, d_kv, and d_k_rope per head, before q, kv and o are released; on CPU ranks also the reference
+// kernel's scratch (framework/device/attention_mla.cc: k and v assembled per head, their fp32 gradients, and d_q in
+// fp32 where it is kept in bf16; the CUDA kernel writes the gradients in place).
+double attention_backward_bytes(const Config& config, const SavedElementBytes& b) {
+  const ModelConfig& m = config.model;
   double gradient = b.compute == 4 || b.saved == 4 ? 4 : 2;  // bf16 where the projections take bf16 gradients
   double d_o = b.fp8 ? 4 : b.attention;
+  double heads = static_cast<double>(m.num_heads);
   int64_t qk = m.qk_nope_head_dim + m.qk_rope_head_dim;
-  return b.compute * m.hidden_size +
-         static_cast<double>(m.num_heads) * (d_o * m.v_head_dim + gradient * qk +
-                                             gradient * (m.qk_nope_head_dim + m.v_head_dim) + 4.0 * m.qk_rope_head_dim);
+  double held = b.compute * m.hidden_size +
+                heads * (d_o * m.v_head_dim + gradient * qk + gradient * (m.qk_nope_head_dim + m.v_head_dim) +
+                         4.0 * m.qk_rope_head_dim);
+  if (config.runtime.device != RuntimeDevice::cpu) return held;
+  return held + heads * ((b.attention + 4) * (qk + m.v_head_dim) + (gradient == 4 ? 0 : 4.0 * qk));
 }
 
 // FeedForward's backward at its peak per row (its output gradient copy, d_activation, d_gate and d_up beside gate and
@@ -204,7 +210,7 @@ double layer_backward_bytes_per_token(const Config& config, LayerKind kind) {
     mlp_kept = k * (b.compute - b.saved) * hidden + 4.0 * m.moe.routed_experts +
                (m.moe.shared_experts > 0 ? b.compute * hidden : 0);
   }
-  double attention = 2 * 4 * hidden + mlp_kept + attention_backward_bytes(m, b);
+  double attention = 2 * 4 * hidden + mlp_kept + attention_backward_bytes(config, b);
   double mtp = kind == LayerKind::mtp ? 2 * 4 * hidden : 0;  // d_block_output, d_projected
   return caller + std::max(mlp, attention) + mtp;
 }

@@ -2,7 +2,9 @@
 // several layouts (pipeline under each schedule, with dp and ep beside it; fp32 and bf16), the parameters of the
 // rank's store are exactly those the plan gives its pipeline rank, and its parameter, gradient and optimizer bytes
 // (the store's values, compute copy and gradients, ZeRO-1's moments) are within 10% of the plan's; and the peak of
-// host bytes while it trains is within 10% of the plan's total (dp 2, pp 2 DualPipe, pp 2 x ep 2 DualPipe).
+// host bytes while it trains is within 10% of the plan's total (backward temporaries and pipeline buffers included)
+// for dp 2 (recompute none, selective, full), pp 2 under 1F1B, DualPipe and DualPipeV (none, selective), pp 4 1F1B,
+// pp 2 x ep 2 under DualPipe and DualPipeV.
 
 #include <gtest/gtest.h>
 
@@ -25,7 +27,8 @@ using testing::TempDirectory;
 Config layout_config(const TempDirectory& dir, const std::vector<std::string>& layout, int ranks) {
   testing::write_tiny_config(dir.path());
   std::vector<std::string> overrides = {"model.num_layers=4", "train.micro_batch_size=1", "train.global_batch_size=8",
-                                        "train.steps=2", "checkpoint.save=false"};
+                                        "train.steps=2", "checkpoint.save=false",
+                                        "runtime.device=cpu"};
   overrides.insert(overrides.end(), layout.begin(), layout.end());
   return load_config((dir.path() / "tiny.yaml").string(), overrides, ranks);
 }

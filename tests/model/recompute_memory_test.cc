@@ -2,8 +2,10 @@
 // (host_memory_stats: its Context, the layer's input included) for a dense and an MoE layer under none, selective
 // and full, on the tiny test model and on a larger CPU shape, in fp32 and bf16 (and fp8 on the larger shape, whose
 // 128-token tiles the tiny one does not fill). Each is within 10% of the plan's layer_saved_bytes_per_token
-// (model/memory_estimate.h), and selective and full keep less than none. The numbers go to stdout for
-// docs/design/recompute.md.
+// (model/memory_estimate.h), and selective and full keep less than none. And the most bytes the layer's backward
+// holds beyond that (its backward temporaries) against the plan's layer_backward_bytes_per_token with what
+// recomputation remakes: within 11% in fp32 (bf16 and fp8 printed). The numbers go to stdout for
+// docs/design/recompute.md and docs/scale.md.
 
 #include <gtest/gtest.h>
 
@@ -26,6 +28,7 @@ namespace {
 // A CPU shape some hundred times the tiny one's: MLA of 4 heads, 16 experts of which 4 a token plus a shared one.
 Config larger_config() {
   Config config;
+  config.runtime.device = RuntimeDevice::cpu;
   ModelConfig& m = config.model;
   m.vocab_size = 64;
   m.hidden_size = 256;
@@ -53,6 +56,7 @@ Config larger_config() {
 
 Config tiny_config() {
   Config config;
+  config.runtime.device = RuntimeDevice::cpu;
   config.model = testing::tiny_test_model(2);
   config.train.seq_len = 6;
   config.train.micro_batch_size = 2;
@@ -145,6 +149,11 @@ void check_plan_against_measurement(Config config, const char* shape) {
       std::printf("backward memory: %s %s %s layer %s: measured %lld bytes, planned %.0f\n", shape,
                   std::string(to_string(config.precision.mode)).c_str(), moe ? "moe" : "dense",
                   std::string(to_string(mode)).c_str(), static_cast<long long>(backward), planned_backward);
+      // NOTE: bf16 and FP8 layers hold more than the plan's backward term (docs/scale.md says what is missing).
+      if (config.precision.mode == PrecisionMode::fp32) {
+        EXPECT_NEAR(planned_backward, static_cast<double>(backward), 0.11 * static_cast<double>(backward))
+            << shape << (moe ? " moe " : " dense ") << to_string(mode) << " backward";
+      }
       if (mode == RecomputeMode::none) none = measured;
       if (mode != RecomputeMode::none) {
         EXPECT_LT(measured, none);
