@@ -9,6 +9,7 @@
 #include "model/parameters.h"
 #include "model/pipeline_stage.h"
 #include "model/rank_share.h"
+#include "model/schedule_memory.h"
 #include "parallel/pipeline/placement.h"
 #include "parallel/pipeline/schedule.h"
 #include "parallel/pipeline/simulator.h"
@@ -159,36 +160,123 @@ double layer_saved_bytes_per_token(const Config& config, bool moe) {
 
 namespace {
 
-// Saved bytes per token of the stage among `held` that saves the most: its dense and MoE layers, and on the last stage
-// the MTP modules (MoE blocks, with their own inputs: embedding, h_{k-1}, eh_proj's input, h'_k, h_k). One stage (the
-// whole model) without pipelining.
-double heaviest_stage_bytes_per_token(const Config& config, const std::vector<StageLayers>& held) {
+// The attention's backward at its peak, per token (MlaAttention::backward_input): its output gradient in the compute
+// dtype, d_o, d_q, d_kv, and d_k_rope per head, before q, kv and o are released; on CPU ranks also the reference
+// kernel's scratch (framework/device/attention_mla.cc: k and v assembled per head, their fp32 gradients, and d_q in
+// fp32 where it is kept in bf16; the CUDA kernel writes the gradients in place).
+double attention_backward_bytes(const Config& config, const SavedElementBytes& b) {
+  const ModelConfig& m = config.model;
+  double gradient = b.compute == 4 || b.saved == 4 ? 4 : 2;  // bf16 where the projections take bf16 gradients
+  double d_o = b.fp8 ? 4 : b.attention;
+  double heads = static_cast<double>(m.num_heads);
+  int64_t qk = m.qk_nope_head_dim + m.qk_rope_head_dim;
+  double held = b.compute * m.hidden_size +
+                heads * (d_o * m.v_head_dim + gradient * qk + gradient * (m.qk_nope_head_dim + m.v_head_dim) +
+                         4.0 * m.qk_rope_head_dim);
+  if (config.runtime.device != RuntimeDevice::cpu) return held;
+  return held + heads * ((b.attention + 4) * (qk + m.v_head_dim) + (gradient == 4 ? 0 : 4.0 * qk));
+}
+
+// FeedForward's backward at its peak per row (its output gradient copy, d_activation, d_gate and d_up beside gate and
+// up), and what it keeps for its weight gradient beyond what it released (the output gradient's copy).
+double feed_forward_backward_peak(int64_t hidden, double ffn, const SavedElementBytes& b) {
+  return b.compute * hidden + 4 * ffn + 2 * b.saved * ffn;
+}
+
+// MoeLayer's backward at its peak per token beyond its d_x (moe_layer.cc, routed_experts.cc): the sorted rows'
+// input gradient (K per token, fp32) for the whole backward and the top-k weights' gradient; then the larger of the
+// routed experts' scratch (their output gradient in place of the combine's saved outputs, d_activation, d_gate_up
+// beside gate_up; under ep the exchanged rows' gradients) and the shared expert's beside what the experts keep.
+double moe_backward_peak(const Config& config, const SavedElementBytes& b) {
+  const ModelConfig& m = config.model;
+  double k = static_cast<double>(m.moe.experts_per_token), hidden = static_cast<double>(m.hidden_size);
+  double ffn = static_cast<double>(m.moe.expert_ffn_size);
+  double kept = k * (b.compute - b.saved) * hidden;  // the output gradient in place of the outputs
+  double exchanged = config.parallel.ep > 1 ? 2 * 4 * k * hidden : 0;
+  double routed = kept + k * (4 * ffn + 2 * b.saved * ffn) + exchanged;
+  double shared = m.moe.shared_experts > 0
+                      ? feed_forward_backward_peak(m.hidden_size,
+                                                   static_cast<double>(m.moe.shared_experts * m.moe.expert_ffn_size), b)
+                      : 0;
+  return 4 * k * hidden + 4 * k + std::max(routed, kept + shared);
+}
+
+}  // namespace
+
+double layer_backward_bytes_per_token(const Config& config, LayerKind kind) {
+  const ModelConfig& m = config.model;
+  SavedElementBytes b = saved_element_bytes(config.precision.mode);
+  double hidden = static_cast<double>(m.hidden_size);
+  bool moe = kind != LayerKind::dense;
+  // The layer's output gradient and its input gradient, fp32, and in bf16 the input gradient's bf16 rounding (the
+  // output gradient's becomes the MLP's kept copy).
+  double caller = 2 * 4 * hidden + (config.precision.mode == PrecisionMode::bf16 ? 2 * hidden : 0);
+  // MLP branch: d_mlp_input beside the MLP's backward.
+  double mlp = 4 * hidden + (moe ? moe_backward_peak(config, b)
+                                 : feed_forward_backward_peak(m.hidden_size, static_cast<double>(m.dense_ffn_size), b));
+  // Attention branch: d_mlp_input, d_residual and d_attention_input (the saved residual released), what the MLP
+  // keeps for its weight gradient (output gradient copies; the MoE router's logits gradient), the attention's peak.
+  double mlp_kept = b.compute * hidden;
+  if (moe) {
+    double k = static_cast<double>(m.moe.experts_per_token);
+    mlp_kept = k * (b.compute - b.saved) * hidden + 4.0 * m.moe.routed_experts +
+               (m.moe.shared_experts > 0 ? b.compute * hidden : 0);
+  }
+  double attention = 2 * 4 * hidden + mlp_kept + attention_backward_bytes(config, b);
+  double mtp = kind == LayerKind::mtp ? 2 * 4 * hidden : 0;  // d_block_output, d_projected
+  return caller + std::max(mlp, attention) + mtp;
+}
+
+namespace {
+
+// Saved bytes per token of `stage`: its dense and MoE layers, and on the last stage the MTP modules (MoE blocks,
+// with their own inputs: embedding, h_{k-1}, eh_proj's input, h'_k, h_k).
+double stage_saved_bytes_per_token(const Config& config, const StageLayers& stage) {
   const ModelConfig& m = config.model;
   double mtp_module = 4.0 * 4 * m.hidden_size + saved_element_bytes(config.precision.mode).compute * 2 * m.hidden_size;
+  int64_t dense = std::clamp<int64_t>(m.first_dense_layers - stage.first_layer, 0, stage.layers);
+  int64_t mtp = stage.last ? m.mtp_depth : 0;
+  int64_t moe = stage.layers - dense + mtp;
+  return static_cast<double>(dense) * layer_saved_bytes_per_token(config, false) +
+         static_cast<double>(moe) * layer_saved_bytes_per_token(config, true) + static_cast<double>(mtp) * mtp_module;
+}
+
+// The backward temporaries per token of `stage`'s heaviest layer: layer_backward_bytes_per_token and what its
+// backward remakes under train.recompute (its kept bytes without recomputation less those with it).
+double stage_backward_bytes_per_token(const Config& config, const StageLayers& stage) {
+  const ModelConfig& m = config.model;
+  Config without = config;
+  without.train.recompute = RecomputeMode::none;
+  auto layer = [&](LayerKind kind) {
+    bool moe = kind != LayerKind::dense;
+    return layer_backward_bytes_per_token(config, kind) + layer_saved_bytes_per_token(without, moe) -
+           layer_saved_bytes_per_token(config, moe);
+  };
+  int64_t dense = std::clamp<int64_t>(m.first_dense_layers - stage.first_layer, 0, stage.layers);
   double heaviest = 0;
-  for (const StageLayers& stage : held) {
-    int64_t dense = std::clamp<int64_t>(m.first_dense_layers - stage.first_layer, 0, stage.layers);
-    int64_t mtp = stage.last ? m.mtp_depth : 0;
-    int64_t moe = stage.layers - dense + mtp;
-    heaviest = std::max(heaviest, static_cast<double>(dense) * layer_saved_bytes_per_token(config, false) +
-                                      static_cast<double>(moe) * layer_saved_bytes_per_token(config, true) +
-                                      static_cast<double>(mtp) * mtp_module);
-  }
+  if (dense > 0) heaviest = std::max(heaviest, layer(LayerKind::dense));
+  if (stage.layers > dense) heaviest = std::max(heaviest, layer(LayerKind::moe));
+  if (stage.last && m.mtp_depth > 0) heaviest = std::max(heaviest, layer(LayerKind::mtp));
   return heaviest;
 }
 
-// What one layer's backward remakes at a time under recomputation: an MoE layer's kept bytes without it, less those
-// with it (per token).
-double recomputed_bytes_per_token(const Config& config) {
-  Config without = config;
-  without.train.recompute = RecomputeMode::none;
-  return layer_saved_bytes_per_token(without, true) - layer_saved_bytes_per_token(config, true);
+// Every stage's bytes per micro-batch (schedule_memory.h).
+StageMemoryCosts stage_memory_costs(const Config& config, const std::vector<StageLayers>& stages) {
+  double tokens = static_cast<double>(config.train.micro_batch_size * config.train.seq_len);
+  // NOTE: every tp rank runs all its tokens (no sequence parallelism): tp divides only the split layers' tensors
+  // (their per-token bytes above).
+  StageMemoryCosts costs;
+  for (const StageLayers& stage : stages) {
+    costs.saved.push_back(static_cast<int64_t>(stage_saved_bytes_per_token(config, stage) * tokens));
+    costs.backward.push_back(static_cast<int64_t>(stage_backward_bytes_per_token(config, stage) * tokens));
+  }
+  costs.boundary = static_cast<int64_t>(4.0 * static_cast<double>(config.model.hidden_size) * tokens);
+  return costs;
 }
 
-// The memory of a rank holding `share`, running `held` stages and holding `live` of their micro-batch activations
-// at once.
+// The memory of a rank holding `share`, running `held` stages, with `peak` the activation-side peak of its program.
 RankMemory rank_memory(const Config& config, const std::vector<HeldParameter>& share,
-                       const std::vector<StageLayers>& held, int64_t live) {
+                       const std::vector<StageLayers>& held, const ScheduleMemoryPeak& peak) {
   const ParallelConfig& p = config.parallel;
   const ModelConfig& m = config.model;
   int64_t dp = p.dp.value();
@@ -211,13 +299,11 @@ RankMemory rank_memory(const Config& config, const std::vector<HeldParameter>& s
                      (split.sharded_dense / dp + split.sharded_expert / expert_dp) * master;
 
   int64_t tokens = config.train.micro_batch_size * config.train.seq_len;
-  // NOTE: every tp rank runs all its tokens (no sequence parallelism): tp divides only the split layers' tensors.
-  auto stage_share =
-      static_cast<int64_t>(heaviest_stage_bytes_per_token(config, held) * static_cast<double>(tokens));
-  auto recomputed = static_cast<int64_t>(recomputed_bytes_per_token(config) * static_cast<double>(tokens));
   bool last = std::ranges::any_of(held, [](const StageLayers& stage) { return stage.last; });
   int64_t logits = last ? std::min(tokens, head_chunk_tokens(m)) * m.vocab_size * 4 / p.tp : 0;  // one chunk, fp32
-  memory.activations = live * stage_share + recomputed + logits;
+  memory.activations = peak.saved + logits;
+  memory.backward = peak.backward;
+  memory.pipeline_buffers = peak.buffers;
   return memory;
 }
 
@@ -246,7 +332,10 @@ std::vector<PipelineRankMemory> estimate_pipeline_memory(const Config& config) {
   const ParallelConfig& p = config.parallel;
   PipelineShape shape = pipeline_shape(p);
   std::vector<StageLayers> stages = pipeline_stages(config.model, stage_count(shape), p.stage_layers);
-  std::vector<int64_t> live = live_micro_batches(config);
+  StageMemoryCosts costs = stage_memory_costs(config, stages);
+  // NOTE: without a pipeline one micro-batch is alive at a time and nothing crosses a stage boundary.
+  std::vector<std::vector<Instruction>> programs;
+  if (shape.ranks > 1) programs = build_schedule(shape).ranks;
   std::vector<PipelineRankMemory> ranks;
   for (int rank = 0; rank < shape.ranks; ++rank) {
     PipelineRankMemory entry;
@@ -265,7 +354,9 @@ std::vector<PipelineRankMemory> estimate_pipeline_memory(const Config& config) {
     // NOTE: the ranks of one pipeline rank hold equal amounts (EP ranks equal shares of the experts): EP rank 0's.
     std::vector<HeldParameter> share = rank_share(config.model, p, {.dp = 0, .pp = rank, .tp = 0});
     for (const HeldParameter& parameter : share) entry.parameters += parameter.box_extents.numel();
-    entry.memory = rank_memory(config, share, held, live[static_cast<size_t>(rank)]);
+    ScheduleMemoryPeak peak = shape.ranks > 1 ? schedule_memory_peak(programs[static_cast<size_t>(rank)], costs)
+                                              : ScheduleMemoryPeak{.saved = costs.saved[0], .backward = costs.backward[0]};
+    entry.memory = rank_memory(config, share, held, peak);
     ranks.push_back(std::move(entry));
   }
   return ranks;

@@ -13,12 +13,17 @@
 //   grads:       fp32 gradients of the rank's parameters
 //   optimizer:   ZeRO-1 shard of the two AdamW moments and of the sharded fp32 masters (dense over dp, experts
 //                over expert-dp)
-//   activations: what forward keeps for backward, for the micro-batches the schedule keeps alive on this pipeline
-//                rank at its peak (live_micro_batches) of the rank's stage that saves the most;
-//                counted per layer from the tensors the layers save under train.recompute, in the dtypes the
-//                precision keeps them in (layer_saved_bytes_per_token), plus one chunk of the output head's fp32
-//                logits (output_head.h); under tensor parallelism a rank's heads and FFN columns and its
-//                vocabulary rows of the logits (every tp rank keeps all its tokens: no sequence parallelism)
+//   activations: what forward keeps for backward, counted per layer from the tensors the layers save under
+//                train.recompute, in the dtypes the precision keeps them in (layer_saved_bytes_per_token), summed
+//                over the (stage, micro-batch) forwards alive at the rank's peak as its program runs
+//                (model/schedule_memory.h), plus one chunk of the output head's fp32 logits (output_head.h); under
+//                tensor parallelism a rank's heads and FFN columns and its vocabulary rows of the logits (every tp
+//                rank keeps all its tokens: no sequence parallelism)
+//   backward:    the backward temporaries at that peak: what the running backward of one layer holds beside the
+//                saved activations (layer_backward_bytes_per_token) for its stage's heaviest layer, and under
+//                train.recompute the tensors that layer's backward remakes
+//   pipeline_buffers: the [T, H] fp32 tensors between stages the pipeline engine holds at that peak (outputs and
+//                input gradients until used or sent; posted sends until the step's drain)
 
 #include <cstdint>
 #include <utility>
@@ -33,13 +38,24 @@ struct RankMemory {
   int64_t grads = 0;
   int64_t optimizer = 0;
   int64_t activations = 0;
-  int64_t total() const { return params + grads + optimizer + activations; }
+  int64_t backward = 0;          // backward temporaries
+  int64_t pipeline_buffers = 0;  // stage-boundary tensors
+  int64_t total() const { return params + grads + optimizer + activations + backward + pipeline_buffers; }
 };
 
 // The bytes per token a decoder layer (an MoE layer, else a dense one) keeps from its forward to its backward under
 // config.train.recompute and config.precision: DecoderLayer::Context with the contexts inside it, as the layers
 // allocate them (measured against them by tests/model/recompute_memory_test.cc; docs/design/recompute.md).
 double layer_saved_bytes_per_token(const Config& config, bool moe);
+
+enum class LayerKind { dense, moe, mtp };
+// The bytes per token one layer's backward holds at its peak beyond what its forward saved (B then W, as
+// PipelineStage::backward runs them): the output gradient it reads and the input gradient it writes (with its bf16
+// rounding in bf16), the residual and norm input gradients, the output gradients its projections keep for the
+// weight gradient, and the larger of the MLP's backward scratch (gate/up and activation gradients; the routed
+// experts' sorted rows, K per token) and the attention's (d_o, d_q, d_kv, d_k_rope per head). An MTP module adds its
+// block's output and projection gradients. Without what recomputation remakes (recomputed_bytes_per_token).
+double layer_backward_bytes_per_token(const Config& config, LayerKind kind);
 
 // One pipeline rank's memory, with what it holds.
 struct PipelineRankMemory {

@@ -95,6 +95,8 @@ nlohmann::ordered_json memory_json(const hai::RankMemory& memory) {
           {"grads", memory.grads},
           {"optimizer", memory.optimizer},
           {"activations", memory.activations},
+          {"backward_temporaries", memory.backward},
+          {"pipeline_buffers", memory.pipeline_buffers},
           {"total", memory.total()}};
 }
 
