@@ -102,8 +102,6 @@ void MoeLayer::route(Context& ctx, const Tensor& x, int64_t seq_len) const {
   ctx.sequence_balance_loss = OwnedTensor(Shape{sequences}, DType::f32, device);           // [N]
   balance_loss_forward(ctx.sequence_balance_loss, ctx.expert_fraction, ctx.scores, ctx.topk_indices,
                        balance_loss_alpha_);
-  mark_exchange("forward.expert_exchange");
-  dispatcher_->route(ctx.dispatch, ctx.topk_indices);
 }
 
 OwnedTensor MoeLayer::expert_tokens(const Tensor& x) const {
@@ -138,6 +136,7 @@ bool MoeLayer::shared_reads_expert_tokens() const {
 
 OwnedTensor MoeLayer::compute_experts(Context& ctx, const Tensor& rows) const {
   mark_exchange("forward.expert_exchange");
+  dispatcher_->route(ctx.dispatch, ctx.topk_indices);
   OwnedTensor local = dispatcher_->dispatch(ctx.dispatch, rows);  // [R, H] by local expert
   mark_exchange("forward.moe_experts");
   OwnedTensor outputs(local.shape(), saved_activation_dtype(experts_.compute_dtype()), rows.device());  // [R, H]
@@ -150,6 +149,7 @@ OwnedTensor MoeLayer::compute_experts(Context& ctx, const Tensor& rows) const {
 OwnedTensor MoeLayer::compute_experts_fp8(Context& ctx, const Tensor& x) const {
   Fp8Rows tokens = quantize_rows(x, fp8_pow2_scales_);  // [T, H]
   mark_exchange("forward.expert_exchange");
+  dispatcher_->route(ctx.dispatch, ctx.topk_indices);
   Fp8Rows local = dispatcher_->dispatch_fp8(ctx.dispatch, tokens);  // [R, H] by local expert
   mark_exchange("forward.moe_experts");
   OwnedTensor kept;  // the weight gradient's input; at ep = 1 backward_weight recomputes it

@@ -115,7 +115,7 @@ class MoeLayer {
   // as its saved input, and backward_weight dispatches them again (ep = 1) instead of rounding x a second time.
   bool shared_reads_expert_tokens() const;
   // The routed experts' outputs [R, H] in the local order, in their saved dtype, from x's rows as the experts read
-  // them (expert_tokens, or x itself when that is empty), dispatched.
+  // them (expert_tokens, or x itself when that is empty): routed (the dispatcher's route) and dispatched.
   OwnedTensor compute_experts(Context& ctx, const Tensor& rows) const;
   // The same under FP8, from x [T, H] fp32: its T rows quantised 1x128, their e4m3 values and scales dispatched and
   // read by the experts' FP8 GEMMs.
