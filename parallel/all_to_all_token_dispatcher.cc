@@ -17,9 +17,9 @@ void AllToAllTokenDispatcher::plan_exchange(Context& ctx) const {
   const Device device = plan.positions.device();
   const int64_t ep = ranks(), local = local_experts(), sorted = plan.sources.numel();
   const int64_t slots = ep * capacity(plan.positions.size(0), plan.positions.size(1));
-  // NOTE: one i32 buffer for every map: [ep * L | 2 * ep * C | T * K | L + 1 | 2 (L * ep + 1) | L + 1 | ep * L |
+  // NOTE: one i32 buffer for every map: [ep * L | ep * C | T * K | L + 1 | 2 (L * ep + 1) | L + 1 | ep * L |
   // 2 * ep * C].
-  const int64_t total = ep * local + 2 * slots + sorted + 2 * (local + 1) + 2 * (local * ep + 1) + ep * local +
+  const int64_t total = ep * local + slots + sorted + 2 * (local + 1) + 2 * (local * ep + 1) + ep * local +
                         2 * slots;
   ctx.indices = OwnedTensor(Shape{total}, DType::i32, device);
   int64_t used = 0;
@@ -29,9 +29,9 @@ void AllToAllTokenDispatcher::plan_exchange(Context& ctx) const {
     return view;
   };
   ctx.send = {.send_counts = take(ep * local).reshape(Shape{ep, local}),
-              .slot_sorted = take(slots),
               .slot_token = take(slots),
-              .sorted_slot = take(sorted)};
+              .token_slots = take(sorted).reshape(plan.positions.shape())};
+  ctx.slot_plan = {.positions = ctx.send.token_slots, .sources = plan.sources, .expert_offsets = plan.expert_offsets};
   ctx.receive = {.local_offsets = take(local + 1),
                  .segments = take(local * ep + 1),
                  .padded_segments = take(local * ep + 1),
@@ -66,14 +66,12 @@ OwnedTensor AllToAllTokenDispatcher::tokens_to_local(Context& ctx, const Tensor&
   return gathered(arrived, ctx.receive.local_arrival);
 }
 
-OwnedTensor AllToAllTokenDispatcher::sorted_to_local(Context& ctx, OwnedTensor sorted) const {
-  OwnedTensor arrived = exchange(gathered(sorted, ctx.send.slot_sorted));
-  return gathered(arrived, ctx.receive.local_arrival);
+OwnedTensor AllToAllTokenDispatcher::returned(Context& ctx, OwnedTensor local) const {
+  return exchange(gathered(local, ctx.receive.arrival_local));  // [ep * C, ...row]
 }
 
-OwnedTensor AllToAllTokenDispatcher::local_to_sorted(Context& ctx, OwnedTensor local) const {
-  OwnedTensor returned = exchange(gathered(local, ctx.receive.arrival_local));
-  return gathered(returned, ctx.send.sorted_slot);
+OwnedTensor AllToAllTokenDispatcher::to_local(Context& ctx, OwnedTensor rows) const {
+  return gathered(exchange(rows), ctx.receive.local_arrival);  // [R, ...row]
 }
 
 }  // namespace hai

@@ -8,7 +8,8 @@
 //   dispatch: one gather packs the token rows (permutation and packing in one copy) into ep chunks of C rows, C =
 //             T * min(K, L) (no rank can send another more: a token's K experts are distinct), one all-to-all of
 //             fixed-size chunks moves them, one gather orders what arrived by local expert;
-//   combine:  the reverse (gather into chunks, all-to-all, gather into the plan's order), then the weighted sum.
+//   combine:  the reverse (one gather into chunks, the all-to-all back), then the weighted sum reads each (token, k)'s
+//             row straight from the returned chunks (slot_plan), as its backward writes the gradients into them.
 // The chunks are sized from the bound, not from the counts, so the host issues every collective without reading
 // the counts: the price is memory (send and receive buffers of ep * C rows, and local tensors of ep * C rows for the
 // experts' activations) and the unused rows of each chunk on the wire.
@@ -28,9 +29,10 @@ class AllToAllTokenDispatcher final : public TokenDispatcher {
 
  protected:
   void plan_exchange(Context& ctx) const override;
+  const RoutingPlan& combine_plan(const Context& ctx) const override { return ctx.slot_plan; }
   OwnedTensor tokens_to_local(Context& ctx, const Tensor& tokens) const override;
-  OwnedTensor sorted_to_local(Context& ctx, OwnedTensor sorted) const override;
-  OwnedTensor local_to_sorted(Context& ctx, OwnedTensor local) const override;
+  OwnedTensor returned(Context& ctx, OwnedTensor local) const override;
+  OwnedTensor to_local(Context& ctx, OwnedTensor rows) const override;
 
  private:
   // [ep * C, ...row] the chunks each rank sent this one <- send: [ep * C, ...row] the chunks for each rank.

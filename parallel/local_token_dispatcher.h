@@ -12,9 +12,10 @@ class LocalTokenDispatcher final : public TokenDispatcher {
 
  protected:
   void plan_exchange(Context&) const override {}
+  const RoutingPlan& combine_plan(const Context& ctx) const override { return ctx.plan->plan(); }
   OwnedTensor tokens_to_local(Context& ctx, const Tensor& tokens) const override;
-  OwnedTensor sorted_to_local(Context&, OwnedTensor sorted) const override { return sorted; }
-  OwnedTensor local_to_sorted(Context&, OwnedTensor local) const override { return local; }
+  OwnedTensor returned(Context&, OwnedTensor local) const override { return local; }
+  OwnedTensor to_local(Context&, OwnedTensor rows) const override { return rows; }
 };
 
 }  // namespace hai

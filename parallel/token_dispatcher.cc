@@ -51,22 +51,23 @@ TokenDispatcher::SourceSegments TokenDispatcher::source_segments(const Context& 
 
 void TokenDispatcher::combine(Context& ctx, const Tensor& out, OwnedTensor outputs, const Tensor& topk_weights,
                               const Tensor& residual) const {
-  ctx.y_sorted = local_to_sorted(ctx, std::move(outputs));  // [T * K, H]
-  unpermute_tokens(out, ctx.y_sorted, topk_weights, *ctx.plan, residual);
+  ctx.outputs = returned(ctx, std::move(outputs));  // [T * K, H] or [ep * C, H]
+  unpermute_tokens(out, ctx.outputs, topk_weights, combine_plan(ctx), residual);
 }
 
 OwnedTensor TokenDispatcher::combine_backward(Context& ctx, const Tensor& d_topk_weights, const Tensor& d_out,
                                               const Tensor& topk_weights, DType dtype) const {
-  const Tensor& y_sorted = ctx.y_sorted.tensor();
-  OwnedTensor d_sorted(y_sorted.shape(), dtype, y_sorted.device());  // [T * K, H]
-  unpermute_tokens_backward(d_sorted, d_topk_weights, d_out, y_sorted, topk_weights, *ctx.plan);
-  ctx.y_sorted = OwnedTensor();
-  return sorted_to_local(ctx, std::move(d_sorted));
+  const Tensor& outputs = ctx.outputs.tensor();
+  // NOTE: rows no (token, k) names (a chunk's unused rows) stay unwritten: to_local never reads them.
+  OwnedTensor d_rows(outputs.shape(), dtype, outputs.device());  // [T * K, H] or [ep * C, H]
+  unpermute_tokens_backward(d_rows, d_topk_weights, d_out, outputs, topk_weights, combine_plan(ctx));
+  ctx.outputs = OwnedTensor();
+  return to_local(ctx, std::move(d_rows));
 }
 
 void TokenDispatcher::dispatch_backward(Context& ctx, const Tensor& d_x, OwnedTensor d_local) const {
-  OwnedTensor d_sorted = local_to_sorted(ctx, std::move(d_local));  // [T * K, H]
-  permute_tokens_backward(d_x, d_sorted, *ctx.plan);
+  OwnedTensor d_rows = returned(ctx, std::move(d_local));  // [T * K, H] or [ep * C, H]
+  permute_tokens_backward(d_x, d_rows, combine_plan(ctx));
 }
 
 std::unique_ptr<TokenDispatcher> make_token_dispatcher(int64_t routed_experts, Communicator* group) {

@@ -37,12 +37,14 @@ class TokenDispatcher {
   // One layer's routing of one micro-batch, from route() to its backward's last step.
   struct Context {
     std::unique_ptr<OwnedRoutingPlan> plan;  // the T * K rows sorted by global expert
-    OwnedTensor y_sorted;                    // [T * K, H] the experts' outputs, kept by combine for its backward
+    // The experts' outputs where the combine reads them (combine_plan's rows), kept by combine for its backward.
+    OwnedTensor outputs;  // [T * K, H] sorted at ep = 1, the returned chunks [ep * C, H] beyond
     // Expert parallelism: the layout of the exchange (views of `indices`) and the counts it came from.
     OwnedTensor indices;      // i32, every map below
     OwnedTensor recv_counts;  // [ep, L] i32
     DispatchSendLayout send;
     DispatchReceiveLayout receive;
+    RoutingPlan slot_plan;  // plan with positions = send.token_slots: each (token, k)'s row in the chunks
   };
 
   // The FP8 weight gradient's token tiles of the local rows when they are split by source rank (RoutedExperts'
@@ -89,11 +91,14 @@ class TokenDispatcher {
  protected:
   // The layout of the exchange, after ctx.plan was built.
   virtual void plan_exchange(Context& ctx) const = 0;
-  // [R, ...row] local rows <- tokens [T, ...row] (token rows), or <- sorted [T * K, ...row] (the plan's order).
+  // The plan whose positions name each (token, k)'s row among the returned rows (the combine's and its backward's).
+  virtual const RoutingPlan& combine_plan(const Context& ctx) const = 0;
+  // [R, ...row] local rows <- tokens [T, ...row].
   virtual OwnedTensor tokens_to_local(Context& ctx, const Tensor& tokens) const = 0;
-  virtual OwnedTensor sorted_to_local(Context& ctx, OwnedTensor sorted) const = 0;
-  // [T * K, ...row] in the plan's order <- local: [R, ...row].
-  virtual OwnedTensor local_to_sorted(Context& ctx, OwnedTensor local) const = 0;
+  // The rows combine_plan names (the same row shape) <- local: [R, ...row]: every local row back to its source.
+  virtual OwnedTensor returned(Context& ctx, OwnedTensor local) const = 0;
+  // The reverse: [R, ...row] local rows <- rows in combine_plan's rows (those it names; the others are not read).
+  virtual OwnedTensor to_local(Context& ctx, OwnedTensor rows) const = 0;
 
  private:
   int64_t routed_experts_;

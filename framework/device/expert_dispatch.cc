@@ -30,12 +30,11 @@ void plan_dispatch_send(const DispatchSendLayout& layout, const RoutingPlan& pla
   HAI_CHECK(plan.expert_offsets.numel() == ranks * local + 1,
             "token dispatch: {} experts in the routing plan, {} ranks of {} local experts in the layout",
             plan.expert_offsets.numel() - 1, ranks, local);
-  HAI_CHECK(layout.slot_sorted.rank() == 1 && layout.slot_sorted.numel() % ranks == 0,
-            "token dispatch: slot_sorted {} must be [ep * C]", layout.slot_sorted.str());
+  HAI_CHECK(layout.slot_token.rank() == 1 && layout.slot_token.numel() % ranks == 0,
+            "token dispatch: slot_token {} must be [ep * C]", layout.slot_token.str());
   check_index(layout.send_counts, Shape{ranks, local}, device, "token dispatch send_counts");
-  check_index(layout.slot_sorted, layout.slot_sorted.shape(), device, "token dispatch slot_sorted");
-  check_index(layout.slot_token, layout.slot_sorted.shape(), device, "token dispatch slot_token");
-  check_index(layout.sorted_slot, Shape{plan.sources.numel()}, device, "token dispatch sorted_slot");
+  check_index(layout.slot_token, layout.slot_token.shape(), device, "token dispatch slot_token");
+  check_index(layout.token_slots, plan.positions.shape(), device, "token dispatch token_slots");
   if (device.is_cpu()) return cpu::plan_dispatch_send(layout, plan);
 #ifdef HAI_WITH_CUDA
   return cuda::plan_dispatch_send(layout, plan, stream);

@@ -20,13 +20,13 @@ namespace hai {
 // What the sending side knows from its own routing plan (all i32, on the plan's device).
 struct DispatchSendLayout {
   Tensor send_counts;  // [ep, L]: rows this rank sends to each destination's local experts
-  Tensor slot_sorted;  // [ep * C]: the sorted row (routing plan order) in each slot, or -1
-  Tensor slot_token;   // [ep * C]: the token of each slot (sources[sorted row] / K), or -1
-  Tensor sorted_slot;  // [T * K]: the slot of each sorted row
+  Tensor slot_token;   // [ep * C]: the token whose row fills each slot, or -1
+  Tensor token_slots;  // [T, K]: the slot of each (token, k) assignment: the routing plan's positions mapped into
+                       // the chunks (where the combine finds its rows when they come back)
 };
 
-// layout <- plan (sorted by global expert; destination d owns experts [d * L, (d + 1) * L)). ep and L are taken
-// from send_counts, C from slot_sorted. The CPU op checks that no destination gets more than C rows; the CUDA op
+// layout <- plan (sorted by global expert; destination d owns experts [d * L, (d + 1) * L)): sorted row p, row j of
+// destination d's rows, takes slot d * C + j. ep and L are taken from send_counts, C from slot_token. The CPU op checks that no destination gets more than C rows; the CUDA op
 // trusts the bound (C >= T * min(K, L) always holds: a token's K experts are distinct).
 void plan_dispatch_send(const DispatchSendLayout& layout, const RoutingPlan& plan, Stream stream = {});
 

@@ -8,14 +8,13 @@ namespace hai::cpu {
 
 void plan_dispatch_send(const DispatchSendLayout& layout, const RoutingPlan& plan) {
   const int64_t ranks = layout.send_counts.size(0), local = layout.send_counts.size(1);
-  const int64_t capacity = layout.slot_sorted.numel() / ranks;
+  const int64_t capacity = layout.slot_token.numel() / ranks;
   const int64_t experts_per_token = plan.positions.size(1);
   const int32_t* offsets = plan.expert_offsets.data<int32_t>();  // [E + 1]
   const int32_t* sources = plan.sources.data<int32_t>();         // [T * K]
   int32_t* counts = layout.send_counts.data<int32_t>();
-  int32_t* slot_sorted = layout.slot_sorted.data<int32_t>();
   int32_t* slot_token = layout.slot_token.data<int32_t>();
-  int32_t* sorted_slot = layout.sorted_slot.data<int32_t>();
+  int32_t* token_slots = layout.token_slots.data<int32_t>();  // [T * K]
   for (int64_t expert = 0; expert < ranks * local; ++expert) counts[expert] = offsets[expert + 1] - offsets[expert];
   for (int64_t rank = 0; rank < ranks; ++rank) {
     const int64_t begin = offsets[rank * local], rows = offsets[(rank + 1) * local] - begin;
@@ -24,13 +23,12 @@ void plan_dispatch_send(const DispatchSendLayout& layout, const RoutingPlan& pla
     for (int64_t j = 0; j < capacity; ++j) {
       const int64_t slot = rank * capacity + j;
       if (j >= rows) {
-        slot_sorted[slot] = slot_token[slot] = -1;
+        slot_token[slot] = -1;
         continue;
       }
-      const int64_t sorted = begin + j;
-      slot_sorted[slot] = static_cast<int32_t>(sorted);
-      slot_token[slot] = static_cast<int32_t>(sources[sorted] / experts_per_token);
-      sorted_slot[sorted] = static_cast<int32_t>(slot);
+      const int32_t assignment = sources[begin + j];
+      slot_token[slot] = static_cast<int32_t>(assignment / experts_per_token);
+      token_slots[assignment] = static_cast<int32_t>(slot);
     }
   }
 }

@@ -10,10 +10,10 @@ void plan_dispatch_send(const DispatchSendLayout& layout, const RoutingPlan& pla
   const int64_t ranks = layout.send_counts.size(0);
   kernels::DispatchShape shape{.ranks = ranks,
                                .local_experts = layout.send_counts.size(1),
-                               .capacity = layout.slot_sorted.numel() / ranks,
+                               .capacity = layout.slot_token.numel() / ranks,
                                .experts_per_token = plan.positions.size(1)};
-  check_launch(kernels::plan_dispatch_send(layout.send_counts.data<int32_t>(), layout.slot_sorted.data<int32_t>(),
-                                           layout.slot_token.data<int32_t>(), layout.sorted_slot.data<int32_t>(),
+  check_launch(kernels::plan_dispatch_send(layout.send_counts.data<int32_t>(), layout.slot_token.data<int32_t>(),
+                                           layout.token_slots.data<int32_t>(),
                                            plan.expert_offsets.data<int32_t>(), plan.sources.data<int32_t>(), shape,
                                            cuda_stream),
                "plan_dispatch_send");

@@ -6,9 +6,8 @@ namespace {
 
 constexpr int kPadRows = 128;  // the FP8 weight gradient's token tile (kFp8TileSize)
 
-__global__ void send_layout_kernel(int32_t* send_counts, int32_t* slot_sorted, int32_t* slot_token,
-                                   int32_t* sorted_slot, const int32_t* expert_offsets, const int32_t* sources,
-                                   DispatchShape shape) {
+__global__ void send_layout_kernel(int32_t* send_counts, int32_t* slot_token, int32_t* token_slots,
+                                   const int32_t* expert_offsets, const int32_t* sources, DispatchShape shape) {
   const int64_t experts = shape.ranks * shape.local_experts, slots = shape.ranks * shape.capacity;
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < max(slots, experts);
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
@@ -18,13 +17,12 @@ __global__ void send_layout_kernel(int32_t* send_counts, int32_t* slot_sorted, i
     const int64_t begin = expert_offsets[rank * shape.local_experts];
     const int64_t rows = expert_offsets[(rank + 1) * shape.local_experts] - begin;
     if (j >= rows) {
-      slot_sorted[i] = slot_token[i] = -1;
+      slot_token[i] = -1;
       continue;
     }
-    const int64_t sorted = begin + j;
-    slot_sorted[i] = static_cast<int32_t>(sorted);
-    slot_token[i] = static_cast<int32_t>(sources[sorted] / shape.experts_per_token);
-    sorted_slot[sorted] = static_cast<int32_t>(i);
+    const int32_t assignment = sources[begin + j];
+    slot_token[i] = static_cast<int32_t>(assignment / shape.experts_per_token);
+    token_slots[assignment] = static_cast<int32_t>(i);
   }
 }
 
@@ -116,12 +114,12 @@ bool fits(const void* out, const void* in, int64_t row_bytes, int64_t unit) {
 
 }  // namespace
 
-cudaError_t plan_dispatch_send(int32_t* send_counts, int32_t* slot_sorted, int32_t* slot_token, int32_t* sorted_slot,
+cudaError_t plan_dispatch_send(int32_t* send_counts, int32_t* slot_token, int32_t* token_slots,
                                const int32_t* expert_offsets, const int32_t* sources, const DispatchShape& shape,
                                cudaStream_t stream) {
   const int64_t slots = shape.ranks * shape.capacity, experts = shape.ranks * shape.local_experts;
-  send_layout_kernel<<<grid_for(slots > experts ? slots : experts), kThreads, 0, stream>>>(send_counts, slot_sorted, slot_token, sorted_slot,
-                                                               expert_offsets, sources, shape);
+  send_layout_kernel<<<grid_for(slots > experts ? slots : experts), kThreads, 0, stream>>>(
+      send_counts, slot_token, token_slots, expert_offsets, sources, shape);
   return cudaGetLastError();
 }
 

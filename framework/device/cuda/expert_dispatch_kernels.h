@@ -15,9 +15,9 @@ struct DispatchShape {
   int64_t experts_per_token;  // K (send side)
 };
 
-// send_counts [ep, L], slot_sorted / slot_token [ep * C], sorted_slot [T * K] <- expert_offsets [ep * L + 1],
-// sources [T * K]. One thread a slot.
-cudaError_t plan_dispatch_send(int32_t* send_counts, int32_t* slot_sorted, int32_t* slot_token, int32_t* sorted_slot,
+// send_counts [ep, L], slot_token [ep * C], token_slots [T * K] <- expert_offsets [ep * L + 1], sources [T * K].
+// One thread a slot.
+cudaError_t plan_dispatch_send(int32_t* send_counts, int32_t* slot_token, int32_t* token_slots,
                                const int32_t* expert_offsets, const int32_t* sources, const DispatchShape& shape,
                                cudaStream_t stream);
 

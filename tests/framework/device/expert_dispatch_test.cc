@@ -28,31 +28,28 @@ struct IndexBuffer {
 };
 
 // 3 tokens, K = 2, E = 4 over ep = 2 ranks (L = 2). Assignments a = t * K + k choose experts [0, 3 | 1, 2 | 3, 1];
-// sorted stably by expert: e0 <- a0; e1 <- a2, a5; e2 <- a3; e3 <- a1, a4. Rank 0 gets sorted rows 0..2, rank 1
-// rows 3..5; C = T * min(K, L) = 6.
+// sorted stably by expert: e0 <- a0; e1 <- a2, a5; e2 <- a3; e3 <- a1, a4. Rank 0 gets sorted rows 0..2 (slots
+// 0..2), rank 1 rows 3..5 (slots 6..8); C = T * min(K, L) = 6.
 TEST(ExpertDispatch, SendLayoutPacksEachDestinationsRowsIntoItsChunk) {
   OwnedTensor topk(Shape{3, 2}, DType::i32);
   int32_t experts[6] = {0, 3, 1, 2, 3, 1};
   std::copy(experts, experts + 6, topk.data<int32_t>());
   OwnedRoutingPlan plan(3, 2, 4);
   build_routing_plan(plan, topk);
-  IndexBuffer buffer(4 + 12 + 12 + 6);
+  IndexBuffer buffer(4 + 12 + 6);
   DispatchSendLayout layout{.send_counts = buffer.take(4).reshape(Shape{2, 2}),
-                            .slot_sorted = buffer.take(12),
                             .slot_token = buffer.take(12),
-                            .sorted_slot = buffer.take(6)};
+                            .token_slots = buffer.take(6).reshape(Shape{3, 2})};
   plan_dispatch_send(layout, plan);
   EXPECT_EQ(values_of(layout.send_counts), (std::vector<int32_t>{1, 2, 1, 2}));
-  EXPECT_EQ(values_of(layout.slot_sorted), (std::vector<int32_t>{0, 1, 2, -1, -1, -1, 3, 4, 5, -1, -1, -1}));
   EXPECT_EQ(values_of(layout.slot_token), (std::vector<int32_t>{0, 1, 2, -1, -1, -1, 1, 0, 2, -1, -1, -1}));
-  EXPECT_EQ(values_of(layout.sorted_slot), (std::vector<int32_t>{0, 1, 2, 6, 7, 8}));
+  EXPECT_EQ(values_of(layout.token_slots), (std::vector<int32_t>{0, 7, 1, 6, 8, 2}));
 
   // A chunk of 2 rows cannot hold rank 0's 3: the CPU op says so.
-  IndexBuffer small(4 + 4 + 4 + 6);
+  IndexBuffer small(4 + 4 + 6);
   DispatchSendLayout too_small{.send_counts = small.take(4).reshape(Shape{2, 2}),
-                               .slot_sorted = small.take(4),
                                .slot_token = small.take(4),
-                               .sorted_slot = small.take(6)};
+                               .token_slots = small.take(6).reshape(Shape{3, 2})};
   EXPECT_THROW(plan_dispatch_send(too_small, plan), Error);
 }
 

@@ -47,19 +47,17 @@ TEST(CudaExpertDispatch, SendLayoutIsExact) {
   for (const DispatchShape& shape : kShapes) {
     OwnedRoutingPlan plan(shape.tokens, shape.experts_per_token, shape.ranks * shape.local);
     build_routing_plan(plan, distinct_topk(shape));
-    const int64_t slots = shape.ranks * shape.capacity(), sorted = shape.tokens * shape.experts_per_token;
+    const int64_t slots = shape.ranks * shape.capacity();
     ParityCase parity;
     parity.input(testing::copy_to(plan.plan().positions, Device::cpu()));
     parity.input(testing::copy_to(plan.plan().sources, Device::cpu()));
     parity.input(testing::copy_to(plan.plan().expert_offsets, Device::cpu()));
     parity.output(OwnedTensor(Shape{shape.ranks, shape.local}, DType::i32), kExact);
     parity.output(OwnedTensor(Shape{slots}, DType::i32), kExact);
-    parity.output(OwnedTensor(Shape{slots}, DType::i32), kExact);
-    parity.output(OwnedTensor(Shape{sorted}, DType::i32), kExact);
+    parity.output(OwnedTensor(Shape{shape.tokens, shape.experts_per_token}, DType::i32), kExact);
     parity.run(
         [](const std::vector<Tensor>& t) {
-          plan_dispatch_send({.send_counts = t[3], .slot_sorted = t[4], .slot_token = t[5], .sorted_slot = t[6]},
-                             {t[0], t[1], t[2]});
+          plan_dispatch_send({.send_counts = t[3], .slot_token = t[4], .token_slots = t[5]}, {t[0], t[1], t[2]});
         },
         "plan_dispatch_send " + shape.name());
   }
