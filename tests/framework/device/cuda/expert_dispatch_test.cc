@@ -123,5 +123,58 @@ TEST(CudaExpertDispatch, GatherRowsIsExact) {
   }
 }
 
+// The combine and its backward as the all-to-all dispatcher runs them: positions into the returned chunks
+// ([ep * C, D], more rows than T * K; the chunks' unused rows are neither read nor written).
+TEST(CudaExpertDispatch, CombineThroughTheChunksMatchesCpu) {
+  HAI_REQUIRE_CUDA_DEVICE();
+  constexpr int64_t kWidth = 136;
+  for (const DispatchShape& shape : kShapes) {
+    OwnedRoutingPlan plan(shape.tokens, shape.experts_per_token, shape.ranks * shape.local);
+    build_routing_plan(plan, distinct_topk(shape));
+    const int64_t slots = shape.ranks * shape.capacity();
+    OwnedTensor layout_indices(Shape{shape.ranks * shape.local + slots + plan.plan().sources.numel()}, DType::i32);
+    Tensor all = layout_indices.tensor();
+    DispatchSendLayout layout{
+        .send_counts = all.slice(0, shape.ranks * shape.local).reshape(Shape{shape.ranks, shape.local}),
+        .slot_token = all.slice(shape.ranks * shape.local, shape.ranks * shape.local + slots),
+        .token_slots = all.slice(shape.ranks * shape.local + slots, all.numel()).reshape(plan.plan().positions.shape())};
+    plan_dispatch_send(layout, plan);
+    auto add_slot_plan = [&](ParityCase& parity) {
+      parity.input(testing::copy_to(layout.token_slots, Device::cpu()));
+      parity.input(testing::copy_to(plan.plan().sources, Device::cpu()));
+      parity.input(testing::copy_to(plan.plan().expert_offsets, Device::cpu()));
+    };
+    auto slot_plan = [](const std::vector<Tensor>& t) { return RoutingPlan{t[0], t[1], t[2]}; };
+    const Shape chunks{slots, kWidth}, tokens{shape.tokens, kWidth}, weights{shape.tokens, shape.experts_per_token};
+
+    ParityCase combine;
+    add_slot_plan(combine);
+    combine.output(OwnedTensor(tokens, DType::f32), kExact);
+    combine.input(testing::converted(testing::random_tensor(chunks, 31), DType::bf16));
+    combine.input(testing::random_tensor(weights, 32));
+    combine.input(testing::random_tensor(tokens, 33));
+    combine.run([&](const std::vector<Tensor>& t) { unpermute_tokens(t[3], t[4], t[5], slot_plan(t), t[6]); },
+                "unpermute_tokens through the chunks " + shape.name());
+
+    ParityCase backward;
+    add_slot_plan(backward);
+    backward.output(testing::converted(testing::random_tensor(chunks, 34), DType::bf16), kExact);
+    backward.output(OwnedTensor(weights, DType::f32), {.atol = 1e-7 * kWidth, .rtol = 1e-5});
+    backward.input(testing::random_tensor(tokens, 35));
+    backward.input(testing::converted(testing::random_tensor(chunks, 36), DType::bf16));
+    backward.input(testing::random_tensor(weights, 37));
+    backward.run(
+        [&](const std::vector<Tensor>& t) { unpermute_tokens_backward(t[3], t[4], t[5], t[6], t[7], slot_plan(t)); },
+        "unpermute_tokens_backward through the chunks " + shape.name());
+
+    ParityCase d_x;
+    add_slot_plan(d_x);
+    d_x.output(OwnedTensor(tokens, DType::f32), kExact);
+    d_x.input(testing::random_tensor(chunks, 38));
+    d_x.run([&](const std::vector<Tensor>& t) { permute_tokens_backward(t[3], t[4], slot_plan(t)); },
+            "permute_tokens_backward through the chunks " + shape.name());
+  }
+}
+
 }  // namespace
 }  // namespace hai
