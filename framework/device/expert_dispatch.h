@@ -26,8 +26,9 @@ struct DispatchSendLayout {
 };
 
 // layout <- plan (sorted by global expert; destination d owns experts [d * L, (d + 1) * L)): sorted row p, row j of
-// destination d's rows, takes slot d * C + j. ep and L are taken from send_counts, C from slot_token. The CPU op checks that no destination gets more than C rows; the CUDA op
-// trusts the bound (C >= T * min(K, L) always holds: a token's K experts are distinct).
+// destination d's rows, takes slot d * C + j. ep and L are taken from send_counts, C from slot_token. The CPU op
+// checks that no destination gets more than C rows; the CUDA op trusts the bound (C >= T * min(K, L) always holds:
+// a token's K experts are distinct).
 void plan_dispatch_send(const DispatchSendLayout& layout, const RoutingPlan& plan, Stream stream = {});
 
 // What the receiving side knows once the counts arrived (all i32, on recv_counts' device).

@@ -58,7 +58,8 @@ void plan_dispatch_receive(const DispatchReceiveLayout& layout, const Tensor& re
     for (int64_t source = 0; source < ranks; ++source) {
       const int64_t segment = expert * ranks + source, rows = counts[source * local + expert];
       segments[segment + 1] = static_cast<int32_t>(segments[segment] + rows);
-      padded[segment + 1] = static_cast<int32_t>(padded[segment] + (rows + kFp8TileSize - 1) / kFp8TileSize * kFp8TileSize);
+      const int64_t padded_rows = (rows + kFp8TileSize - 1) / kFp8TileSize * kFp8TileSize;
+      padded[segment + 1] = static_cast<int32_t>(padded[segment] + padded_rows);
     }
   }
   local_offsets[local] = segments[local * ranks];
