@@ -72,7 +72,9 @@ void add_options(CLI::App& app, Options& options) {
                                "print the communication per rank and step as a table, then parameter counts, "
                                "memory and communication per rank as JSON, then exit");
   auto* schedule_only =
-      app.add_flag("--schedule-only", options.schedule_only, "build and check the pipeline schedule, then exit");
+      app.add_flag("--schedule-only", options.schedule_only,
+                   "build and check the pipeline schedule, print it and the communication per rank and step, "
+                   "then exit");
   auto* eval_only = app.add_flag("--eval-only", options.eval_only,
                                  "evaluate the checkpoint named by checkpoint.resume, print JSON, then exit");
   auto* profile_steps = app.add_option("--profile-steps", options.profile_steps,
@@ -300,6 +302,8 @@ int main(int argc, char** argv) {
       if (launch.rank == 0) {
         std::cout << hai::schedule_report(hai::pipeline_shape(config.parallel), hai::StepCosts{});
         for (const std::string& line : hai::stage_layout_lines(config)) std::cout << line << "\n";
+        hai::CommPlan communication = hai::plan_communication(config);
+        for (const std::string& line : hai::comm_plan_table(config, communication)) std::cout << line << "\n";
       }
       return 0;
     }

@@ -52,6 +52,7 @@ TEST(HaiTrainScheduleOnlyTest, PrintsTheDualPipeTableAndNumbersWithoutTraining) 
                             "stage 1: layers 1..1 with the final norm, head and MTP, on ranks 0 and 1\n"),
             std::string::npos)
       << result.out;
+  EXPECT_NE(result.out.find("| 0-1 | pp | send activations |"), std::string::npos) << result.out;  // comm_plan.h
   EXPECT_FALSE(std::filesystem::exists(dir.path() / "run"));  // no run dir: nothing was trained
 }
 
