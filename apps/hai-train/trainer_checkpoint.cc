@@ -1,7 +1,8 @@
 // Trainer: saving and resuming checkpoints. A checkpoint holds, by global name:
 //   model group: every parameter's fp32 master value (HF names, the routing biases included), each written by one
 //                of the ranks holding it (model/rank_share.h): the lowest pipeline rank holding it, and there the
-//                first rank of the DP group (dense) or of the expert-DP group (a routed expert);
+//                first rank of the DP group (dense) or of the expert-DP group (a routed expert); a master ZeRO-1
+//                shards (parallel/zero1.h) is written by every rank of that group as the slices its shard holds;
 //   optim group: "optimizer.exp_avg.<name>" and "optimizer.exp_avg_sq.<name>" for every trainable parameter (in
 //                optimizer.moment_dtype), each rank writing the part its ZeRO-1 shards (dense, expert) hold as
 //                slices of the parameter's global shape (a flat range cut into boxes, parallel/flat_range_boxes.h);
@@ -40,22 +41,26 @@ Tensor value_view(const Tensor& flat, const Parameter& parameter) {
   return flat.slice(parameter.offset, parameter.offset + numel).reshape(parameter.spec.shape);
 }
 
-// Calls visit(group, name, tensor) for the tensors this rank holds whole, the values and the EMA, of every
-// parameter for which include(parameter) holds.
+// Calls visit(group, name, tensor) for the tensors this rank holds whole, the values (with sharded masters: when
+// staged whole, unless skip_sharded_masters) and the EMA, of every parameter for which include(parameter) holds.
 template <typename Include, typename Visit>
-void for_each_whole_tensor(const ParameterStore& store, ParameterEma* ema, Include&& include, Visit&& visit) {
+void for_each_whole_tensor(const ParameterStore& store, ParameterEma* ema, bool skip_sharded_masters,
+                           Include&& include, Visit&& visit) {
   for (const Parameter& parameter : store.parameters()) {
     if (!include(parameter)) continue;
-    visit(CheckpointGroup::model, parameter.spec.name, parameter.value);
+    if (!parameter.sharded_master || !skip_sharded_masters) {
+      visit(CheckpointGroup::model, parameter.spec.name, parameter.value);
+    }
     if (ema) visit(CheckpointGroup::optim, "ema." + parameter.spec.name, value_view(ema->values(), parameter));
   }
 }
 
-// Calls visit(name, global_shape, box, tensor) for every slice of the AdamW moments that a ZeRO-1 partition's
-// shard holds: `tensor` [box extents] is the view of the shard's moment buffer holding the box of `name`.
+// Calls visit(group, name, global_shape, box, tensor) for every slice of the AdamW moments, and of a sharded fp32
+// master, that a ZeRO-1 partition's shard holds: `tensor` [box extents] is the view of the shard's moment (master)
+// buffer holding the box of `name`.
 template <typename Include, typename Visit>
-void for_each_moment_slice(const ParameterStore& store, const Zero1Partition& partition, Include&& include,
-                           Visit&& visit) {
+void for_each_shard_slice(const ParameterStore& store, const Zero1Partition& partition, Include&& include,
+                          Visit&& visit) {
   for (const Parameter& parameter : store.parameters()) {
     if (!parameter.spec.trainable || !include(parameter)) continue;
     int64_t first = std::max(partition.owned_begin(), parameter.grad_offset);
@@ -66,10 +71,14 @@ void for_each_moment_slice(const ParameterStore& store, const Zero1Partition& pa
                                                 last - parameter.grad_offset)) {
       int64_t end = offset + box_volume(box);
       Shape extents(box.extents);
-      visit("optimizer.exp_avg." + parameter.spec.name, parameter.spec.shape, box,
+      visit(CheckpointGroup::optim, "optimizer.exp_avg." + parameter.spec.name, parameter.spec.shape, box,
             partition.exp_avg().slice(offset, end).reshape(extents));
-      visit("optimizer.exp_avg_sq." + parameter.spec.name, parameter.spec.shape, box,
+      visit(CheckpointGroup::optim, "optimizer.exp_avg_sq." + parameter.spec.name, parameter.spec.shape, box,
             partition.exp_avg_sq().slice(offset, end).reshape(extents));
+      if (partition.shards_master()) {
+        visit(CheckpointGroup::model, parameter.spec.name, parameter.spec.shape, box,
+              partition.master().slice(offset, end).reshape(extents));
+      }
       offset = end;
     }
   }
@@ -101,7 +110,7 @@ bool has_optimizer_state(const CheckpointReader& reader) {
 }  // namespace
 
 void Trainer::save_checkpoint() {
-  optimizer_.gather_master_values();  // rank 0 writes whole tensors, some of which other ranks update
+  optimizer_.gather_master_values();  // whole values where the store holds them but other ranks update them
   // NOTE: never save weights that are not finite: each rank checks its masters (the EMA is whole), all agree.
   std::vector<Tensor> saved_values = optimizer_.master_values();
   if (ema_) saved_values.push_back(ema_->values());
@@ -124,15 +133,17 @@ void Trainer::save_checkpoint() {
     return writes_moments(parameter) && replicas.rank() == 0;
   };
   std::vector<OwnedTensor> host_copies;  // of device tensors, until the files are written
-  for_each_whole_tensor(store_, ema_.get(), writes,
+  // NOTE: a sharded fp32 master is written as the slices each rank's shard holds, beside its moments.
+  for_each_whole_tensor(store_, ema_.get(), true, writes,
                         [&](CheckpointGroup group, const std::string& name, const Tensor& tensor) {
                           writer.add(group, name, on_host(tensor, host_copies));
                         });
-  auto add_moment = [&](const std::string& name, const Shape& shape, const SliceBox& box, const Tensor& tensor) {
-    writer.add(CheckpointGroup::optim, name, shape.to_vector(), box.offsets, on_host(tensor, host_copies));
+  auto add_slice = [&](CheckpointGroup group, const std::string& name, const Shape& shape, const SliceBox& box,
+                       const Tensor& tensor) {
+    writer.add(group, name, shape.to_vector(), box.offsets, on_host(tensor, host_copies));
   };
   for (const Zero1Partition& partition : optimizer_.partitions()) {
-    for_each_moment_slice(store_, partition, writes_moments, add_moment);
+    for_each_shard_slice(store_, partition, writes_moments, add_slice);
   }
   std::string rank_entries, problem;
   try {
@@ -216,16 +227,18 @@ int64_t Trainer::resume(bool restore_data_position) {
 void Trainer::load_checkpoint(const std::string& path, bool restore_data_position) {
   CheckpointReader reader(path);
   bool weights_only = !has_optimizer_state(reader);
-  for_each_whole_tensor(store_, ema_.get(), [](const Parameter&) { return true; },
+  // NOTE: every value whole, the sharded masters' where they are staged: the compute copy is rounded from them.
+  for_each_whole_tensor(store_, ema_.get(), false, [](const Parameter&) { return true; },
                         [&](CheckpointGroup group, const std::string& name, const Tensor& tensor) {
                           if (group != CheckpointGroup::model && weights_only) return;
                           read_into(tensor, [&](const Tensor& host) { reader.read(name, host); });
                         });
   const std::vector<Zero1Partition>& partitions = optimizer_.partitions();
   for (size_t i = 0; !weights_only && i < partitions.size(); ++i) {
-    for_each_moment_slice(store_, partitions[i], [](const Parameter&) { return true; },
-                          [&](const std::string& name, const Shape&, const SliceBox& box,
-                                                     const Tensor& tensor) {
+    for_each_shard_slice(store_, partitions[i], [](const Parameter&) { return true; },
+                         [&](CheckpointGroup group, const std::string& name, const Shape&, const SliceBox& box,
+                             const Tensor& tensor) {
+      if (group == CheckpointGroup::model) return;  // the master: taken from the whole values below
       read_into(tensor, [&](const Tensor& host) { reader.read_slice(name, box.offsets, host); });
     });
   }
