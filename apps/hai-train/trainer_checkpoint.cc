@@ -2,7 +2,8 @@
 //   model group: every parameter's fp32 master value (HF names, the routing biases included), each box written by
 //                one of the ranks holding it (model/rank_share.h: HeldParameter::counts_here, each tp rank its own
 //                box of a parameter split over tp), and there the first rank of the DP group (dense) or of the
-//                expert-DP group (a routed expert);
+//                expert-DP group (a routed expert); a master ZeRO-1 shards (parallel/zero1.h) is written by every
+//                rank of that group as the slices its shard holds;
 //   optim group: "optimizer.exp_avg.<name>" and "optimizer.exp_avg_sq.<name>" for every trainable parameter (in
 //                optimizer.moment_dtype), each rank writing the part its ZeRO-1 shards (dense, expert) hold as
 //                slices of the parameter's global shape (a flat range cut into boxes, parallel/flat_range_boxes.h);
@@ -51,25 +52,28 @@ std::unordered_map<std::string, const HeldParameter*> held_by_name(const std::ve
 }
 
 // Calls visit(group, name, held, tensor) for the boxes this rank holds (HeldParameter: the global shape and where
-// the box sits), the values and the EMA, of every parameter for which include(parameter) holds.
+// the box sits), the values (with sharded masters: when staged whole, unless skip_sharded_masters) and the EMA, of
+// every parameter for which include(parameter) holds.
 template <typename Include, typename Visit>
 void for_each_held_box(const ParameterStore& store, const std::vector<HeldParameter>& share, ParameterEma* ema,
-                       Include&& include, Visit&& visit) {
+                       bool skip_sharded_masters, Include&& include, Visit&& visit) {
   std::unordered_map<std::string, const HeldParameter*> held = held_by_name(share);
   for (const Parameter& parameter : store.parameters()) {
     if (!include(parameter)) continue;
     const HeldParameter& box = *held.at(parameter.spec.name);
-    visit(CheckpointGroup::model, parameter.spec.name, box, parameter.value);
+    if (!parameter.sharded_master || !skip_sharded_masters) {
+      visit(CheckpointGroup::model, parameter.spec.name, box, parameter.value);
+    }
     if (ema) visit(CheckpointGroup::optim, "ema." + parameter.spec.name, box, value_view(ema->values(), parameter));
   }
 }
 
-// Calls visit(name, global_shape, box, tensor) for every slice of the AdamW moments that a ZeRO-1 partition's
-// shard holds: `tensor` [box extents] is the view of the shard's moment buffer holding the box (in the global shape)
-// of `name`.
+// Calls visit(group, name, global_shape, box, tensor) for every slice of the AdamW moments, and of a sharded fp32
+// master, that a ZeRO-1 partition's shard holds: `tensor` [box extents] is the view of the shard's moment (master)
+// buffer holding the box (in the global shape) of `name`.
 template <typename Include, typename Visit>
-void for_each_moment_slice(const ParameterStore& store, const std::vector<HeldParameter>& share,
-                           const Zero1Partition& partition, Include&& include, Visit&& visit) {
+void for_each_shard_slice(const ParameterStore& store, const std::vector<HeldParameter>& share,
+                          const Zero1Partition& partition, Include&& include, Visit&& visit) {
   std::unordered_map<std::string, const HeldParameter*> held = held_by_name(share);
   for (const Parameter& parameter : store.parameters()) {
     if (!parameter.spec.trainable || !include(parameter)) continue;
@@ -83,10 +87,15 @@ void for_each_moment_slice(const ParameterStore& store, const std::vector<HeldPa
       int64_t end = offset + box_volume(box);
       Shape extents(box.extents);
       for (size_t dim = 0; dim < box.offsets.size(); ++dim) box.offsets[dim] += held_box.box_offsets[dim];
-      visit("optimizer.exp_avg." + parameter.spec.name, held_box.spec.shape, box,
+      const Shape& global_shape = held_box.spec.shape;
+      visit(CheckpointGroup::optim, "optimizer.exp_avg." + parameter.spec.name, global_shape, box,
             partition.exp_avg().slice(offset, end).reshape(extents));
-      visit("optimizer.exp_avg_sq." + parameter.spec.name, held_box.spec.shape, box,
+      visit(CheckpointGroup::optim, "optimizer.exp_avg_sq." + parameter.spec.name, global_shape, box,
             partition.exp_avg_sq().slice(offset, end).reshape(extents));
+      if (partition.shards_master()) {
+        visit(CheckpointGroup::model, parameter.spec.name, global_shape, box,
+              partition.master().slice(offset, end).reshape(extents));
+      }
       offset = end;
     }
   }
@@ -118,7 +127,7 @@ bool has_optimizer_state(const CheckpointReader& reader) {
 }  // namespace
 
 void Trainer::save_checkpoint() {
-  optimizer_.gather_master_values();  // rank 0 writes whole tensors, some of which other ranks update
+  optimizer_.gather_master_values();  // whole values where the store holds them but other ranks update them
   // NOTE: never save weights that are not finite: each rank checks its masters (the EMA is whole), all agree.
   std::vector<Tensor> saved_values = optimizer_.master_values();
   if (ema_) saved_values.push_back(ema_->values());
@@ -141,17 +150,19 @@ void Trainer::save_checkpoint() {
     return writes_moments(parameter) && replicas.rank() == 0;
   };
   std::vector<OwnedTensor> host_copies;  // of device tensors, until the files are written
-  for_each_held_box(store_, share_, ema_.get(), writes,
+  // NOTE: a sharded fp32 master is written as the slices each rank's shard holds, beside its moments.
+  for_each_held_box(store_, share_, ema_.get(), true, writes,
                     [&](CheckpointGroup group, const std::string& name, const HeldParameter& held,
                         const Tensor& tensor) {
                       writer.add(group, name, held.spec.shape.to_vector(), held.box_offsets,
                                  on_host(tensor, host_copies));
                     });
-  auto add_moment = [&](const std::string& name, const Shape& shape, const SliceBox& box, const Tensor& tensor) {
-    writer.add(CheckpointGroup::optim, name, shape.to_vector(), box.offsets, on_host(tensor, host_copies));
+  auto add_slice = [&](CheckpointGroup group, const std::string& name, const Shape& shape, const SliceBox& box,
+                       const Tensor& tensor) {
+    writer.add(group, name, shape.to_vector(), box.offsets, on_host(tensor, host_copies));
   };
   for (const Zero1Partition& partition : optimizer_.partitions()) {
-    for_each_moment_slice(store_, share_, partition, writes_moments, add_moment);
+    for_each_shard_slice(store_, share_, partition, writes_moments, add_slice);
   }
   std::string rank_entries, problem;
   try {
@@ -235,7 +246,8 @@ int64_t Trainer::resume(bool restore_data_position) {
 void Trainer::load_checkpoint(const std::string& path, bool restore_data_position) {
   CheckpointReader reader(path);
   bool weights_only = !has_optimizer_state(reader);
-  for_each_held_box(store_, share_, ema_.get(), [](const Parameter&) { return true; },
+  // NOTE: every value whole, the sharded masters' where they are staged: the compute copy is rounded from them.
+  for_each_held_box(store_, share_, ema_.get(), false, [](const Parameter&) { return true; },
                     [&](CheckpointGroup group, const std::string& name, const HeldParameter& held,
                         const Tensor& tensor) {
                       if (group != CheckpointGroup::model && weights_only) return;
@@ -246,9 +258,10 @@ void Trainer::load_checkpoint(const std::string& path, bool restore_data_positio
                     });
   const std::vector<Zero1Partition>& partitions = optimizer_.partitions();
   for (size_t i = 0; !weights_only && i < partitions.size(); ++i) {
-    for_each_moment_slice(store_, share_, partitions[i], [](const Parameter&) { return true; },
-                          [&](const std::string& name, const Shape&, const SliceBox& box,
-                                                     const Tensor& tensor) {
+    for_each_shard_slice(store_, share_, partitions[i], [](const Parameter&) { return true; },
+                         [&](CheckpointGroup group, const std::string& name, const Shape&, const SliceBox& box,
+                             const Tensor& tensor) {
+      if (group == CheckpointGroup::model) return;  // the master: taken from the whole values above
       read_into(tensor, [&](const Tensor& host) { reader.read_slice(name, box.offsets, host); });
     });
   }

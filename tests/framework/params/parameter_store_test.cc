@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <utility>
 
 #include "framework/core/error.h"
 #include "framework/device/elementwise.h"
@@ -125,6 +126,38 @@ TEST(ParameterStore, ComputeCopy) {
   for (int i = 0; i < 12; ++i) {
     EXPECT_EQ(weight.compute.data<bf16>()[i].bits, float_to_bf16(weight.value.data<float>()[i]));
   }
+}
+
+// Sharded masters (a.weight and the expert here): no values of their own, their value views alias their gradients;
+// values(begin, end) finds held and staged values by value offset; read_values / write_values cover both; the
+// compute copy is rounded from the staged values. Only trainable parameters ahead of the others, in mixed precision.
+TEST(ParameterStore, ShardedMastersAreStagedInTheirGradients) {
+  std::vector<ParameterSpec> specs = small_specs();
+  std::swap(specs[2], specs[3]);  // trainable first: a.weight, a.norm, the expert, a.bias
+  auto sharded = [](const ParameterSpec& spec) { return spec.name != "a.norm" && spec.trainable; };
+  ParameterStore store(specs, Device::cpu(), DType::bf16, {}, sharded);
+  EXPECT_EQ(store.numel(), 22);
+  EXPECT_EQ(store.values().numel(), 4 + 2);  // a.norm and a.bias
+  EXPECT_TRUE(store.has_sharded_masters());
+  EXPECT_TRUE(store["a.weight"].sharded_master);
+  EXPECT_EQ(store["a.weight"].value.raw(), store["a.weight"].grad.raw());
+  EXPECT_EQ(store.values(16, 20).raw(), store["b.experts.0.weight"].grad.raw());
+  EXPECT_EQ(store.values(12, 16).raw(), store["a.norm"].value.raw());
+  EXPECT_THROW(store.values(10, 14), Error);  // staged and held: not one piece
+  store.initialize(5, 0.5);
+  OwnedTensor whole(Shape{22}, DType::f32);
+  store.read_values(whole);
+  EXPECT_EQ(whole.tensor().data<float>()[12], 1.0f);  // a.norm's ones
+  EXPECT_EQ(whole.tensor().data<float>()[3], store["a.weight"].value.data<float>()[3]);
+  fill_tensor(whole, 0.25f);
+  store.write_values(whole);
+  store.refresh_compute_copy();
+  for (const Parameter& parameter : store.parameters()) {
+    EXPECT_EQ(parameter.value.data<float>()[0], 0.25f) << parameter.spec.name;
+    EXPECT_EQ(bf16_to_float(parameter.compute.data<bf16>()[0].bits), 0.25f) << parameter.spec.name;
+  }
+  EXPECT_THROW(ParameterStore(specs, Device::cpu(), DType::f32, {}, sharded), Error);  // fp32: values are the copy
+  EXPECT_THROW(ParameterStore(small_specs(), Device::cpu(), DType::bf16, {}, sharded), Error);  // a.bias before
 }
 
 TEST(ParameterStream, StableHash) {
