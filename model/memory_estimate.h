@@ -52,7 +52,7 @@ enum class LayerKind { dense, moe, mtp };
 // experts' sorted rows, K per token) and the attention's (d_o, d_q, d_kv, d_k_rope per head; on CPU ranks the
 // reference kernel's scratch). An MTP module adds its block's output and projection gradients. Without what
 // recomputation remakes (the rank's plan adds that: layer_saved_bytes_per_token under none less under the mode).
-// Measured against the layers in fp32 by tests/model/recompute_memory_test.cc; under bf16 and FP8 a lower bound.
+// Measured against the layers by tests/model/recompute_memory_test.cc; for an FP8 MoE layer a lower bound.
 double layer_backward_bytes_per_token(const Config& config, LayerKind kind);
 
 // One pipeline rank's memory, with what it holds.
