@@ -162,8 +162,8 @@ namespace {
 
 // The attention's backward at its peak, per token (MlaAttention::backward_input): its output gradient in the compute
 // dtype, d_o, d_q, d_kv, and d_k_rope per head, before q, kv and o are released; on CPU ranks also the reference
-// kernel's scratch (framework/device/attention_mla.cc: k and v assembled per head, their fp32 gradients, and d_q in
-// fp32 where it is kept in bf16; the CUDA kernel writes the gradients in place).
+// kernel's scratch (framework/device/attention_mla.cc: k and v assembled per head, their fp32 gradients, d_q in
+// fp32 where it is kept in bf16, and its bf16 operands widened; the CUDA kernel writes the gradients in place).
 double attention_backward_bytes(const Config& config, const SavedElementBytes& b) {
   const ModelConfig& m = config.model;
   double gradient = b.compute == 4 || b.saved == 4 ? 4 : 2;  // bf16 where the projections take bf16 gradients
@@ -174,7 +174,10 @@ double attention_backward_bytes(const Config& config, const SavedElementBytes& b
                 heads * (d_o * m.v_head_dim + gradient * qk + gradient * (m.qk_nope_head_dim + m.v_head_dim) +
                          4.0 * m.qk_rope_head_dim);
   if (config.runtime.device != RuntimeDevice::cpu) return held;
-  return held + heads * ((b.attention + 4) * (qk + m.v_head_dim) + (gradient == 4 ? 0 : 4.0 * qk));
+  held += heads * ((b.attention + 4) * (qk + m.v_head_dim) + (gradient == 4 ? 0 : 4.0 * qk));
+  // NOTE: the CPU kernel reads narrower operands widened to fp32: q, k, v, o, and d_o where it is not fp32.
+  if (b.attention != 4) held += heads * 4 * (2.0 * qk + 2.0 * m.v_head_dim + (d_o == 4 ? 0 : m.v_head_dim));
+  return held;
 }
 
 // FeedForward's backward at its peak per row (its output gradient copy, d_activation, d_gate and d_up beside gate and

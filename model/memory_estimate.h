@@ -53,8 +53,10 @@ enum class LayerKind { dense, moe, mtp };
 // PipelineStage::backward runs them): the output gradient it reads and the input gradient it writes (with its bf16
 // rounding in bf16), the residual and norm input gradients, the output gradients its projections keep for the
 // weight gradient, and the larger of the MLP's backward scratch (gate/up and activation gradients; the routed
-// experts' sorted rows, K per token) and the attention's (d_o, d_q, d_kv, d_k_rope per head). An MTP module adds its
-// block's output and projection gradients. Without what recomputation remakes (recomputed_bytes_per_token).
+// experts' sorted rows, K per token) and the attention's (d_o, d_q, d_kv, d_k_rope per head; on CPU ranks the
+// reference kernel's scratch). An MTP module adds its block's output and projection gradients. Without what
+// recomputation remakes (the rank's plan adds that: layer_saved_bytes_per_token under none less under the mode).
+// Measured against the layers by tests/model/recompute_memory_test.cc; for an FP8 MoE layer a lower bound.
 double layer_backward_bytes_per_token(const Config& config, LayerKind kind);
 
 // One pipeline rank's memory, with what it holds.

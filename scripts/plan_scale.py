@@ -5,9 +5,9 @@
       [--set key=value ...] [--device-memory-gib GIB] [--search]
 
 Prints a markdown table of the plan at --world-size (GiB per pipeline rank: params, grads, optimizer, activations,
-backward temporaries, total) and, with --search, for pp 8/16 x ep 8/32/64 the smallest world size whose every rank
-fits: dp runs over the multiples of ep that divide the global batch (micro-batches per step a whole number, even and
->= 2 pp under dualpipe). docs/scale.md holds its output.
+backward temporaries, pipeline buffers, total) and, with --search, for pp 8/16 x ep 8/32/64 the smallest world size
+whose every rank fits: dp runs over the multiples of ep that divide the global batch (micro-batches per step a whole
+number, even and >= 2 pp under dualpipe). docs/scale.md holds its output.
 """
 import argparse
 import json
@@ -30,13 +30,13 @@ def dry_run(binary, config, world, overrides, device_gib):
 
 def plan_table(report):
     rows = ["| pipeline rank | stages (layers) | holds | parameters | params | grads | optimizer | activations "
-            "| backward temporaries | total |", "|---|---|---|---|---|---|---|---|---|---|"]
+            "| backward temporaries | pipeline buffers | total |", "|---|---|---|---|---|---|---|---|---|---|---|"]
     for rank in report["memory_per_pipeline_rank"]:
         stages = ", ".join(f"{s} ({a}-{b})" for s, (a, b) in zip(rank["stages"], rank["layers"]))
         holds = " + ".join(name for name, held in (("embedding", rank["embedding"]),
                                                   ("head, MTP", rank["head_and_mtp"])) if held) or "-"
         gib = [f"{rank[k] / GIB:.2f}" for k in ("params", "grads", "optimizer", "activations",
-                                                   "backward_temporaries", "total")]
+                                                   "backward_temporaries", "pipeline_buffers", "total")]
         rows.append(f"| {rank['pipeline_rank']} | {stages} | {holds} | {rank['parameters'] / 1e9:.2f}B | "
                     + " | ".join(gib) + " |")
     return "\n".join(rows)

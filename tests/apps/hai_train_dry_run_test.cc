@@ -147,16 +147,19 @@ TEST(HaiTrainDryRunTest, ZeroOneHalvesTheMomentsAndTheMasterAtDpTwo) {
 }
 
 // configs/bench_v3_layers.yaml is laid out to train on one 80-GB GPU (H100: ~78 GiB usable) with AdamW, in BF16 and
-// in FP8, by the plan of the memory the rank needs (parameters, gradients, moments, one micro-batch's activations).
+// in FP8, by the plan of the memory the rank needs (parameters, gradients, moments, one micro-batch's activations and
+// its backward temporaries), the kinds summing to the total.
 TEST(HaiTrainDryRunTest, BenchV3LayersFitsOneEightyGigabyteGpu) {
   constexpr double kUsableBytes = 78.0 * (1 << 30);
   for (const char* mode : {"bf16", "fp8"}) {
     nlohmann::json report =
         dry_run("--config " + shipped_config("bench_v3_layers.yaml") + " --set precision.mode=" + mode);
     double bytes = 0;
-    for (const char* field : {"params", "grads", "optimizer", "activations"}) {
+    for (const char* field :
+         {"params", "grads", "optimizer", "activations", "backward_temporaries", "pipeline_buffers"}) {
       bytes += report["memory_per_rank"][field].get<double>();
     }
+    EXPECT_EQ(bytes, report["memory_per_rank"]["total"].get<double>()) << mode;
     EXPECT_LT(bytes, kUsableBytes) << mode;
     EXPECT_NEAR(report["total_params"].get<double>(), 2.69e9, 0.02e9) << mode;
   }

@@ -4,7 +4,7 @@
 // 128-token tiles the tiny one does not fill). Each is within 10% of the plan's layer_saved_bytes_per_token
 // (model/memory_estimate.h), and selective and full keep less than none. And the most bytes the layer's backward
 // holds beyond that (its backward temporaries) against the plan's layer_backward_bytes_per_token with what
-// recomputation remakes: within 11% in fp32 (bf16 and fp8 printed). The numbers go to stdout for
+// recomputation remakes: within 11% but for the FP8 MoE layer (printed). The numbers go to stdout for
 // docs/design/recompute.md and docs/scale.md.
 
 #include <gtest/gtest.h>
@@ -149,8 +149,8 @@ void check_plan_against_measurement(Config config, const char* shape) {
       std::printf("backward memory: %s %s %s layer %s: measured %lld bytes, planned %.0f\n", shape,
                   std::string(to_string(config.precision.mode)).c_str(), moe ? "moe" : "dense",
                   std::string(to_string(mode)).c_str(), static_cast<long long>(backward), planned_backward);
-      // NOTE: bf16 and FP8 layers hold more than the plan's backward term (docs/scale.md says what is missing).
-      if (config.precision.mode == PrecisionMode::fp32) {
+      // NOTE: FP8 MoE layers hold more than the plan's backward term (docs/scale.md says what is missing).
+      if (config.precision.mode != PrecisionMode::fp8 || !moe) {
         EXPECT_NEAR(planned_backward, static_cast<double>(backward), 0.11 * static_cast<double>(backward))
             << shape << (moe ? " moe " : " dense ") << to_string(mode) << " backward";
       }
