@@ -251,9 +251,10 @@ void Trainer::load_checkpoint(const std::string& path, bool restore_data_positio
                     [&](CheckpointGroup group, const std::string& name, const HeldParameter& held,
                         const Tensor& tensor) {
                       if (group != CheckpointGroup::model && weights_only) return;
-                      HAI_CHECK(reader.tensor(name).shape == held.spec.shape.to_vector(),
-                                "{}: tensor '{}' has shape [{}], the model's is {}", path, name,
-                                fmt::join(reader.tensor(name).shape, ", "), held.spec.shape.str());
+                      if (reader.tensor(name).shape != held.spec.shape.to_vector()) {
+                        HAI_THROW("{}: tensor '{}' has shape [{}], the model's is {}", path, name,
+                                  fmt::join(reader.tensor(name).shape, ", "), held.spec.shape.str());
+                      }
                       read_into(tensor, [&](const Tensor& host) { reader.read_slice(name, held.box_offsets, host); });
                     });
   const std::vector<Zero1Partition>& partitions = optimizer_.partitions();
