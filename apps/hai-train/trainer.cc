@@ -17,6 +17,7 @@
 #include "framework/metrics/mfu.h"
 #include "framework/optim/lr_schedule.h"
 #include "framework/config/config_enums.h"
+#include "framework/config/config_error.h"
 #include "model/gradient_buckets.h"
 #include "model/parameters.h"
 #include "model/router_biases.h"
@@ -118,6 +119,16 @@ std::function<bool(const ParameterSpec&)> counts_in_norm(const std::vector<HeldP
   return [counted](const ParameterSpec& spec) { return counted->contains(spec.name); };
 }
 
+// config, if it runs on `device`: the vocabulary-parallel ops (framework/device/vocab_shard.h) have no CUDA kernels
+// yet, so tp > 1 on a GPU (runtime.device cuda, or automatic on a machine with one) is a config error.
+const Config& supported_on(const Config& config, Device device) {
+  if (config.parallel.tp > 1 && device.is_cuda()) {
+    throw ConfigError("parallel.tp", "not supported yet (tensor parallelism on GPUs: tp > 1 runs on CPU ranks, "
+                                     "runtime.device: cpu)");
+  }
+  return config;
+}
+
 }  // namespace
 
 Trainer::Trainer(const Config& config)
@@ -131,7 +142,7 @@ Trainer::Trainer(const Config& config, Communicator& world)
     : Trainer(config, nullptr, &world, cpu_ranks_device(config.runtime.device)) {}
 
 Trainer::Trainer(const Config& config, std::unique_ptr<Communicator> own_world, Communicator* world, Device device)
-    : config_(plan_that_fits(config, device)),  // NOTE: first, before anything is allocated
+    : config_(plan_that_fits(supported_on(config, device), device)),  // NOTE: first, before anything is allocated
       own_world_(std::move(own_world)),
       world_(world != nullptr ? *world : *own_world_),
       grid_(grid_shape(config.parallel)),
