@@ -23,20 +23,15 @@ void check_plan(const RoutingPlan& plan) {
   }
 }
 
-// token_rows: [T, D] and sorted_rows: [T * K, D] fp32 for the plan's T and K, on the plan's device; with
-// more_sorted_rows, sorted_rows may have more than T * K rows (the ops that reach them through positions alone).
+// token_rows: [T, D] and sorted_rows: [T * K, D] fp32 for the plan's T and K, on the plan's device.
 // Rows of fp32 unless an op takes other dtypes (permute_tokens copies any float rows, unpermute_tokens widens bf16).
 void check_rows(const Tensor& token_rows, const Tensor& sorted_rows, const RoutingPlan& plan,
-                DType token_dtype = DType::f32, DType sorted_dtype = DType::f32, bool more_sorted_rows = true) {
+                DType token_dtype = DType::f32, DType sorted_dtype = DType::f32) {
   check_plan(plan);
   HAI_CHECK(token_rows.rank() == 2, "token permutation: token rows must be [T, D], got {}", token_rows.str());
   int64_t tokens = plan.positions.size(0), width = token_rows.size(1);
   check_shape(token_rows, Shape{tokens, width}, "token permutation token rows");
-  if (more_sorted_rows && sorted_rows.rank() == 2 && sorted_rows.size(0) >= plan.positions.numel()) {
-    check_shape(sorted_rows, Shape{sorted_rows.size(0), width}, "token permutation sorted rows");
-  } else {
-    check_shape(sorted_rows, Shape{plan.positions.numel(), width}, "token permutation sorted rows");
-  }
+  check_shape(sorted_rows, Shape{plan.positions.numel(), width}, "token permutation sorted rows");
   check_dtype(token_rows, token_dtype, "token permutation token rows");
   check_dtype(sorted_rows, sorted_dtype, "token permutation sorted rows");
   check_same_device(token_rows, plan.positions, "token permutation");
@@ -81,7 +76,7 @@ void build_routing_plan(const RoutingPlan& plan, const Tensor& topk_indices, [[m
 void permute_tokens(const Tensor& x_sorted, const Tensor& x, const RoutingPlan& plan, [[maybe_unused]] Stream stream) {
   HAI_CHECK(x.dtype() == DType::f32 || x.dtype() == DType::bf16 || x.dtype() == DType::f16 || x.dtype() == DType::e4m3,
             "permute_tokens: rows must be fp32, bf16, fp16 or e4m3, got {}", x.str());
-  check_rows(x, x_sorted, plan, x.dtype(), x.dtype(), /*more_sorted_rows=*/false);
+  check_rows(x, x_sorted, plan, x.dtype(), x.dtype());
   if (x.device().is_cpu()) return cpu::permute_tokens(x_sorted, x, plan);
 #ifdef HAI_WITH_CUDA
   return cuda::permute_tokens(x_sorted, x, plan, stream);

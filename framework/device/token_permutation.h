@@ -8,10 +8,7 @@
 
 namespace hai {
 
-// Non-owning views of the plan; the GPU kernels use the same three int32 tensors. permute_tokens_backward,
-// unpermute_tokens and unpermute_tokens_backward reach the sorted rows through positions alone, so their sorted
-// rows may be more than T * K with positions into them (the token dispatcher's exchange chunks,
-// parallel/all_to_all_token_dispatcher.h); rows no position names are neither read nor written.
+// Non-owning views of the plan; the GPU kernels use the same three int32 tensors.
 struct RoutingPlan {
   Tensor positions;       // [T, K] i32: the sorted row of assignment (t, k)
   Tensor sources;         // [T * K] i32: the assignment t * K + k placed at each sorted row
