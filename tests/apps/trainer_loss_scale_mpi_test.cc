@@ -8,21 +8,18 @@
 
 #include <cstring>
 #include <memory>
-#include <optional>
 #include <string>
 #include <vector>
 
 #include "apps/hai-train/trainer.h"
 #include "tests/apps/metrics_file.h"
-#include "tests/apps/tiny_config.h"
-#include "tests/framework/comm/world_fixture.h"
+#include "tests/apps/tiny_config_world.h"
 
 namespace hai {
 namespace {
 
 using testing::MetricsFile;
 using testing::read_metrics;
-using testing::TempDirectory;
 
 constexpr double kInitialScale = 1024;
 constexpr uint16_t kFp16Infinity = 0x7c00;
@@ -32,22 +29,8 @@ bool same_bits(const Tensor& a, const Tensor& b) {
   return std::memcmp(a.raw(), b.raw(), static_cast<size_t>(a.numel()) * sizeof(float)) == 0;
 }
 
-class TrainerLossScaleWorld : public testing::World {
+class TrainerLossScaleWorld : public testing::TinyConfigWorld {
  protected:
-  // Rank 0's temporary directory, with the tiny config written into it, known to every rank.
-  std::filesystem::path shared_directory() {
-    OwnedTensor path_bytes(Shape{4096}, DType::u8);  // [4096] rank 0's path, NUL-terminated
-    std::memset(path_bytes.tensor().raw(), 0, 4096);
-    if (rank() == 0) {
-      directory_.emplace();
-      testing::write_tiny_config(directory_->path());
-      std::string path = directory_->path().string();
-      std::memcpy(path_bytes.tensor().raw(), path.c_str(), path.size());
-    }
-    world_->broadcast(path_bytes, 0);
-    return std::filesystem::path(static_cast<const char*>(path_bytes.tensor().raw()));
-  }
-
   // The tiny fp16 config without MoE layers for this world, one sequence per micro-batch, training `steps` steps.
   Config fp16_config(const std::filesystem::path& dir, int64_t steps) const {
     std::vector<std::string> overrides = {"precision.mode=fp16", "model.first_dense_layers=2", "model.mtp_depth=0",
@@ -64,15 +47,6 @@ class TrainerLossScaleWorld : public testing::World {
     world_->broadcast(rank0_values, 0);
     EXPECT_TRUE(same_bits(rank0_values, values)) << "rank " << rank() << ": parameters differ from rank 0's " << when;
   }
-
-  // Waits for every rank, so that rank 0 removes the directory last.
-  void barrier() {
-    OwnedTensor token(Shape{1}, DType::i32);  // [1]
-    token.data<int32_t>()[0] = 0;
-    world_->all_reduce(token, ReduceOp::sum);
-  }
-
-  std::optional<TempDirectory> directory_;  // rank 0 only
 };
 
 TEST_F(TrainerLossScaleWorld, AnInfinityOnOneRankSkipsTheStepOnEveryRank) {

@@ -7,21 +7,16 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <cstring>
-#include <optional>
 #include <string>
 #include <vector>
 
 #include "apps/hai-train/trainer.h"
 #include "framework/checkpoint/checkpoint_reader.h"
-#include "tests/apps/tiny_config.h"
-#include "tests/framework/comm/world_fixture.h"
+#include "tests/apps/tiny_config_world.h"
 #include "tests/framework/device/test_util.h"
 
 namespace hai {
 namespace {
-
-using testing::TempDirectory;
 
 // The model values and the EMA ("ema.<name>") of two checkpoints within `tolerance` relative (L2 over a tensor).
 void expect_close_weights(const std::filesystem::path& expected_dir, const std::filesystem::path& actual_dir,
@@ -45,22 +40,8 @@ void expect_close_weights(const std::filesystem::path& expected_dir, const std::
   EXPECT_GT(compared_ema, 0);
 }
 
-class TrainerShardedMasterWorld : public testing::World {
+class TrainerShardedMasterWorld : public testing::TinyConfigWorld {
  protected:
-  // Rank 0's temporary directory, with the tiny config written into it, known to every rank.
-  std::filesystem::path shared_directory() {
-    OwnedTensor path_bytes(Shape{4096}, DType::u8);  // [4096] rank 0's path, NUL-terminated
-    std::memset(path_bytes.tensor().raw(), 0, 4096);
-    if (rank() == 0) {
-      directory_.emplace();
-      testing::write_tiny_config(directory_->path());
-      std::string path = directory_->path().string();
-      std::memcpy(path_bytes.tensor().raw(), path.c_str(), path.size());
-    }
-    world_->broadcast(path_bytes, 0);
-    return std::filesystem::path(static_cast<const char*>(path_bytes.tensor().raw()));
-  }
-
   // The tiny bf16 config with an EMA evaluated in place of the weights, run `name` under `dir`, for `ranks`.
   static Config ema_config(const std::filesystem::path& dir, const std::string& name, int ranks) {
     std::vector<std::string> overrides = {
@@ -69,14 +50,6 @@ class TrainerShardedMasterWorld : public testing::World {
         "logging.run_dir=" + (dir / name / "run").string()};
     return load_config((dir / "tiny.yaml").string(), overrides, ranks);
   }
-
-  void barrier() {
-    OwnedTensor token(Shape{1}, DType::i32);  // [1]
-    token.data<int32_t>()[0] = 0;
-    world_->all_reduce(token, ReduceOp::sum);
-  }
-
-  std::optional<TempDirectory> directory_;  // rank 0 only
 };
 
 TEST_F(TrainerShardedMasterWorld, EmaCheckpointAndEvaluationWorkWithShardedMasters) {

@@ -73,20 +73,34 @@ ParameterStore make_store(const Config& config) {
   return store;
 }
 
+// Layer `layer` of `store` on the CPU under the config's recompute mode, with the positions of its micro-batch of
+// micro_batch_size x seq_len tokens.
+struct MeasuredLayer {
+  MeasuredLayer(const Config& config, const ParameterStore& store, int64_t layer)
+      : seq_len(config.train.seq_len),
+        tokens(config.train.micro_batch_size * seq_len),
+        rope(config.model, Device::cpu()),
+        block(config.model, store, layer, rope.table()),
+        positions(Shape{tokens}, DType::i32) {
+    block.set_recompute(config.train.recompute);
+    for (int64_t t = 0; t < tokens; ++t) positions.data<int32_t>()[t] = static_cast<int32_t>(t % seq_len);
+  }
+
+  int64_t seq_len, tokens;
+  ModelRopeTable rope;
+  DecoderLayer block;
+  OwnedTensor positions;  // [T] i32
+};
+
 // The host bytes layer `layer`'s forward keeps (its input included) on micro_batch_size x seq_len tokens.
 int64_t measured_saved_bytes(const Config& config, const ParameterStore& store, int64_t layer) {
-  const ModelConfig& m = config.model;
-  const int64_t seq_len = config.train.seq_len, tokens = config.train.micro_batch_size * seq_len;
-  ModelRopeTable rope(m, Device::cpu());
-  DecoderLayer block(m, store, layer, rope.table());
-  block.set_recompute(config.train.recompute);
-  OwnedTensor positions(Shape{tokens}, DType::i32);  // [T]
-  for (int64_t t = 0; t < tokens; ++t) positions.data<int32_t>()[t] = static_cast<int32_t>(t % seq_len);
-  OwnedTensor out(Shape{tokens, m.hidden_size}, DType::f32);  // [T, H]
+  MeasuredLayer measured(config, store, layer);
+  const int64_t tokens = measured.tokens, hidden = config.model.hidden_size;
+  OwnedTensor out(Shape{tokens, hidden}, DType::f32);  // [T, H]
   DecoderLayer::Context ctx;
   auto before = static_cast<int64_t>(host_memory_stats().allocated_bytes);
-  OwnedTensor x = testing::random_tensor({tokens, m.hidden_size}, 7);  // [T, H]
-  block.forward(ctx, out, std::move(x), positions, seq_len);
+  OwnedTensor x = testing::random_tensor({tokens, hidden}, 7);  // [T, H]
+  measured.block.forward(ctx, out, std::move(x), measured.positions, measured.seq_len);
   return static_cast<int64_t>(host_memory_stats().allocated_bytes) - before;
 }
 
@@ -94,23 +108,19 @@ int64_t measured_saved_bytes(const Config& config, const ParameterStore& store, 
 // them) holds at once beyond what its forward kept, its output and input gradients (and their bf16 roundings where
 // the layer reads them) included, on micro_batch_size x seq_len tokens.
 int64_t measured_backward_bytes(const Config& config, const ParameterStore& store, int64_t layer) {
-  const ModelConfig& m = config.model;
-  const int64_t seq_len = config.train.seq_len, tokens = config.train.micro_batch_size * seq_len;
-  ModelRopeTable rope(m, Device::cpu());
-  DecoderLayer block(m, store, layer, rope.table());
-  block.set_recompute(config.train.recompute);
-  OwnedTensor positions(Shape{tokens}, DType::i32);  // [T]
-  for (int64_t t = 0; t < tokens; ++t) positions.data<int32_t>()[t] = static_cast<int32_t>(t % seq_len);
+  MeasuredLayer measured(config, store, layer);
+  DecoderLayer& block = measured.block;
+  const int64_t tokens = measured.tokens, hidden = config.model.hidden_size;
   DecoderLayer::Context ctx;
   {
-    OwnedTensor out(Shape{tokens, m.hidden_size}, DType::f32);  // [T, H]
-    block.forward(ctx, out, testing::random_tensor({tokens, m.hidden_size}, 7), positions, seq_len);
+    OwnedTensor out(Shape{tokens, hidden}, DType::f32);  // [T, H]
+    block.forward(ctx, out, testing::random_tensor({tokens, hidden}, 7), measured.positions, measured.seq_len);
   }
   auto before = static_cast<int64_t>(host_memory_stats().allocated_bytes);
   reset_peak_host_memory();
   {
-    OwnedTensor d_out = testing::random_tensor({tokens, m.hidden_size}, 9);  // [T, H]
-    OwnedTensor d_x(Shape{tokens, m.hidden_size}, DType::f32);               // [T, H]
+    OwnedTensor d_out = testing::random_tensor({tokens, hidden}, 9);  // [T, H]
+    OwnedTensor d_x(Shape{tokens, hidden}, DType::f32);               // [T, H]
     bool bf16 = config.precision.mode == PrecisionMode::bf16;
     OwnedTensor d_out_bf16 = block.takes_bf16_output_grad() ? to_compute_dtype(d_out, DType::bf16) : OwnedTensor();
     OwnedTensor d_x_bf16 = bf16 ? OwnedTensor(d_x.tensor().shape(), DType::bf16) : OwnedTensor();  // [T, H]
@@ -129,6 +139,14 @@ double planned_backward_bytes(const Config& config, bool moe) {
          static_cast<double>(config.train.micro_batch_size * config.train.seq_len);
 }
 
+// One line of stdout: `what` of a layer of `shape` at the config's precision and recompute mode, measured and planned.
+void print_bytes(const char* what, const char* shape, const Config& config, bool moe, int64_t measured,
+                 double planned) {
+  std::printf("%s: %s %s %s layer %s: measured %lld bytes, planned %.0f\n", what, shape,
+              std::string(to_string(config.precision.mode)).c_str(), moe ? "moe" : "dense",
+              std::string(to_string(config.train.recompute)).c_str(), static_cast<long long>(measured), planned);
+}
+
 void check_plan_against_measurement(Config config, const char* shape) {
   ParameterStore store = make_store(config);
   for (int64_t layer : {int64_t{0}, int64_t{1}}) {
@@ -139,16 +157,12 @@ void check_plan_against_measurement(Config config, const char* shape) {
       int64_t measured = measured_saved_bytes(config, store, layer);
       double planned = layer_saved_bytes_per_token(config, moe) *
                        static_cast<double>(config.train.micro_batch_size * config.train.seq_len);
-      std::printf("recompute memory: %s %s %s layer %s: measured %lld bytes, planned %.0f\n", shape,
-                  std::string(to_string(config.precision.mode)).c_str(), moe ? "moe" : "dense",
-                  std::string(to_string(mode)).c_str(), static_cast<long long>(measured), planned);
+      print_bytes("recompute memory", shape, config, moe, measured, planned);
       EXPECT_NEAR(planned, static_cast<double>(measured), 0.1 * static_cast<double>(measured))
           << shape << " " << to_string(config.precision.mode) << (moe ? " moe " : " dense ") << to_string(mode);
       int64_t backward = measured_backward_bytes(config, store, layer);
       double planned_backward = planned_backward_bytes(config, moe);
-      std::printf("backward memory: %s %s %s layer %s: measured %lld bytes, planned %.0f\n", shape,
-                  std::string(to_string(config.precision.mode)).c_str(), moe ? "moe" : "dense",
-                  std::string(to_string(mode)).c_str(), static_cast<long long>(backward), planned_backward);
+      print_bytes("backward memory", shape, config, moe, backward, planned_backward);
       // NOTE: FP8 MoE layers hold more than the plan's backward term (docs/scale.md says what is missing).
       if (config.precision.mode != PrecisionMode::fp8 || !moe) {
         EXPECT_NEAR(planned_backward, static_cast<double>(backward), 0.11 * static_cast<double>(backward))

@@ -34,11 +34,8 @@ const char* kOverrides =
 // Trains the tiny config for 10 steps on `ranks` ranks with expert parallelism over `ep` of them, in a
 // directory of its own under `root`.
 std::filesystem::path train(int ranks, const std::filesystem::path& root, int ep = 1) {
-  std::filesystem::path dir = root / ("dp" + std::to_string(ranks) + "_ep" + std::to_string(ep));
-  std::filesystem::create_directories(dir);
-  testing::write_tiny_config(dir);
-  run_on_ranks(ranks, dir, std::string("--config tiny.yaml") + kOverrides + " --set parallel.ep=" + std::to_string(ep));
-  return dir;
+  return testing::train_tiny(ranks, root / ("dp" + std::to_string(ranks) + "_ep" + std::to_string(ep)),
+                             std::string("--config tiny.yaml") + kOverrides + " --set parallel.ep=" + std::to_string(ep));
 }
 
 class DataParallelTraining : public ::testing::Test {

@@ -54,11 +54,7 @@ struct Layout {
 
 // Trains the config on `layout` in a directory of its own under `root`.
 std::filesystem::path train(const Layout& layout, const std::filesystem::path& root) {
-  std::filesystem::path dir = root / layout.name();
-  std::filesystem::create_directories(dir);
-  testing::write_tiny_config(dir);
-  run_on_ranks(layout.ranks, dir, layout.arguments());
-  return dir;
+  return testing::train_tiny(layout.ranks, root / layout.name(), layout.arguments());
 }
 
 class PipelineParallelTraining : public ::testing::Test {
@@ -162,14 +158,8 @@ TEST_F(PipelineParallelTraining, CheckpointOfDualPipeWithExpertsResumesAtOtherLa
   for (const Layout& resumed : {Layout{.ranks = 4, .pp = 4, .schedule = "1f1b", .global_batch = 8},
                                 Layout{.ranks = 4, .pp = 1, .ep = 4, .global_batch = 8}}) {
     SCOPED_TRACE(resumed.name());
-    std::filesystem::path dir = root_->path() / "reshard" / ("to_" + resumed.name());
-    std::filesystem::copy(trained, dir, std::filesystem::copy_options::recursive);
-    std::filesystem::path checkpoints = dir / "resumed_checkpoints";
-    std::string arguments = resumed.arguments() + " --set checkpoint.resume=" + checkpoint_of(dir, 5).string() +
-                            " --set checkpoint.dir=" + checkpoints.string();
-    ASSERT_EQ(run_on_ranks(resumed.ranks, dir, arguments), 0);
-    expect_same_steps(single_rank / "run", dir / "run");
-    expect_close_checkpoints(checkpoint_of(single_rank, 10), checkpoints / step_dir_name(10), 1e-4);
+    testing::expect_resumed_run_matches(trained, root_->path() / "reshard" / ("to_" + resumed.name()), resumed.ranks,
+                                        resumed.arguments(), single_rank, 1e-4);
   }
 }
 
@@ -177,13 +167,8 @@ TEST_F(PipelineParallelTraining, CheckpointOfDualPipeWithExpertsResumesAtOtherLa
 // hidden states passed on) scores the single-rank run's checkpoint as one rank does.
 TEST_F(PipelineParallelTraining, EvalOnlyOfPipelinedRanksMatchesOneRank) {
   auto eval_loss = [&](const Layout& layout) {
-    std::filesystem::path dir = root_->path() / ("eval_" + layout.name());
-    std::filesystem::create_directories(dir);
-    testing::write_tiny_config(dir);
-    std::string arguments = layout.arguments() + " --eval-only --set data.valid_fraction=0.25 --set " +
-                            "checkpoint.resume=" + checkpoint_of(single_rank_, 10).string();
-    EXPECT_EQ(run_on_ranks(layout.ranks, dir, arguments), 0);
-    return testing::eval_loss_printed(dir);
+    return testing::eval_only_loss(layout.ranks, root_->path() / ("eval_" + layout.name()), layout.arguments(),
+                                   checkpoint_of(single_rank_, 10));
   };
   double one_rank = eval_loss(Layout{});
   EXPECT_GT(one_rank, 0.0);

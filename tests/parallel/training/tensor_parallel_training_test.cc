@@ -19,7 +19,6 @@
 #include <vector>
 
 #include "framework/checkpoint/safetensors_reader.h"
-#include "tests/apps/tiny_config.h"
 #include "tests/parallel/training/training_runs.h"
 
 namespace hai {
@@ -28,7 +27,6 @@ namespace {
 using testing::checkpoint_of;
 using testing::expect_close_checkpoints;
 using testing::expect_same_steps;
-using testing::run_on_ranks;
 
 // NOTE: 1e-4 for the checkpoints: AdamW's first steps move an element by about lr whatever its gradient's size.
 constexpr double kCheckpointTolerance = 1e-4;
@@ -57,11 +55,7 @@ struct Layout {
 };
 
 std::filesystem::path train(const Layout& layout, const std::filesystem::path& root) {
-  std::filesystem::path dir = root / layout.name();
-  std::filesystem::create_directories(dir);
-  testing::write_tiny_config(dir);
-  run_on_ranks(layout.ranks, dir, layout.arguments());
-  return dir;
+  return testing::train_tiny(layout.ranks, root / layout.name(), layout.arguments());
 }
 
 // The values of a bf16 or fp32 safetensors entry as doubles.
@@ -157,14 +151,8 @@ TEST_F(TensorParallelTraining, CheckpointOfTwoRanksResumesAtOneAndFour) {
   expect_same_export(trained / "hf_of_one_rank", trained / "hf", 1e-3);
   for (const Layout& resumed : {Layout{}, Layout{.ranks = 4, .tp = 4}}) {
     SCOPED_TRACE(resumed.name());
-    std::filesystem::path dir = root_->path() / "reshard" / ("to_" + resumed.name());
-    std::filesystem::copy(trained, dir, std::filesystem::copy_options::recursive);
-    std::filesystem::path checkpoints = dir / "resumed_checkpoints";
-    std::string arguments = resumed.arguments() + " --set checkpoint.resume=" + checkpoint_of(dir, 5).string() +
-                            " --set checkpoint.dir=" + checkpoints.string();
-    ASSERT_EQ(run_on_ranks(resumed.ranks, dir, arguments), 0);
-    expect_same_steps(single_rank_ / "run", dir / "run");
-    expect_close_checkpoints(checkpoint_of(single_rank_, 10), checkpoints / step_dir_name(10), kCheckpointTolerance);
+    testing::expect_resumed_run_matches(trained, root_->path() / "reshard" / ("to_" + resumed.name()), resumed.ranks,
+                                        resumed.arguments(), single_rank_, kCheckpointTolerance);
   }
 }
 
@@ -172,13 +160,8 @@ TEST_F(TensorParallelTraining, CheckpointOfTwoRanksResumesAtOneAndFour) {
 // checkpoint as one rank does.
 TEST_F(TensorParallelTraining, EvalOnlyOfTensorParallelRanksMatchesOneRank) {
   auto eval_loss = [&](const Layout& layout) {
-    std::filesystem::path dir = root_->path() / ("eval_" + layout.name());
-    std::filesystem::create_directories(dir);
-    testing::write_tiny_config(dir);
-    std::string arguments = layout.arguments() + " --eval-only --set data.valid_fraction=0.25 --set " +
-                            "checkpoint.resume=" + checkpoint_of(single_rank_, 10).string();
-    EXPECT_EQ(run_on_ranks(layout.ranks, dir, arguments), 0);
-    return testing::eval_loss_printed(dir);
+    return testing::eval_only_loss(layout.ranks, root_->path() / ("eval_" + layout.name()), layout.arguments(),
+                                   checkpoint_of(single_rank_, 10));
   };
   double one_rank = eval_loss(Layout{});
   EXPECT_GT(one_rank, 0.0);

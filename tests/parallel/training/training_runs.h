@@ -18,6 +18,7 @@
 #include "framework/checkpoint/checkpoint_paths.h"
 #include "framework/checkpoint/checkpoint_reader.h"
 #include "tests/apps/metrics_file.h"
+#include "tests/apps/tiny_config.h"
 #include "tests/framework/data/temp_directory.h"
 
 namespace hai::testing {
@@ -39,11 +40,33 @@ inline int run_on_ranks(int ranks, const std::filesystem::path& dir, const std::
   return code;
 }
 
+// Runs hai-train with `arguments` on `ranks` ranks in `dir`, created with the tiny config (tiny_config.h) in it;
+// returns `dir`.
+inline std::filesystem::path train_tiny(int ranks, const std::filesystem::path& dir, const std::string& arguments) {
+  std::filesystem::create_directories(dir);
+  write_tiny_config(dir);
+  run_on_ranks(ranks, dir, arguments);
+  return dir;
+}
+
 // The eval_loss of the JSON line that hai-train --eval-only printed last into <dir>/hai-train.out.
 inline double eval_loss_printed(const std::filesystem::path& dir) {
   std::vector<char> out = read_bytes((dir / "hai-train.out").string());
   std::string text(out.begin(), out.end());
   return nlohmann::json::parse(text.substr(text.rfind('{')))["eval_loss"].get<double>();
+}
+
+// The eval_loss of hai-train --eval-only (data.valid_fraction 0.25) scoring `checkpoint` with `arguments` on `ranks`
+// ranks in `dir` (created with the tiny config); expects the run to succeed.
+inline double eval_only_loss(int ranks, const std::filesystem::path& dir, const std::string& arguments,
+                             const std::filesystem::path& checkpoint) {
+  std::filesystem::create_directories(dir);
+  write_tiny_config(dir);
+  EXPECT_EQ(run_on_ranks(ranks, dir,
+                         arguments + " --eval-only --set data.valid_fraction=0.25 --set checkpoint.resume=" +
+                             checkpoint.string()),
+            0);
+  return eval_loss_printed(dir);
 }
 
 inline void expect_close(double expected, double actual, const std::string& what,
@@ -103,6 +126,22 @@ inline void expect_close_checkpoints(const std::filesystem::path& expected_dir, 
 
 inline std::filesystem::path checkpoint_of(const std::filesystem::path& dir, int64_t step) {
   return dir / "checkpoints" / step_dir_name(step);
+}
+
+// Copies the run in `trained` to `dir` and resumes its step-5 checkpoint there on `ranks` ranks with `arguments`
+// (a layout's, of 10 steps), writing into <dir>/resumed_checkpoints: the resumed run continues with the losses of
+// `single_rank`'s run and ends at its step-10 checkpoint (to `checkpoint_tolerance`).
+inline void expect_resumed_run_matches(const std::filesystem::path& trained, const std::filesystem::path& dir,
+                                       int ranks, const std::string& arguments,
+                                       const std::filesystem::path& single_rank, double checkpoint_tolerance) {
+  std::filesystem::copy(trained, dir, std::filesystem::copy_options::recursive);
+  std::filesystem::path checkpoints = dir / "resumed_checkpoints";
+  ASSERT_EQ(run_on_ranks(ranks, dir,
+                         arguments + " --set checkpoint.resume=" + checkpoint_of(dir, 5).string() +
+                             " --set checkpoint.dir=" + checkpoints.string()),
+            0);
+  expect_same_steps(single_rank / "run", dir / "run");
+  expect_close_checkpoints(checkpoint_of(single_rank, 10), checkpoints / step_dir_name(10), checkpoint_tolerance);
 }
 
 }  // namespace hai::testing

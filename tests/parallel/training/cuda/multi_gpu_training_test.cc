@@ -15,7 +15,6 @@
 #include <string>
 
 #include "framework/tensor/device_memory.h"
-#include "tests/apps/tiny_config.h"
 #include "tests/parallel/training/training_runs.h"
 
 namespace hai {
@@ -24,7 +23,6 @@ namespace {
 using testing::checkpoint_of;
 using testing::expect_close_checkpoints;
 using testing::expect_same_steps;
-using testing::run_on_ranks;
 
 const char* kOverrides =
     " --set model.num_layers=4 --set train.steps=10 --set train.micro_batch_size=1 --set train.global_batch_size=4"
@@ -53,13 +51,9 @@ struct Layout {
 };
 
 std::filesystem::path train(const Layout& layout, const std::filesystem::path& root) {
-  std::filesystem::path dir = root / layout.name();
-  std::filesystem::create_directories(dir);
-  testing::write_tiny_config(dir);
-  run_on_ranks(layout.ranks, dir,
-               std::string("--config tiny.yaml") + kOverrides + " --set precision.mode=" + layout.precision +
-                   layout.parallel);
-  return dir;
+  return testing::train_tiny(layout.ranks, root / layout.name(),
+                             std::string("--config tiny.yaml") + kOverrides + " --set precision.mode=" +
+                                 layout.precision + layout.parallel);
 }
 
 class MultiGpuTraining : public ::testing::TestWithParam<std::string> {
