@@ -6,8 +6,8 @@
 // backward. In the order the backward finishes them:
 //   kHeadBucket:        the final norm and the output head (the head's weight gradient is made in the forward,
 //                       chunk by chunk; the norm's at the start of the backward);
-//   kEmbeddingBucket:   the embedding, after the MTP modules' weight gradients (their embeddings' contributions)
-//                       and the input embedding's, before the decoder layers' weight gradients;
+//   kEmbeddingBucket:   the embedding, last: after the MTP modules' weight gradients (their embeddings'
+//                       contributions) and the decoder layers', with the input embedding's;
 //   layer_bucket(l):    the parameters named "model.layers.<l>." (decoder layer l; MTP module k is layer
 //                       num_layers + k - 1), after the layer's weight gradients: MTP modules first (before the
 //                       embedding), then the decoder layers from the last to the first;

@@ -11,9 +11,10 @@
 //      for all of them and holds its chunk of every partition's summed gradient. Every rank must start the
 //      partitions in the same order (the collectives pair up in order), which the model's fixed backward order
 //      gives. Then, on the device, with nothing read back to the host (framework/device/grad_clip.h): the squared
-//      norms of this rank's shards are all-gathered over the pipeline group (Zero1Options::pipeline), then over the
-//      DP group, and summed in (dp, pp) rank order in double (every element, dense or expert, is owned by exactly
-//      one rank of the DP group while tp = 1; a pipeline replica is counted by one pipeline rank), so the norm,
+//      norms of this rank's shards are all-gathered over the model-parallel group (Zero1Options::pipeline: the
+//      pipeline x tensor-parallel ranks), then over the DP group, and summed in (dp, pp) rank order in double (every
+//      element, dense or expert, is owned by exactly one rank of the DP group; a pipeline replica, or a box
+//      replicated over tp, is counted by one rank: Zero1Options::counts_in_norm), so the norm,
 //      and the factor step() multiplies the gradients by as it reads them, are the same on every rank. The factor
 //      clips the norm of the unscaled mean gradient to clip.max_norm, removes the loss scale and divides the sums
 //      by the ranks; the shards stay as they are. The norm is also the finite check: an inf or NaN gradient on any
