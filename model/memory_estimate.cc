@@ -337,8 +337,8 @@ std::vector<PipelineRankMemory> estimate_pipeline_memory(const Config& config) {
   std::vector<StageLayers> stages = pipeline_stages(config.model, stage_count(shape), p.stage_layers);
   StageMemoryCosts costs = stage_memory_costs(config, stages);
   // NOTE: without a pipeline one micro-batch is alive at a time and nothing crosses a stage boundary.
-  std::vector<std::vector<Instruction>> programs;
-  if (shape.ranks > 1) programs = build_schedule(shape).ranks;
+  std::vector<ScheduleMemoryPeak> peaks;
+  if (shape.ranks > 1) peaks = schedule_memory_peaks(build_schedule(shape), costs);
   std::vector<PipelineRankMemory> ranks;
   for (int rank = 0; rank < shape.ranks; ++rank) {
     PipelineRankMemory entry;
@@ -357,7 +357,7 @@ std::vector<PipelineRankMemory> estimate_pipeline_memory(const Config& config) {
     // NOTE: the ranks of one pipeline rank hold equal amounts (EP ranks equal shares of the experts): EP rank 0's.
     std::vector<HeldParameter> share = rank_share(config.model, p, {.dp = 0, .pp = rank, .tp = 0});
     for (const HeldParameter& parameter : share) entry.parameters += parameter.box_extents.numel();
-    ScheduleMemoryPeak peak = shape.ranks > 1 ? schedule_memory_peak(programs[static_cast<size_t>(rank)], costs)
+    ScheduleMemoryPeak peak = shape.ranks > 1 ? peaks[static_cast<size_t>(rank)]
                                               : ScheduleMemoryPeak{.saved = costs.saved[0], .backward = costs.backward[0]};
     entry.memory = rank_memory(config, share, held, peak);
     ranks.push_back(std::move(entry));

@@ -23,7 +23,7 @@
 //                saved activations (layer_backward_bytes_per_token) for its stage's heaviest layer, and under
 //                train.recompute the tensors that layer's backward remakes
 //   pipeline_buffers: the [T, H] fp32 tensors between stages the pipeline engine holds at that peak (outputs and
-//                input gradients until used or sent; posted sends until the step's drain)
+//                input gradients until used or sent; posted sends until seen complete: schedule_memory.h)
 
 #include <cstdint>
 #include <utility>
