@@ -73,7 +73,7 @@ struct SavedElementBytes {
   double saved;         // saved_activation_dtype: SwiGLU's gate and up, the routed experts' outputs
   double attention;     // q, kv, k_rope, o
   double linear_input;  // a Linear's kept input: the compute dtype, or under FP8 its e4m3 copy with 1x128 scales
-  double o;             // the attention output: o_proj's input itself, or o beside o_proj's own copy (fp16, FP8)
+  double o;             // the attention output, kept once (o_proj's weight gradient remakes its own copy from it)
   bool fp8;
 };
 
@@ -82,8 +82,8 @@ SavedElementBytes saved_element_bytes(PrecisionMode mode) {
   switch (mode) {
     case PrecisionMode::fp32: return {4, 4, 4, 4, 4, false};
     case PrecisionMode::bf16: return {2, 2, 2, 2, 2, false};
-    case PrecisionMode::fp16: return {2, 4, 4, 2, 4 + 2, false};
-    case PrecisionMode::fp8: return {2, 2, 2, kFp8Copy, 2 + kFp8Copy, true};
+    case PrecisionMode::fp16: return {2, 4, 4, 2, 4, false};
+    case PrecisionMode::fp8: return {2, 2, 2, kFp8Copy, 2, true};
   }
   return {4, 4, 4, 4, 4, false};
 }
@@ -142,6 +142,11 @@ double moe_saved_bytes(const Config& config, const SavedElementBytes& b, bool se
 }
 
 }  // namespace
+
+double attention_saved_bytes_per_token(const Config& config) {
+  return attention_saved_bytes(config.model, config.parallel.tp, saved_element_bytes(config.precision.mode),
+                               config.train.recompute == RecomputeMode::selective);
+}
 
 double layer_saved_bytes_per_token(const Config& config, bool moe) {
   const ModelConfig& m = config.model;

@@ -48,6 +48,9 @@ struct RankMemory {
 // allocate them (measured against them by tests/model/recompute_memory_test.cc; docs/design/recompute.md).
 double layer_saved_bytes_per_token(const Config& config, bool moe);
 
+// Of that, MLA's Context (recompute none or selective).
+double attention_saved_bytes_per_token(const Config& config);
+
 enum class LayerKind { dense, moe, mtp };
 // The bytes per token one layer's backward holds at its peak beyond what its forward saved (B then W, as
 // PipelineStage::backward runs them): the output gradient it reads and the input gradient it writes (with its bf16
