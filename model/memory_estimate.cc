@@ -73,7 +73,7 @@ struct SavedElementBytes {
   double saved;         // saved_activation_dtype: SwiGLU's gate and up, the routed experts' outputs
   double attention;     // q, kv, k_rope, o
   double linear_input;  // a Linear's kept input: the compute dtype, or under FP8 its e4m3 copy with 1x128 scales
-  double o;             // the attention output: o_proj's input itself, or o beside o_proj's own copy (fp16, FP8)
+  double o;             // the attention output, kept once (o_proj's weight gradient remakes its own copy from it)
   bool fp8;
 };
 
@@ -82,8 +82,8 @@ SavedElementBytes saved_element_bytes(PrecisionMode mode) {
   switch (mode) {
     case PrecisionMode::fp32: return {4, 4, 4, 4, 4, false};
     case PrecisionMode::bf16: return {2, 2, 2, 2, 2, false};
-    case PrecisionMode::fp16: return {2, 4, 4, 2, 4 + 2, false};
-    case PrecisionMode::fp8: return {2, 2, 2, kFp8Copy, 2 + kFp8Copy, true};
+    case PrecisionMode::fp16: return {2, 4, 4, 2, 4, false};
+    case PrecisionMode::fp8: return {2, 2, 2, kFp8Copy, 2, true};
   }
   return {4, 4, 4, 4, 4, false};
 }
@@ -142,6 +142,11 @@ double moe_saved_bytes(const Config& config, const SavedElementBytes& b, bool se
 }
 
 }  // namespace
+
+double attention_saved_bytes_per_token(const Config& config) {
+  return attention_saved_bytes(config.model, config.parallel.tp, saved_element_bytes(config.precision.mode),
+                               config.train.recompute == RecomputeMode::selective);
+}
 
 double layer_saved_bytes_per_token(const Config& config, bool moe) {
   const ModelConfig& m = config.model;
@@ -337,8 +342,8 @@ std::vector<PipelineRankMemory> estimate_pipeline_memory(const Config& config) {
   std::vector<StageLayers> stages = pipeline_stages(config.model, stage_count(shape), p.stage_layers);
   StageMemoryCosts costs = stage_memory_costs(config, stages);
   // NOTE: without a pipeline one micro-batch is alive at a time and nothing crosses a stage boundary.
-  std::vector<std::vector<Instruction>> programs;
-  if (shape.ranks > 1) programs = build_schedule(shape).ranks;
+  std::vector<ScheduleMemoryPeak> peaks;
+  if (shape.ranks > 1) peaks = schedule_memory_peaks(build_schedule(shape), costs);
   std::vector<PipelineRankMemory> ranks;
   for (int rank = 0; rank < shape.ranks; ++rank) {
     PipelineRankMemory entry;
@@ -357,7 +362,7 @@ std::vector<PipelineRankMemory> estimate_pipeline_memory(const Config& config) {
     // NOTE: the ranks of one pipeline rank hold equal amounts (EP ranks equal shares of the experts): EP rank 0's.
     std::vector<HeldParameter> share = rank_share(config.model, p, {.dp = 0, .pp = rank, .tp = 0});
     for (const HeldParameter& parameter : share) entry.parameters += parameter.box_extents.numel();
-    ScheduleMemoryPeak peak = shape.ranks > 1 ? schedule_memory_peak(programs[static_cast<size_t>(rank)], costs)
+    ScheduleMemoryPeak peak = shape.ranks > 1 ? peaks[static_cast<size_t>(rank)]
                                               : ScheduleMemoryPeak{.saved = costs.saved[0], .backward = costs.backward[0]};
     entry.memory = rank_memory(config, share, held, peak);
     ranks.push_back(std::move(entry));

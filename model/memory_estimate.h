@@ -23,7 +23,7 @@
 //                saved activations (layer_backward_bytes_per_token) for its stage's heaviest layer, and under
 //                train.recompute the tensors that layer's backward remakes
 //   pipeline_buffers: the [T, H] fp32 tensors between stages the pipeline engine holds at that peak (outputs and
-//                input gradients until used or sent; posted sends until the step's drain)
+//                input gradients until used or sent; posted sends until seen complete: schedule_memory.h)
 
 #include <cstdint>
 #include <utility>
@@ -47,6 +47,9 @@ struct RankMemory {
 // config.train.recompute and config.precision: DecoderLayer::Context with the contexts inside it, as the layers
 // allocate them (measured against them by tests/model/recompute_memory_test.cc; docs/design/recompute.md).
 double layer_saved_bytes_per_token(const Config& config, bool moe);
+
+// Of that, MLA's Context (recompute none or selective).
+double attention_saved_bytes_per_token(const Config& config);
 
 enum class LayerKind { dense, moe, mtp };
 // The bytes per token one layer's backward holds at its peak beyond what its forward saved (B then W, as

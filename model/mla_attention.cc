@@ -99,16 +99,16 @@ void MlaAttention::forward(Context& ctx, const Tensor& out, OwnedTensor&& x, con
   forward_key_value(ctx, input, tokens, device);
   ctx.x = std::move(input.saved);
   // NOTE: o comes out of the attention kernel in the dtype o_proj reads, which is the attention dtype (both follow
-  // o_proj's compute dtype; bf16 in bf16 and fp8 training: no fp32 copy). When o_proj keeps o for its weight
-  // gradient the attention backward reads that same tensor; FP8 (or fp16) keeps another o_proj input, and ctx.o
-  // holds o.
+  // o_proj's compute dtype; bf16 in bf16 and fp8 training: no fp32 copy). o is kept once: when o_proj keeps o for
+  // its weight gradient the attention backward reads that same tensor; where o_proj's input is another tensor
+  // (FP8's quantisation, fp16's rounding) ctx.o holds o and backward_weight prepares o_proj's input from it again.
   OwnedTensor o(Shape{tokens, heads_, value_dim_}, o_proj_.input_dtype(), device);  // [T, H, d_v]
   ctx.lse = f32_tensor(Shape{tokens / seq_len, heads_, seq_len}, device);
   attention_forward_mla(per_sequence(o, seq_len), ctx.lse, per_sequence(ctx.q, seq_len),
                         per_sequence(ctx.kv, seq_len), per_sequence_rows(ctx.k_rope, seq_len), softmax_scale_);
   bool o_proj_keeps_o = !o_proj_.uses_fp8() && o.tensor().dtype() == o_proj_.compute_dtype();
   if (!o_proj_keeps_o) {
-    o_proj_.forward(out, flatten_heads(o), ctx.o_input);
+    o_proj_.forward(out, o_proj_.prepare_input(flatten_heads(o)));
     ctx.o = std::move(o);
   } else {
     o.reshape(Shape{tokens, heads_ * value_dim_});
@@ -209,7 +209,7 @@ void MlaAttention::backward_input(Context& ctx, const Tensor& d_x, OwnedTensor&&
                          per_sequence(d_o, s), per_sequence(ctx.q, s), per_sequence(ctx.kv, s),
                          per_sequence_rows(ctx.k_rope, s), per_sequence(attention_output(ctx), s), ctx.lse,
                          softmax_scale_, ctx.positions, rope_);
-  for (OwnedTensor* released : {&ctx.o, &ctx.q, &ctx.kv, &ctx.k_rope, &ctx.lse}) *released = OwnedTensor();
+  for (OwnedTensor* released : {&ctx.q, &ctx.kv, &ctx.k_rope, &ctx.lse}) *released = OwnedTensor();
   backward_query(ctx, d_x, std::move(d_q));
   backward_key_value(ctx, d_x, std::move(d_kv), d_k_rope);
 }
@@ -270,6 +270,9 @@ void MlaAttention::backward_key_value(Context& ctx, const Tensor& d_x, OwnedTens
 }
 
 void MlaAttention::backward_weight(Context& ctx) const {
+  // NOTE: the same quantisation (or rounding) of the same o as forward's: the same bits as keeping them.
+  if (ctx.o_input.tensor().raw() == nullptr) ctx.o_input = o_proj_.prepare_input(flatten_heads(ctx.o)).saved;
+  ctx.o = OwnedTensor();
   o_proj_.backward_weight(ctx.d_out, ctx.o_input);
   kv_b_proj_.backward_weight(ctx.d_kv, ctx.kv_latent_normed);
   kv_a_proj_.backward_weight(ctx.d_ckv, ctx.x);

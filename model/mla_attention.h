@@ -58,11 +58,12 @@ class MlaAttention {
     OwnedTensor kv;                // [T, H, d_nope + d_v], kv_b_proj's output: k_nope and v, attention dtype
     OwnedTensor k_rope;            // [T, d_rope], rotated, attention dtype
     OwnedTensor o;                 // [T, H, d_v], attention dtype; only when o_input is not o itself (FP8, fp16)
-    OwnedTensor o_input;           // [T, H * d_v], o_proj's saved input (o itself, or FP8 in fp8 training)
+    OwnedTensor o_input;           // [T, H * d_v], o_proj's saved input when it is o itself; else made from o by
+                                   // backward_weight (FP8: quantised again, the same bits), not kept from forward
     OwnedTensor lse;               // [B, H, S]
     // Output gradients of the five projections (in Linear::output_grad_dtype, or with FP8 quantised for wgrad),
     // prepared by backward_input for backward_weight (which releases everything). backward_input releases what
-    // only it reads: q_latent, kv_latent, their rstd, q, kv, k_rope, o and lse.
+    // only it reads: q_latent, kv_latent, their rstd, q, kv, k_rope and lse (o stays for o_proj's weight gradient).
     Linear::PreparedOutputGrad d_out;       // [T, hidden]
     Linear::PreparedOutputGrad d_q;         // [T, H * d_qk]
     Linear::PreparedOutputGrad d_kv;        // [T, H * (d_nope + d_v)]

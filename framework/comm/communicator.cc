@@ -134,12 +134,17 @@ void Communicator::recv(const Tensor& tensor, int peer, int tag) {
   run_recv(tensor, peer, tag);
 }
 
-void Communicator::post_send(const Tensor& tensor, int peer, int tag) {
+int64_t Communicator::post_send(const Tensor& tensor, int peer, int tag) {
   check_not_in_group("post_send");
   check_peer(peer, "post_send");
   HAI_CHECK(tag >= 0, "post_send: negative tag {}", tag);
   OperationScope scope(*this, "post_send");
-  run_post_send(tensor, peer, tag);
+  return run_post_send(tensor, peer, tag);
+}
+
+bool Communicator::posted_send_done(int64_t ticket) {
+  HAI_CHECK(ticket >= 0, "posted_send_done: negative ticket {}", ticket);
+  return run_posted_send_done(ticket);
 }
 
 void Communicator::wait_posted_sends() {
@@ -156,8 +161,12 @@ std::unique_ptr<PeerChannels> Communicator::peer_channels(std::span<const int> p
   return std::make_unique<CommunicatorPeerChannels>(*this);
 }
 
-void Communicator::run_post_send(const Tensor&, int, int) {
+int64_t Communicator::run_post_send(const Tensor&, int, int) {
   HAI_THROW("post_send: this communicator's backend has no posted sends");
+}
+
+bool Communicator::run_posted_send_done(int64_t) {
+  HAI_THROW("posted_send_done: this communicator's backend has no posted sends");
 }
 
 void Communicator::run_wait_posted_sends() {

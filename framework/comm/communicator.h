@@ -102,9 +102,13 @@ class Communicator {
   void recv(const Tensor& tensor, int peer, int tag);
 
   // A send the sender does not wait for (outside a group, to another rank): posted now, matched by a recv of the
-  // same tag like send; `tensor` must stay alive and untouched until wait_posted_sends() returns. A pipeline
-  // engine sends this way, so that two ranks may receive in another order than the other sent.
-  void post_send(const Tensor& tensor, int peer, int tag);
+  // same tag like send; `tensor` must stay alive and untouched until posted_send_done() says so or
+  // wait_posted_sends() returns. A pipeline engine sends this way, so that two ranks may receive in another order
+  // than the other sent. Returns the send's ticket (>= 0, unique on this communicator).
+  int64_t post_send(const Tensor& tensor, int peer, int tag);
+  // Whether the posted send of `ticket` is complete (its tensor may be freed), without waiting; true for a ticket
+  // already completed or waited for. Not an operation of the group: nothing is numbered or observed.
+  bool posted_send_done(int64_t ticket);
   // Waits until every send posted by post_send has been taken by its receiver.
   void wait_posted_sends();
 
@@ -159,7 +163,8 @@ class Communicator {
   virtual void run_send(const Tensor& tensor, int peer, int tag) = 0;
   virtual void run_recv(const Tensor& tensor, int peer, int tag) = 0;
   // Backends without posted sends keep these, which refuse.
-  virtual void run_post_send(const Tensor& tensor, int peer, int tag);
+  virtual int64_t run_post_send(const Tensor& tensor, int peer, int tag);
+  virtual bool run_posted_send_done(int64_t ticket);
   virtual void run_wait_posted_sends();
   virtual void run_group_start() = 0;
   virtual void run_group_end() = 0;

@@ -1,5 +1,6 @@
 #include "framework/comm/mpi_communicator.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <utility>
 
@@ -167,7 +168,7 @@ void MpiCommunicator::run_recv(const Tensor& tensor, int peer, int tag) {
   pending_requests_.push_back(request);
 }
 
-void MpiCommunicator::run_post_send(const Tensor& tensor, int peer, int tag) {
+int64_t MpiCommunicator::run_post_send(const Tensor& tensor, int peer, int tag) {
   check_host(tensor, "post_send");
   check_tag(tag, "post_send");
   PendingTransfer transfer{false, peer, tag, mpi::checked_count(tensor.numel(), "post_send"),
@@ -176,9 +177,30 @@ void MpiCommunicator::run_post_send(const Tensor& tensor, int peer, int tag) {
   HAI_MPI_CHECK(MPI_Isend(tensor.raw(), transfer.count, transfer.type, peer, tag, comm_, &request));
   posted_sends_.push_back(transfer);
   posted_send_requests_.push_back(request);
+  posted_send_tickets_.push_back(next_ticket_);
+  return next_ticket_++;
+}
+
+bool MpiCommunicator::run_posted_send_done(int64_t ticket) {
+  HAI_CHECK(ticket < next_ticket_, "posted_send_done: ticket {} was never given", ticket);
+  auto found = std::lower_bound(posted_send_tickets_.begin(), posted_send_tickets_.end(), ticket);
+  if (found == posted_send_tickets_.end() || *found != ticket) return true;  // seen complete, or waited for
+  auto i = found - posted_send_tickets_.begin();
+  int done = 0;
+  MPI_Status status;
+  int result = MPI_Test(&posted_send_requests_[static_cast<size_t>(i)], &done, &status);
+  HAI_CHECK(result == MPI_SUCCESS, "posted_send_done: send to rank {} with tag {} failed: {}",
+            posted_sends_[static_cast<size_t>(i)].peer, posted_sends_[static_cast<size_t>(i)].tag,
+            detail::mpi_error_string(result));
+  if (!done) return false;
+  posted_sends_.erase(posted_sends_.begin() + i);
+  posted_send_requests_.erase(posted_send_requests_.begin() + i);
+  posted_send_tickets_.erase(found);
+  return true;
 }
 
 void MpiCommunicator::run_wait_posted_sends() {
+  posted_send_tickets_.clear();
   wait_all(std::exchange(posted_sends_, {}), std::exchange(posted_send_requests_, {}), "wait_posted_sends");
 }
 

@@ -35,7 +35,8 @@ class MpiCommunicator final : public Communicator {
                         std::span<const int64_t> recv_counts) override;
   void run_send(const Tensor& tensor, int peer, int tag) override;
   void run_recv(const Tensor& tensor, int peer, int tag) override;
-  void run_post_send(const Tensor& tensor, int peer, int tag) override;
+  int64_t run_post_send(const Tensor& tensor, int peer, int tag) override;
+  bool run_posted_send_done(int64_t ticket) override;
   void run_wait_posted_sends() override;
   void run_group_start() override {}
   void run_group_end() override;
@@ -64,8 +65,10 @@ class MpiCommunicator final : public Communicator {
   int tag_upper_bound_ = 0;
   std::vector<PendingTransfer> pending_transfers_;
   std::vector<MPI_Request> pending_requests_;  // one per pending transfer, in the same order
-  std::vector<PendingTransfer> posted_sends_;  // by post_send, completed by wait_posted_sends()
+  std::vector<PendingTransfer> posted_sends_;  // by post_send, not yet seen complete, oldest first
   std::vector<MPI_Request> posted_send_requests_;  // one per posted send, in the same order
+  std::vector<int64_t> posted_send_tickets_;        // one per posted send, in the same order (ascending)
+  int64_t next_ticket_ = 0;
 };
 
 }  // namespace hai

@@ -1,5 +1,7 @@
 #include "parallel/pipeline/engine.h"
 
+#include <vector>
+
 #include "framework/core/error.h"
 
 namespace hai {
@@ -41,6 +43,7 @@ PipelineEngine::PipelineEngine(const PipelineShape& shape, Communicator& pipelin
 
 void PipelineEngine::run(const std::vector<Instruction>& program, PipelineStages& stages) {
   for (const Instruction& instruction : program) {
+    release_completed_sends();
     switch (instruction.kind) {
       case InstructionKind::forward: forward(instruction, stages); break;
       case InstructionKind::backward_input:
@@ -92,8 +95,12 @@ void PipelineEngine::send(std::map<Key, OwnedTensor>& from, const Instruction& i
   mark_phase(profiler_, "pipeline.send");
   OwnedTensor tensor = take(from, {instruction.stage, instruction.microbatch},
                             direction == kActivations ? "output to send" : "gradient to send");
-  channels_->send(tensor, instruction.peer, direction);
-  in_flight_.push_back(std::move(tensor));
+  int64_t ticket = channels_->send(tensor, instruction.peer, direction);
+  in_flight_.emplace_back(ticket, std::move(tensor));
+}
+
+void PipelineEngine::release_completed_sends() {
+  std::erase_if(in_flight_, [&](const std::pair<int64_t, OwnedTensor>& sent) { return channels_->send_done(sent.first); });
 }
 
 void PipelineEngine::receive(std::map<Key, OwnedTensor>& into, const Instruction& instruction, int direction,

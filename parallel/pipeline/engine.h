@@ -6,7 +6,9 @@
 // turn of DualPipeV). Messages travel on the pipeline communicator's peer channels (framework/comm/peer_channels.h:
 // MPI on CPU ranks, NCCL GPU to GPU on GPU ranks) between neighbouring ranks, activations on one channel and
 // gradients on another; on each they are matched in posting order, which the validator proves every schedule
-// keeps (simulator.h), and sent without waiting for the receiver, so the rank goes on with its work.
+// keeps (simulator.h), and sent without waiting for the receiver, so the rank goes on with its work. A sent tensor
+// is freed at the first instruction boundary where its send is seen complete (tested without waiting), not at the
+// step's drain: what the rank holds between stages is what model/schedule_memory.h plans.
 
 #include <map>
 #include <memory>
@@ -63,6 +65,8 @@ class PipelineEngine {
   void send(std::map<Key, OwnedTensor>& from, const Instruction& instruction, int direction);
   void receive(std::map<Key, OwnedTensor>& into, const Instruction& instruction, int direction,
                const PipelineStages& stages);
+  // Frees the tensors of the posted sends that completed (none waited for).
+  void release_completed_sends();
 
   PipelineShape shape_;
   int stages_;
@@ -70,7 +74,7 @@ class PipelineEngine {
   std::unique_ptr<PeerChannels> channels_;  // to the neighbouring pipeline ranks; null on a one-rank pipeline
   std::map<Key, OwnedTensor> outputs_;    // the output of F(stage, micro-batch), until F(stage + 1) or its send
   std::map<Key, OwnedTensor> gradients_;  // the input gradient of B(stage, micro-batch), until B(stage - 1) or send
-  std::vector<OwnedTensor> in_flight_;    // posted sends' tensors, until they are received
+  std::vector<std::pair<int64_t, OwnedTensor>> in_flight_;  // posted sends (ticket, tensor), until seen complete
   StepProfiler* profiler_ = nullptr;
 };
 

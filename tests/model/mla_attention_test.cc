@@ -262,8 +262,9 @@ TEST_F(MlaAttentionTest, TakesTheBf16OutputGradientItsProducerWrote) {
 }
 
 // In fp8 training (FP8 projections computing in bf16) the tensors between the projections and the attention core
-// are bf16, as in bf16 training: x, q, k, v and o; d_o alone stays fp32 (the header says why). The output gradients
-// the projections keep for wgrad are their FP8 transposes. (tests/model/linear_fp8_test.cc checks the FP8 GEMMs'
+// are bf16, as in bf16 training: x, q, k, v and o; d_o alone stays fp32 (the header says why). o is kept once, in
+// bf16, until backward_weight quantises it again for o_proj. The output gradients the projections keep for wgrad
+// are their FP8 transposes. (tests/model/linear_fp8_test.cc checks the FP8 GEMMs'
 // error, tests/apps/trainer_fp8_test.cc the training.)
 TEST_F(MlaAttentionTest, Fp8KeepsBf16ActivationsAndGradientsAroundTheProjections) {
   ParameterStore fp8_store(deepseek_v3_parameters(model_), Device::cpu(), DType::bf16, {.enabled = true});
@@ -280,8 +281,10 @@ TEST_F(MlaAttentionTest, Fp8KeepsBf16ActivationsAndGradientsAroundTheProjections
   for (const OwnedTensor* kept : {&ctx.q, &ctx.kv, &ctx.k_rope, &ctx.o}) {
     EXPECT_EQ(kept->tensor().dtype(), DType::bf16);
   }
+  EXPECT_EQ(ctx.o_input.tensor().raw(), nullptr);  // o kept once: o_proj's FP8 input is quantised again for wgrad
   OwnedTensor d_x(x.shape(), DType::f32);
   fp8_attention.backward_input(ctx, d_x, out);
+  EXPECT_EQ(ctx.o.tensor().dtype(), DType::bf16);  // until backward_weight
   for (const Linear::PreparedOutputGrad* kept : {&ctx.d_out, &ctx.d_q, &ctx.d_kv, &ctx.d_ckv, &ctx.d_q_latent}) {
     EXPECT_EQ(kept->saved.tensor().dtype(), DType::u8);  // d_y^T in e4m3 and its scales, for wgrad
     EXPECT_EQ(kept->rows.tensor().raw(), nullptr);       // dgrad's rows: released by backward_input

@@ -64,14 +64,18 @@ void HostDeviceCommunicator::run_recv(const Tensor& tensor, int peer, int tag) {
   }
 }
 
-void HostDeviceCommunicator::run_post_send(const Tensor& tensor, int peer, int tag) {
-  if (!tensor.device().is_cuda()) {
-    host_->post_send(tensor, peer, tag);
-    return;
-  }
+int64_t HostDeviceCommunicator::run_post_send(const Tensor& tensor, int peer, int tag) {
+  if (!tensor.device().is_cuda()) return host_->post_send(tensor, peer, tag);
   OwnedTensor staging = staged_copy(tensor);  // [tensor's shape] on the host
-  host_->post_send(staging, peer, tag);
-  posted_send_staging_.push_back(std::move(staging));
+  int64_t ticket = host_->post_send(staging, peer, tag);
+  posted_send_staging_.emplace(ticket, std::move(staging));
+  return ticket;
+}
+
+bool HostDeviceCommunicator::run_posted_send_done(int64_t ticket) {
+  if (!host_->posted_send_done(ticket)) return false;
+  posted_send_staging_.erase(ticket);
+  return true;
 }
 
 void HostDeviceCommunicator::run_wait_posted_sends() {

@@ -29,6 +29,7 @@
 // host waits (MPI, the staging copies) are watched by it. The device communicator keeps its own GPU-side
 // watchdog: an NCCL operation that hangs on the GPU is named with its number among the device operations.
 
+#include <map>
 #include <memory>
 #include <vector>
 
@@ -66,7 +67,8 @@ class HostDeviceCommunicator final : public Communicator {
                         std::span<const int64_t> recv_counts) override;
   void run_send(const Tensor& tensor, int peer, int tag) override;
   void run_recv(const Tensor& tensor, int peer, int tag) override;
-  void run_post_send(const Tensor& tensor, int peer, int tag) override;
+  int64_t run_post_send(const Tensor& tensor, int peer, int tag) override;
+  bool run_posted_send_done(int64_t ticket) override;
   void run_wait_posted_sends() override;
   void run_group_start() override;
   void run_group_end() override;
@@ -91,7 +93,7 @@ class HostDeviceCommunicator final : public Communicator {
   std::unique_ptr<NcclCommunicator> device_;
   std::vector<OwnedTensor> grouped_send_staging_;  // alive until group_end()
   std::vector<StagedReceive> grouped_receives_;    // copied to the device at group_end()
-  std::vector<OwnedTensor> posted_send_staging_;   // alive until wait_posted_sends()
+  std::map<int64_t, OwnedTensor> posted_send_staging_;  // by ticket, alive until the send is seen complete
 };
 
 }  // namespace hai

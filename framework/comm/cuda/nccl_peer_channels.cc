@@ -31,6 +31,8 @@ NcclPeerChannels::~NcclPeerChannels() {
     cudaEventDestroy(link.done);
     cudaStreamDestroy(link.stream);
   }
+  for (auto& [ticket, event] : send_events_) cudaEventDestroy(event);
+  for (cudaEvent_t event : spare_events_) cudaEventDestroy(event);
   cudaEventDestroy(compute_mark_);
 }
 
@@ -84,11 +86,33 @@ void NcclPeerChannels::order_after(cudaStream_t stream, cudaStream_t after) {
   HAI_CUDA_CHECK(cudaStreamWaitEvent(stream, compute_mark_, 0));
 }
 
-void NcclPeerChannels::send(const Tensor& tensor, int peer, int channel) {
+int64_t NcclPeerChannels::send(const Tensor& tensor, int peer, int channel) {
   Link& out = link(peer, channel, /*outgoing=*/true);
   order_after(out.stream, compute_stream_);
   out.device->send(tensor, 1 - out.device->rank(), 0);
   HAI_CUDA_CHECK(cudaEventRecord(out.done, out.stream));
+  cudaEvent_t sent = nullptr;
+  if (spare_events_.empty()) {
+    HAI_CUDA_CHECK(cudaEventCreateWithFlags(&sent, cudaEventDisableTiming));
+  } else {
+    sent = spare_events_.back();
+    spare_events_.pop_back();
+  }
+  HAI_CUDA_CHECK(cudaEventRecord(sent, out.stream));
+  send_events_.emplace(next_ticket_, sent);
+  return next_ticket_++;
+}
+
+bool NcclPeerChannels::send_done(int64_t ticket) {
+  HAI_CHECK(ticket >= 0 && ticket < next_ticket_, "NCCL peer channels: send ticket {} was never given", ticket);
+  auto found = send_events_.find(ticket);
+  if (found == send_events_.end()) return true;
+  cudaError_t state = cudaEventQuery(found->second);
+  if (state == cudaErrorNotReady) return false;
+  HAI_CUDA_CHECK(state);
+  spare_events_.push_back(found->second);
+  send_events_.erase(found);
+  return true;
 }
 
 void NcclPeerChannels::recv(const Tensor& tensor, int peer, int channel) {
@@ -103,6 +127,8 @@ void NcclPeerChannels::wait_sends() {
   for (auto& [key, link] : links_) {
     if (std::get<2>(key)) HAI_CUDA_CHECK(cudaStreamWaitEvent(compute_stream_, link.done, 0));
   }
+  for (auto& [ticket, event] : send_events_) spare_events_.push_back(event);
+  send_events_.clear();
 }
 
 }  // namespace hai

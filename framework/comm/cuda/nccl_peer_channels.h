@@ -13,8 +13,9 @@
 // pipeline ranks alone; a non-neighbour peer is an error.
 //
 // Compute stream: the group's device stream (NcclCommunicator::stream(), where the model's work queues).
-// wait_sends() makes the compute stream wait for every send queued so far, so that the tensors sent may be freed
-// into the stream-ordered pool afterwards. Link streams are non-blocking (they do not synchronise with the legacy
+// send_done() queries an event recorded on the send's link stream after it (the transfer finished: its tensor may be
+// freed); wait_sends() makes the compute stream wait for every send queued so far, so that the tensors sent may be
+// freed into the stream-ordered pool afterwards. Link streams are non-blocking (they do not synchronise with the legacy
 // default stream). A link operation that hangs is not named by the NCCL watchdog of the group; the compute stream
 // stalls behind it and the group's next collective is reported (queued_operation_watchdog.h).
 
@@ -39,8 +40,9 @@ class NcclPeerChannels final : public PeerChannels {
   NcclPeerChannels(const NcclPeerChannels&) = delete;
   NcclPeerChannels& operator=(const NcclPeerChannels&) = delete;
 
-  void send(const Tensor& tensor, int peer, int channel) override;
+  int64_t send(const Tensor& tensor, int peer, int channel) override;
   void recv(const Tensor& tensor, int peer, int channel) override;
+  bool send_done(int64_t ticket) override;
   void wait_sends() override;
 
  private:
@@ -69,6 +71,9 @@ class NcclPeerChannels final : public PeerChannels {
   cudaEvent_t compute_mark_ = nullptr;  // recorded on compute_stream_ before each link operation
   std::map<LinkKey, Link> links_;
   std::vector<LinkKey> creation_order_;  // the links in the order both ranks of each created them
+  std::map<int64_t, cudaEvent_t> send_events_;  // by ticket: recorded after the send, until seen complete
+  std::vector<cudaEvent_t> spare_events_;        // events of completed sends, for reuse
+  int64_t next_ticket_ = 0;
 };
 
 }  // namespace hai

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "framework/comm/communicator.h"
+#include "framework/core/error.h"
 #include "tests/framework/comm/comm_test_util.h"
 #include "tests/framework/comm/world_fixture.h"
 
@@ -73,6 +74,27 @@ TEST_F(PointToPoint, PostedSendsAreReceivedInAnyOrder) {
   }
   EXPECT_EQ(world_->last_operation().name, "wait_posted_sends");
   EXPECT_EQ(world_->last_operation().sequence, 5u);
+}
+
+// A posted send is tested without waiting: a large one (past MPI's eager size) is not complete before its receiver
+// asks for it, and is once the receiver has it (a barrier after the receive orders the two); a ticket seen complete
+// stays complete, and a ticket never given is an error.
+TEST_F(PointToPoint, PostedSendIsDoneOnceReceived) {
+  if (size() < 2) GTEST_SKIP() << "needs two ranks";
+  constexpr int64_t kCount = int64_t{1} << 20;
+  OwnedTensor sent = make_tensor(Shape{kCount}, DType::f32, [&](int64_t i) { return rank() + i; });
+  int64_t ticket = world_->post_send(sent, next(), 3);
+  EXPECT_FALSE(world_->posted_send_done(ticket));
+  world_->barrier();
+  OwnedTensor received(Shape{kCount}, DType::f32);
+  world_->recv(received, previous(), 3);
+  world_->barrier();
+  while (!world_->posted_send_done(ticket)) {
+  }
+  EXPECT_TRUE(world_->posted_send_done(ticket));
+  EXPECT_THROW(world_->posted_send_done(ticket + 1), Error);
+  world_->wait_posted_sends();
+  EXPECT_EQ(received.data<float>()[kCount - 1], previous() + kCount - 1);
 }
 
 // Both neighbours at once (on two ranks they are the same rank): tags tell the two messages apart.

@@ -188,7 +188,7 @@ TEST_F(HostDeviceAgainstMpi, SplitPartsMoveHostAndDeviceTensors) {
 // channels, several per channel, and takes one channel's before the other's (a reordering across channels, as the
 // engine does). Each message is written by work queued on the compute stream just before its send, and each is
 // read by work queued after its receive, with no host synchronisation between: the links' stream ordering alone
-// makes the values right.
+// makes the values right. Once every rank read what it received, each send is done (send_done), with no wait.
 TEST_F(HostDeviceAgainstMpi, PeerChannelsMoveDeviceTensorsInOrderPerChannelWithoutHostWaits) {
   std::vector<int> neighbours;
   if (rank() > 0) neighbours.push_back(rank() - 1);
@@ -200,6 +200,7 @@ TEST_F(HostDeviceAgainstMpi, PeerChannelsMoveDeviceTensorsInOrderPerChannelWitho
     return static_cast<double>(sender * 1000 + channel * 100 + message * 10 + i % 7);
   };
   std::vector<OwnedTensor> sent;
+  std::vector<int64_t> tickets;
   for (int peer : neighbours) {
     for (int channel = 0; channel < 2; ++channel) {
       for (int message = 0; message < kMessages; ++message) {
@@ -208,7 +209,7 @@ TEST_F(HostDeviceAgainstMpi, PeerChannelsMoveDeviceTensorsInOrderPerChannelWitho
         copy_tensor_async(tensor, make_tensor(shape, DType::f32, [&](int64_t i) {
                             return value(rank(), channel, message, i);
                           }));
-        channels->send(tensor, peer, channel);
+        tickets.push_back(channels->send(tensor, peer, channel));
         sent.push_back(std::move(tensor));
       }
     }
@@ -228,6 +229,9 @@ TEST_F(HostDeviceAgainstMpi, PeerChannelsMoveDeviceTensorsInOrderPerChannelWitho
       }
     }
   }
+  both_->barrier();  // every rank has its messages
+  HAI_CUDA_CHECK(cudaDeviceSynchronize());  // the link streams' sends finished
+  for (int64_t ticket : tickets) EXPECT_TRUE(channels->send_done(ticket)) << "ticket " << ticket;
   channels->wait_sends();
   sent.clear();
   both_->barrier();
