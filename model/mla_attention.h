@@ -99,9 +99,9 @@ class MlaAttention {
 
  private:
   // q: [T, H, d_qk] <- x: [T, hidden] prepared for q_a_proj (the q path up to and including RoPE).
-  void forward_query(Context& ctx, const Linear::PreparedInput& input, int64_t tokens, Device device) const;
+  void forward_query(Context& ctx, const Linear::PreparedInput& input, Device device) const;
   // kv: [T, H, d_nope + d_v], k_rope: [T, d_rope] <- x: [T, hidden] prepared for kv_a_proj_with_mqa (the kv path).
-  void forward_key_value(Context& ctx, const Linear::PreparedInput& input, int64_t tokens, Device device) const;
+  void forward_key_value(Context& ctx, const Linear::PreparedInput& input, Device device) const;
   // The up-projections: ctx.q (rotated), ctx.q_latent_normed and its rstd <- ctx.q_latent; ctx.kv,
   // ctx.kv_latent_normed and its rstd <- ctx.kv_latent.
   void project_query(Context& ctx) const;

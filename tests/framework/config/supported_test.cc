@@ -49,7 +49,6 @@ TEST(CheckSupported, RefusesWhatDoesNotExistYet) {
     config.parallel.tp = 2;
     config.runtime.device = RuntimeDevice::cuda;
   });
-  expect_unsupported("parallel.sequence_parallel", [](Config& config) { config.parallel.sequence_parallel = true; });
 }
 
 TEST(CheckSupported, AcceptsTensorParallelismOnCpuRanks) {
@@ -90,13 +89,16 @@ TEST(CheckSupported, AcceptsEveryPrecisionMode) {
 }
 
 TEST(CheckSupported, MessageNamesTheFeature) {
-  Config config = resolve_auto(Config{}, 1);
+  Config config = resolve_auto(Config{}, 2);
+  config.parallel.tp = 2;
   config.parallel.sequence_parallel = true;
+  config.runtime.device = RuntimeDevice::cuda;
   try {
     check_supported(config);
     FAIL() << "no throw";
   } catch (const ConfigError& error) {
-    EXPECT_STREQ(error.what(), "config error: parallel.sequence_parallel: not supported yet (sequence parallelism)");
+    EXPECT_STREQ(error.what(), "config error: parallel.tp: not supported yet (tensor parallelism on GPUs: tp > 1 runs "
+                               "on CPU ranks)");
   }
 }
 

@@ -42,15 +42,17 @@ struct Layout {
   int ep = 1;
   std::string schedule = "1f1b";
   int global_batch = 4;
+  bool sequence_parallel = false;
 
   std::string name() const {
-    return "np" + std::to_string(ranks) + "_tp" + std::to_string(tp) + "_pp" + std::to_string(pp) + "_ep" +
-           std::to_string(ep) + "_" + schedule + "_batch" + std::to_string(global_batch);
+    return "np" + std::to_string(ranks) + "_tp" + std::to_string(tp) + (sequence_parallel ? "_sp" : "") + "_pp" +
+           std::to_string(pp) + "_ep" + std::to_string(ep) + "_" + schedule + "_batch" + std::to_string(global_batch);
   }
   std::string arguments() const {
     return std::string("--config tiny.yaml") + kOverrides + " --set parallel.tp=" + std::to_string(tp) +
            " --set parallel.pp=" + std::to_string(pp) + " --set parallel.ep=" + std::to_string(ep) +
-           " --set parallel.schedule=" + schedule + " --set train.global_batch_size=" + std::to_string(global_batch);
+           " --set parallel.schedule=" + schedule + " --set train.global_batch_size=" + std::to_string(global_batch) +
+           (sequence_parallel ? " --set parallel.sequence_parallel=true" : "");
   }
 };
 
@@ -133,6 +135,32 @@ TEST_F(TensorParallelTraining, TwoTensorTimesTwoDataTimesTwoExpertParallelMatchO
 
 TEST_F(TensorParallelTraining, TwoTensorTimesTwoDualPipeStagesMatchOneRank) {
   expect_single_rank_run({.ranks = 4, .tp = 2, .pp = 2, .schedule = "dualpipe"}, single_rank_);
+}
+
+// Sequence parallelism: the tp ranks split each micro-batch's tokens outside the tensor-parallel regions.
+TEST_F(TensorParallelTraining, TwoRanksWithSequenceParallelismMatchOneRank) {
+  expect_single_rank_run({.ranks = 2, .tp = 2, .sequence_parallel = true}, single_rank_);
+}
+
+TEST_F(TensorParallelTraining, FourRanksWithSequenceParallelismMatchOneRank) {
+  expect_single_rank_run({.ranks = 4, .tp = 4, .sequence_parallel = true}, single_rank_);
+}
+
+TEST_F(TensorParallelTraining, SequenceParallelTwoTensorTimesTwoDataTimesTwoExpertParallelMatchOneRank) {
+  std::filesystem::path single_rank = train({.global_batch = 8}, root_->path());
+  expect_single_rank_run({.ranks = 4, .tp = 2, .ep = 2, .global_batch = 8, .sequence_parallel = true}, single_rank);
+}
+
+TEST_F(TensorParallelTraining, SequenceParallelTwoTensorTimesTwoDualPipeStagesMatchOneRank) {
+  expect_single_rank_run({.ranks = 4, .tp = 2, .pp = 2, .schedule = "dualpipe", .sequence_parallel = true},
+                         single_rank_);
+}
+
+// A tp 2 + sequence-parallel checkpoint is in the global layout too: it resumes at tp 1 with the single-rank losses.
+TEST_F(TensorParallelTraining, SequenceParallelCheckpointResumesAtOneRank) {
+  std::filesystem::path trained = train({.ranks = 2, .tp = 2, .sequence_parallel = true}, root_->path() / "sp_reshard");
+  testing::expect_resumed_run_matches(trained, root_->path() / "sp_reshard" / "to_one_rank", 1, Layout{}.arguments(),
+                                      single_rank_, kCheckpointTolerance);
 }
 
 // The checkpoint holds the global layout (each tp rank writes its boxes): it verifies, exports, and resumes at tp 1
