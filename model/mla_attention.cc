@@ -92,14 +92,14 @@ void MlaAttention::forward(Context& ctx, const Tensor& out, OwnedTensor&& x, con
   int64_t tokens = positions.numel();  // every tp rank's under sequence parallelism
   Device device = x.tensor().device();
   HAI_CHECK(seq_len > 0 && tokens % seq_len == 0, "MLA: {} tokens are not whole sequences of {}", tokens, seq_len);
-  HAI_CHECK(x.tensor().size(0) == sequence_rows(tp_, tokens), "MLA: {} rows of x for {} positions",
-            x.tensor().size(0), tokens);
+  int64_t rows = x.tensor().size(0);  // this tp rank's under sequence parallelism
+  HAI_CHECK(rows == sequence_rows(tp_, tokens), "MLA: {} rows of x for {} positions", rows, tokens);
   ctx.seq_len = seq_len;
   ctx.positions = positions;
   // read by q_a_proj and kv_a_proj_with_mqa alike
   Linear::PreparedInput input = q_a_proj_.prepare_input(std::move(x));
-  forward_query(ctx, input, device);
-  forward_key_value(ctx, input, device);
+  forward_query(ctx, input, rows, device);
+  forward_key_value(ctx, input, rows, device);
   ctx.x = std::move(input.saved);
   // NOTE: o comes out of the attention kernel in the dtype o_proj reads, which is the attention dtype (both follow
   // o_proj's compute dtype; bf16 in bf16 and fp8 training: no fp32 copy). When o_proj keeps o for its weight
@@ -125,8 +125,8 @@ void MlaAttention::forward(Context& ctx, const Tensor& out, OwnedTensor&& x, con
   for (OwnedTensor* dropped : {&ctx.q_latent_normed, &ctx.kv_latent_normed, &ctx.q, &ctx.kv}) *dropped = OwnedTensor();
 }
 
-void MlaAttention::forward_query(Context& ctx, const Linear::PreparedInput& input, Device device) const {
-  int64_t rows = input.saved.tensor().size(0);
+void MlaAttention::forward_query(Context& ctx, const Linear::PreparedInput& input, int64_t rows,
+                                 Device device) const {
   ctx.q_latent = f32_tensor(Shape{rows, q_a_proj_.out_features()}, device);  // [T_r, q_lora]
   q_a_proj_.forward(ctx.q_latent, input);
   project_query(ctx);
@@ -146,8 +146,8 @@ void MlaAttention::project_query(Context& ctx) const {
   ctx.q = rotated(std::move(q), nope_dim_, attention_dtype_, ctx.positions, /*backward=*/false);
 }
 
-void MlaAttention::forward_key_value(Context& ctx, const Linear::PreparedInput& input, Device device) const {
-  int64_t rows = input.saved.tensor().size(0);
+void MlaAttention::forward_key_value(Context& ctx, const Linear::PreparedInput& input, int64_t rows,
+                                     Device device) const {
   OwnedTensor ckv = f32_tensor(Shape{rows, kv_lora_rank_ + rope_dim_}, device);  // [T_r, kv_lora + d_rope]
   kv_a_proj_.forward(ckv, input);
   rope_forward(ckv, ckv, local_sequence_rows(tp_, ctx.positions), rope_, kv_lora_rank_);
