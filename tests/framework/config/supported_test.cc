@@ -59,6 +59,22 @@ TEST(CheckSupported, AcceptsTensorParallelismOnCpuRanks) {
   EXPECT_NO_THROW(check_supported(config));
 }
 
+TEST(CheckSupported, AcceptsSequenceParallelismOnCpuRanksOnly) {
+  Config config = resolve_auto(Config{}, 2);
+  config.parallel.tp = 2;
+  config.parallel.sequence_parallel = true;
+  config.runtime.device = RuntimeDevice::cpu;
+  EXPECT_NO_THROW(check_supported(config));
+  config.parallel.tp = 1;  // NOTE: tp 1 on a GPU passes this check; only sequence parallelism is left to refuse
+  config.runtime.device = RuntimeDevice::cuda;
+  try {
+    check_supported(config);
+    FAIL() << "no throw";
+  } catch (const ConfigError& error) {
+    EXPECT_EQ(error.key_path(), "parallel.sequence_parallel");
+  }
+}
+
 TEST(CheckSupported, AcceptsPipelineParallelismUnderEverySchedule) {
   for (PipelineSchedule schedule :
        {PipelineSchedule::one_f_one_b, PipelineSchedule::dualpipe, PipelineSchedule::dualpipev}) {
