@@ -340,8 +340,9 @@ void MoeLayer::backward_weight(Context& ctx) const {
   if (exchange_) {
     experts_.backward_weight(ctx.experts);
   } else {
-    // The experts' rows again: permuted from the shared expert's saved input when that is the same rounding of x.
-    OwnedTensor x_sorted = shared_reads_expert_tokens() ? permuted(ctx, ctx.shared->input)
+    // The experts' rows again: permuted from the shared expert's saved input when that is the same rounding of x
+    // (not under sequence parallelism, where it keeps every tp rank's rows).
+    OwnedTensor x_sorted = shared_reads_expert_tokens() && !tp_.splits_sequence() ? permuted(ctx, ctx.shared->input)
                                                         : sorted_rows(ctx, ctx.input, expert_tokens(ctx.input));
     experts_.backward_weight(ctx.experts, &x_sorted.tensor());  // [T * K, H]
   }

@@ -148,6 +148,15 @@ TEST_F(SequenceParallelModelTest, TenStepsGiveTheSingleRankLossesGradientsAndExp
   expect_ten_reference_steps(/*sequence_parallel=*/true);
 }
 
+// The layers' recomputation under sequence parallelism gathers again what it remakes: the same steps.
+TEST_F(SequenceParallelModelTest, RecomputationGivesTheSingleRankSteps) {
+  for (RecomputeMode mode : {RecomputeMode::selective, RecomputeMode::full}) {
+    SCOPED_TRACE(to_string(mode));
+    model_.set_recompute(mode);
+    expect_ten_reference_steps(/*sequence_parallel=*/true);
+  }
+}
+
 // A CPU shape some ten times the tiny one's (recompute_memory_test.cc's larger shape): MLA of 4 heads, 16 experts of
 // which 4 a token plus a shared one, 2 sequences of 64 tokens a micro-batch.
 Config memory_config(int tp, bool sequence_parallel, RecomputeMode recompute) {
