@@ -5,6 +5,7 @@
 #include "framework/device/gemm.h"
 #include "framework/device/swiglu.h"
 #include "model/in_dtype.h"
+#include "parallel/sequence_parallel.h"
 
 namespace hai {
 
@@ -28,10 +29,13 @@ FeedForward::FeedForward(const ParameterStore& store, const std::string& prefix,
 }
 
 void FeedForward::forward(Context& ctx, const Tensor& out, const Tensor& x, bool accumulate) const {
-  forward(ctx, out, gate_.prepare_input(x), x.size(0), x.device(), accumulate);
+  OwnedTensor gathered;
+  Tensor input = all_gather_sequence(tp_, x, gathered);  // [N, H] every tp rank's rows under sequence parallelism
+  forward(ctx, out, gate_.prepare_input(input), input.size(0), x.device(), accumulate);
 }
 
-void FeedForward::forward(Context& ctx, const Tensor& out, OwnedTensor&& x, bool accumulate) const {
+void FeedForward::forward(Context& ctx, const Tensor& out, OwnedTensor&& local_x, bool accumulate) const {
+  OwnedTensor x = all_gather_sequence(tp_, std::move(local_x));  // [N, H] every tp rank's rows under sequence parallelism
   int64_t rows = x.tensor().size(0);
   Device device = x.tensor().device();
   forward(ctx, out, gate_.prepare_input(std::move(x)), rows, device, accumulate);
@@ -42,7 +46,7 @@ void FeedForward::forward(Context& ctx, const Tensor& out, Linear::PreparedInput
   OwnedTensor activation = projections_forward(ctx, input, rows, device);  // [N, F]
   ctx.input = std::move(input.saved);
   // NOTE: the row-parallel down_proj's partial outputs are summed over the tp ranks: the region's exit.
-  tp_.summed_into(out, accumulate, [&](const Tensor& y, bool add) {
+  reduce_scatter_sequence(tp_, out, accumulate, [&](const Tensor& y, bool add) {
     down_.forward(y, std::move(activation), ctx.activation, add);
   });
   if (recomputes_input()) ctx.input = OwnedTensor();
@@ -51,12 +55,13 @@ void FeedForward::forward(Context& ctx, const Tensor& out, Linear::PreparedInput
 
 void FeedForward::recompute_input(Context& ctx, OwnedTensor&& x) const {
   HAI_CHECK(recomputes_input(), "feed-forward: an input handed back to a layer that keeps its own");
-  ctx.input = gate_.prepare_input(std::move(x)).saved;
+  ctx.input = gate_.prepare_input(all_gather_sequence(tp_, std::move(x))).saved;
 }
 
 void FeedForward::recompute_input(Context& ctx, const Tensor& x) const {
   HAI_CHECK(recomputes_input(), "feed-forward: an input handed back to a layer that keeps its own");
-  ctx.input = gate_.prepare_input(x).saved;
+  OwnedTensor gathered;
+  ctx.input = gate_.prepare_input(all_gather_sequence(tp_, x, gathered)).saved;
 }
 
 OwnedTensor FeedForward::projections_forward(Context& ctx, const Linear::PreparedInput& input, int64_t rows,
@@ -90,14 +95,15 @@ void FeedForward::backward_input(Context& ctx, const Tensor& d_x, const Tensor& 
   backward_input(ctx, d_x, to_compute_dtype(d_out, output_grad_dtype()), accumulate);
 }
 
-void FeedForward::backward_input(Context& ctx, const Tensor& d_x, OwnedTensor&& d_out, bool accumulate) const {
+void FeedForward::backward_input(Context& ctx, const Tensor& d_x, OwnedTensor&& local_d_out, bool accumulate) const {
+  OwnedTensor d_out = all_gather_sequence(tp_, std::move(local_d_out));  // [N, H] the exit's backward
   const int64_t rows = d_out.tensor().size(0);
   const Device device = d_out.tensor().device();
   ctx.d_out = down_.prepare_output_grad(std::move(d_out));
   OwnedTensor d_activation(Shape{rows, ffn_size()}, DType::f32, device);  // [N, F]
   down_.backward_input(d_activation, ctx.d_out);
   // NOTE: the column-parallel gate_proj and up_proj give partial input gradients: the region's entry sums them.
-  tp_.summed_into(d_x, accumulate, [&](const Tensor& partial, bool add) {
+  reduce_scatter_sequence(tp_, d_x, accumulate, [&](const Tensor& partial, bool add) {
     projections_backward_input(ctx, partial, d_activation, add);
   });
 }

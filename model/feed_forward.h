@@ -5,7 +5,9 @@
 // contiguous block of permuted rows. Layer contract: docs/design/model-layers.md.
 // Tensor parallelism (the dense MLP and the shared experts, docs/design/tensor-parallel.md): the store holds this
 // rank's F / tp columns of gate_proj and up_proj and rows of down_proj; the block is one tensor-parallel region, its
-// output summed over the tp ranks in forward and its input gradient in backward.
+// output summed over the tp ranks in forward and its input gradient in backward. Under sequence parallelism
+// (parallel/sequence_parallel.h) x, out and their gradients are this rank's rows [N / tp, H]: the block gathers x
+// (and d_out) over the tp ranks and reduce-scatters its output (and d_x); N below is then all ranks' rows.
 
 #include <optional>
 #include <string>

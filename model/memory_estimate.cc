@@ -89,12 +89,15 @@ SavedElementBytes saved_element_bytes(PrecisionMode mode) {
 }
 
 // MLA's Context per token (mla_attention.h): selective recomputation drops x (unless FP8), the normed latents, q and
-// kv. Under tensor parallelism a rank keeps its H / tp heads' tensors and the whole latents and x.
-double attention_saved_bytes(const ModelConfig& m, int64_t tp, const SavedElementBytes& b, bool selective) {
+// kv. Under tensor parallelism a rank keeps its H / tp heads' tensors and the whole latents and x; under sequence
+// parallelism (sequence_share 1 / tp) only its tokens' rows of x and the latents before their norms (the normed
+// latents and k_rope are kept gathered, as the head-split projections read them).
+double attention_saved_bytes(const ModelConfig& m, int64_t tp, const SavedElementBytes& b, bool selective,
+                             double sequence_share) {
   int64_t heads = m.num_heads / tp, qk = m.qk_nope_head_dim + m.qk_rope_head_dim;
-  double latents = 4.0 * (m.q_lora_rank + m.kv_lora_rank) + 2 * 4;  // before their norms, and the rstds
+  double latents = (4.0 * (m.q_lora_rank + m.kv_lora_rank) + 2 * 4) * sequence_share;  // before their norms, rstds
   double kept = latents + b.attention * m.qk_rope_head_dim + b.o * heads * m.v_head_dim + 4.0 * heads;  // lse
-  if (!selective || b.fp8) kept += b.linear_input * m.hidden_size;
+  if (!selective || b.fp8) kept += b.linear_input * m.hidden_size * sequence_share;
   if (!selective) {
     kept += b.linear_input * (m.q_lora_rank + m.kv_lora_rank) +
             b.attention * heads * (qk + m.qk_nope_head_dim + m.v_head_dim);
@@ -113,7 +116,9 @@ double feed_forward_saved_bytes(int64_t hidden, double ffn, const SavedElementBy
 
 // MoeLayer's Context per token (moe_layer.h): routing, the routed experts' rows (each token K times; under FP8 their
 // token-padded copies, half a 128-row tile of padding per expert segment), the combine's inputs, the shared expert.
-double moe_saved_bytes(const Config& config, const SavedElementBytes& b, bool selective) {
+// Under sequence parallelism (sequence_share 1 / tp) a rank routes its tokens' rows only; the shared expert keeps
+// its input gathered.
+double moe_saved_bytes(const Config& config, const SavedElementBytes& b, bool selective, double sequence_share) {
   const ModelConfig& m = config.model;
   const ParallelConfig& p = config.parallel;
   int64_t k = m.moe.experts_per_token, hidden = m.hidden_size, experts = m.moe.routed_experts;
@@ -133,6 +138,7 @@ double moe_saved_bytes(const Config& config, const SavedElementBytes& b, bool se
     kept += static_cast<double>(k) * b.compute * ffn;  // the activation
   }
   if (p.ep > 1) kept += (b.fp8 ? padded_rows * b.linear_input : k * b.compute) * hidden;  // the received rows
+  kept *= sequence_share;
   if (m.moe.shared_experts > 0) {
     kept += feed_forward_saved_bytes(
         hidden, static_cast<double>(m.moe.shared_experts * m.moe.expert_ffn_size) / static_cast<double>(p.tp), b,
@@ -151,16 +157,20 @@ double attention_saved_bytes_per_token(const Config& config) {
 double layer_saved_bytes_per_token(const Config& config, bool moe) {
   const ModelConfig& m = config.model;
   RecomputeMode mode = config.train.recompute;
-  double input = 4.0 * m.hidden_size;  // the layer's input x, fp32
-  if (mode == RecomputeMode::full) return input + (moe ? 4.0 * m.moe.experts_per_token : 0);  // + top-k indices
+  double tp = static_cast<double>(config.parallel.tp);
+  // NOTE: under sequence parallelism a tp rank keeps its T / tp tokens' rows outside the tensor-parallel regions.
+  double sequence_share = config.parallel.sequence_parallel ? 1.0 / tp : 1.0;
+  double input = 4.0 * m.hidden_size * sequence_share;  // the layer's input x, fp32
+  if (mode == RecomputeMode::full) {
+    return input + (moe ? 4.0 * m.moe.experts_per_token * sequence_share : 0);  // + top-k indices
+  }
   bool selective = mode == RecomputeMode::selective;
   SavedElementBytes b = saved_element_bytes(config.precision.mode);
-  double residual_stream = input + 4.0 * m.hidden_size + 2 * 4;  // x, h, the two norms' rstd
+  double residual_stream = input + (4.0 * m.hidden_size + 2 * 4) * sequence_share;  // x, h, the two norms' rstd
   // NOTE: a tp rank keeps its F / tp columns of the dense FFN (and of the shared experts).
-  double tp = static_cast<double>(config.parallel.tp);
-  double mlp = moe ? moe_saved_bytes(config, b, selective)
+  double mlp = moe ? moe_saved_bytes(config, b, selective, sequence_share)
                    : feed_forward_saved_bytes(m.hidden_size, static_cast<double>(m.dense_ffn_size) / tp, b, selective);
-  return residual_stream + attention_saved_bytes(m, config.parallel.tp, b, selective) + mlp;
+  return residual_stream + attention_saved_bytes(m, config.parallel.tp, b, selective, sequence_share) + mlp;
 }
 
 namespace {

@@ -10,6 +10,7 @@
 #include "framework/device/rope.h"
 #include "model/in_dtype.h"
 #include "model/parameters.h"
+#include "parallel/sequence_parallel.h"
 
 namespace hai {
 namespace {
@@ -88,15 +89,17 @@ void MlaAttention::forward(Context& ctx, const Tensor& out, const Tensor& x, con
 
 void MlaAttention::forward(Context& ctx, const Tensor& out, OwnedTensor&& x, const Tensor& positions,
                            int64_t seq_len) const {
-  int64_t tokens = x.tensor().size(0);
+  int64_t tokens = positions.numel();  // every tp rank's under sequence parallelism
   Device device = x.tensor().device();
   HAI_CHECK(seq_len > 0 && tokens % seq_len == 0, "MLA: {} tokens are not whole sequences of {}", tokens, seq_len);
+  int64_t rows = x.tensor().size(0);  // this tp rank's under sequence parallelism
+  HAI_CHECK(rows == sequence_rows(tp_, tokens), "MLA: {} rows of x for {} positions", rows, tokens);
   ctx.seq_len = seq_len;
   ctx.positions = positions;
   // read by q_a_proj and kv_a_proj_with_mqa alike
   Linear::PreparedInput input = q_a_proj_.prepare_input(std::move(x));
-  forward_query(ctx, input, tokens, device);
-  forward_key_value(ctx, input, tokens, device);
+  forward_query(ctx, input, rows, device);
+  forward_key_value(ctx, input, rows, device);
   ctx.x = std::move(input.saved);
   // NOTE: o comes out of the attention kernel in the dtype o_proj reads, which is the attention dtype (both follow
   // o_proj's compute dtype; bf16 in bf16 and fp8 training: no fp32 copy). o is kept once: when o_proj keeps o for
@@ -107,62 +110,69 @@ void MlaAttention::forward(Context& ctx, const Tensor& out, OwnedTensor&& x, con
   attention_forward_mla(per_sequence(o, seq_len), ctx.lse, per_sequence(ctx.q, seq_len),
                         per_sequence(ctx.kv, seq_len), per_sequence_rows(ctx.k_rope, seq_len), softmax_scale_);
   bool o_proj_keeps_o = !o_proj_.uses_fp8() && o.tensor().dtype() == o_proj_.compute_dtype();
-  if (!o_proj_keeps_o) {
-    o_proj_.forward(out, o_proj_.prepare_input(flatten_heads(o)));
-    ctx.o = std::move(o);
-  } else {
-    o.reshape(Shape{tokens, heads_ * value_dim_});
-    o_proj_.forward(out, std::move(o), ctx.o_input);
-  }
-  tp_.leave(out);  // the row-parallel o_proj's partial outputs
+  // the row-parallel o_proj's partial outputs summed over the tp ranks: the region's exit
+  reduce_scatter_sequence(tp_, out, /*accumulate=*/false, [&](const Tensor& y, bool) {
+    if (!o_proj_keeps_o) {
+      o_proj_.forward(y, o_proj_.prepare_input(flatten_heads(o)));
+      ctx.o = std::move(o);
+    } else {
+      o.reshape(Shape{tokens, heads_ * value_dim_});
+      o_proj_.forward(y, std::move(o), ctx.o_input);
+    }
+  });
   if (!recompute_) return;
   if (recomputes_input()) ctx.x = OwnedTensor();
   for (OwnedTensor* dropped : {&ctx.q_latent_normed, &ctx.kv_latent_normed, &ctx.q, &ctx.kv}) *dropped = OwnedTensor();
 }
 
-void MlaAttention::forward_query(Context& ctx, const Linear::PreparedInput& input, int64_t tokens,
+void MlaAttention::forward_query(Context& ctx, const Linear::PreparedInput& input, int64_t rows,
                                  Device device) const {
-  ctx.q_latent = f32_tensor(Shape{tokens, q_a_proj_.out_features()}, device);  // [T, q_lora]
+  ctx.q_latent = f32_tensor(Shape{rows, q_a_proj_.out_features()}, device);  // [T_r, q_lora]
   q_a_proj_.forward(ctx.q_latent, input);
   project_query(ctx);
 }
 
 void MlaAttention::project_query(Context& ctx) const {
-  const Tensor& q_latent = ctx.q_latent.tensor();  // [T, q_lora]
-  int64_t tokens = q_latent.size(0);
+  const Tensor& q_latent = ctx.q_latent.tensor();  // [T_r, q_lora]
   Device device = q_latent.device();
-  OwnedTensor q_latent_normed(q_latent.shape(), q_b_proj_.input_dtype(), device);  // [T, q_lora]
-  ctx.q_latent_rstd = f32_tensor(Shape{tokens}, device);
+  OwnedTensor q_latent_normed(q_latent.shape(), q_b_proj_.input_dtype(), device);  // [T_r, q_lora]
+  ctx.q_latent_rstd = f32_tensor(Shape{q_latent.size(0)}, device);
   rmsnorm_forward(q_latent_normed, ctx.q_latent_rstd, q_latent, q_a_norm_->value, norm_eps_);
+  // [T, q_lora] the region's input (gathered over the tp ranks under sequence parallelism)
+  OwnedTensor region_input = all_gather_sequence(tp_, std::move(q_latent_normed));
+  int64_t tokens = region_input.tensor().size(0);
   OwnedTensor q = f32_tensor(Shape{tokens, heads_, nope_dim_ + rope_dim_}, device);  // [T, H, d_qk]
-  q_b_proj_.forward(flatten_heads(q), std::move(q_latent_normed), ctx.q_latent_normed);
+  q_b_proj_.forward(flatten_heads(q), std::move(region_input), ctx.q_latent_normed);
   ctx.q = rotated(std::move(q), nope_dim_, attention_dtype_, ctx.positions, /*backward=*/false);
 }
 
-void MlaAttention::forward_key_value(Context& ctx, const Linear::PreparedInput& input, int64_t tokens,
+void MlaAttention::forward_key_value(Context& ctx, const Linear::PreparedInput& input, int64_t rows,
                                      Device device) const {
-  OwnedTensor ckv = f32_tensor(Shape{tokens, kv_lora_rank_ + rope_dim_}, device);  // [T, kv_lora + d_rope]
+  OwnedTensor ckv = f32_tensor(Shape{rows, kv_lora_rank_ + rope_dim_}, device);  // [T_r, kv_lora + d_rope]
   kv_a_proj_.forward(ckv, input);
-  rope_forward(ckv, ckv, ctx.positions, rope_, kv_lora_rank_);
-  ctx.kv_latent = f32_tensor(Shape{tokens, kv_lora_rank_}, device);
+  rope_forward(ckv, ckv, local_sequence_rows(tp_, ctx.positions), rope_, kv_lora_rank_);
+  ctx.kv_latent = f32_tensor(Shape{rows, kv_lora_rank_}, device);
   copy_columns(ctx.kv_latent, ckv, {.width = kv_lora_rank_});
-  ctx.k_rope = OwnedTensor(Shape{tokens, rope_dim_}, attention_dtype_, device);  // [T, d_rope]
-  copy_columns(ctx.k_rope, ckv, {.src_offset = kv_lora_rank_, .width = rope_dim_});
+  OwnedTensor k_rope(Shape{rows, rope_dim_}, attention_dtype_, device);  // [T_r, d_rope]
+  copy_columns(k_rope, ckv, {.src_offset = kv_lora_rank_, .width = rope_dim_});
+  ctx.k_rope = all_gather_sequence(tp_, std::move(k_rope));  // [T, d_rope]
   project_key_value(ctx);
 }
 
 void MlaAttention::project_key_value(Context& ctx) const {
-  const Tensor& kv_latent = ctx.kv_latent.tensor();  // [T, kv_lora]
-  int64_t tokens = kv_latent.size(0);
+  const Tensor& kv_latent = ctx.kv_latent.tensor();  // [T_r, kv_lora]
   Device device = kv_latent.device();
-  OwnedTensor kv_latent_normed(kv_latent.shape(), kv_b_proj_.input_dtype(), device);  // [T, kv_lora]
-  ctx.kv_latent_rstd = f32_tensor(Shape{tokens}, device);
+  OwnedTensor kv_latent_normed(kv_latent.shape(), kv_b_proj_.input_dtype(), device);  // [T_r, kv_lora]
+  ctx.kv_latent_rstd = f32_tensor(Shape{kv_latent.size(0)}, device);
   rmsnorm_forward(kv_latent_normed, ctx.kv_latent_rstd, kv_latent, kv_a_norm_->value, norm_eps_);
+  // [T, kv_lora] the region's input (gathered over the tp ranks under sequence parallelism)
+  OwnedTensor region_input = all_gather_sequence(tp_, std::move(kv_latent_normed));
+  int64_t tokens = region_input.tensor().size(0);
   // NOTE: the attention reads k_nope and v in kv's columns, so kv_b_proj rounds its output to the attention dtype
   // itself (FP8 GEMMs write bf16 as the bf16 ones do).
   // [T, H, d_nope + d_v]
   ctx.kv = OwnedTensor(Shape{tokens, heads_, nope_dim_ + value_dim_}, attention_dtype_, device);
-  kv_b_proj_.forward(flatten_heads(ctx.kv), std::move(kv_latent_normed), ctx.kv_latent_normed);
+  kv_b_proj_.forward(flatten_heads(ctx.kv), std::move(region_input), ctx.kv_latent_normed);
 }
 
 void MlaAttention::recompute(Context& ctx, OwnedTensor&& x) const {
@@ -191,7 +201,8 @@ void MlaAttention::backward_input(Context& ctx, const Tensor& d_x, const Tensor&
   backward_input(ctx, d_x, to_compute_dtype(d_out, output_grad_dtype()));
 }
 
-void MlaAttention::backward_input(Context& ctx, const Tensor& d_x, OwnedTensor&& d_out) const {
+void MlaAttention::backward_input(Context& ctx, const Tensor& d_x, OwnedTensor&& local_d_out) const {
+  OwnedTensor d_out = all_gather_sequence(tp_, std::move(local_d_out));  // [T, hidden] the exit's backward
   int64_t tokens = d_out.tensor().size(0);
   int64_t qk_dim = nope_dim_ + rope_dim_;
   Device device = d_out.tensor().device();
@@ -225,13 +236,14 @@ Tensor MlaAttention::attention_output(const Context& ctx) const {
 }
 
 void MlaAttention::backward_query(Context& ctx, const Tensor& d_x, OwnedTensor d_q) const {
-  int64_t tokens = d_x.size(0);
+  int64_t rows = d_x.size(0);  // this rank's under sequence parallelism
   int64_t q_lora_rank = q_a_proj_.out_features();
   ctx.d_q = q_b_proj_.prepare_output_grad(flatten_heads(in_dtype(std::move(d_q), q_b_proj_.output_grad_dtype())));
-  OwnedTensor d_q_latent_normed = f32_tensor(Shape{tokens, q_lora_rank}, d_x.device());  // [T, q_lora]
-  q_b_proj_.backward_input(d_q_latent_normed, ctx.d_q);
-  tp_.enter_backward(d_q_latent_normed);  // from this rank's heads
-  OwnedTensor d_q_latent = f32_tensor(Shape{tokens, q_lora_rank}, d_x.device());  // [T, q_lora]
+  OwnedTensor d_q_latent_normed = f32_tensor(Shape{rows, q_lora_rank}, d_x.device());  // [T_r, q_lora]
+  // from this rank's heads, summed over the tp ranks: the region's entry
+  reduce_scatter_sequence(tp_, d_q_latent_normed, /*accumulate=*/false,
+                          [&](const Tensor& partial, bool) { q_b_proj_.backward_input(partial, ctx.d_q); });
+  OwnedTensor d_q_latent = f32_tensor(Shape{rows, q_lora_rank}, d_x.device());  // [T_r, q_lora]
   // q_a_proj's bf16 output gradient written by the norm beside the fp32 one (the same rounding as a cast)
   bool bf16_gradient = q_a_proj_.output_grad_dtype() == DType::bf16;
   OwnedTensor d_q_latent_bf16 = bf16_gradient ? OwnedTensor(d_q_latent.shape(), DType::bf16, d_x.device())
@@ -247,25 +259,28 @@ void MlaAttention::backward_query(Context& ctx, const Tensor& d_x, OwnedTensor d
 
 void MlaAttention::backward_key_value(Context& ctx, const Tensor& d_x, OwnedTensor d_kv,
                                       const Tensor& d_k_rope) const {
-  int64_t tokens = d_x.size(0);
+  int64_t rows = d_x.size(0);  // this rank's under sequence parallelism
   ctx.d_kv = kv_b_proj_.prepare_output_grad(flatten_heads(in_dtype(std::move(d_kv), kv_b_proj_.output_grad_dtype())));
-  OwnedTensor d_kv_latent_normed = f32_tensor(Shape{tokens, kv_lora_rank_}, d_x.device());  // [T, kv_lora]
-  kv_b_proj_.backward_input(d_kv_latent_normed, ctx.d_kv);
-  tp_.enter_backward(d_kv_latent_normed);  // from this rank's heads
-  OwnedTensor d_kv_latent = f32_tensor(Shape{tokens, kv_lora_rank_}, d_x.device());  // [T, kv_lora]
+  OwnedTensor d_kv_latent_normed = f32_tensor(Shape{rows, kv_lora_rank_}, d_x.device());  // [T_r, kv_lora]
+  // from this rank's heads, summed over the tp ranks: the region's entry
+  reduce_scatter_sequence(tp_, d_kv_latent_normed, /*accumulate=*/false,
+                          [&](const Tensor& partial, bool) { kv_b_proj_.backward_input(partial, ctx.d_kv); });
+  OwnedTensor d_kv_latent = f32_tensor(Shape{rows, kv_lora_rank_}, d_x.device());  // [T_r, kv_lora]
   rmsnorm_backward(d_kv_latent, kv_a_norm_->grad, d_kv_latent_normed, ctx.kv_latent, kv_a_norm_->value,
                    ctx.kv_latent_rstd, {.weight_grad_beta = kv_a_norm_->take_grad_beta()});
   ctx.kv_latent = OwnedTensor();
   ctx.kv_latent_rstd = OwnedTensor();
-  OwnedTensor d_ckv = f32_tensor(Shape{tokens, kv_lora_rank_ + rope_dim_}, d_x.device());  // [T, kv_lora + d_rope]
+  // [T_r, kv_lora + d_rope]
+  OwnedTensor d_ckv = f32_tensor(Shape{rows, kv_lora_rank_ + rope_dim_}, d_x.device());
   copy_columns(d_ckv, d_kv_latent, {.width = kv_lora_rank_});
   // k_rope is shared by all heads: its gradient is the sum over them (this rank's, then over the tp ranks).
-  OwnedTensor d_k_rope_sum = f32_tensor(Shape{tokens, rope_dim_}, d_x.device());  // [T, d_rope]
-  sum_columns(d_k_rope_sum, d_k_rope, {.width = rope_dim_});
-  tp_.enter_backward(d_k_rope_sum);
+  OwnedTensor d_k_rope_sum = f32_tensor(Shape{rows, rope_dim_}, d_x.device());  // [T_r, d_rope]
+  reduce_scatter_sequence(tp_, d_k_rope_sum, /*accumulate=*/false, [&](const Tensor& partial, bool) {
+    sum_columns(partial, d_k_rope, {.width = rope_dim_});
+  });
   copy_columns(d_ckv, d_k_rope_sum, {.dst_offset = kv_lora_rank_, .width = rope_dim_});
-  ctx.d_ckv = kv_a_proj_.prepare_output_grad(
-      rotated(std::move(d_ckv), kv_lora_rank_, kv_a_proj_.output_grad_dtype(), ctx.positions, /*backward=*/true));
+  ctx.d_ckv = kv_a_proj_.prepare_output_grad(rotated(std::move(d_ckv), kv_lora_rank_, kv_a_proj_.output_grad_dtype(),
+                                                     local_sequence_rows(tp_, ctx.positions), /*backward=*/true));
   kv_a_proj_.backward_input(d_x, ctx.d_ckv, /*accumulate=*/true);
 }
 

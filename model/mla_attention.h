@@ -23,6 +23,11 @@
 // whole; H below is the rank's heads. The tensor-parallel region starts at the latents (the up-projections' inputs
 // and k_rope, whose gradients are summed over the tp ranks in backward) and ends at o_proj's output (summed in
 // forward), so the replicated projections and norms get the same whole gradient on every tp rank.
+// Sequence parallelism (parallel/sequence_parallel.h): x, out and their gradients are this tp rank's rows
+// [T_r = T / tp, hidden]; q_a_proj, kv_a_proj_with_mqa, the latent norms and k_rope's RoPE run on those rows, and the
+// region's inputs (the normed latents and k_rope) are gathered over the tp ranks (their gradients reduce-scattered);
+// o_proj's partial outputs are reduce-scattered. The replicated parameters then get this rank's tokens' part of their
+// gradient, which the trainer sums over the tp ranks. positions stay [T] (all tokens).
 
 #include <cstdint>
 
@@ -99,10 +104,11 @@ class MlaAttention {
   void recompute(Context& ctx, OwnedTensor&& x) const;
 
  private:
-  // q: [T, H, d_qk] <- x: [T, hidden] prepared for q_a_proj (the q path up to and including RoPE).
-  void forward_query(Context& ctx, const Linear::PreparedInput& input, int64_t tokens, Device device) const;
+  // q: [T, H, d_qk] <- x: [T_r, hidden] prepared for q_a_proj (the q path up to and including RoPE); T_r = rows,
+  // this tp rank's under sequence parallelism (header), else T.
+  void forward_query(Context& ctx, const Linear::PreparedInput& input, int64_t rows, Device device) const;
   // kv: [T, H, d_nope + d_v], k_rope: [T, d_rope] <- x: [T, hidden] prepared for kv_a_proj_with_mqa (the kv path).
-  void forward_key_value(Context& ctx, const Linear::PreparedInput& input, int64_t tokens, Device device) const;
+  void forward_key_value(Context& ctx, const Linear::PreparedInput& input, int64_t rows, Device device) const;
   // The up-projections: ctx.q (rotated), ctx.q_latent_normed and its rstd <- ctx.q_latent; ctx.kv,
   // ctx.kv_latent_normed and its rstd <- ctx.kv_latent.
   void project_query(Context& ctx) const;

@@ -3,7 +3,6 @@
 #include <utility>
 #include <vector>
 
-#include "framework/device/balance_loss.h"
 #include "framework/device/elementwise.h"
 #include "framework/device/expert_load.h"
 #include "framework/device/fp8_quantize.h"
@@ -12,6 +11,7 @@
 #include "model/in_dtype.h"
 #include "model/linear.h"
 #include "model/parameters.h"
+#include "model/sequence_balance_loss.h"
 
 namespace hai {
 namespace {
@@ -50,7 +50,9 @@ MoeLayer::MoeLayer(const ModelConfig& config, const ParameterStore& store, int64
   check_shape(gate_->value, Shape{routed_experts_, config.hidden_size}, "MoE gate weight");
   check_shape(bias_->value, Shape{routed_experts_}, "MoE gate bias");
   if (config.moe.shared_experts > 0) shared_.emplace(store, layer_prefix(layer) + "mlp.shared_experts.", tp);
-  tp_size_ = tp.size();
+  tp_ = tp;
+  // NOTE: under sequence parallelism each tp rank routes its own tokens: no expert sees a token twice.
+  tp_size_ = tp.splits_sequence() ? 1 : tp.size();
 }
 
 void MoeLayer::forward(Context& ctx, const Tensor& out, const Tensor& x, int64_t seq_len,
@@ -109,10 +111,11 @@ void MoeLayer::recompute_input(Context& ctx, OwnedTensor&& x, OwnedTensor x_bf16
 }
 
 void MoeLayer::route(Context& ctx, const Tensor& x, int64_t seq_len) const {
-  const int64_t tokens = x.size(0);
-  HAI_CHECK(seq_len > 0 && tokens % seq_len == 0, "MoE layer: {} tokens are not whole sequences of {}", tokens,
-            seq_len);
-  const int64_t sequences = tokens / seq_len;
+  const int64_t tokens = x.size(0);  // this tp rank's under sequence parallelism
+  const int64_t all_tokens = tp_.splits_sequence() ? tokens * tp_.size() : tokens;
+  HAI_CHECK(seq_len > 0 && all_tokens % seq_len == 0, "MoE layer: {} tokens are not whole sequences of {}",
+            all_tokens, seq_len);
+  const int64_t sequences = all_tokens / seq_len;
   const Device device = x.device();
   OwnedTensor logits(Shape{tokens, routed_experts_}, DType::f32, device);  // [T, E]
   // NOTE: the gate is kept in fp32 in every precision mode (the FP8 recipe), so it reads the master value.
@@ -123,8 +126,8 @@ void MoeLayer::route(Context& ctx, const Tensor& x, int64_t seq_len) const {
   router_forward(ctx.scores, ctx.topk_indices, ctx.topk_weights, logits, bias_->value, router_options_);
   ctx.expert_fraction = OwnedTensor(Shape{sequences, routed_experts_}, DType::f32, device);  // [N, E]
   ctx.sequence_balance_loss = OwnedTensor(Shape{sequences}, DType::f32, device);           // [N]
-  balance_loss_forward(ctx.sequence_balance_loss, ctx.expert_fraction, ctx.scores, ctx.topk_indices,
-                       balance_loss_alpha_);
+  sequence_balance_loss_forward(tp_, ctx.sequence_balance_loss, ctx.expert_fraction, ctx.scores, ctx.topk_indices,
+                                balance_loss_alpha_);
 }
 
 OwnedTensor MoeLayer::expert_tokens(const Tensor& x) const {
@@ -325,7 +328,8 @@ void MoeLayer::route_backward(Context& ctx, const Tensor& d_x, const Tensor& d_t
   // The layer's balance loss is the mean over its sequences, so each sequence's loss gets 1/N of the gradient.
   OwnedTensor d_sequence_loss(Shape{sequences}, DType::f32, d_x.device());  // [N]
   fill_tensor(d_sequence_loss, balance_loss_grad / static_cast<float>(sequences));
-  balance_loss_backward(ctx.d_logits, d_sequence_loss, ctx.expert_fraction, ctx.scores, balance_loss_alpha_);
+  sequence_balance_loss_backward(tp_, ctx.d_logits, d_sequence_loss, ctx.expert_fraction, ctx.scores,
+                                 balance_loss_alpha_);
   gemm(d_x, ctx.d_logits, gate_->value, {.beta = 1.0f});
 }
 
@@ -336,8 +340,9 @@ void MoeLayer::backward_weight(Context& ctx) const {
   if (exchange_) {
     experts_.backward_weight(ctx.experts);
   } else {
-    // The experts' rows again: permuted from the shared expert's saved input when that is the same rounding of x.
-    OwnedTensor x_sorted = shared_reads_expert_tokens() ? permuted(ctx, ctx.shared->input)
+    // The experts' rows again: permuted from the shared expert's saved input when that is the same rounding of x
+    // (not under sequence parallelism, where it keeps every tp rank's rows).
+    OwnedTensor x_sorted = shared_reads_expert_tokens() && !tp_.splits_sequence() ? permuted(ctx, ctx.shared->input)
                                                         : sorted_rows(ctx, ctx.input, expert_tokens(ctx.input));
     experts_.backward_weight(ctx.experts, &x_sorted.tensor());  // [T * K, H]
   }

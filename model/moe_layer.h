@@ -43,7 +43,9 @@ class MoeLayer {
   // routed experts run on every tp rank for all its tokens (the same tokens on every tp rank), so the expert-DP
   // group, which spans the tp ranks, sums tp copies of each expert's gradient: the routed experts' backward reads
   // d_out / tp, and what it gives the router and x is scaled back by tp (exact for tp a power of two).
-  // NOTE: sequence parallelism would split those tokens over the tp ranks instead (not built).
+  // Under sequence parallelism (parallel/sequence_parallel.h) x and out are this tp rank's rows [T / tp, H]: the
+  // router and the routed experts see each token once, with no d_out / tp scaling; the balance loss gathers the
+  // scores (sequence_balance_loss.h).
   MoeLayer(const ModelConfig& config, const ParameterStore& store, int64_t layer, ExpertExchange* experts = nullptr,
            TensorParallel tp = {});
 
@@ -161,7 +163,8 @@ class MoeLayer {
   bool fp8_pow2_scales_;      // precision.fp8.pow2_scales, for those rows
   RoutedExperts experts_;     // this rank's routed experts
   std::optional<FeedForward> shared_;
-  int tp_size_ = 1;
+  TensorParallel tp_;
+  int tp_size_ = 1;  // the tp ranks routing the same tokens: tp, or 1 under sequence parallelism
   StepProfiler* profiler_ = nullptr;
   bool recompute_ = false;
 };

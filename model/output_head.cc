@@ -7,6 +7,7 @@
 #include "framework/device/elementwise.h"
 #include "framework/device/rmsnorm.h"
 #include "model/vocab_parallel.h"
+#include "parallel/sequence_parallel.h"
 
 namespace hai {
 
@@ -38,17 +39,23 @@ OutputHead::OutputHead(const ModelConfig& model, const ParameterStore& store, co
 
 void OutputHead::forward(Context& ctx, const Tensor& h, const Tensor& targets, const Tensor& loss_sum,
                          std::optional<float> loss_grad) const {
-  int64_t tokens = h.size(0);
   Device device = h.device();
   ctx.normed = OwnedTensor(h.shape(), DType::f32, device);
-  OwnedTensor rstd(Shape{tokens}, DType::f32, device);  // [T]
+  OwnedTensor rstd(Shape{h.size(0)}, DType::f32, device);  // [T_r]
   rmsnorm_forward(ctx.normed, rstd, h, norm_.value, norm_eps_);
+  OwnedTensor gathered;
+  // [T, H] the vocabulary-parallel region's input: every tp rank's tokens under sequence parallelism
+  Tensor normed = all_gather_sequence(tp_, ctx.normed, gathered);
+  int64_t tokens = normed.size(0);
+  OwnedTensor d_normed;  // [T, H] this rank's rows of lm_head's part of the gradient of every token
   if (loss_grad) {
     ctx.input = OwnedTensor(h.shape(), DType::f32, device);
     copy_tensor_async(ctx.input, h);
     ctx.rstd = std::move(rstd);
     ctx.d_normed = OwnedTensor(h.shape(), DType::f32, device);
+    d_normed = tp_.splits_sequence() ? OwnedTensor(normed.shape(), DType::f32, device) : OwnedTensor();
   }
+  Tensor d_normed_rows = d_normed.tensor().raw() != nullptr ? d_normed.tensor() : ctx.d_normed.tensor();
 
   int64_t chunk_tokens = std::min(chunk_tokens_, tokens);
   OwnedTensor logits(Shape{chunk_tokens, head_.out_features()}, DType::f32, device);  // [C, V]
@@ -62,15 +69,16 @@ void OutputHead::forward(Context& ctx, const Tensor& h, const Tensor& targets, c
   Tensor gradient_buffer = d_logits.tensor().raw() != nullptr ? d_logits.tensor() : logits.tensor();
   for (int64_t begin = 0; begin < tokens; begin += chunk_tokens) {
     int64_t end = std::min(begin + chunk_tokens, tokens);
-    Chunk chunk{.normed = ctx.normed.tensor().slice(begin, end),
+    Chunk chunk{.normed = normed.slice(begin, end),
                 .targets = targets.slice(begin, end),
                 .logits = logits.tensor().slice(0, end - begin),
                 .d_logits = loss_grad ? gradient_buffer.slice(0, end - begin) : Tensor(),
                 .losses = losses.tensor().slice(0, end - begin),
-                .d_normed = loss_grad ? ctx.d_normed.tensor().slice(begin, end) : Tensor()};
+                .d_normed = loss_grad ? d_normed_rows.slice(begin, end) : Tensor()};
     forward_chunk(chunk, loss_sum, loss_grad);
   }
-  if (loss_grad) tp_.enter_backward(ctx.d_normed);  // from this rank's rows of lm_head
+  // from this rank's rows of lm_head, summed over the tp ranks: the region's entry
+  if (loss_grad) reduce_scatter_sequence(tp_, ctx.d_normed, d_normed_rows, /*accumulate=*/false);
 }
 
 void OutputHead::forward_chunk(const Chunk& chunk, const Tensor& loss_sum, std::optional<float> loss_grad) const {

@@ -13,7 +13,9 @@
 // over tokens (the loss sum, lm_head's gradient) add the chunks' partial sums one after another.
 // Tensor parallelism: lm_head is vocabulary-parallel (this tp rank's rows, V below is theirs) and the loss is
 // vocab_parallel_cross_entropy's, so no rank holds a token's logits whole; the normed input's gradient is summed
-// over the tp ranks (the region's entry) once forward has finished the chunks.
+// over the tp ranks (the region's entry) once forward has finished the chunks. Under sequence parallelism h, the
+// norm and the context are this rank's rows [T / tp, H] (parallel/sequence_parallel.h): the normed rows are gathered
+// for lm_head and the loss, which covers all T tokens on every tp rank, and d_normed is reduce-scattered back.
 
 #include <cstdint>
 #include <optional>

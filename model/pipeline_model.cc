@@ -16,6 +16,11 @@ PipelineModel::PipelineModel(const ModelConfig& model, const ParameterStore& sto
 
 PipelineModel::~PipelineModel() = default;
 
+Shape PipelineModel::boundary_shape(int64_t tokens) const {
+  HAI_CHECK(!stages_.empty(), "pipeline model: no stage held");
+  return stages_.begin()->second->hidden_shape(tokens);
+}
+
 void PipelineModel::set_recompute(RecomputeMode mode) {
   for (auto& [index, stage] : stages_) stage->set_recompute(mode);
 }
@@ -40,7 +45,7 @@ void PipelineModel::start_step(const std::vector<Tensor>& tokens, float grad_sca
     mark_phase(profiler_, "forward.inputs_upload");
     batches_.push_back(upload_micro_batch(window, config_.mtp_depth, device()));
   }
-  boundary_shape_ = Shape{batches_.front().inputs.numel(), config_.hidden_size};
+  boundary_shape_ = boundary_shape(batches_.front().inputs.numel());
   grad_scale_ = grad_scale;
   loss_sums_ = loss_sums;
   expert_load_ = expert_load;

@@ -43,6 +43,8 @@ class PipelineModel final : public PipelineStages {
                 const Tensor& loss_sums) const;
 
   Shape boundary_shape() const override { return boundary_shape_; }
+  // [T_r, H] the hidden states between stages for a micro-batch of `tokens` tokens (PipelineStage::hidden_shape).
+  Shape boundary_shape(int64_t tokens) const;
   Device device() const override { return store_.values().device(); }
   void forward(int stage, int microbatch, const Tensor& input, const Tensor& output) override;
   // NOTE: on the whole-model stage B runs each layer's W right after its B (PipelineStage::backward: nothing waits

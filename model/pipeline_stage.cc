@@ -5,6 +5,7 @@
 #include "model/micro_batch_losses.h"
 #include "model/parameters.h"
 #include "parallel/pipeline/stage_partition.h"
+#include "parallel/sequence_parallel.h"
 
 namespace hai {
 
@@ -42,7 +43,8 @@ PipelineStage::PipelineStage(const ModelConfig& model, const ParameterStore& sto
                              const RopeTable& rope, ExpertExchange* experts, TensorParallel tp)
     : config_(model),
       layers_(layers),
-      device_(store.values().device()) {
+      device_(store.values().device()),
+      tp_(tp) {
   if (layers.first) embedding_.emplace(store["model.embed_tokens.weight"], model.vocab_size, tp);
   HAI_CHECK(layers.layers >= 1 && layers.first_layer >= 0 && layers.first_layer + layers.layers <= model.num_layers,
             "pipeline stage: layers [{}, {}) outside the model's {}", layers.first_layer,
@@ -57,6 +59,10 @@ PipelineStage::PipelineStage(const ModelConfig& model, const ParameterStore& sto
   }
 }
 
+Shape PipelineStage::hidden_shape(int64_t tokens) const {
+  return Shape{sequence_rows(tp_, tokens), config_.hidden_size};
+}
+
 Tensor PipelineStage::expert_load_row(const Tensor& expert_load, int64_t layer) const {
   // NOTE: every block from first_dense_layers on (MTP blocks included) is an MoE layer, so rows follow layers.
   int64_t row = layer - config_.first_dense_layers;
@@ -65,7 +71,7 @@ Tensor PipelineStage::expert_load_row(const Tensor& expert_load, int64_t layer) 
 
 void PipelineStage::forward(Context& ctx, const MicroBatchInputs& batch, const Tensor& input, const Tensor& output,
                             const Tensor& loss_sums, const Tensor& expert_load, std::optional<float> grad_scale) const {
-  Shape hidden_shape{batch.inputs.numel(), config_.hidden_size};
+  Shape hidden_shape = this->hidden_shape(batch.inputs.numel());
   // [T, H] the embedding's output, then each layer's: handed over to the next layer, which keeps it as its input.
   // NOTE: only the head's input stays here to the end of F: the earlier hidden states go with their layers.
   OwnedTensor hidden;
@@ -185,7 +191,7 @@ OwnedTensor PipelineStage::backward_layers(Context& ctx, OwnedTensor d_hidden, c
 }
 
 OwnedTensor PipelineStage::backward_head(Context& ctx, const MicroBatchInputs& batch, float grad_scale) const {
-  Shape hidden_shape{batch.inputs.numel(), config_.hidden_size};
+  Shape hidden_shape = this->hidden_shape(batch.inputs.numel());
   // MTP modules, deepest first: module k receives d h_k from module k + 1; module 1 yields d h_0.
   mark_phase(profiler_, "backward_input.mtp");
   OwnedTensor d_next;

@@ -51,6 +51,10 @@ class PipelineStage {
     OwnedTensor d_embedded;               // [T, H] first stage: the embedding output's gradient, for W
   };
 
+  // [T_r, H]: the shape of the hidden states between layers and stages for `tokens` tokens; T_r = T / tp under
+  // sequence parallelism (each tp rank holds its rows, parallel/sequence_parallel.h), else T.
+  Shape hidden_shape(int64_t tokens) const;
+
   // Whether the stage is the whole model (first and last): nothing waits for its input gradient.
   bool whole_model() const { return layers_.first && layers_.last; }
 
@@ -120,6 +124,7 @@ class PipelineStage {
   std::vector<std::unique_ptr<MtpModule>> mtp_;  // last stage only
   StepProfiler* profiler_ = nullptr;
   ParametersNeeded parameters_needed_;
+  TensorParallel tp_;
 };
 
 }  // namespace hai

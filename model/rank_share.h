@@ -14,7 +14,9 @@
 //   tensors:  tp rank t holds the t-th tp_range (parallel/tensor_parallel.h) of the split dimension of the
 //             parameters model/tensor_parallel_split.h splits (heads, FFN columns, vocabulary rows), and the others
 //             whole. A replicated parameter's gradient is the same on every tp rank (the layers' tensor-parallel
-//             regions sum the activation gradients entering them), so it is reduced like any other and counted once.
+//             regions sum the activation gradients entering them; under sequence parallelism the trainer first sums
+//             each rank's tokens' part, model/sequence_parallel_gradients.h), so it is reduced like any other and
+//             counted once.
 // Names and shapes stay global ("model.layers.3.mlp.experts.17.up_proj.weight"), so checkpoints need no
 // translation between layouts.
 

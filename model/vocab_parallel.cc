@@ -3,6 +3,7 @@
 #include "framework/device/cross_entropy.h"
 #include "framework/device/embedding.h"
 #include "framework/device/vocab_shard.h"
+#include "parallel/sequence_parallel.h"
 
 namespace hai {
 
@@ -15,13 +16,16 @@ VocabParallelEmbedding::VocabParallelEmbedding(const Parameter& table, int64_t v
 
 void VocabParallelEmbedding::forward(const Tensor& out, const Tensor& ids) const {
   if (tp_.size() == 1) return embedding_forward(out, table_.value, ids);
-  embedding_shard_forward(out, table_.value, ids, first_);
-  tp_.leave(out);
+  // the ranks' rows summed: the region's exit (this rank's tokens kept under sequence parallelism)
+  reduce_scatter_sequence(tp_, out, /*accumulate=*/false, [&](const Tensor& rows, bool) {
+    embedding_shard_forward(rows, table_.value, ids, first_);
+  });
 }
 
 void VocabParallelEmbedding::backward(const Tensor& d_out, const Tensor& ids) const {
   if (tp_.size() == 1) return embedding_backward(table_.grad_to_add_to(), d_out, ids);
-  embedding_shard_backward(table_.grad_to_add_to(), d_out, ids, first_);
+  OwnedTensor gathered;
+  embedding_shard_backward(table_.grad_to_add_to(), all_gather_sequence(tp_, d_out, gathered), ids, first_);
 }
 
 void vocab_parallel_cross_entropy(const TensorParallel& tp, int64_t first, const Tensor& losses,

@@ -20,9 +20,11 @@ class VocabParallelEmbedding {
   // table: this rank's rows [V_r, H] of the embedding, vocab_size: the global V.
   VocabParallelEmbedding(const Parameter& table, int64_t vocab_size, TensorParallel tp);
 
-  // out: [T, H] fp32 <- ids: [T] i32 (global ids): the same on every tp rank.
+  // out: [T, H] fp32 <- ids: [T] i32 (global ids): the same on every tp rank. Under sequence parallelism out is
+  // this rank's rows [T / tp, H] (parallel/sequence_parallel.h) of the embedding of all T ids.
   void forward(const Tensor& out, const Tensor& ids) const;
-  // The table's gradient += d_out's rows of the ids this rank holds; d_out: [T, H], the same on every tp rank.
+  // The table's gradient += d_out's rows of the ids this rank holds; d_out: [T, H], the same on every tp rank (under
+  // sequence parallelism this rank's rows [T / tp, H], gathered first).
   void backward(const Tensor& d_out, const Tensor& ids) const;
 
  private:

@@ -29,13 +29,17 @@ TpRange tp_range(int64_t units, int tp, int rank);
 class TensorParallel {
  public:
   TensorParallel() = default;  // one rank
-  // group: the tp group (outlives this), or null for one rank.
-  explicit TensorParallel(Communicator* group) : group_(group) {}
+  // group: the tp group (outlives this), or null for one rank. sequence_parallel: the layers outside the
+  // tensor-parallel regions run on this rank's tokens only (parallel/sequence_parallel.h).
+  explicit TensorParallel(Communicator* group, bool sequence_parallel = false)
+      : group_(group), sequence_parallel_(sequence_parallel) {}
 
   int size() const { return group_ != nullptr ? group_->size() : 1; }
   int rank() const { return group_ != nullptr ? group_->rank() : 0; }
   // This rank's part of `units` units (tp_range).
   TpRange range(int64_t units) const { return tp_range(units, size(), rank()); }
+  // Whether the tokens are split over the tp ranks outside the regions (sequence parallelism, more than one rank).
+  bool splits_sequence() const { return sequence_parallel_ && size() > 1; }
 
   // The backward of entering the region: d_x (any shape, fp32/bf16) summed over the tp ranks, in place.
   void enter_backward(const Tensor& d_x) const { sum(d_x); }
@@ -56,12 +60,15 @@ class TensorParallel {
     sum(partial);
     add_scaled(out, partial);
   }
+  // The tp group, or null for one rank (parallel/sequence_parallel.h moves rows over it).
+  Communicator* group() const { return group_; }
   // In place element-wise sum / max over the tp ranks (identities on one rank).
   void sum(const Tensor& tensor) const;
   void max(const Tensor& tensor) const;
 
  private:
   Communicator* group_ = nullptr;
+  bool sequence_parallel_ = false;
 };
 
 }  // namespace hai

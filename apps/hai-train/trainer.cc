@@ -21,6 +21,7 @@
 #include "model/gradient_buckets.h"
 #include "model/parameters.h"
 #include "model/router_biases.h"
+#include "model/sequence_parallel_gradients.h"
 #include "parallel/rank_values.h"
 
 namespace hai {
@@ -153,7 +154,8 @@ Trainer::Trainer(const Config& config, std::unique_ptr<Communicator> own_world, 
       device_(device),
       store_(make_store(config, share_, groups_, device_)),
       pipeline_(std::make_unique<TrainingPipeline>(config, store_, share_, *groups_.pp, expert_exchange_.get(),
-                                                   TensorParallel(groups_.tp.get()))),
+                                                   TensorParallel(groups_.tp.get(),
+                                                                  config.parallel.sequence_parallel))),
       optimizer_(store_, config.optimizer, *groups_.dp, *groups_.expert_dp,
                  {.bucket_of = [](const ParameterSpec& spec) { return gradient_bucket(spec.name); },
                   .reads_fp32_value = reads_fp32_value,
@@ -177,9 +179,16 @@ Trainer::Trainer(const Config& config, std::unique_ptr<Communicator> own_world, 
   // all-gathers) of one step run under the next forward, each layer waiting for its own, and the last
   // micro-batch's backward starts reducing each gradient bucket as it finishes it (zero1.h); a pipeline of several
   // ranks waits for all the updates before it starts (run_micro_batches) and reduces after its schedule.
+  if (config.parallel.sequence_parallel) {
+    replicated_grads_ = std::make_unique<ReplicatedGradientSum>(
+        TensorParallel(groups_.tp.get(), true), sequence_parallel_summed_gradients(share_, store_));
+  }
   if (grid_.pp == 1) {
     pipeline_->overlap_with_optimizer([this](int bucket) { optimizer_.parameters_needed(bucket); },
-                                      [this](int bucket) { optimizer_.gradients_final(bucket); });
+                                      [this](int bucket) {
+                                        if (replicated_grads_) replicated_grads_->bucket_final(bucket);
+                                        optimizer_.gradients_final(bucket);
+                                      });
   }
   if (config.precision.mode == PrecisionMode::fp16) loss_scaler_.emplace(config.precision.loss_scale);
 }
@@ -232,6 +241,7 @@ void Trainer::train_step() {
   // NOTE: the norm, the clipping and the skip of a non-finite step are decided on the device (zero1.h): the host
   // queues the whole update without waiting, and reads the step's results once, at its end.
   mark_phase(profiler_.get(), "step.gradient_reduce_and_norm");
+  if (replicated_grads_) replicated_grads_->finish_step();  // sequence parallelism: each tp rank's tokens' part
   optimizer_.reduce_gradients({.max_norm = config_.optimizer.grad_clip, .loss_scale = loss_scale});
   // NOTE: the routing biases move before the update is queued: the update may run beside the compute stream, whose
   // small kernels would then wait for multiprocessors that the update's blocks hold.
@@ -348,6 +358,8 @@ nlohmann::ordered_json Trainer::profile(int64_t warmup_steps, int64_t profiled_s
 void Trainer::reduce_expert_load() {
   // NOTE: the whole global batch's load moves the routing biases, so every rank moves them alike.
   groups_.dp->all_reduce(expert_load(), ReduceOp::sum);
+  // NOTE: under sequence parallelism each tp rank routed its own tokens.
+  if (config_.parallel.sequence_parallel) groups_.tp->all_reduce(expert_load(), ReduceOp::sum);
 }
 
 EvalResult Trainer::evaluate(int64_t max_windows) {

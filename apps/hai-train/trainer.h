@@ -33,6 +33,7 @@
 #include "apps/hai-train/training_pipeline.h"
 #include "model/rank_share.h"
 #include "parallel/expert_exchange.h"
+#include "parallel/sequence_parallel.h"
 #include "parallel/topology.h"
 #include "parallel/zero1.h"
 
@@ -121,6 +122,7 @@ class Trainer {
   ParameterStore store_;
   std::unique_ptr<TrainingPipeline> pipeline_;  // this rank's stages (at pp 1 the one stage: the whole model)
   Zero1Optimizer optimizer_;
+  std::unique_ptr<ReplicatedGradientSum> replicated_grads_;  // sequence parallelism only
   std::unique_ptr<ParameterEma> ema_;
   std::optional<LossScaler> loss_scaler_;  // fp16 only
   TrainingData data_;

@@ -81,7 +81,7 @@ std::vector<CountedTokens> TrainingPipeline::train_step(const std::vector<Tensor
 MicroBatchLosses TrainingPipeline::evaluate(const Tensor& tokens) {
   Device device = store_.values().device();
   MicroBatchInputs batch = upload_micro_batch(tokens, config_.mtp_depth, device);
-  Shape hidden_shape{batch.inputs.numel(), config_.hidden_size};
+  Shape hidden_shape = model_.boundary_shape(batch.inputs.numel());
   OwnedTensor loss_sums = zero_tensor(Shape{loss_slots(config_.mtp_depth)}, DType::f32, device);
   const PipelineShape& shape = schedule_.shape;
   const int me = pipeline_.rank(), stages = stage_count(shape);

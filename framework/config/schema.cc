@@ -97,7 +97,9 @@ std::vector<ConfigKey> parallel_and_train_keys() {
                      "columns and the vocabulary split over them; divides num_heads, dense_ffn_size and the shared "
                      "experts' width", in_range<I>(1, I{1} << 20)),
       HAI_CONFIG_KEY(parallel.ep, "expert-parallel ranks; divides dp x tp", in_range<I>(1, I{1} << 20)),
-      HAI_CONFIG_KEY(parallel.sequence_parallel, "shard norms and dropout-free regions over tp along the sequence"),
+      HAI_CONFIG_KEY(parallel.sequence_parallel, "split the tokens over the tp ranks outside the tensor-parallel "
+                                                 "regions (residual stream, norms, MoE router and routed experts); "
+                                                 "needs tp > 1 and seq_len divisible by tp"),
       HAI_CONFIG_KEY(parallel.overlap_param_gather,
                      "ZeRO-1's all-gathers of the updated expert weights run under the next forward pass, each layer "
                      "waiting for its own, instead of in the optimizer step (pp > 1: joined before the pipeline starts)"),

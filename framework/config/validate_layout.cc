@@ -39,6 +39,14 @@ void validate_tensor_split(const Config& config, const KeyLines& lines) {
     throw_config_error(lines, "model.num_heads",
                        fmt::format("{} heads cannot be split over parallel.tp = {} ranks", model.num_heads, tp));
   }
+  if (config.parallel.sequence_parallel && tp == 1) {
+    throw_config_error(lines, "parallel.sequence_parallel", "needs parallel.tp > 1 (it splits the tokens over the tp ranks)");
+  }
+  if (config.parallel.sequence_parallel && config.train.seq_len % tp != 0) {
+    throw_config_error(lines, "train.seq_len",
+                       fmt::format("{} tokens cannot be split over parallel.tp = {} ranks (parallel.sequence_parallel)",
+                                   config.train.seq_len, tp));
+  }
   if (tp == 1) return;
   if (model.dense_ffn_size % tp != 0) {
     throw_config_error(lines, "model.dense_ffn_size",

@@ -4,6 +4,9 @@
 // reference. For ten steps of SGD, each from the reference's parameters: the objective agrees to 1e-6 relative, every
 // held box of every gradient (a routed expert's summed over the tp ranks, as its expert-DP group sums it) equals the
 // reference's box to 1e-5 relative, and the routed token counts are equal.
+// The same under sequence parallelism (each tp rank's tokens' part of a gradient of a parameter it holds whole,
+// and of the routed counts, summed over the tp ranks). And a decoder layer's activation memory per tp rank with and
+// without sequence parallelism against the --dry-run plan.
 // NOTE: not bit for bit: the row-parallel projections (o_proj, down_proj) and the vocabulary-parallel loss add
 // partial sums over the tp ranks, another order of fp32 sums than one rank's (measured: 5e-8 relative on the
 // objective, up to 3e-6 on a gradient).
@@ -11,15 +14,23 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <string>
 #include <vector>
 
+#include "framework/config/config_enums.h"
 #include "framework/core/rng.h"
+#include "framework/tensor/device_memory.h"
+#include "model/decoder_layer.h"
 #include "model/deepseek_v3_model.h"
+#include "model/memory_estimate.h"
+#include "model/model_rope_table.h"
 #include "model/parameters.h"
 #include "model/rank_share.h"
+#include "parallel/sequence_parallel.h"
 #include "tests/framework/comm/world_fixture.h"
+#include "tests/framework/device/test_util.h"
 #include "tests/model/model_test_inputs.h"
 #include "tests/model/model_training_checks.h"
 
@@ -62,13 +73,13 @@ ParallelConfig tensor_parallel_layout(int tp) {
 
 class TensorParallelModelTest : public testing::World {
  protected:
-  TensorParallelModelTest()
+  explicit TensorParallelModelTest(bool sequence_parallel = false)
       : config_(tensor_parallel_model()),
         share_(rank_share(config_, tensor_parallel_layout(size()), {.dp = 0, .pp = 0, .tp = rank()})),
         reference_store_(deepseek_v3_parameters(config_), Device::cpu()),
         tp_store_(share_specs(share_), Device::cpu()),
         reference_(config_, reference_store_),
-        model_(config_, tp_store_, nullptr, TensorParallel(world_.get())) {
+        model_(config_, tp_store_, nullptr, TensorParallel(world_.get(), sequence_parallel)) {
     reference_store_.initialize(5, 0.3);
     copy_reference_values();
   }
@@ -79,6 +90,43 @@ class TensorParallelModelTest : public testing::World {
     }
   }
 
+  // Ten steps of SGD from the reference's parameters: the objective, every held box of every gradient and the
+  // routed counts against the reference's. Under sequence parallelism each rank's gradient of a parameter it holds
+  // whole (replicated, or a routed expert) and its routed counts are its tokens' part: summed over the tp ranks
+  // first, as the trainer (ReplicatedGradientSum) and the expert-DP group sum them.
+  void expect_ten_reference_steps(bool sequence_parallel) {
+    for (int step = 0; step < 10; ++step) {
+      reference_store_.zero_grads();
+      tp_store_.zero_grads();
+      reference_.reset_expert_load();
+      model_.reset_expert_load();
+      CounterRng rng(static_cast<uint64_t>(step), 0);
+      OwnedTensor tokens = testing::random_tokens(2, 6, config_.vocab_size, rng);  // [2, 7]
+      double expected = reference_.train_micro_batch(tokens, 1.0f).objective(config_.mtp_loss_weight);
+      double actual = model_.train_micro_batch(tokens, 1.0f).objective(config_.mtp_loss_weight);
+      EXPECT_NEAR(actual, expected, 1e-6 * std::abs(expected)) << "step " << step;
+      for (const HeldParameter& held : share_) {
+        if (!held.spec.trainable) continue;
+        const Tensor& grad = tp_store_[held.spec.name].grad;
+        // NOTE: without sequence parallelism every tp rank routes the same tokens: the expert-DP group (here the tp
+        // ranks) sums its copies.
+        bool expert = held.spec.group == ParameterGroup::expert;
+        if (expert || (sequence_parallel && !held.split_over_tp)) world_->all_reduce(grad, ReduceOp::sum);
+        OwnedTensor expected_box(grad.shape(), DType::f32);
+        copy_box(reference_store_[held.spec.name].grad, expected_box, held.box_offsets, true);
+        EXPECT_LE(relative_distance(expected_box, grad), 1e-5) << "step " << step << " " << held.spec.name;
+      }
+      if (sequence_parallel) world_->all_reduce(model_.expert_load(), ReduceOp::sum);
+      EXPECT_EQ(std::memcmp(reference_.expert_load().raw(), model_.expert_load().raw(),
+                            reference_.expert_load().bytes()),
+                0)
+          << "step " << step;
+      // NOTE: both go on from the same parameters: routing near a tie turns 1e-7 into 1e-2 within a few steps.
+      sgd_step(reference_store_, 0.1f);
+      copy_reference_values();
+    }
+  }
+
   ModelConfig config_;
   std::vector<HeldParameter> share_;
   ParameterStore reference_store_, tp_store_;
@@ -86,32 +134,109 @@ class TensorParallelModelTest : public testing::World {
 };
 
 TEST_F(TensorParallelModelTest, TenStepsGiveTheSingleRankLossesGradientsAndExpertLoad) {
-  for (int step = 0; step < 10; ++step) {
-    reference_store_.zero_grads();
-    tp_store_.zero_grads();
-    reference_.reset_expert_load();
-    model_.reset_expert_load();
-    CounterRng rng(static_cast<uint64_t>(step), 0);
-    OwnedTensor tokens = testing::random_tokens(2, 6, config_.vocab_size, rng);  // [2, 7]
-    double expected = reference_.train_micro_batch(tokens, 1.0f).objective(config_.mtp_loss_weight);
-    double actual = model_.train_micro_batch(tokens, 1.0f).objective(config_.mtp_loss_weight);
-    EXPECT_NEAR(actual, expected, 1e-6 * std::abs(expected)) << "step " << step;
-    for (const HeldParameter& held : share_) {
-      if (!held.spec.trainable) continue;
-      const Tensor& grad = tp_store_[held.spec.name].grad;
-      // NOTE: every tp rank routes the same tokens: the expert-DP group (here the tp ranks) sums its copies.
-      if (held.spec.group == ParameterGroup::expert) world_->all_reduce(grad, ReduceOp::sum);
-      OwnedTensor expected_box(grad.shape(), DType::f32);
-      copy_box(reference_store_[held.spec.name].grad, expected_box, held.box_offsets, true);
-      EXPECT_LE(relative_distance(expected_box, grad), 1e-5) << "step " << step << " " << held.spec.name;
+  expect_ten_reference_steps(/*sequence_parallel=*/false);
+}
+
+// Sequence parallelism: each tp rank runs the residual stream, norms, router and routed experts on its 12 / tp of the
+// micro-batch's 12 tokens.
+class SequenceParallelModelTest : public TensorParallelModelTest {
+ protected:
+  SequenceParallelModelTest() : TensorParallelModelTest(/*sequence_parallel=*/true) {}
+};
+
+TEST_F(SequenceParallelModelTest, TenStepsGiveTheSingleRankLossesGradientsAndExpertLoad) {
+  expect_ten_reference_steps(/*sequence_parallel=*/true);
+}
+
+// The layers' recomputation under sequence parallelism gathers again what it remakes: the same steps.
+TEST_F(SequenceParallelModelTest, RecomputationGivesTheSingleRankSteps) {
+  for (RecomputeMode mode : {RecomputeMode::selective, RecomputeMode::full}) {
+    SCOPED_TRACE(to_string(mode));
+    model_.set_recompute(mode);
+    expect_ten_reference_steps(/*sequence_parallel=*/true);
+  }
+}
+
+// A CPU shape some ten times the tiny one's (recompute_memory_test.cc's larger shape): MLA of 4 heads, 16 experts of
+// which 4 a token plus a shared one, 2 sequences of 64 tokens a micro-batch.
+Config memory_config(int tp, bool sequence_parallel, RecomputeMode recompute) {
+  Config config;
+  config.runtime.device = RuntimeDevice::cpu;
+  ModelConfig& m = config.model;
+  m.vocab_size = 64;
+  m.hidden_size = 256;
+  m.num_layers = 2;
+  m.first_dense_layers = 1;
+  m.dense_ffn_size = 512;
+  m.num_heads = 4;
+  m.q_lora_rank = 96;
+  m.kv_lora_rank = 64;
+  m.qk_nope_head_dim = 32;
+  m.qk_rope_head_dim = 16;
+  m.v_head_dim = 32;
+  m.max_seq_len = 64;
+  m.moe.routed_experts = 16;
+  m.moe.experts_per_token = 4;
+  m.moe.expert_ffn_size = 128;
+  m.moe.shared_experts = 1;
+  m.moe.groups = 4;
+  m.moe.groups_per_token = 2;
+  m.mtp_depth = 0;
+  config.train.seq_len = 64;
+  config.train.micro_batch_size = 2;
+  config.train.recompute = recompute;
+  config.precision.mode = PrecisionMode::fp32;  // the store's
+  config.parallel = tensor_parallel_layout(tp);
+  config.parallel.sequence_parallel = sequence_parallel;
+  return config;
+}
+
+// The host bytes the forward of decoder layer `layer` keeps on this tp rank (its input included: this rank's rows
+// under sequence parallelism), as recompute_memory_test.cc measures them on one rank.
+int64_t measured_layer_bytes(const Config& config, Communicator& tp_group, int64_t layer) {
+  TensorParallel tp(&tp_group, config.parallel.sequence_parallel);
+  std::vector<HeldParameter> share = rank_share(config.model, config.parallel, {.dp = 0, .pp = 0, .tp = tp.rank()});
+  ParameterStore store(share_specs(share), Device::cpu());
+  store.initialize(5, 0.3);
+  ModelRopeTable rope(config.model, Device::cpu());
+  DecoderLayer block(config.model, store, layer, rope.table(), nullptr, tp);
+  block.set_recompute(config.train.recompute);
+  const int64_t seq_len = config.train.seq_len, tokens = config.train.micro_batch_size * seq_len;
+  const int64_t rows = sequence_rows(tp, tokens), hidden = config.model.hidden_size;
+  OwnedTensor positions(Shape{tokens}, DType::i32);  // [T]
+  for (int64_t t = 0; t < tokens; ++t) positions.data<int32_t>()[t] = static_cast<int32_t>(t % seq_len);
+  OwnedTensor out(Shape{rows, hidden}, DType::f32);  // [T_r, H]
+  DecoderLayer::Context ctx;
+  auto before = static_cast<int64_t>(host_memory_stats().allocated_bytes);
+  block.forward(ctx, out, testing::random_tensor({rows, hidden}, 7 + tp.rank()), positions, seq_len);
+  return static_cast<int64_t>(host_memory_stats().allocated_bytes) - before;
+}
+
+// The activation memory a decoder layer keeps per tp rank, measured against the --dry-run plan
+// (layer_saved_bytes_per_token): within 1% with and without sequence parallelism, and less with it (the residual
+// stream, norms, latents before their norms, router and routed experts on T / tp tokens). Printed for
+// docs/design/tensor-parallel.md.
+TEST_F(TensorParallelModelTest, SequenceParallelLayerMemoryFallsAsThePlanSays) {
+  for (RecomputeMode recompute : {RecomputeMode::none, RecomputeMode::selective, RecomputeMode::full}) {
+    for (int64_t layer : {int64_t{0}, int64_t{1}}) {
+      bool moe = layer >= 1;
+      int64_t measured[2] = {0, 0};
+      for (bool sequence_parallel : {false, true}) {
+        Config config = memory_config(size(), sequence_parallel, recompute);
+        int64_t bytes = measured_layer_bytes(config, *world_, layer);
+        double planned = layer_saved_bytes_per_token(config, moe) *
+                         static_cast<double>(config.train.micro_batch_size * config.train.seq_len);
+        if (rank() == 0) {
+          std::printf("tp %d%s %s %s layer: measured %lld bytes, planned %.0f\n", size(),
+                      sequence_parallel ? " + sp" : "", std::string(to_string(recompute)).c_str(),
+                      moe ? "moe" : "dense", static_cast<long long>(bytes), planned);
+        }
+        EXPECT_NEAR(planned, static_cast<double>(bytes), 0.01 * static_cast<double>(bytes))
+            << (sequence_parallel ? "sp " : "") << to_string(recompute) << (moe ? " moe" : " dense");
+        measured[sequence_parallel ? 1 : 0] = bytes;
+      }
+      EXPECT_LT(measured[1], measured[0]) << to_string(recompute) << (moe ? " moe" : " dense");
     }
-    EXPECT_EQ(std::memcmp(reference_.expert_load().raw(), model_.expert_load().raw(),
-                          reference_.expert_load().bytes()),
-              0)
-        << "step " << step;
-    // NOTE: both go on from the same parameters: routing near a tie turns 1e-7 into 1e-2 within a few steps.
-    sgd_step(reference_store_, 0.1f);
-    copy_reference_values();
   }
 }
 

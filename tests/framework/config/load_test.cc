@@ -32,7 +32,7 @@ TEST(LoadConfig, ErrorsCarryTheFileLine) {
   }
 }
 
-TEST(LoadConfig, RefusesUnsupportedFeaturesAfterValidation) {
+TEST(LoadConfig, RefusesSequenceParallelismWithoutTensorParallelism) {
   std::string path = write_temp_config("load_test_sequence_parallel.yaml",
                                        "data:\n  source: synthetic\nparallel:\n  sequence_parallel: true\n");
   try {
@@ -41,7 +41,7 @@ TEST(LoadConfig, RefusesUnsupportedFeaturesAfterValidation) {
   } catch (const ConfigError& error) {
     EXPECT_EQ(error.key_path(), "parallel.sequence_parallel");
     EXPECT_EQ(error.yaml_line(), 4);
-    EXPECT_EQ(error.problem(), "not supported yet (sequence parallelism)");
+    EXPECT_EQ(error.problem(), "needs parallel.tp > 1 (it splits the tokens over the tp ranks)");
   }
 }
 

@@ -1,0 +1,78 @@
+#include "parallel/sequence_parallel.h"
+
+#include <utility>
+
+#include "framework/core/error.h"
+#include "framework/device/elementwise.h"
+
+namespace hai {
+
+int64_t sequence_rows(const TensorParallel& tp, int64_t tokens) {
+  if (!tp.splits_sequence()) return tokens;
+  HAI_CHECK(tokens % tp.size() == 0, "sequence parallelism: {} tokens cannot be split over {} tp ranks", tokens,
+            tp.size());
+  return tokens / tp.size();
+}
+
+Shape gathered_shape(const TensorParallel& tp, const Shape& local) {
+  std::vector<int64_t> dims = local.to_vector();
+  HAI_CHECK(!dims.empty(), "sequence parallelism: a scalar has no token rows");
+  if (tp.splits_sequence()) dims[0] *= tp.size();
+  return Shape(dims);
+}
+
+Tensor local_sequence_rows(const TensorParallel& tp, const Tensor& whole) {
+  int64_t rows = sequence_rows(tp, whole.size(0));
+  if (rows == whole.size(0)) return whole;
+  return whole.slice(rows * tp.rank(), rows * (tp.rank() + 1));
+}
+
+OwnedTensor all_gather_sequence(const TensorParallel& tp, OwnedTensor&& local) {
+  if (!tp.splits_sequence()) return std::move(local);
+  OwnedTensor whole(gathered_shape(tp, local.shape()), local.tensor().dtype(), local.tensor().device());
+  tp.group()->all_gather(whole, local);
+  return whole;
+}
+
+Tensor all_gather_sequence(const TensorParallel& tp, const Tensor& local, OwnedTensor& storage) {
+  if (!tp.splits_sequence()) return local;
+  storage = OwnedTensor(gathered_shape(tp, local.shape()), local.dtype(), local.device());
+  tp.group()->all_gather(storage, local);
+  return storage.tensor();
+}
+
+void reduce_scatter_sequence(const TensorParallel& tp, const Tensor& out, const Tensor& whole, bool accumulate) {
+  if (!tp.splits_sequence()) {
+    HAI_CHECK(whole.shape() == out.shape(), "tensor parallelism: a sum of {} into {}", whole.str(), out.str());
+    tp.sum(whole);
+    if (accumulate) return add_scaled(out, whole);
+    if (whole.raw() != out.raw()) copy_tensor_async(out, whole);
+    return;
+  }
+  HAI_CHECK(whole.shape() == gathered_shape(tp, out.shape()), "sequence parallelism: {} reduce-scattered into {}",
+            whole.str(), out.str());
+  if (!accumulate) return tp.group()->reduce_scatter(out, whole, ReduceOp::sum);
+  OwnedTensor mine(out.shape(), out.dtype(), out.device());
+  tp.group()->reduce_scatter(mine, whole, ReduceOp::sum);
+  add_scaled(out, mine);
+}
+
+ReplicatedGradientSum::ReplicatedGradientSum(TensorParallel tp, std::vector<Gradient> gradients)
+    : tp_(tp), gradients_(std::move(gradients)), summed_(gradients_.size(), false) {}
+
+void ReplicatedGradientSum::bucket_final(int bucket) {
+  for (size_t i = 0; i < gradients_.size(); ++i) {
+    if (gradients_[i].bucket != bucket || summed_[i]) continue;
+    tp_.sum(gradients_[i].grad);
+    summed_[i] = true;
+  }
+}
+
+void ReplicatedGradientSum::finish_step() {
+  for (size_t i = 0; i < gradients_.size(); ++i) {
+    if (!summed_[i]) tp_.sum(gradients_[i].grad);
+  }
+  summed_.assign(gradients_.size(), false);
+}
+
+}  // namespace hai
