@@ -19,4 +19,13 @@ cudaError_t embedding_backward_workspace_bytes(int64_t tokens, int64_t* bytes);
 cudaError_t embedding_backward(float* d_table, const float* d_out, const int32_t* ids, int64_t tokens, int64_t vocab,
                                int64_t width, void* workspace, cudaStream_t stream);
 
+// One shard of a vocabulary-parallel table (framework/device/vocab_shard.h): table / d_table [rows, width] hold the
+// ids [first, first + rows). The forward gives 0 rows for ids outside the shard, the backward skips them (the same
+// workspace as embedding_backward, the same order of sums).
+cudaError_t embedding_shard_forward(float* out, const float* table, const int32_t* ids, int64_t tokens, int64_t first,
+                                    int64_t rows, int64_t width, cudaStream_t stream);
+cudaError_t embedding_shard_backward(float* d_table, const float* d_out, const int32_t* ids, int64_t tokens,
+                                     int64_t first, int64_t rows, int64_t width, void* workspace,
+                                     cudaStream_t stream);
+
 }  // namespace hai::cuda::kernels
