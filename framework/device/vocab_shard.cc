@@ -5,6 +5,7 @@
 #include "framework/device/index_check.h"
 
 #ifdef HAI_WITH_CUDA
+#include "framework/device/cuda/embedding.h"
 #include "framework/device/cuda/vocab_shard.h"
 #endif
 

@@ -82,11 +82,6 @@ cudaError_t embedding_backward_workspace_bytes(int64_t tokens, int64_t* bytes) {
   return status;
 }
 
-cudaError_t embedding_backward(float* d_table, const float* d_out, const int32_t* ids, int64_t tokens, int64_t vocab,
-                               int64_t width, void* workspace, cudaStream_t stream) {
-  return embedding_shard_backward(d_table, d_out, ids, tokens, 0, vocab, width, workspace, stream);
-}
-
 cudaError_t embedding_shard_backward(float* d_table, const float* d_out, const int32_t* ids, int64_t tokens,
                                      int64_t first, int64_t rows, int64_t width, void* workspace,
                                      cudaStream_t stream) {

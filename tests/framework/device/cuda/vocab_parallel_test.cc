@@ -158,15 +158,6 @@ TEST(CudaVocabParallel, LossAndGradMatchCpu) {
   }
 }
 
-// Columns [first, first + columns) of a host [T, V] fp32 tensor, as a copy.
-OwnedTensor columns_of(const Tensor& whole, int64_t first, int64_t columns) {
-  OwnedTensor part(Shape{whole.size(0), columns}, DType::f32);
-  for (int64_t t = 0; t < whole.size(0); ++t) {
-    std::copy_n(whole.data<float>() + t * whole.size(1) + first, columns, part.tensor().data<float>() + t * columns);
-  }
-  return part;
-}
-
 // tp 2 on one GPU: the shards' ops on the GPU, their all-reduces on the host, give the losses and (shard by shard)
 // the gradients of the CPU's cross-entropy over the whole vocabulary.
 TEST(CudaVocabParallel, TwoShardsOnTheGpuMatchTheCpuCrossEntropy) {
@@ -182,7 +173,9 @@ TEST(CudaVocabParallel, TwoShardsOnTheGpuMatchTheCpuCrossEntropy) {
     const int64_t firsts[] = {0, first_rows};
     const int64_t rows[] = {first_rows, vocab - first_rows};
     std::vector<OwnedTensor> shards;
-    for (int r = 0; r < 2; ++r) shards.push_back(testing::copy_to(columns_of(logits, firsts[r], rows[r]), Device::cuda(0)));
+    for (int r = 0; r < 2; ++r) {
+      shards.push_back(testing::copy_to(testing::columns_of(logits, firsts[r], rows[r]), Device::cuda(0)));
+    }
     OwnedTensor gpu_targets = testing::copy_to(targets, Device::cuda(0));
 
     OwnedTensor row_max(Shape{kTokens}, DType::f32);  // the all-reduce max, on the host
@@ -211,7 +204,7 @@ TEST(CudaVocabParallel, TwoShardsOnTheGpuMatchTheCpuCrossEntropy) {
                                 kScale);
       std::string name = "two_shards_" + std::to_string(vocab) + "_rank" + std::to_string(r);
       testing::expect_close(testing::copy_to(losses, Device::cpu()), expected_losses, kLoss, name + "_losses");
-      OwnedTensor expected = columns_of(expected_grad, firsts[r], rows[r]);
+      OwnedTensor expected = testing::columns_of(expected_grad, firsts[r], rows[r]);
       testing::expect_close(testing::copy_to(d_logits, Device::cpu()), expected, kGradient, name + "_gradient");
     }
   }
