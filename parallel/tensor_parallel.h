@@ -13,6 +13,7 @@
 
 #include "framework/comm/communicator.h"
 #include "framework/device/elementwise.h"
+#include "framework/metrics/step_profiler.h"
 #include "framework/tensor/tensor.h"
 
 namespace hai {
@@ -29,8 +30,11 @@ TpRange tp_range(int64_t units, int tp, int rank);
 class TensorParallel {
  public:
   TensorParallel() = default;  // one rank
-  // group: the tp group (outlives this), or null for one rank.
-  explicit TensorParallel(Communicator* group) : group_(group) {}
+  // group: the tp group (outlives this), or null for one rank. profiler (outlives this, may be null): where the
+  // profiler of the running step is while one runs (else null); the group's collectives are then charged to the
+  // phase "<pass>.tp_collective" (the running phase's pass), which resumes after each.
+  explicit TensorParallel(Communicator* group, StepProfiler* const* profiler = nullptr)
+      : group_(group), profiler_(profiler) {}
 
   int size() const { return group_ != nullptr ? group_->size() : 1; }
   int rank() const { return group_ != nullptr ? group_->rank() : 0; }
@@ -61,7 +65,10 @@ class TensorParallel {
   void max(const Tensor& tensor) const;
 
  private:
+  void all_reduce(const Tensor& tensor, ReduceOp op) const;
+
   Communicator* group_ = nullptr;
+  StepProfiler* const* profiler_ = nullptr;
 };
 
 }  // namespace hai
