@@ -13,6 +13,7 @@
 
 #include "framework/comm/communicator.h"
 #include "framework/device/elementwise.h"
+#include "framework/metrics/step_profiler.h"
 #include "framework/tensor/tensor.h"
 
 namespace hai {
@@ -30,9 +31,11 @@ class TensorParallel {
  public:
   TensorParallel() = default;  // one rank
   // group: the tp group (outlives this), or null for one rank. sequence_parallel: the layers outside the
-  // tensor-parallel regions run on this rank's tokens only (parallel/sequence_parallel.h).
-  explicit TensorParallel(Communicator* group, bool sequence_parallel = false)
-      : group_(group), sequence_parallel_(sequence_parallel) {}
+  // tensor-parallel regions run on this rank's tokens only (parallel/sequence_parallel.h). profiler (outlives this,
+  // may be null): where the profiler of the running step is while one runs (else null); the group's collectives are
+  // then charged to the phase "<pass>.tp_collective" (the running phase's pass), which resumes after each.
+  explicit TensorParallel(Communicator* group, bool sequence_parallel = false, StepProfiler* const* profiler = nullptr)
+      : group_(group), sequence_parallel_(sequence_parallel), profiler_(profiler) {}
 
   int size() const { return group_ != nullptr ? group_->size() : 1; }
   int rank() const { return group_ != nullptr ? group_->rank() : 0; }
@@ -67,8 +70,11 @@ class TensorParallel {
   void max(const Tensor& tensor) const;
 
  private:
+  void all_reduce(const Tensor& tensor, ReduceOp op) const;
+
   Communicator* group_ = nullptr;
   bool sequence_parallel_ = false;
+  StepProfiler* const* profiler_ = nullptr;
 };
 
 }  // namespace hai

@@ -10,21 +10,25 @@
 # bench.json) and prints it.
 #   NCCL_NVLS_ENABLE=0 bash scripts/bench.sh [OUT] [--config FILE] [--ops SECTIONS] [--steps N] [--profile-steps N]
 #     [--set key=value]...
-#   NCCL_NVLS_ENABLE=0 bash scripts/bench.sh [OUT] --multi-gpu [--layouts dp2,dp2_gather_in_step,ep2,pp2_1f1b,pp2_dualpipe]
+#   NCCL_NVLS_ENABLE=0 bash scripts/bench.sh [OUT] --multi-gpu
+#     [--layouts dp2,dp2_gather_in_step,ep2,pp2_1f1b,pp2_dualpipe,tp2]
 #     [--steps N] [--set key=value]...
 # --ops: hai-bench's sections to run, comma-separated (default all; none skips hai-bench). --steps (default 30) and
 # --set go to hai-train (and --set to hai-bench); the first max(3, steps / 5) steps are left out of the summary
 # as warm-up. Either part failing is reported in the JSON ({"error": ...}) and makes the exit code non-zero.
 # --multi-gpu (a machine with two GPUs): instead of the op benchmarks and the profile, trains on one GPU and on two
 # (mpirun -np 2, one rank per GPU) with each layout: dp 2 (dp2_gather_in_step: parallel.overlap_param_gather off) and
-# ep 2 (dp 2) at a micro-batch per GPU per step, pp 2 under 1f1b and dualpipe at 4 micro-batches per step, each also profiled (--profile-steps). One GPU trains twice:
+# ep 2 (dp 2) at a micro-batch per GPU per step, pp 2 under 1f1b and dualpipe at 4 micro-batches per step, tp 2 at
+# two micro-batches per step (dp 2's global batch, each micro-batch on both GPUs), each also profiled
+# (--profile-steps; tp 2's TP all-reduces are the kind "tp_collective"). One GPU trains twice:
 # at dp 2's global batch (two micro-batches per step, every step logged: the loss curve dp 2 and ep 2 must
 # reproduce) and at the config's own batch (one micro-batch per step). Writes {"training": <one GPU, dp 2's batch>,
 # "one_gpu_per_gpu_batch": <one GPU, its own batch>, "multi_gpu": {<layout>: <summary> with tokens_per_s_per_gpu,
 # per_gpu_vs_one_gpu (against the one-GPU run that does a GPU's share of the layout's tokens per step: weak
 # scaling, the same work per GPU and optimizer step; dp 2 and ep 2 against one micro-batch, pp 2 against two),
-# "profile": {"step_ms", "kinds": {kind: share of the step}, "pipeline": <the bubble report, pp layouts>}, and for
-# dp 2 and ep 2 "loss_vs_one_gpu": the per-step losses against the one-GPU run at their global batch}}.
+# "profile": {"step_ms", "kinds": {kind: share of the step}, "pipeline": <the bubble report, pp layouts>},
+# peak_mem_vs_one_gpu (the layout's peak memory over the one-GPU run's at the config's batch), and for dp 2, ep 2 and
+# tp 2 "loss_vs_one_gpu": the per-step losses against the one-GPU run at their global batch}}.
 # The runs' logs are kept beside OUT in OUT_logs/ (OUT without .json).
 set -uo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -153,6 +157,7 @@ if [[ "$multi_gpu" == true ]]; then
     --set train.global_batch_size=$((4 * micro_batch))
   train_layout pp2_dualpipe 2 --set parallel.pp=2 --set parallel.schedule=dualpipe \
     --set train.global_batch_size=$((4 * micro_batch))
+  train_layout tp2 2 --set parallel.tp=2 --set parallel.dp=1 --set train.global_batch_size=$((2 * micro_batch))
 else
   echo "bench.sh: profiling $profile_steps steps of $config (hai-train --profile-steps)" >&2
   if ! "${limit[@]}" "$build_dir/apps/hai-train/hai-train" --config "$config" --profile-steps "$profile_steps" \
@@ -255,6 +260,8 @@ def multi_gpu_summary(one_gpu_runs):
                 if "error" not in reference and reference.get("tokens_per_step") == per_gpu_tokens:
                     summary["per_gpu_vs_one_gpu"] = summary["tokens_per_s_per_gpu"] / reference["tokens_per_s"]
                     summary["one_gpu_reference_tokens_per_step"] = per_gpu_tokens
+            if "error" not in one_gpu_runs[1]:
+                summary["peak_mem_vs_one_gpu"] = summary["peak_mem_gib"] / one_gpu_runs[1]["peak_mem_gib"]
             summary["profile"] = layout_profile(f"{work}/{layout}/profile/step_profile.json")
             if summary.get("tokens_per_step") == one_gpu.get("tokens_per_step"):
                 summary["loss_vs_one_gpu"] = loss_vs_one_gpu(layout)

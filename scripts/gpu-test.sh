@@ -9,7 +9,8 @@
 #   NCCL_NVLS_ENABLE=0 bash scripts/gpu-test.sh --multi-gpu-only  # the multi-GPU tests alone
 # --multi-gpu (a machine with two GPUs; fails with fewer) adds, after the GPU tests: the GPU-side watchdog unit test
 # (test_comm_cuda), the NCCL and host-device communicators against MPI (mpirun -np 2), the NCCL watchdog end to end
-# (test_nccl_watchdog) and hai-train on two GPUs against one (test_multi_gpu_training: dp 2, ep 2, pp 2 DualPipe),
+# (test_nccl_watchdog) and hai-train on two GPUs against one (test_multi_gpu_training: dp 2, ep 2, pp 2 DualPipe,
+# tp 2; and tp 2's fp32 step 1 against the CPU),
 # and skips the CPU unit tests.
 # Every test binary runs under a time limit (HAI_GPU_TEST_TIMEOUT seconds, default 300): a test that hangs (a GPU
 # collective waiting forever) fails and the next one runs, instead of using up the machine's time. The summary at

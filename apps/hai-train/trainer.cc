@@ -120,12 +120,13 @@ std::function<bool(const ParameterSpec&)> counts_in_norm(const std::vector<HeldP
   return [counted](const ParameterSpec& spec) { return counted->contains(spec.name); };
 }
 
-// config, if it runs on `device`: the vocabulary-parallel ops (framework/device/vocab_shard.h) have no CUDA kernels
-// yet, so tp > 1 on a GPU (runtime.device cuda, or automatic on a machine with one) is a config error.
+// config, if it runs on `device`: sequence parallelism has not run on GPUs yet (docs/design/tensor-parallel.md
+// "On GPUs"), so parallel.sequence_parallel on a GPU (runtime.device cuda, or automatic on a machine with one) is a
+// config error; tensor parallelism itself runs there.
 const Config& supported_on(const Config& config, Device device) {
-  if (config.parallel.tp > 1 && device.is_cuda()) {
-    throw ConfigError("parallel.tp", "not supported yet (tensor parallelism on GPUs: tp > 1 runs on CPU ranks, "
-                                     "runtime.device: cpu)");
+  if (config.parallel.sequence_parallel && device.is_cuda()) {
+    throw ConfigError("parallel.sequence_parallel", "not supported on GPUs yet (sequence parallelism runs on CPU "
+                                                    "ranks, runtime.device: cpu)");
   }
   return config;
 }
@@ -154,8 +155,8 @@ Trainer::Trainer(const Config& config, std::unique_ptr<Communicator> own_world, 
       device_(device),
       store_(make_store(config, share_, groups_, device_)),
       pipeline_(std::make_unique<TrainingPipeline>(config, store_, share_, *groups_.pp, expert_exchange_.get(),
-                                                   TensorParallel(groups_.tp.get(),
-                                                                  config.parallel.sequence_parallel))),
+                                                   TensorParallel(groups_.tp.get(), config.parallel.sequence_parallel,
+                                                                  &tp_profiler_))),
       optimizer_(store_, config.optimizer, *groups_.dp, *groups_.expert_dp,
                  {.bucket_of = [](const ParameterSpec& spec) { return gradient_bucket(spec.name); },
                   .reads_fp32_value = reads_fp32_value,
@@ -338,6 +339,7 @@ nlohmann::ordered_json Trainer::profile(int64_t warmup_steps, int64_t profiled_s
   profiler_ = std::make_unique<StepProfiler>(device_);
   optimizer_.set_profiler(profiler_.get());
   pipeline_->set_profiler(profiler_.get());
+  if (grid_.pp == 1) tp_profiler_ = profiler_.get();  // NOTE: a pipeline's stages mark no phases (run_micro_batches)
   for (int64_t step = 0; step < profiled_steps; ++step) {
     profiler_->begin_step();
     train_step();
@@ -346,6 +348,7 @@ nlohmann::ordered_json Trainer::profile(int64_t warmup_steps, int64_t profiled_s
   nlohmann::ordered_json report = profiler_->report();
   optimizer_.set_profiler(nullptr);
   pipeline_->set_profiler(nullptr);
+  tp_profiler_ = nullptr;
   if (grid_.pp > 1) report["pipeline"] = pipeline_->bubble_report(report);
   profiler_.reset();
   int64_t step_tokens = config_.train.global_batch_size * config_.train.seq_len;

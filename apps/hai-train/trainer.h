@@ -120,6 +120,7 @@ class Trainer {
   std::unique_ptr<ExpertExchange> expert_exchange_;  // null at ep = 1
   Device device_;  // of the parameters, optimizer state and activations
   ParameterStore store_;
+  StepProfiler* tp_profiler_ = nullptr;  // profiler_ while profile() runs at pp 1: the TP collectives' phase
   std::unique_ptr<TrainingPipeline> pipeline_;  // this rank's stages (at pp 1 the one stage: the whole model)
   Zero1Optimizer optimizer_;
   std::unique_ptr<ReplicatedGradientSum> replicated_grads_;  // sequence parallelism only

@@ -93,9 +93,9 @@ std::vector<ConfigKey> parallel_and_train_keys() {
                      positive_or_auto_up_to(I{1} << 20)),
       HAI_CONFIG_KEY(parallel.pp, "pipeline-parallel ranks", in_range<I>(1, I{1} << 20)),
       HAI_CONFIG_KEY(parallel.tp,
-                     "tensor-parallel ranks (CPU ranks today): attention heads, the dense and shared-expert FFN "
-                     "columns and the vocabulary split over them; divides num_heads, dense_ffn_size and the shared "
-                     "experts' width", in_range<I>(1, I{1} << 20)),
+                     "tensor-parallel ranks (MPI on CPU ranks, NCCL on GPUs): attention heads, the dense and "
+                     "shared-expert FFN columns and the vocabulary split over them; divides num_heads, dense_ffn_size "
+                     "and the shared experts' width", in_range<I>(1, I{1} << 20)),
       HAI_CONFIG_KEY(parallel.ep, "expert-parallel ranks; divides dp x tp", in_range<I>(1, I{1} << 20)),
       HAI_CONFIG_KEY(parallel.sequence_parallel, "split the tokens over the tp ranks outside the tensor-parallel "
                                                  "regions (residual stream, norms, MoE router and routed experts); "

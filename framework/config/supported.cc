@@ -14,9 +14,6 @@ void require(bool supported, const KeyLines& lines, const std::string& key_path,
 
 void check_supported(const Config& config, const KeyLines& lines) {
   const ParallelConfig& parallel = config.parallel;
-  // NOTE: the vocabulary-parallel ops (framework/device/vocab_shard.h) have no CUDA kernels yet.
-  require(parallel.tp == 1 || config.runtime.device != RuntimeDevice::cuda, lines, "parallel.tp",
-          "tensor parallelism on GPUs: tp > 1 runs on CPU ranks");
   // NOTE: sequence parallelism is tested on CPU ranks only; it stays refused on GPUs until it is tested there.
   require(!parallel.sequence_parallel || config.runtime.device != RuntimeDevice::cuda, lines,
           "parallel.sequence_parallel", "sequence parallelism on GPUs: it runs on CPU ranks");

@@ -4,13 +4,13 @@
 #include "framework/device/dispatch.h"
 #include "framework/device/index_check.h"
 
+#ifdef HAI_WITH_CUDA
+#include "framework/device/cuda/embedding.h"
+#include "framework/device/cuda/vocab_shard.h"
+#endif
+
 namespace hai {
 namespace {
-
-// NOTE: the CUDA kernels of these ops are not written yet (docs/design/tensor-parallel.md): tp > 1 runs on CPU ranks.
-void check_cpu(const Tensor& tensor, const char* op) {
-  if (!tensor.device().is_cpu()) throw_no_backend(op, tensor.device());
-}
 
 // rows: [T, D], table: [V_r, D], ids: [T]
 void check_embedding(const Tensor& rows, const Tensor& table, const Tensor& ids) {
@@ -38,23 +38,37 @@ void check_logits(const Tensor& logits, const Tensor& targets) {
 void embedding_shard_forward(const Tensor& out, const Tensor& table, const Tensor& ids, int64_t first,
                              [[maybe_unused]] Stream stream) {
   check_embedding(out, table, ids);
-  check_cpu(out, "embedding_shard_forward");
-  cpu::embedding_shard_forward(out, table, ids, first);
+  if (out.device().is_cpu()) return cpu::embedding_shard_forward(out, table, ids, first);
+#ifdef HAI_WITH_CUDA
+  cuda::embedding_shard_forward(out, table, ids, first, stream);
+#else
+  throw_no_backend("embedding_shard_forward", out.device());
+#endif
 }
 
 void embedding_shard_backward(const Tensor& d_table, const Tensor& d_out, const Tensor& ids, int64_t first,
                               [[maybe_unused]] Stream stream) {
   check_embedding(d_out, d_table, ids);
-  check_cpu(d_table, "embedding_shard_backward");
-  cpu::embedding_shard_backward(d_table, d_out, ids, first);
+  if (d_table.device().is_cpu()) return cpu::embedding_shard_backward(d_table, d_out, ids, first);
+#ifdef HAI_WITH_CUDA
+  cuda::embedding_shard_backward(d_table, d_out, ids, first, stream);
+#else
+  throw_no_backend("embedding_shard_backward", d_table.device());
+#endif
 }
 
 void vocab_shard_row_max(const Tensor& row_max, const Tensor& logits, [[maybe_unused]] Stream stream) {
   HAI_CHECK(logits.rank() == 2, "vocabulary shard logits must be [T, V_r], got {}", logits.str());
   check_shape(row_max, Shape{logits.size(0)}, "vocabulary shard row maxima");
   check_dtype(row_max, DType::f32, "vocabulary shard row maxima");
-  check_cpu(logits, "vocab_shard_row_max");
-  cpu::vocab_shard_row_max(row_max, logits);
+  check_dtype(logits, DType::f32, "vocabulary shard logits");
+  check_same_device(row_max, logits, "vocabulary shard");
+  if (logits.device().is_cpu()) return cpu::vocab_shard_row_max(row_max, logits);
+#ifdef HAI_WITH_CUDA
+  cuda::vocab_shard_row_max(row_max, logits, stream);
+#else
+  throw_no_backend("vocab_shard_row_max", logits.device());
+#endif
 }
 
 void vocab_shard_softmax_stats(const Tensor& stats, const Tensor& logits, const Tensor& row_max,
@@ -63,8 +77,15 @@ void vocab_shard_softmax_stats(const Tensor& stats, const Tensor& logits, const 
   check_shape(row_max, Shape{logits.size(0)}, "vocabulary shard row maxima");
   check_shape(stats, Shape{3, logits.size(0)}, "vocabulary shard statistics");
   check_dtype(stats, DType::f32, "vocabulary shard statistics");
-  check_cpu(logits, "vocab_shard_softmax_stats");
-  cpu::vocab_shard_softmax_stats(stats, logits, row_max, targets, first);
+  check_dtype(row_max, DType::f32, "vocabulary shard row maxima");
+  check_same_device(stats, logits, "vocabulary shard");
+  check_same_device(row_max, logits, "vocabulary shard");
+  if (logits.device().is_cpu()) return cpu::vocab_shard_softmax_stats(stats, logits, row_max, targets, first);
+#ifdef HAI_WITH_CUDA
+  cuda::vocab_shard_softmax_stats(stats, logits, row_max, targets, first, stream);
+#else
+  throw_no_backend("vocab_shard_softmax_stats", logits.device());
+#endif
 }
 
 void vocab_shard_loss_and_grad(const Tensor& losses, const Tensor& d_logits, const Tensor& logits,
@@ -79,8 +100,23 @@ void vocab_shard_loss_and_grad(const Tensor& losses, const Tensor& d_logits, con
     HAI_CHECK(d_logits.dtype() == DType::f32 || d_logits.dtype() == DType::bf16,
               "vocabulary shard d_logits must be fp32 or bf16, got {}", d_logits.str());
   }
-  check_cpu(logits, "vocab_shard_loss_and_grad");
-  cpu::vocab_shard_loss_and_grad(losses, d_logits, logits, row_max, stats, targets, first, scale, ignore_index);
+  check_dtype(row_max, DType::f32, "vocabulary shard row maxima");
+  check_dtype(stats, DType::f32, "vocabulary shard statistics");
+  check_dtype(losses, DType::f32, "vocabulary shard losses");
+  check_same_device(row_max, logits, "vocabulary shard");
+  check_same_device(stats, logits, "vocabulary shard");
+  check_same_device(losses, logits, "vocabulary shard");
+  if (d_logits.defined()) check_same_device(d_logits, logits, "vocabulary shard");
+  if (logits.device().is_cpu()) {
+    return cpu::vocab_shard_loss_and_grad(losses, d_logits, logits, row_max, stats, targets, first, scale,
+                                          ignore_index);
+  }
+#ifdef HAI_WITH_CUDA
+  cuda::vocab_shard_loss_and_grad(losses, d_logits, logits, row_max, stats, targets, first, scale, ignore_index,
+                                  stream);
+#else
+  throw_no_backend("vocab_shard_loss_and_grad", logits.device());
+#endif
 }
 
 }  // namespace hai

@@ -33,6 +33,10 @@ void StepProfiler::mark(std::string_view phase) {
   clock_.record();
 }
 
+std::string_view StepProfiler::running_phase() const {
+  return step_phases_.empty() ? std::string_view() : std::string_view(phases_[step_phases_.back()].name);
+}
+
 void StepProfiler::record_memory(std::string_view point, std::string_view kind) {
   size_t live = device_memory_stats(device_).allocated_bytes;
   auto known = std::find_if(memory_.begin(), memory_.end(), [&](const MemoryPoint& p) { return p.name == point; });

@@ -36,6 +36,9 @@ class StepProfiler {
   void begin_step();
   // Ends the phase running now (if any) and starts `phase`.
   void mark(std::string_view phase);
+  // The phase running now ("" before the step's first mark): a part that interrupts it (a collective) marks its
+  // own phase and then this one again.
+  std::string_view running_phase() const;
   // The pool's live bytes now, at `point` (e.g. "layer.3"), of a point kind (e.g. "moe").
   void record_memory(std::string_view point, std::string_view kind);
   // Ends the step's last phase, waits for the device, and adds the step's phases to the totals.

@@ -8,11 +8,12 @@
 namespace hai::cuda::kernels {
 namespace {
 
+// The rows of the table hold ids [first, first + rows); a token whose id lies outside gives `outside` values.
 __global__ void embedding_forward_kernel(float* out, const float* table, const int32_t* ids, int64_t elements,
-                                         int64_t vocab, int64_t width) {
+                                         int64_t first, int64_t rows, int64_t width, float outside) {
   for (int64_t i = grid_index(); i < elements; i += grid_stride()) {
-    int32_t id = ids[i / width];
-    out[i] = id >= 0 && id < vocab ? table[id * width + i % width] : NAN;
+    int64_t row = ids[i / width] - first;
+    out[i] = row >= 0 && row < rows ? table[row * width + i % width] : outside;
   }
 }
 
@@ -22,16 +23,17 @@ __global__ void iota_kernel(int32_t* positions, int64_t tokens) {
 }
 
 // One warp per sorted token; the warp of the first token of each run of equal ids adds the run's rows of d_out to
-// the id's row of d_table, in the tokens' order (the sort is stable), each column in one register: the sums of the
-// CPU op, bit for bit.
+// the id's row of d_table (rows [first_id, first_id + rows) of the ids; others skipped), in the tokens' order (the
+// sort is stable), each column in one register: the sums of the CPU op, bit for bit.
 __global__ void embedding_backward_kernel(float* d_table, const float* d_out, const int32_t* sorted_ids,
-                                          const int32_t* sorted_positions, int64_t tokens, int64_t vocab,
-                                          int64_t width) {
+                                          const int32_t* sorted_positions, int64_t tokens, int64_t first_id,
+                                          int64_t rows, int64_t width) {
   int lane = static_cast<int>(threadIdx.x % 32);
   for (int64_t first = grid_index() / 32; first < tokens; first += grid_stride() / 32) {
     int32_t id = sorted_ids[first];
-    if (id < 0 || id >= vocab || (first > 0 && sorted_ids[first - 1] == id)) continue;
-    float* d_row = d_table + id * width;
+    int64_t row = id - first_id;
+    if (row < 0 || row >= rows || (first > 0 && sorted_ids[first - 1] == id)) continue;
+    float* d_row = d_table + row * width;
     for (int64_t column = lane; column < width; column += 32) {
       float sum = d_row[column];
       for (int64_t s = first; s < tokens && sorted_ids[s] == id; ++s) {
@@ -59,7 +61,17 @@ cudaError_t embedding_forward(float* out, const float* table, const int32_t* ids
                               int64_t width, cudaStream_t stream) {
   int64_t elements = tokens * width;
   if (elements == 0) return cudaSuccess;
-  embedding_forward_kernel<<<grid_for(elements), kThreads, 0, stream>>>(out, table, ids, elements, vocab, width);
+  embedding_forward_kernel<<<grid_for(elements), kThreads, 0, stream>>>(out, table, ids, elements, 0, vocab, width,
+                                                                        NAN);
+  return cudaGetLastError();
+}
+
+cudaError_t embedding_shard_forward(float* out, const float* table, const int32_t* ids, int64_t tokens, int64_t first,
+                                    int64_t rows, int64_t width, cudaStream_t stream) {
+  int64_t elements = tokens * width;
+  if (elements == 0) return cudaSuccess;
+  embedding_forward_kernel<<<grid_for(elements), kThreads, 0, stream>>>(out, table, ids, elements, first, rows,
+                                                                        width, 0.0f);
   return cudaGetLastError();
 }
 
@@ -70,8 +82,9 @@ cudaError_t embedding_backward_workspace_bytes(int64_t tokens, int64_t* bytes) {
   return status;
 }
 
-cudaError_t embedding_backward(float* d_table, const float* d_out, const int32_t* ids, int64_t tokens, int64_t vocab,
-                               int64_t width, void* workspace, cudaStream_t stream) {
+cudaError_t embedding_shard_backward(float* d_table, const float* d_out, const int32_t* ids, int64_t tokens,
+                                     int64_t first, int64_t rows, int64_t width, void* workspace,
+                                     cudaStream_t stream) {
   if (tokens == 0 || width == 0) return cudaSuccess;
   auto* bytes = static_cast<unsigned char*>(workspace);
   int64_t array_bytes = BackwardWorkspace::array_bytes(tokens);
@@ -86,7 +99,7 @@ cudaError_t embedding_backward(float* d_table, const float* d_out, const int32_t
                                            sorted_positions, static_cast<int>(tokens), 0, 32, stream);
   if (status != cudaSuccess) return status;
   embedding_backward_kernel<<<grid_for(tokens * 32), kThreads, 0, stream>>>(d_table, d_out, sorted_ids,
-                                                                          sorted_positions, tokens, vocab, width);
+                                                                          sorted_positions, tokens, first, rows, width);
   return cudaGetLastError();
 }
 

@@ -45,17 +45,20 @@ TEST(CheckSupported, AcceptsExpertParallelism) {
 }
 
 TEST(CheckSupported, RefusesWhatDoesNotExistYet) {
-  expect_unsupported("parallel.tp", [](Config& config) {
+  expect_unsupported("parallel.sequence_parallel", [](Config& config) {
     config.parallel.tp = 2;
+    config.parallel.sequence_parallel = true;
     config.runtime.device = RuntimeDevice::cuda;
   });
 }
 
-TEST(CheckSupported, AcceptsTensorParallelismOnCpuRanks) {
+TEST(CheckSupported, AcceptsTensorParallelismOnCpuRanksAndGpus) {
   Config config = resolve_auto(Config{}, 4);
   config.parallel.tp = 2;
   config.parallel.dp = 2;
   config.runtime.device = RuntimeDevice::cpu;
+  EXPECT_NO_THROW(check_supported(config));
+  config.runtime.device = RuntimeDevice::cuda;
   EXPECT_NO_THROW(check_supported(config));
 }
 

@@ -34,6 +34,15 @@ inline OwnedTensor random_tensor(Shape shape, uint64_t seed, float scale = 1.0f)
   return tensor;
 }
 
+// Columns [first, first + columns) of a host [T, V] fp32 tensor, as a copy (a vocabulary shard's logits).
+inline OwnedTensor columns_of(const Tensor& whole, int64_t first, int64_t columns) {
+  OwnedTensor part(Shape{whole.size(0), columns}, DType::f32);
+  for (int64_t t = 0; t < whole.size(0); ++t) {
+    std::copy_n(whole.data<float>() + t * whole.size(1) + first, columns, part.tensor().data<float>() + t * columns);
+  }
+  return part;
+}
+
 inline double dot(const Tensor& a, const Tensor& b) {
   double sum = 0;
   for (int64_t i = 0; i < a.numel(); ++i) sum += static_cast<double>(a.data<float>()[i]) * b.data<float>()[i];

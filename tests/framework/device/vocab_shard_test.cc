@@ -26,15 +26,6 @@ OwnedTensor rows_of(const Tensor& whole, int64_t first, int64_t rows) {
   return part;
 }
 
-// Columns [first, first + columns) of a host [T, V] fp32 tensor, as a copy.
-OwnedTensor columns_of(const Tensor& whole, int64_t first, int64_t columns) {
-  OwnedTensor part(Shape{whole.size(0), columns}, DType::f32);
-  for (int64_t t = 0; t < whole.size(0); ++t) {
-    std::copy_n(whole.data<float>() + t * whole.size(1) + first, columns, part.tensor().data<float>() + t * columns);
-  }
-  return part;
-}
-
 TEST(VocabShard, CrossEntropyOverShardsMatchesTheWholeVocabulary) {
   OwnedTensor logits = testing::random_tensor(Shape{kTokens, kVocab}, 3, 4.0f);
   OwnedTensor targets = testing::indices_of({10, 0, kIgnoreTarget, 4, 7});
@@ -44,7 +35,7 @@ TEST(VocabShard, CrossEntropyOverShardsMatchesTheWholeVocabulary) {
 
   std::vector<OwnedTensor> shards;
   for (int64_t first = 0, shard = 0; shard < 3; first += kShardRows[static_cast<size_t>(shard++)]) {
-    shards.push_back(columns_of(logits, first, kShardRows[static_cast<size_t>(shard)]));
+    shards.push_back(testing::columns_of(logits, first, kShardRows[static_cast<size_t>(shard)]));
   }
   OwnedTensor row_max(Shape{kTokens}, DType::f32), shard_max(Shape{kTokens}, DType::f32);
   std::fill_n(row_max.data<float>(), kTokens, -1e30f);
@@ -69,7 +60,7 @@ TEST(VocabShard, CrossEntropyOverShardsMatchesTheWholeVocabulary) {
     for (int64_t t = 0; t < kTokens; ++t) {
       EXPECT_NEAR(losses.data<float>()[t], expected_losses.data<float>()[t], 1e-6) << "token " << t;
     }
-    OwnedTensor expected = columns_of(expected_grad, first, rows);
+    OwnedTensor expected = testing::columns_of(expected_grad, first, rows);
     for (int64_t i = 0; i < d_logits.numel(); ++i) {
       EXPECT_NEAR(d_logits.data<float>()[i], expected.data<float>()[i], 1e-7) << "shard at " << first << " " << i;
     }

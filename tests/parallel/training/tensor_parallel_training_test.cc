@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -215,6 +216,25 @@ TEST_F(TensorParallelTraining, EvalOnlyOfTensorParallelRanksMatchesOneRank) {
        {Layout{.ranks = 2, .tp = 2}, Layout{.ranks = 4, .tp = 4}, Layout{.ranks = 2, .tp = 2, .sequence_parallel = true}}) {
     EXPECT_NEAR(eval_loss(layout), one_rank, 1e-6 * one_rank) << layout.name();
   }
+}
+
+// hai-train --profile-steps at tp 2: the TP all-reduces are a phase kind of their own (tp_collective, in each pass
+// they interrupt), so their share of the step is measured (scripts/bench.sh --multi-gpu reports it).
+TEST_F(TensorParallelTraining, ProfileOfTensorParallelRanksTimesTheCollectives) {
+  std::filesystem::path dir = root_->path() / "profile_tp2";
+  std::filesystem::create_directories(dir);
+  testing::write_tiny_config(dir);
+  ASSERT_EQ(testing::run_on_ranks(2, dir, Layout{.ranks = 2, .tp = 2}.arguments() + " --profile-steps 2"), 0);
+  nlohmann::json report = testing::read_step_profile(dir);
+  std::map<std::string, double> calls = testing::calls_per_step(report);
+  EXPECT_GT(calls["forward.tp_collective"], 0);
+  EXPECT_GT(calls["backward_input.tp_collective"], 0);
+  double collective_share = -1;
+  for (const auto& kind : report["kinds"]) {
+    if (kind["kind"] == "tp_collective") collective_share = kind["share"].get<double>();
+  }
+  EXPECT_GT(collective_share, 0.0);
+  EXPECT_LT(collective_share, 1.0);
 }
 
 }  // namespace
