@@ -150,8 +150,9 @@ double moe_saved_bytes(const Config& config, const SavedElementBytes& b, bool se
 }  // namespace
 
 double attention_saved_bytes_per_token(const Config& config) {
+  double sequence_share = config.parallel.sequence_parallel ? 1.0 / static_cast<double>(config.parallel.tp) : 1.0;
   return attention_saved_bytes(config.model, config.parallel.tp, saved_element_bytes(config.precision.mode),
-                               config.train.recompute == RecomputeMode::selective);
+                               config.train.recompute == RecomputeMode::selective, sequence_share);
 }
 
 double layer_saved_bytes_per_token(const Config& config, bool moe) {
