@@ -91,9 +91,9 @@ SavedElementBytes saved_element_bytes(PrecisionMode mode) {
 // MLA's Context per token (mla_attention.h): selective recomputation drops x (unless FP8), the normed latents, q and
 // kv. Under tensor parallelism a rank keeps its H / tp heads' tensors and the whole latents and x; under sequence
 // parallelism (sequence_share 1 / tp) only its tokens' rows of x and the latents before their norms (the normed
-// latents and k_rope are kept gathered, as the head-split projections read them).
+// latents and k_rope are kept gathered, as the head-split projections read them). sequence_share 1: without it.
 double attention_saved_bytes(const ModelConfig& m, int64_t tp, const SavedElementBytes& b, bool selective,
-                             double sequence_share) {
+                             double sequence_share = 1.0) {
   int64_t heads = m.num_heads / tp, qk = m.qk_nope_head_dim + m.qk_rope_head_dim;
   double latents = (4.0 * (m.q_lora_rank + m.kv_lora_rank) + 2 * 4) * sequence_share;  // before their norms, rstds
   double kept = latents + b.attention * m.qk_rope_head_dim + b.o * heads * m.v_head_dim + 4.0 * heads;  // lse
