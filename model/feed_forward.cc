@@ -29,16 +29,26 @@ FeedForward::FeedForward(const ParameterStore& store, const std::string& prefix,
 }
 
 void FeedForward::forward(Context& ctx, const Tensor& out, const Tensor& x, bool accumulate) const {
+  if (regathers_input()) return forward(ctx, out, gate_.prepare_input(x).saved, accumulate);  // [N / tp, H] a copy
   OwnedTensor gathered;
   Tensor input = all_gather_sequence(tp_, x, gathered);  // [N, H] every tp rank's rows under sequence parallelism
   forward(ctx, out, gate_.prepare_input(input), input.size(0), x.device(), accumulate);
 }
 
 void FeedForward::forward(Context& ctx, const Tensor& out, OwnedTensor&& local_x, bool accumulate) const {
-  OwnedTensor x = all_gather_sequence(tp_, std::move(local_x));  // [N, H] every tp rank's rows under sequence parallelism
+  if (!regathers_input()) {
+    OwnedTensor x = all_gather_sequence(tp_, std::move(local_x));  // [N, H] every tp rank's rows under SP
+    int64_t rows = x.tensor().size(0);
+    Device device = x.tensor().device();
+    return forward(ctx, out, gate_.prepare_input(std::move(x)), rows, device, accumulate);
+  }
+  // [N / tp, H] this rank's rows in the compute dtype: kept for the weight gradient, which gathers them again
+  OwnedTensor kept = gate_.prepare_input(std::move(local_x)).saved;
+  OwnedTensor x;  // [N, H]
+  all_gather_sequence(tp_, kept, x);
   int64_t rows = x.tensor().size(0);
-  Device device = x.tensor().device();
-  forward(ctx, out, gate_.prepare_input(std::move(x)), rows, device, accumulate);
+  forward(ctx, out, gate_.prepare_input(std::move(x)), rows, kept.tensor().device(), accumulate);
+  if (!recomputes_input()) ctx.input = std::move(kept);
 }
 
 void FeedForward::forward(Context& ctx, const Tensor& out, Linear::PreparedInput input, int64_t rows, Device device,
@@ -55,13 +65,18 @@ void FeedForward::forward(Context& ctx, const Tensor& out, Linear::PreparedInput
 
 void FeedForward::recompute_input(Context& ctx, OwnedTensor&& x) const {
   HAI_CHECK(recomputes_input(), "feed-forward: an input handed back to a layer that keeps its own");
+  if (regathers_input()) {
+    ctx.input = gate_.prepare_input(std::move(x)).saved;  // [N / tp, H]: backward_weight gathers it
+    return;
+  }
   ctx.input = gate_.prepare_input(all_gather_sequence(tp_, std::move(x))).saved;
 }
 
 void FeedForward::recompute_input(Context& ctx, const Tensor& x) const {
   HAI_CHECK(recomputes_input(), "feed-forward: an input handed back to a layer that keeps its own");
   OwnedTensor gathered;
-  ctx.input = gate_.prepare_input(all_gather_sequence(tp_, x, gathered)).saved;
+  // [N / tp, H] when backward_weight gathers it, else [N, H]
+  ctx.input = gate_.prepare_input(regathers_input() ? x : all_gather_sequence(tp_, x, gathered)).saved;
 }
 
 OwnedTensor FeedForward::projections_forward(Context& ctx, const Linear::PreparedInput& input, int64_t rows,
@@ -145,7 +160,10 @@ void FeedForward::backward_weight(Context& ctx) const {
     float beta = gate_up_->gate->take_grad_beta();
     HAI_CHECK(gate_up_->up->take_grad_beta() == beta,
               "feed-forward: gate_proj's and up_proj's gradients written apart this step");
-    gemm(gate_up_->grad, ctx.d_gate_up, ctx.input, {.transpose_a = true, .beta = beta});
+    OwnedTensor gathered;
+    // [N, H] x in the compute dtype (this rank's rows gathered again under sequence parallelism)
+    Tensor input = regathers_input() ? all_gather_sequence(tp_, ctx.input, gathered) : ctx.input.tensor();
+    gemm(gate_up_->grad, ctx.d_gate_up, input, {.transpose_a = true, .beta = beta});
   } else {
     gate_.backward_weight(ctx.d_gate, ctx.input);
     up_.backward_weight(ctx.d_up, ctx.input);

@@ -32,7 +32,8 @@ class FeedForward {
   // Without FP8, gate_proj and up_proj run as one GEMM over their stacked weights [2F, H] (gate_up, d_gate_up); with
   // FP8 as two (gate, up, d_gate, d_up: their transposed FP8 copies do not stack for the input gradient).
   struct Context {
-    OwnedTensor input;       // [N, H] x in the compute dtype (wgrad of gate_proj and up_proj)
+    OwnedTensor input;       // [N, H] x in the compute dtype (wgrad of gate_proj and up_proj); [N / tp, H] when
+                             // regathers_input()
     OwnedTensor gate_up;     // [N, 2F] gate_proj(x), up_proj(x) in the saved dtype (SwiGLU backward; released by it)
     OwnedTensor gate, up;    // [N, F] each: the same with FP8
     OwnedTensor activation;  // [N, F] silu(gate) * up in the compute dtype (wgrad of down_proj)
@@ -87,6 +88,9 @@ class FeedForward {
     const Parameter* up;
   };
 
+  // Sequence parallelism without FP8 (Megatron's): the weight gradient's x is kept as this rank's rows and gathered
+  // again in backward_weight. (FP8 keeps the FP8 copy of the gathered x, made by one quantisation of all the rows.)
+  bool regathers_input() const { return tp_.splits_sequence() && !gate_.uses_fp8(); }
   // Whether forward drops SwiGLU's activation (down_proj's input in the compute dtype; FP8 keeps its FP8 copy).
   bool recomputes_activation() const { return recompute_ && gate_up_ && !down_.uses_fp8(); }
 

@@ -91,9 +91,9 @@ SavedElementBytes saved_element_bytes(PrecisionMode mode) {
 // MLA's Context per token (mla_attention.h): selective recomputation drops x (unless FP8), the normed latents, q and
 // kv. Under tensor parallelism a rank keeps its H / tp heads' tensors and the whole latents and x; under sequence
 // parallelism (sequence_share 1 / tp) only its tokens' rows of x and the latents before their norms (the normed
-// latents and k_rope are kept gathered, as the head-split projections read them).
+// latents and k_rope are kept gathered, as the head-split projections read them). sequence_share 1: without it.
 double attention_saved_bytes(const ModelConfig& m, int64_t tp, const SavedElementBytes& b, bool selective,
-                             double sequence_share) {
+                             double sequence_share = 1.0) {
   int64_t heads = m.num_heads / tp, qk = m.qk_nope_head_dim + m.qk_rope_head_dim;
   double latents = (4.0 * (m.q_lora_rank + m.kv_lora_rank) + 2 * 4) * sequence_share;  // before their norms, rstds
   double kept = latents + b.attention * m.qk_rope_head_dim + b.o * heads * m.v_head_dim + 4.0 * heads;  // lse
@@ -106,18 +106,19 @@ double attention_saved_bytes(const ModelConfig& m, int64_t tp, const SavedElemen
 }
 
 // FeedForward's Context per row (feed_forward.h): its input, gate and up, and the activation (selective
-// recomputation drops input and activation unless FP8 keeps their FP8 copies).
-double feed_forward_saved_bytes(int64_t hidden, double ffn, const SavedElementBytes& b, bool selective) {
+// recomputation drops input and activation unless FP8 keeps their FP8 copies). Under sequence parallelism without
+// FP8 the input is this rank's rows (sequence_share 1 / tp), gathered again for the weight gradient.
+double feed_forward_saved_bytes(int64_t hidden, double ffn, const SavedElementBytes& b, bool selective,
+                                double sequence_share) {
   double kept = 2 * ffn * b.saved;
-  if (!selective || b.fp8) kept += b.linear_input * hidden;
+  if (!selective || b.fp8) kept += b.linear_input * hidden * (b.fp8 ? 1.0 : sequence_share);
   if (!selective || b.fp8) kept += b.linear_input * ffn;
   return kept;
 }
 
 // MoeLayer's Context per token (moe_layer.h): routing, the routed experts' rows (each token K times; under FP8 their
 // token-padded copies, half a 128-row tile of padding per expert segment), the combine's inputs, the shared expert.
-// Under sequence parallelism (sequence_share 1 / tp) a rank routes its tokens' rows only; the shared expert keeps
-// its input gathered.
+// Under sequence parallelism (sequence_share 1 / tp) a rank routes its tokens' rows only.
 double moe_saved_bytes(const Config& config, const SavedElementBytes& b, bool selective, double sequence_share) {
   const ModelConfig& m = config.model;
   const ParallelConfig& p = config.parallel;
@@ -142,7 +143,7 @@ double moe_saved_bytes(const Config& config, const SavedElementBytes& b, bool se
   if (m.moe.shared_experts > 0) {
     kept += feed_forward_saved_bytes(
         hidden, static_cast<double>(m.moe.shared_experts * m.moe.expert_ffn_size) / static_cast<double>(p.tp), b,
-        selective);
+        selective, sequence_share);
   }
   return kept;
 }
@@ -170,7 +171,8 @@ double layer_saved_bytes_per_token(const Config& config, bool moe) {
   double residual_stream = input + (4.0 * m.hidden_size + 2 * 4) * sequence_share;  // x, h, the two norms' rstd
   // NOTE: a tp rank keeps its F / tp columns of the dense FFN (and of the shared experts).
   double mlp = moe ? moe_saved_bytes(config, b, selective, sequence_share)
-                   : feed_forward_saved_bytes(m.hidden_size, static_cast<double>(m.dense_ffn_size) / tp, b, selective);
+                   : feed_forward_saved_bytes(m.hidden_size, static_cast<double>(m.dense_ffn_size) / tp, b, selective,
+                                              sequence_share);
   return residual_stream + attention_saved_bytes(m, config.parallel.tp, b, selective, sequence_share) + mlp;
 }
 

@@ -4,8 +4,9 @@
 // (the store's values, compute copy and gradients, ZeRO-1's moments) are within 10% of the plan's; and the peak of
 // host bytes while it trains is within 10% of the plan's total (backward temporaries and pipeline buffers included)
 // for dp 2 (recompute none, selective, full), pp 2 under 1F1B, DualPipe and DualPipeV (none, selective), pp 4 1F1B,
-// pp 2 x ep 2 under DualPipe and DualPipeV, tp 2, and bf16. In mixed precision ZeRO-1 shards the fp32 master with
-// the moments: at dp 2 a rank's sharded master and moment bytes are half of one rank's.
+// pp 2 x ep 2 under DualPipe and DualPipeV, tp 2 (with and without sequence parallelism), and bf16. In mixed
+// precision ZeRO-1 shards the fp32 master with the moments: at dp 2 a rank's sharded master and moment bytes are half
+// of one rank's.
 
 #include <gtest/gtest.h>
 
@@ -149,6 +150,7 @@ TEST_F(TrainerPeakMemory, PeakHostBytesMatchThePlan) {
                {"parallel.pp=2", "parallel.schedule=dualpipev", "train.recompute=none"},
                {"parallel.pp=2", "parallel.schedule=dualpipev", "train.recompute=selective"},
                {"parallel.tp=2", "model.vocab_size=256", "train.recompute=none"},
+               {"parallel.tp=2", "parallel.sequence_parallel=true", "model.vocab_size=256", "train.recompute=none"},
                {"precision.mode=bf16", "train.recompute=none"}};
   } else if (size() == 4) {
     layouts = {{"parallel.pp=2", "parallel.ep=2", "parallel.schedule=dualpipe", "train.recompute=selective"},
