@@ -18,9 +18,12 @@ FeedForward::FeedForward(const ParameterStore& store, const std::string& prefix,
             "{}up_proj.weight must match gate_proj.weight [{}, {}]", prefix, ffn_size(), hidden_size());
   HAI_CHECK(down_.in_features() == ffn_size() && down_.out_features() == hidden_size(),
             "{}down_proj.weight must be [{}, {}]", prefix, hidden_size(), ffn_size());
-  if (gate_.uses_fp8()) return;
   const Parameter& gate = store[prefix + "gate_proj.weight"];
   const Parameter& up = store[prefix + "up_proj.weight"];
+  if (gate_.uses_fp8()) {
+    pow2_scales_ = gate.fp8.pow2_activation_scales;
+    return;
+  }
   std::optional<Tensor> compute = rows_stacked_in_place(gate.compute, up.compute);
   std::optional<Tensor> grad = rows_stacked_in_place(gate.grad, up.grad);
   HAI_CHECK(compute.has_value() && grad.has_value(), "{}up_proj.weight does not follow gate_proj.weight in the "
@@ -84,7 +87,7 @@ OwnedTensor FeedForward::projections_forward(Context& ctx, const Linear::Prepare
   // NOTE: in bf16 (no FP8) the GEMM writes gate and up, and SwiGLU its activation, in bf16 straight away, as the
   // routed experts do: SwiGLU's forward reads the rounded gate and up that its backward reads. With FP8 only the
   // activation is written in bf16 (down_proj quantises it from there): gate and up stay fp32 for SwiGLU's forward,
-  // whose input rounding them would change.
+  // whose input rounding them would change, and are kept for its backward in FP8 (1x128).
   DType activation_dtype = down_.input_dtype();
   OwnedTensor activation(Shape{rows, ffn_size()}, activation_dtype, device);  // [N, F]
   DType saved = saved_activation_dtype(gate_.compute_dtype());
@@ -100,8 +103,8 @@ OwnedTensor FeedForward::projections_forward(Context& ctx, const Linear::Prepare
   gate_.forward(gate, input);  // gate_proj and up_proj read the same prepared x
   up_.forward(up, input);
   swiglu_forward(activation, gate, up);
-  ctx.gate = in_dtype(std::move(gate), saved);
-  ctx.up = in_dtype(std::move(up), saved);
+  ctx.gate = quantize_rows(gate, pow2_scales_);
+  ctx.up = quantize_rows(up, pow2_scales_);
   return activation;
 }
 
@@ -145,9 +148,9 @@ void FeedForward::projections_backward_input(Context& ctx, const Tensor& d_x, co
   }
   OwnedTensor d_gate(Shape{rows, ffn_size()}, written, device);  // [N, F]
   OwnedTensor d_up(Shape{rows, ffn_size()}, written, device);    // [N, F]
-  swiglu_backward(d_gate, d_up, d_activation, ctx.gate, ctx.up);
-  ctx.gate = OwnedTensor();
-  ctx.up = OwnedTensor();
+  swiglu_backward(d_gate, d_up, d_activation, dequantize_rows(ctx.gate), dequantize_rows(ctx.up));
+  ctx.gate = Fp8Rows();
+  ctx.up = Fp8Rows();
   ctx.d_gate = gate_.prepare_output_grad(in_dtype(std::move(d_gate), gate_.output_grad_dtype()));
   ctx.d_up = up_.prepare_output_grad(in_dtype(std::move(d_up), up_.output_grad_dtype()));
   gate_.backward_input(d_x, ctx.d_gate, accumulate);

@@ -12,6 +12,7 @@
 #include <optional>
 #include <string>
 
+#include "framework/device/fp8_rows.h"
 #include "framework/params/parameter_store.h"
 #include "framework/tensor/tensor.h"
 #include "model/linear.h"
@@ -30,12 +31,14 @@ class FeedForward {
   // N = the rows this call runs on, H = hidden size, F = FFN width. Saved activations are as small as the
   // precision allows: "saved dtype" is model/in_dtype.h's saved_activation_dtype (bf16 in bf16/fp8 training).
   // Without FP8, gate_proj and up_proj run as one GEMM over their stacked weights [2F, H] (gate_up, d_gate_up); with
-  // FP8 as two (gate, up, d_gate, d_up: their transposed FP8 copies do not stack for the input gradient).
+  // FP8 as two (gate, up, d_gate, d_up: their transposed FP8 copies do not stack for the input gradient), and
+  // SwiGLU's inputs are cached in FP8 as DeepSeek-V3 does: gate and up quantised 1x128 (e4m3 with an fp32 scale per
+  // row and 128 columns) from the fp32 outputs SwiGLU's forward read; its backward reads them dequantised (fp32).
   struct Context {
     OwnedTensor input;       // [N, H] x in the compute dtype (wgrad of gate_proj and up_proj); [N / tp, H] when
                              // regathers_input()
     OwnedTensor gate_up;     // [N, 2F] gate_proj(x), up_proj(x) in the saved dtype (SwiGLU backward; released by it)
-    OwnedTensor gate, up;    // [N, F] each: the same with FP8
+    Fp8Rows gate, up;        // [N, F] each with FP8: the same quantised 1x128 (released by SwiGLU's backward)
     OwnedTensor activation;  // [N, F] silu(gate) * up in the compute dtype (wgrad of down_proj)
     Linear::PreparedOutputGrad d_out;   // [N, H] prepared by backward_input for down_proj's weight gradient
     OwnedTensor d_gate_up;              // [N, 2F] in the compute dtype, kept for the stacked weight gradient
@@ -95,6 +98,7 @@ class FeedForward {
   bool recomputes_activation() const { return recompute_ && gate_up_ && !down_.uses_fp8(); }
 
   Linear gate_, up_, down_;
+  bool pow2_scales_ = false;  // with FP8: precision.fp8.pow2_scales, for gate and up cached in FP8
   std::optional<StackedGateUp> gate_up_;
   TensorParallel tp_;
   bool recompute_ = false;

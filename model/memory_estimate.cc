@@ -75,17 +75,19 @@ struct SavedElementBytes {
   double linear_input;  // a Linear's kept input: the compute dtype, or under FP8 its e4m3 copy with 1x128 scales
   double o;             // the attention output, kept once (o_proj's weight gradient remakes its own copy from it)
   bool fp8;
+  double swiglu_input;        // SwiGLU's gate and up as kept: the saved dtype, or under FP8 e4m3 with 1x128 scales
+  double swiglu_dequantised;  // what SwiGLU's backward reads them in beside that: fp32 under FP8, else nothing
 };
 
 SavedElementBytes saved_element_bytes(PrecisionMode mode) {
   constexpr double kFp8Copy = 1.0 + 4.0 / 128;  // e4m3 + an fp32 scale per 128 tokens
   switch (mode) {
-    case PrecisionMode::fp32: return {4, 4, 4, 4, 4, false};
-    case PrecisionMode::bf16: return {2, 2, 2, 2, 2, false};
-    case PrecisionMode::fp16: return {2, 4, 4, 2, 4, false};
-    case PrecisionMode::fp8: return {2, 2, 2, kFp8Copy, 2, true};
+    case PrecisionMode::fp32: return {4, 4, 4, 4, 4, false, 4, 0};
+    case PrecisionMode::bf16: return {2, 2, 2, 2, 2, false, 2, 0};
+    case PrecisionMode::fp16: return {2, 4, 4, 2, 4, false, 4, 0};
+    case PrecisionMode::fp8: return {2, 2, 2, kFp8Copy, 2, true, kFp8Copy, 4};
   }
-  return {4, 4, 4, 4, 4, false};
+  return {4, 4, 4, 4, 4, false, 4, 0};
 }
 
 // MLA's Context per token (mla_attention.h): selective recomputation drops x (unless FP8), the normed latents, q and
@@ -110,7 +112,7 @@ double attention_saved_bytes(const ModelConfig& m, int64_t tp, const SavedElemen
 // FP8 the input is this rank's rows (sequence_share 1 / tp), gathered again for the weight gradient.
 double feed_forward_saved_bytes(int64_t hidden, double ffn, const SavedElementBytes& b, bool selective,
                                 double sequence_share) {
-  double kept = 2 * ffn * b.saved;
+  double kept = 2 * ffn * b.swiglu_input;
   if (!selective || b.fp8) kept += b.linear_input * hidden * (b.fp8 ? 1.0 : sequence_share);
   if (!selective || b.fp8) kept += b.linear_input * ffn;
   return kept;
@@ -132,7 +134,7 @@ double moe_saved_bytes(const Config& config, const SavedElementBytes& b, bool se
   double segment_rows = tokens * static_cast<double>(k) / static_cast<double>(experts);
   double padded_rows = static_cast<double>(experts) * std::ceil(segment_rows / 128) * 128 / tokens;  // per token
   double ffn = static_cast<double>(m.moe.expert_ffn_size);
-  kept += static_cast<double>(k) * 2 * ffn * b.saved;  // gate and up
+  kept += static_cast<double>(k) * 2 * ffn * b.swiglu_input;  // gate and up
   if (b.fp8) {
     kept += padded_rows * b.linear_input * ffn;  // the activation's FP8 copy
   } else if (!selective) {
@@ -199,9 +201,10 @@ double attention_backward_bytes(const Config& config, const SavedElementBytes& b
 }
 
 // FeedForward's backward at its peak per row (its output gradient copy, d_activation, d_gate and d_up beside gate and
-// up), and what it keeps for its weight gradient beyond what it released (the output gradient's copy).
+// up, and under FP8 gate and up dequantised), and what it keeps for its weight gradient beyond what it released (the
+// output gradient's copy).
 double feed_forward_backward_peak(int64_t hidden, double ffn, const SavedElementBytes& b) {
-  return b.compute * hidden + 4 * ffn + 2 * b.saved * ffn;
+  return b.compute * hidden + 4 * ffn + 2 * (b.saved + b.swiglu_dequantised) * ffn;
 }
 
 // MoeLayer's backward at its peak per token beyond its d_x (moe_layer.cc, routed_experts.cc): the sorted rows'
@@ -214,7 +217,7 @@ double moe_backward_peak(const Config& config, const SavedElementBytes& b) {
   double ffn = static_cast<double>(m.moe.expert_ffn_size);
   double kept = k * (b.compute - b.saved) * hidden;  // the output gradient in place of the outputs
   double exchanged = config.parallel.ep > 1 ? 2 * 4 * k * hidden : 0;
-  double routed = kept + k * (4 * ffn + 2 * b.saved * ffn) + exchanged;
+  double routed = kept + k * (4 * ffn + 2 * (b.saved + b.swiglu_dequantised) * ffn) + exchanged;
   double shared = m.moe.shared_experts > 0
                       ? feed_forward_backward_peak(m.hidden_size,
                                                    static_cast<double>(m.moe.shared_experts * m.moe.expert_ffn_size), b)

@@ -152,16 +152,18 @@ void RoutedExperts::forward_fp8(Context& ctx, const Tensor& out, const Fp8Matrix
   ctx.expert_offsets = expert_offsets;
   if (kept_input.tensor().raw() != nullptr) ctx.input_tokens = token_copy(ctx, kept_input);
   DType saved = saved_activation_dtype(compute_dtype());
-  ctx.gate = OwnedTensor(Shape{rows, ffn_size()}, saved, device);  // [R, F]
-  ctx.up = OwnedTensor(Shape{rows, ffn_size()}, saved, device);    // [R, F]
-  grouped_gemm_fp8(ctx.gate, x_sorted, fp8_->gate, expert_offsets);
-  grouped_gemm_fp8(ctx.up, x_sorted, fp8_->up, expert_offsets);
+  OwnedTensor gate(Shape{rows, ffn_size()}, saved, device);  // [R, F]
+  OwnedTensor up(Shape{rows, ffn_size()}, saved, device);    // [R, F]
+  grouped_gemm_fp8(gate, x_sorted, fp8_->gate, expert_offsets);
+  grouped_gemm_fp8(up, x_sorted, fp8_->up, expert_offsets);
   // NOTE: the activation is quantised from fp32 (SwiGLU's math) for down_proj, and rounded to bf16 for W, whose
   // token-padded FP8 copy is what is kept.
   OwnedTensor activation(Shape{rows, ffn_size()}, DType::bf16, device);  // [R, F]
   Fp8Rows activation_rows(rows, ffn_size(), device);                     // [R, F]
-  swiglu_forward_fp8(activation, activation_rows.values, activation_rows.scales, ctx.gate, ctx.up,
+  swiglu_forward_fp8(activation, activation_rows.values, activation_rows.scales, gate, up,
                      fp8_->pow2_activation_scales);
+  ctx.gate = quantize_rows(gate, fp8_->pow2_activation_scales);
+  ctx.up = quantize_rows(up, fp8_->pow2_activation_scales);
   grouped_gemm_fp8(out, activation_rows.matrix(), fp8_->down, expert_offsets);
   ctx.activation_tokens = token_copy(ctx, activation);
 }
@@ -189,9 +191,9 @@ void RoutedExperts::backward_input(Context& ctx, const Tensor& d_x_sorted, Owned
   }
   OwnedTensor d_gate(Shape{rows, ffn_size()}, written, device);  // [R, F]
   OwnedTensor d_up(Shape{rows, ffn_size()}, written, device);    // [R, F]
-  swiglu_backward(d_gate, d_up, d_activation, ctx.gate, ctx.up);
-  ctx.gate = OwnedTensor();
-  ctx.up = OwnedTensor();
+  swiglu_backward(d_gate, d_up, d_activation, dequantize_rows(ctx.gate), dequantize_rows(ctx.up));
+  ctx.gate = Fp8Rows();
+  ctx.up = Fp8Rows();
   input_gradient(ctx, d_x_sorted, in_dtype(std::move(d_gate), compute_dtype()), {}, &Fp8Projections::gate_transposed,
                  &Context::d_gate_tokens, 0.0f);
   input_gradient(ctx, d_x_sorted, in_dtype(std::move(d_up), compute_dtype()), {}, &Fp8Projections::up_transposed,

@@ -22,7 +22,9 @@
 // (W_e^T, 128x128 blocks), accumulating d_x in fp32. The weight gradient is FP8 too: x, the activation, d_out, d_gate
 // and d_up are quantised in 128x1 tiles along the tokens, each expert's tokens padded to a multiple of 128 so that no
 // tile mixes two experts (framework/device/grouped_gemm_fp8_weight_grad.h); the output gradients in backward_input,
-// with their 1x128 rows, so that only their FP8 copies are kept.
+// with their 1x128 rows, so that only their FP8 copies are kept. SwiGLU's inputs are cached in FP8 as DeepSeek-V3
+// does: gate and up (bf16, as the GEMMs wrote them and SwiGLU's forward read them) quantised 1x128; SwiGLU's
+// backward reads them dequantised (fp32).
 
 #include <optional>
 #include <string>
@@ -58,7 +60,7 @@ class RoutedExperts {
     Tensor expert_offsets;   // [E + 1] i32, the caller's routing plan (kept alive by it until backward_weight)
     OwnedTensor input;       // [R, H] x in the compute dtype (wgrad of gate_proj and up_proj), if kept; not under FP8
     OwnedTensor gate_up;     // [R, 2F] gate_proj(x), up_proj(x) in the saved dtype (SwiGLU backward; released by it)
-    OwnedTensor gate, up;    // [R, F] each: the same under FP8 (two FP8 GEMMs)
+    Fp8Rows gate, up;        // [R, F] each under FP8 (two FP8 GEMMs): their bf16 outputs cached in FP8, 1x128 tiles
     OwnedTensor activation;  // [R, F] silu(gate) * up in the compute dtype (wgrad of down_proj); not under FP8
     // Under FP8, what forward keeps of the input (if kept) and the activation instead: the token-padded FP8 copies
     // of their rounding to the compute dtype (the weight gradient's operands), [H, P] and [F, P].

@@ -140,7 +140,7 @@ class ProgramWalk {
 
   const StageMemoryCosts& costs_;
   int64_t saved_ = 0, held_ = 0;
-  std::vector<size_t> in_flight_;  // the posted sends not seen complete: the step before which each is
+  std::vector<size_t> in_flight_;  // the posted sends not yet seen complete: the step before which each goes
   ScheduleMemoryPeak peak_;
 };
 

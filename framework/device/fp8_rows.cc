@@ -15,6 +15,12 @@ Fp8Rows quantize_rows(const Tensor& rows, bool pow2_scales, Stream stream) {
   return fp8;
 }
 
+OwnedTensor dequantize_rows(const Fp8Rows& rows, Stream stream) {
+  OwnedTensor values(rows.values.shape(), DType::f32, rows.values.tensor().device());  // [R, K]
+  dequantize_1x128(values, rows.values, rows.scales, stream);
+  return values;
+}
+
 namespace {
 
 // Unfilled buffers for the token-padded quantisation of sorted [R, C] over expert_offsets' E experts: [C, P] and

@@ -22,6 +22,10 @@ struct Fp8Rows {
 // precision.fp8.pow2_scales.
 Fp8Rows quantize_rows(const Tensor& rows, bool pow2_scales, Stream stream = {});
 
+// rows -> [R, K] fp32: dequantize_1x128 of them (fp8_quantize.h: e4m3 value times its scale, one fp32 multiply), as
+// SwiGLU's backward reads the gate and up cached in FP8.
+OwnedTensor dequantize_rows(const Fp8Rows& rows, Stream stream = {});
+
 // Rows sorted by expert, quantised token-padded and transposed for the FP8 expert weight gradient
 // (grouped_gemm_fp8_weight_grad.h), with the buffers they own.
 struct Fp8ExpertTokenBuffers {

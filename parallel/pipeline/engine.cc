@@ -100,7 +100,8 @@ void PipelineEngine::send(std::map<Key, OwnedTensor>& from, const Instruction& i
 }
 
 void PipelineEngine::release_completed_sends() {
-  std::erase_if(in_flight_, [&](const std::pair<int64_t, OwnedTensor>& sent) { return channels_->send_done(sent.first); });
+  std::erase_if(in_flight_,
+                [&](const std::pair<int64_t, OwnedTensor>& sent) { return channels_->send_done(sent.first); });
 }
 
 void PipelineEngine::receive(std::map<Key, OwnedTensor>& into, const Instruction& instruction, int direction,

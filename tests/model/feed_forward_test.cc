@@ -161,6 +161,7 @@ TEST(FeedForward, TakesItsOutputGradientInOutputGradDtype) {
   EXPECT_GT(testing::dot(handed_over[1], handed_over[1]), 0.0);
 }
 
+// And SwiGLU's inputs are cached in FP8 (1x128) for its backward, which reads them dequantised.
 TEST(FeedForward, Fp8RoundsOnlyTheProjectionInputsAndGradientsToBf16) {
   constexpr int64_t kRows = 9, kHidden = 200, kFfn = 136;
   ParameterStore store = feed_forward_store(kHidden, kFfn, 0.05, /*fp8=*/true);
@@ -182,8 +183,26 @@ TEST(FeedForward, Fp8RoundsOnlyTheProjectionInputsAndGradientsToBf16) {
   down.forward(expected, activation, saved);
   EXPECT_TRUE(testing::same_bytes(out, expected));
 
+  // SwiGLU's inputs are cached in FP8: the fp32 gate and up its forward read, quantised 1x128.
+  Fp8Rows gate_fp8 = quantize_rows(gate_out, false), up_fp8 = quantize_rows(up_out, false);
+  EXPECT_TRUE(testing::same_bytes(ctx.gate.values, gate_fp8.values));
+  EXPECT_TRUE(testing::same_bytes(ctx.gate.scales, gate_fp8.scales));
+  EXPECT_TRUE(testing::same_bytes(ctx.up.values, up_fp8.values));
+  EXPECT_TRUE(testing::same_bytes(ctx.up.scales, up_fp8.scales));
+
   OwnedTensor d_x({kRows, kHidden}, DType::f32);
-  ffn.backward_input(ctx, d_x, testing::random_tensor({kRows, kHidden}, 11));
+  OwnedTensor d_out = testing::random_tensor({kRows, kHidden}, 11);  // [N, H]
+  ffn.backward_input(ctx, d_x, d_out);
+  // SwiGLU's backward reads gate and up dequantised (fp32) and writes d_gate and d_up in bf16.
+  OwnedTensor d_activation({kRows, kFfn}, DType::f32);  // [N, F]
+  down.backward_input(d_activation, to_compute_dtype(d_out, DType::bf16));
+  OwnedTensor d_gate({kRows, kFfn}, DType::bf16), d_up({kRows, kFfn}, DType::bf16);  // [N, F]
+  swiglu_backward(d_gate, d_up, d_activation, dequantize_rows(gate_fp8), dequantize_rows(up_fp8));
+  OwnedTensor expected_d_x({kRows, kHidden}, DType::f32);
+  gate.backward_input(expected_d_x, d_gate);
+  up.backward_input(expected_d_x, d_up, /*accumulate=*/true);
+  EXPECT_TRUE(testing::same_bytes(d_x, expected_d_x));
+  EXPECT_EQ(ctx.gate.values.tensor().raw(), nullptr);  // released by SwiGLU's backward
   for (const Linear::PreparedOutputGrad* kept : {&ctx.d_out, &ctx.d_gate, &ctx.d_up}) {
     EXPECT_EQ(kept->saved.tensor().dtype(), DType::u8);
     EXPECT_EQ(kept->tokens, kRows);

@@ -128,8 +128,15 @@ class RoutedExpertsFp8 : public ::testing::Test {
 
   void forward(const Tensor& out) { experts_.forward_fp8(ctx_, out, x_rows_.matrix(), offsets_, {}); }
 
-  // The output gradients in bf16 that the experts' backward quantises, from forward's kept gate and up: d_out rounded
-  // to bf16; d_gate and d_up from SwiGLU's backward of down_proj's FP8 input gradient.
+  // gate_proj's or up_proj's output as forward makes it: x's FP8 rows times each expert's FP8 weight, rounded to bf16.
+  OwnedTensor projected(const char* projection) const {
+    OwnedTensor product(Shape{kRows, kFfn}, DType::f32);  // [R, F]
+    per_expert_fp8(product, x_rows_, store_, projection, false);
+    return converted(product, DType::bf16);
+  }
+
+  // The output gradients in bf16 that the experts' backward quantises: d_out rounded to bf16; d_gate and d_up from
+  // SwiGLU's backward of down_proj's FP8 input gradient, reading gate and up as cached in FP8 (1x128), dequantised.
   struct KeptGradients {
     OwnedTensor d_out, d_gate, d_up;  // [R, H], [R, F], [R, F] bf16
     OwnedTensor activation;           // [R, F] bf16: SwiGLU of forward's gate and up, rounded
@@ -137,10 +144,12 @@ class RoutedExpertsFp8 : public ::testing::Test {
   KeptGradients expected_gradients() const {
     KeptGradients kept{converted(d_out_, DType::bf16), OwnedTensor(Shape{kRows, kFfn}, DType::bf16),
                        OwnedTensor(Shape{kRows, kFfn}, DType::bf16), OwnedTensor(Shape{kRows, kFfn}, DType::bf16)};
-    swiglu_forward(kept.activation, ctx_.gate, ctx_.up);
+    OwnedTensor gate = projected("gate_proj"), up = projected("up_proj");
+    swiglu_forward(kept.activation, gate, up);
     OwnedTensor d_activation(Shape{kRows, kFfn}, DType::f32);  // [R, F]
     per_expert_fp8(d_activation, quantize_rows(kept.d_out, false), store_, "down_proj", true);
-    swiglu_backward(kept.d_gate, kept.d_up, d_activation, ctx_.gate, ctx_.up);
+    swiglu_backward(kept.d_gate, kept.d_up, d_activation, dequantize_rows(quantize_rows(gate, false)),
+                    dequantize_rows(quantize_rows(up, false)));
     return kept;
   }
 
@@ -167,13 +176,14 @@ TEST_F(RoutedExpertsFp8, StoreKeepsFp8CopiesAndNoComputeCopy) {
 TEST_F(RoutedExpertsFp8, ForwardIsThePerExpertFp8Products) {
   OwnedTensor out(Shape{kRows, kHidden}, DType::f32);  // [R, H]
   forward(out);
-  // gate_proj and up_proj: x's FP8 rows times each expert's FP8 weight, rounded to bf16 (kept for SwiGLU).
-  OwnedTensor gate(Shape{kRows, kFfn}, DType::f32), up(Shape{kRows, kFfn}, DType::f32);  // [R, F]
-  per_expert_fp8(gate, x_rows_, store_, "gate_proj", false);
-  per_expert_fp8(up, x_rows_, store_, "up_proj", false);
-  OwnedTensor gate_bf16 = converted(gate, DType::bf16), up_bf16 = converted(up, DType::bf16);
-  expect_same_bits(ctx_.gate, gate_bf16, "gate");
-  expect_same_bits(ctx_.up, up_bf16, "up");
+  // gate_proj and up_proj: x's FP8 rows times each expert's FP8 weight, rounded to bf16; SwiGLU reads them so, and
+  // they are cached for its backward in FP8 (1x128 tiles).
+  OwnedTensor gate_bf16 = projected("gate_proj"), up_bf16 = projected("up_proj");
+  Fp8Rows gate_fp8 = quantize_rows(gate_bf16, false), up_fp8 = quantize_rows(up_bf16, false);
+  expect_same_bits(ctx_.gate.values, gate_fp8.values, "gate");
+  expect_same_bits(ctx_.gate.scales, gate_fp8.scales, "gate scales");
+  expect_same_bits(ctx_.up.values, up_fp8.values, "up");
+  expect_same_bits(ctx_.up.scales, up_fp8.scales, "up scales");
   // down_proj: the fp32 activation quantised 1x128; the activation is kept in bf16 for the weight gradient.
   OwnedTensor activation(Shape{kRows, kFfn}, DType::f32);
   swiglu_forward(activation, gate_bf16, up_bf16);
