@@ -25,12 +25,12 @@ MoeLayer::MoeLayer(const ModelConfig& config, const ParameterStore& store, int64
       gate_(&store[layer_prefix(layer) + "mlp.gate.weight"]),
       bias_(&store[layer_prefix(layer) + "mlp.gate.e_score_correction_bias"]),
       dispatcher_(make_token_dispatcher(config.moe.routed_experts, experts ? &experts->group() : nullptr)),
-      fp8_dispatch_(store.fp8_options().enabled),
       fp8_pow2_scales_(store.fp8_options().pow2_activation_scales),
       experts_(store, layer_prefix(layer) + "mlp.experts.", experts ? experts->local_experts() : routed_experts_,
                experts ? experts->first_local_expert() : 0) {
-  HAI_CHECK(experts_.uses_fp8() == fp8_dispatch_, "MoE layer {}: the routed experts {} FP8 weights in {} training",
-            layer, experts_.uses_fp8() ? "have" : "lack", fp8_dispatch_ ? "fp8" : "non-fp8");
+  HAI_CHECK(experts_.uses_fp8() == store.fp8_options().enabled,
+            "MoE layer {}: the routed experts {} FP8 weights in {} training", layer,
+            experts_.uses_fp8() ? "have" : "lack", store.fp8_options().enabled ? "fp8" : "non-fp8");
   HAI_CHECK(!experts || experts->routed_experts() == routed_experts_,
             "MoE layer {}: the expert exchange splits {} experts, the model has {}", layer,
             experts ? experts->routed_experts() : 0, routed_experts_);
@@ -52,11 +52,10 @@ void MoeLayer::forward(Context& ctx, const Tensor& out, OwnedTensor&& x, int64_t
   route(ctx, input, seq_len);
   mark_phase(profiler_, "forward.moe_experts");
   OwnedTensor tokens = forward_tokens(input, std::move(x_bf16));  // [T, H], or empty: x itself
-  OwnedTensor outputs = fp8_dispatch_ ? compute_experts_fp8(ctx, input)
-                                      : compute_experts(ctx, tokens.tensor().defined() ? tokens.tensor() : input);
-  mark_exchange("forward.expert_exchange");
+  OwnedTensor outputs = experts_.uses_fp8()
+                            ? compute_experts_fp8(ctx, input)
+                            : compute_experts(ctx, tokens.tensor().defined() ? tokens.tensor() : input);
   dispatcher_->combine(ctx.dispatch, out, std::move(outputs), ctx.topk_weights, residual);  // [T, H]
-  mark_exchange("forward.moe_experts");
   if (shared_) {
     // out += the shared expert's output, added by its down projection's GEMM (the same fp32 sum as an add).
     mark_phase(profiler_, "forward.shared_expert");
@@ -107,24 +106,16 @@ void MoeLayer::route(Context& ctx, const Tensor& x, int64_t seq_len) const {
 }
 
 OwnedTensor MoeLayer::expert_tokens(const Tensor& x) const {
-  if (fp8_dispatch_) {
-    // The rows as the dispatch quantises them, dequantised straight into the compute dtype (round_trip_fp8_rows's
-    // values, rounded as to_compute_dtype rounds them).
-    Fp8Rows rows = quantize_rows(x, fp8_pow2_scales_);                     // [T, H]
-    OwnedTensor tokens(x.shape(), experts_.compute_dtype(), x.device());  // [T, H]
-    dequantize_1x128(tokens, rows.values, rows.scales);
-    return tokens;
-  }
-  if (x.dtype() == experts_.compute_dtype()) return {};
+  if (experts_.uses_fp8() || x.dtype() == experts_.compute_dtype()) return {};
   return to_compute_dtype(x, experts_.compute_dtype());
 }
 
 bool MoeLayer::takes_bf16_input() const {
-  return !dispatcher_->exchanges() && !fp8_dispatch_ && experts_.compute_dtype() == DType::bf16;
+  return !experts_.uses_fp8() && experts_.compute_dtype() == DType::bf16;
 }
 
 OwnedTensor MoeLayer::forward_tokens(const Tensor& x, OwnedTensor x_bf16) const {
-  if (!x_bf16.tensor().defined()) return fp8_dispatch_ ? OwnedTensor() : expert_tokens(x);
+  if (!x_bf16.tensor().defined()) return expert_tokens(x);
   HAI_CHECK(takes_bf16_input(), "MoE layer: a bf16 copy of its input handed to experts that do not read one");
   check_shape(x_bf16, x.shape(), "MoE layer's bf16 input");
   check_dtype(x_bf16, DType::bf16, "MoE layer's bf16 input");
@@ -132,46 +123,32 @@ OwnedTensor MoeLayer::forward_tokens(const Tensor& x, OwnedTensor x_bf16) const 
 }
 
 bool MoeLayer::shared_reads_expert_tokens() const {
-  return shared_ && !dispatcher_->exchanges() && !fp8_dispatch_ && experts_.compute_dtype() != DType::f32 &&
+  return shared_ && !experts_.uses_fp8() && experts_.compute_dtype() != DType::f32 &&
          shared_->input_dtype() == experts_.compute_dtype();
 }
 
 OwnedTensor MoeLayer::compute_experts(Context& ctx, const Tensor& rows) const {
-  mark_exchange("forward.expert_exchange");
   dispatcher_->route(ctx.dispatch, ctx.topk_indices);
   OwnedTensor local = dispatcher_->dispatch(ctx.dispatch, rows);  // [R, H] by local expert
-  mark_exchange("forward.moe_experts");
   OwnedTensor outputs(local.shape(), saved_activation_dtype(experts_.compute_dtype()), rows.device());  // [R, H]
-  // NOTE: at ep = 1 backward_weight dispatches the rows again (a permutation) rather than the experts keeping them.
-  experts_.forward(ctx.experts, outputs, local, dispatcher_->local_offsets(ctx.dispatch),
-                   /*keep_input=*/dispatcher_->exchanges());
+  experts_.forward(ctx.experts, outputs, local, dispatcher_->local_offsets(ctx.dispatch), /*keep_input=*/false);
+  dispatcher_->keep_for_weight_gradient(ctx.dispatch, std::move(local));
   return outputs;
 }
 
 OwnedTensor MoeLayer::compute_experts_fp8(Context& ctx, const Tensor& x) const {
   Fp8Rows tokens = quantize_rows(x, fp8_pow2_scales_);  // [T, H]
-  mark_exchange("forward.expert_exchange");
   dispatcher_->route(ctx.dispatch, ctx.topk_indices);
   Fp8Rows local = dispatcher_->dispatch_fp8(ctx.dispatch, tokens);  // [R, H] by local expert
-  mark_exchange("forward.moe_experts");
-  OwnedTensor kept;  // the weight gradient's input; at ep = 1 backward_weight recomputes it
-  if (dispatcher_->exchanges()) {
-    kept = OwnedTensor(local.values.shape(), experts_.compute_dtype(), x.device());  // [R, H]
-    dequantize_1x128(kept, local.values, local.scales);
-    // NOTE: the weight gradient's 128-token tiles hold one source rank's rows each, as at ep = 1.
-    TokenDispatcher::SourceSegments segments = dispatcher_->source_segments(ctx.dispatch);
-    ctx.experts.token_segments = segments.segments;
-    ctx.experts.padded_segments = segments.padded_segments;
-    ctx.experts.padded_expert_offsets = segments.padded_expert_offsets;
-  }
+  // NOTE: the weight gradient's 128-token tiles hold one source rank's rows each, as at ep = 1.
+  TokenDispatcher::SourceSegments segments = dispatcher_->source_segments(ctx.dispatch);
+  ctx.experts.token_segments = segments.segments;
+  ctx.experts.padded_segments = segments.padded_segments;
+  ctx.experts.padded_expert_offsets = segments.padded_expert_offsets;
   OwnedTensor outputs(local.values.shape(), saved_activation_dtype(experts_.compute_dtype()), x.device());  // [R, H]
-  experts_.forward_fp8(ctx.experts, outputs, local.matrix(), dispatcher_->local_offsets(ctx.dispatch),
-                       std::move(kept));
+  experts_.forward_fp8(ctx.experts, outputs, local.matrix(), dispatcher_->local_offsets(ctx.dispatch), {});
+  dispatcher_->keep_for_weight_gradient(ctx.dispatch, std::move(local));
   return outputs;
-}
-
-void MoeLayer::mark_exchange(std::string_view phase) const {
-  if (dispatcher_->exchanges()) mark_phase(profiler_, phase);
 }
 
 void MoeLayer::backward_input(Context& ctx, const Tensor& d_x, const Tensor& d_out, float balance_loss_grad,
@@ -187,22 +164,18 @@ void MoeLayer::backward_input(Context& ctx, const Tensor& d_x, const Tensor& d_o
     d_out_per_tp_rank = to_compute_dtype(d_out, DType::f32);
     scale_tensor(d_out_per_tp_rank, 1.0f / static_cast<float>(tp_size_));
   }
-  mark_exchange("backward_input.expert_exchange");
   // NOTE: in the dtype the experts compute in (bf16 in bf16 training): they keep it for W.
   OwnedTensor d_outputs = dispatcher_->combine_backward(ctx.dispatch, d_topk_weights,
                                                         tp_size_ > 1 ? d_out_per_tp_rank.tensor() : d_out,
                                                         ctx.topk_weights,
                                                         saved_activation_dtype(experts_.compute_dtype()));  // [R, H]
-  mark_exchange("backward_input.moe_experts");
   OwnedTensor d_local(Shape{d_outputs.tensor().size(0), hidden}, DType::f32, device);  // [R, H]
   experts_.backward_input(ctx.experts, d_local, std::move(d_outputs));
   if (tp_size_ > 1) {
     scale_tensor(d_topk_weights, static_cast<float>(tp_size_));
     scale_tensor(d_local, static_cast<float>(tp_size_));
   }
-  mark_exchange("backward_input.expert_exchange");
   dispatcher_->dispatch_backward(ctx.dispatch, d_x, std::move(d_local));
-  mark_exchange("backward_input.moe_experts");
   if (shared_) {
     mark_phase(profiler_, "backward_input.shared_expert");
     if (handed_bf16) {
@@ -227,21 +200,28 @@ void MoeLayer::route_backward(Context& ctx, const Tensor& d_x, const Tensor& d_t
   gemm(d_x, ctx.d_logits, gate_->value, {.beta = 1.0f});
 }
 
+OwnedTensor MoeLayer::experts_input_again(Context& ctx) const {
+  if (experts_.uses_fp8()) {
+    Fp8Rows local =
+        dispatcher_->dispatch_fp8_again(ctx.dispatch, [&] { return quantize_rows(ctx.input, fp8_pow2_scales_); });
+    OwnedTensor input(local.values.shape(), experts_.compute_dtype(), ctx.input.tensor().device());  // [R, H]
+    dequantize_1x128(input, local.values, local.scales);
+    return input;
+  }
+  OwnedTensor tokens;  // [T, H], or empty: the shared expert's saved input or x itself
+  return dispatcher_->dispatch_again(ctx.dispatch, [&]() -> Tensor {
+    if (shared_reads_expert_tokens()) return ctx.shared->input.tensor();
+    tokens = expert_tokens(ctx.input);
+    return tokens.tensor().defined() ? tokens.tensor() : ctx.input.tensor();
+  });
+}
+
 void MoeLayer::backward_weight(Context& ctx) const {
   mark_phase(profiler_, "backward_weight.moe_routing");
   gemm(gate_->grad, ctx.d_logits, ctx.input, {.transpose_a = true, .beta = gate_->take_grad_beta()});
   mark_phase(profiler_, "backward_weight.moe_experts");
-  if (dispatcher_->exchanges()) {
-    experts_.backward_weight(ctx.experts);
-  } else {
-    // The experts' rows again: dispatched from the shared expert's saved input when that is the same rounding of x.
-    OwnedTensor tokens = shared_reads_expert_tokens() ? OwnedTensor() : expert_tokens(ctx.input);  // [T, H] or empty
-    const Tensor& rows = shared_reads_expert_tokens()  ? ctx.shared->input.tensor()
-                         : tokens.tensor().defined() ? tokens.tensor()
-                                                     : ctx.input.tensor();
-    OwnedTensor x_sorted = dispatcher_->dispatch(ctx.dispatch, rows);  // [T * K, H]
-    experts_.backward_weight(ctx.experts, &x_sorted.tensor());
-  }
+  OwnedTensor input = experts_input_again(ctx);  // [R, H]
+  experts_.backward_weight(ctx.experts, &input.tensor());
   ctx.dispatch = TokenDispatcher::Context();
   if (shared_) {
     mark_phase(profiler_, "backward_weight.shared_expert");

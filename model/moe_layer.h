@@ -12,16 +12,17 @@
 // in bf16 training, x quantised in 1x128 tiles (e4m3 rows and scales, read by the experts' FP8 GEMMs) under
 // precision.mode fp8; the experts' outputs come back in their saved dtype (bf16 in bf16/fp8 training, rounded
 // once) and their output gradients go out in it, the input gradients come back in fp32. The experts' bf16 weight
-// gradient under FP8 reads the rows dequantised straight into bf16 (at ep = 1 recomputed from x: the same bits).
+// gradient under FP8 reads the rows dequantised straight into bf16 (at ep = 1 dispatched again from x, beyond kept
+// by the dispatcher: the same bits).
 // The combine sums in fp32.
-// Nothing here reads device memory on the host, with or without expert parallelism: the balance loss stays a device tensor that the caller sums where it wants (accumulate_balance_loss).
+// Nothing here reads device memory on the host (the balance loss stays a device tensor that the caller sums where it
+// wants, accumulate_balance_loss); under expert parallelism the dispatcher's route reads its row counts once.
 //
 // The bias is not trained by gradients: the trainer sums accumulate_load over a step's micro-batches (and ranks)
 // and calls update_router_bias on the store's bias. Layer contract: docs/design/model-layers.md.
 
 #include <memory>
 #include <optional>
-#include <string_view>
 
 #include "framework/config/config.h"
 #include "framework/device/router.h"
@@ -74,8 +75,8 @@ class MoeLayer {
   void forward(Context& ctx, const Tensor& out, OwnedTensor&& x, int64_t seq_len, const Tensor& residual = {},
                OwnedTensor x_bf16 = {}) const;
   void forward(Context& ctx, const Tensor& out, const Tensor& x, int64_t seq_len, const Tensor& residual = {}) const;
-  // Whether forward reads x rounded to bf16 beside x (expert_tokens: bf16 experts without expert parallelism or
-  // FP8), so that x's producer may write that copy and hand it over.
+  // Whether forward reads x rounded to bf16 beside x (expert_tokens: bf16 experts, not FP8), so that x's producer
+  // may write that copy and hand it over.
   bool takes_bf16_input() const;
   // d_x: [T, H] <- d_out: [T, H]. Overwrites d_x. balance_loss_grad is the derivative of the trained objective
   // with respect to this layer's balance loss, the mean of ctx.sequence_balance_loss (the scale the loss got,
@@ -105,20 +106,21 @@ class MoeLayer {
 
   // Marks the phases of the routed experts (dispatch, expert GEMMs, combine) and the shared expert in `profiler`
   // (the caller marks where routing starts in forward and the experts' backward starts); null turns it off.
-  void set_profiler(StepProfiler* profiler) { profiler_ = profiler; }
+  void set_profiler(StepProfiler* profiler) {
+    profiler_ = profiler;
+    dispatcher_->set_profiler(profiler);
+  }
 
  private:
   void route(Context& ctx, const Tensor& x, int64_t seq_len) const;
-  // x's T rows as the local experts' non-FP8 GEMMs read them before the permutation: the FP8 dispatch's round trip
-  // (under FP8 only the weight gradient reads them) and the rounding to their compute dtype (rows prepared per token
-  // give the same bits as on their T * K copies, and the dispatch then moves half the bytes); empty when they read x
-  // itself (fp32 training).
+  // x's T rows rounded to the local experts' compute dtype before the dispatch (rows prepared per token give the
+  // same bits as on their T * K copies, and the dispatch then moves half the bytes); empty when they read x itself
+  // (fp32 training) or under FP8 (they read the rows the dispatch quantises, compute_experts_fp8).
   OwnedTensor expert_tokens(const Tensor& x) const;
-  // expert_tokens(x) for forward: x_bf16 when x's producer handed it over, else made here (empty under FP8, where
-  // the experts read the rows the dispatch quantises).
+  // expert_tokens(x) for forward: x_bf16 when x's producer handed it over, else made here.
   OwnedTensor forward_tokens(const Tensor& x, OwnedTensor x_bf16) const;
   // Whether the shared expert reads expert_tokens as they are (same dtype, no FP8 round trip): then it keeps them
-  // as its saved input, and backward_weight dispatches them again (ep = 1) instead of rounding x a second time.
+  // as its saved input, and the weight gradient dispatches them again (ep = 1) instead of rounding x a second time.
   bool shared_reads_expert_tokens() const;
   // The routed experts' outputs [R, H] in the local order, in their saved dtype, from x's rows as the experts read
   // them (expert_tokens, or x itself when that is empty): routed (the dispatcher's route) and dispatched.
@@ -126,8 +128,10 @@ class MoeLayer {
   // The same under FP8, from x [T, H] fp32: its T rows quantised 1x128, their e4m3 values and scales dispatched and
   // read by the experts' FP8 GEMMs.
   OwnedTensor compute_experts_fp8(Context& ctx, const Tensor& x) const;
-  // Marks `phase` when the dispatcher exchanges rows (the expert exchange's phases).
-  void mark_exchange(std::string_view phase) const;
+  // The experts' input rows [R, H] in their compute dtype for their weight gradient: dispatched again from x (the
+  // shared expert's saved input when it reads expert_tokens) or kept by the dispatcher (TokenDispatcher::
+  // dispatch_again); under FP8 the e4m3 rows dequantised.
+  OwnedTensor experts_input_again(Context& ctx) const;
   void route_backward(Context& ctx, const Tensor& d_x, const Tensor& d_topk_weights, float balance_loss_grad) const;
 
   int64_t routed_experts_;
@@ -137,8 +141,7 @@ class MoeLayer {
   const Parameter* gate_;  // [E, H] fp32, used at its master value
   const Parameter* bias_;  // [E] fp32, e_score_correction_bias
   std::unique_ptr<TokenDispatcher> dispatcher_;  // the local permutation, or the ep group's all-to-all
-  bool fp8_dispatch_;         // precision.mode fp8: the routed rows go to the experts in FP8
-  bool fp8_pow2_scales_;      // precision.fp8.pow2_scales, for those rows
+  bool fp8_pow2_scales_;      // precision.fp8.pow2_scales, for the rows quantised for the experts' FP8 GEMMs
   RoutedExperts experts_;     // this rank's routed experts
   std::optional<FeedForward> shared_;
   int tp_size_ = 1;

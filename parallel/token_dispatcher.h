@@ -25,12 +25,15 @@
 // (T * K at ep = 1; beyond, the rows the ep group routed to this rank's experts: local_offsets[L]).
 
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <string_view>
 #include <vector>
 
 #include "framework/device/expert_dispatch.h"
 #include "framework/device/fp8_rows.h"
 #include "framework/device/token_permutation.h"
+#include "framework/metrics/step_profiler.h"
 #include "framework/tensor/tensor.h"
 
 namespace hai {
@@ -48,6 +51,9 @@ class TokenDispatcher {
     OwnedTensor counts;                         // [2, ep, L] i32: rows sent to, then received from, each rank
     OwnedTensor indices;                        // i32, every map of `receive`
     DispatchReceiveLayout receive;
+    // The local rows kept for the weight gradient (keep_for_weight_gradient), where only the exchange brings them.
+    OwnedTensor kept_rows;  // [R, H]
+    Fp8Rows kept_fp8_rows;  // [R, H] e4m3 and their scales
   };
 
   // The FP8 weight gradient's token tiles of the local rows when they are split by source rank (RoutedExperts'
@@ -81,6 +87,19 @@ class TokenDispatcher {
   // The local rows split by source rank (beyond ep = 1), else empty views.
   SourceSegments source_segments(const Context& ctx) const;
 
+  // Keeps the local rows dispatch (or dispatch_fp8) returned, for dispatch_again, when only the exchange could bring
+  // them again (ep > 1); at ep = 1 drops them: dispatch_again permutes the tokens anew (memory for a permutation).
+  void keep_for_weight_gradient(Context& ctx, OwnedTensor local) const;
+  void keep_for_weight_gradient(Context& ctx, Fp8Rows local) const;
+  // The local rows of dispatch again (the experts' weight gradient reads them): those kept, else dispatch(tokens())
+  // (tokens is called only then: [T, ...row], valid until the call returns). Releases what was kept.
+  OwnedTensor dispatch_again(Context& ctx, const std::function<Tensor()>& tokens) const;
+  Fp8Rows dispatch_fp8_again(Context& ctx, const std::function<Fp8Rows()>& tokens) const;
+
+  // Marks in `profiler` the phases of the steps that move rows between ranks: "<pass>.expert_exchange" while they
+  // run, then "<pass>.moe_experts" (pass: forward, backward_input); nothing at ep = 1. Null turns it off.
+  void set_profiler(StepProfiler* profiler) { profiler_ = profiler; }
+
   // out: [T, H] fp32 <- outputs: [R, H] fp32 or bf16 in the local order (kept returned, sorted, for the backward),
   // topk_weights: [T, K] fp32, residual: [T, H] fp32 apart from out, or not defined (unpermute_tokens' sums).
   void combine(Context& ctx, const Tensor& out, OwnedTensor outputs, const Tensor& topk_weights,
@@ -101,8 +120,13 @@ class TokenDispatcher {
   virtual OwnedTensor returned(Context& ctx, OwnedTensor local) const = 0;
 
  private:
+  // dispatch without the marks.
+  OwnedTensor moved_to_local(Context& ctx, const Tensor& tokens) const;
+  void mark(std::string_view phase) const;
+
   int64_t routed_experts_;
   int ranks_, rank_;
+  StepProfiler* profiler_ = nullptr;
 };
 
 class Communicator;

@@ -9,6 +9,7 @@
 
 #ifdef HAI_WITH_CUDA
 #include "framework/device/cuda/expert_dispatch.h"
+#include "framework/device/cuda/side_stream.h"
 #endif
 
 namespace hai {
@@ -84,13 +85,15 @@ void gather_rows(const Tensor& out, const Tensor& in, const Tensor& index, [[may
 
 DispatchCountReader::DispatchCountReader(Device device) : device_(device) {
 #ifdef HAI_WITH_CUDA
-  if (device.is_cuda()) copied_ = cuda::create_count_event(device);
+  if (device.is_cuda()) copied_ = cuda::create_event(device);
 #endif
 }
 
 DispatchCountReader::~DispatchCountReader() {
 #ifdef HAI_WITH_CUDA
-  if (device_.is_cuda()) cuda::release_count_reader(pinned_, copied_);
+  if (!device_.is_cuda()) return;
+  cuda::free_pinned(pinned_);
+  cuda::destroy_stream_and_event(Stream{}, copied_);
 #endif
 }
 
@@ -104,7 +107,8 @@ std::vector<int32_t> DispatchCountReader::read(const Tensor& counts, [[maybe_unu
   }
 #ifdef HAI_WITH_CUDA
   if (counts.numel() > pinned_count_) {
-    cuda::release_count_reader(pinned_, nullptr);
+    cuda::free_pinned(pinned_);
+    pinned_ = nullptr;
     pinned_ = cuda::allocate_pinned(device_, counts.bytes());
     pinned_count_ = counts.numel();
   }

@@ -38,13 +38,6 @@ void gather_rows(const Tensor& out, const Tensor& in, const Tensor& index, Strea
                "gather_rows");
 }
 
-void* create_count_event(Device device) {
-  HAI_CUDA_CHECK(cudaSetDevice(device.index));
-  cudaEvent_t event = nullptr;
-  HAI_CUDA_CHECK(cudaEventCreateWithFlags(&event, cudaEventDisableTiming));
-  return event;
-}
-
 void* allocate_pinned(Device device, size_t bytes) {
   HAI_CUDA_CHECK(cudaSetDevice(device.index));
   void* pinned = nullptr;
@@ -52,9 +45,8 @@ void* allocate_pinned(Device device, size_t bytes) {
   return pinned;
 }
 
-void release_count_reader(void* pinned, void* event) {
+void free_pinned(void* pinned) {
   if (pinned != nullptr) cudaFreeHost(pinned);
-  if (event != nullptr) cudaEventDestroy(static_cast<cudaEvent_t>(event));
 }
 
 void read_counts(Device device, int32_t* values, void* pinned, const Tensor& counts, void* event, Stream stream) {

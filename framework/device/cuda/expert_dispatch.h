@@ -12,11 +12,10 @@ void count_dispatch_rows(const Tensor& send_counts, const RoutingPlan& plan, Str
 void plan_dispatch_receive(const DispatchReceiveLayout& layout, const Tensor& recv_counts, Stream stream);
 void gather_rows(const Tensor& out, const Tensor& in, const Tensor& index, Stream stream);
 
-// DispatchCountReader's CUDA resources: an event (cudaEvent_t, no timing), page-locked host memory of `bytes`.
-void* create_count_event(Device device);
+// DispatchCountReader's page-locked host memory of `bytes` (its event: side_stream.h's create_event).
 void* allocate_pinned(Device device, size_t bytes);
-// Either may be null. Unchecked: called from destructors.
-void release_count_reader(void* pinned, void* event);
+// Null does nothing. Unchecked: called from destructors.
+void free_pinned(void* pinned);
 // values <- counts (i32 on the device): copied on `stream` into `pinned`, `event` recorded after the copy, the host
 // waits for the event only.
 void read_counts(Device device, int32_t* values, void* pinned, const Tensor& counts, void* event, Stream stream);

@@ -46,6 +46,17 @@ TEST(ExpertDispatch, SendCountsAreTheRowsOfEachDestinationsExperts) {
   EXPECT_EQ(reader.read(send_counts), (std::vector<int32_t>{1, 2, 1, 2}));
 }
 
+// The receive layout of ep ranks, L local experts and R rows, in one buffer.
+DispatchReceiveLayout receive_layout(IndexBuffer& buffer, int64_t ranks, int64_t local, int64_t rows) {
+  return {.local_offsets = buffer.take(local + 1),
+          .segments = buffer.take(local * ranks + 1),
+          .padded_segments = buffer.take(local * ranks + 1),
+          .padded_local_offsets = buffer.take(local + 1),
+          .arrival_starts = buffer.take(ranks * local),
+          .local_arrival = buffer.take(rows),
+          .arrival_local = buffer.take(rows)};
+}
+
 // ep = 2, L = 2. Source 0 sends 2 rows for local expert 0 and 1 for expert 1; source 1 one for each: R = 5.
 // Arrival rows: [s0e0, s0e0, s0e1 | s1e0, s1e1]; local order: e0 <- s0 (2), s1 (1); e1 <- s0 (1), s1 (1).
 TEST(ExpertDispatch, ReceiveLayoutOrdersByLocalExpertThenSource) {
@@ -53,13 +64,7 @@ TEST(ExpertDispatch, ReceiveLayoutOrdersByLocalExpertThenSource) {
   int32_t counts[4] = {2, 1, 1, 1};
   std::copy(counts, counts + 4, recv_counts.data<int32_t>());
   IndexBuffer buffer(3 + 5 + 5 + 3 + 4 + 5 + 5);
-  DispatchReceiveLayout layout{.local_offsets = buffer.take(3),
-                               .segments = buffer.take(5),
-                               .padded_segments = buffer.take(5),
-                               .padded_local_offsets = buffer.take(3),
-                               .arrival_starts = buffer.take(4),
-                               .local_arrival = buffer.take(5),
-                               .arrival_local = buffer.take(5)};
+  DispatchReceiveLayout layout = receive_layout(buffer, 2, 2, 5);
   plan_dispatch_receive(layout, recv_counts);
   EXPECT_EQ(values_of(layout.local_offsets), (std::vector<int32_t>{0, 3, 5}));
   EXPECT_EQ(values_of(layout.segments), (std::vector<int32_t>{0, 2, 3, 4, 5}));
@@ -71,14 +76,7 @@ TEST(ExpertDispatch, ReceiveLayoutOrdersByLocalExpertThenSource) {
 
   // Maps of another size than the rows that arrive: the CPU op says so.
   IndexBuffer wrong(3 + 5 + 5 + 3 + 4 + 6 + 6);
-  DispatchReceiveLayout too_many{.local_offsets = wrong.take(3),
-                                 .segments = wrong.take(5),
-                                 .padded_segments = wrong.take(5),
-                                 .padded_local_offsets = wrong.take(3),
-                                 .arrival_starts = wrong.take(4),
-                                 .local_arrival = wrong.take(6),
-                                 .arrival_local = wrong.take(6)};
-  EXPECT_THROW(plan_dispatch_receive(too_many, recv_counts), Error);
+  EXPECT_THROW(plan_dispatch_receive(receive_layout(wrong, 2, 2, 6), recv_counts), Error);
 }
 
 TEST(ExpertDispatch, GatherRowsCopiesRowsAndZeroesUnusedOnes) {
