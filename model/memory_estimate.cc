@@ -132,8 +132,9 @@ double moe_saved_bytes(const Config& config, const SavedElementBytes& b, bool se
   } else if (!selective) {
     kept += static_cast<double>(k) * b.compute * ffn;  // the activation
   }
-  // NOTE: the rows a rank receives are the group's average, T * K a token (perfect balance, docs/scale.md).
-  if (p.ep > 1) kept += (b.fp8 ? padded_rows * b.linear_input : k * b.compute) * hidden;  // the received rows
+  // The received rows the dispatcher keeps for W (e4m3 + 1x128 scales under FP8), at the group's average: T * K a
+  // token (perfect balance, docs/scale.md).
+  if (p.ep > 1) kept += k * (b.fp8 ? b.linear_input : b.compute) * hidden;
   if (m.moe.shared_experts > 0) {
     kept += feed_forward_saved_bytes(
         hidden, static_cast<double>(m.moe.shared_experts * m.moe.expert_ffn_size) / static_cast<double>(p.tp), b,
