@@ -3,7 +3,7 @@
 // dispatchers, DeepEP's buffer; docs/design/token-dispatcher.md). One interface, public steps in the order the
 // layer calls them:
 //   route(topk_indices)         the routing plan (rows sorted by global expert) and, under expert parallelism, the
-//                               layout of the exchange: all on the device, no host synchronisation;
+//                               exchange's counts (on the device, then read on the host once) and its layout;
 //   dispatch(tokens)            every (token, k) row to the rank owning its expert, in the local order (by local
 //                               expert, then source rank): the experts' grouped GEMM input, with local_offsets;
 //   (expert compute: the layer's RoutedExperts on the local rows)
