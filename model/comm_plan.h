@@ -5,7 +5,7 @@
 //
 // Bytes are what one rank sends per step (it receives as much: balanced routing, symmetric collectives), as the
 // implementation moves them but for the expert exchange, counted in DeepSeek-V3's wire formats (issue 34's
-// dispatcher; today's exchange moves fp32 rows but for the FP8 dispatch):
+// dispatcher sends the input gradients back in fp32: parallel/token_dispatcher.h):
 //   dp, expert_dp: ZeRO-1 with the fp32 master sharded: a ring reduce-scatter of the fp32 gradients and a ring
 //                  all-gather of the updated weights (the 16-bit compute copy; the fp32 values in fp32 training
 //                  and, under fp8, of the fp8_only weights, the FP8 GEMMs', which have no 16-bit copy: the store

@@ -140,7 +140,9 @@ double moe_saved_bytes(const Config& config, const SavedElementBytes& b, bool se
   } else if (!selective) {
     kept += static_cast<double>(k) * b.compute * ffn;  // the activation
   }
-  if (p.ep > 1) kept += (b.fp8 ? padded_rows * b.linear_input : k * b.compute) * hidden;  // the received rows
+  // The received rows the dispatcher keeps for W (e4m3 + 1x128 scales under FP8), at the group's average: T * K a
+  // token (perfect balance, docs/scale.md).
+  if (p.ep > 1) kept += k * (b.fp8 ? b.linear_input : b.compute) * hidden;
   kept *= sequence_share;
   if (m.moe.shared_experts > 0) {
     kept += feed_forward_saved_bytes(
@@ -207,16 +209,25 @@ double feed_forward_backward_peak(int64_t hidden, double ffn, const SavedElement
   return b.compute * hidden + 4 * ffn + 2 * (b.saved + b.swiglu_dequantised) * ffn;
 }
 
+// The token dispatcher's transient send and receive buffers per token under ep (parallel/token_dispatcher.h): each
+// exchange holds its rows in the sending order and in the arrival order, T * K rows each (count-sized; the
+// average received). The largest is the backward combine's fp32 input gradients; the forward's (FP8 or bf16 rows
+// out, bf16 back) are smaller and fall outside the backward's peak.
+double dispatch_transient_bytes(const Config& config) {
+  if (config.parallel.ep <= 1) return 0;
+  return 2 * 4 * static_cast<double>(config.model.moe.experts_per_token) * config.model.hidden_size;
+}
+
 // MoeLayer's backward at its peak per token beyond its d_x (moe_layer.cc, routed_experts.cc): the sorted rows'
 // input gradient (K per token, fp32) for the whole backward and the top-k weights' gradient; then the larger of the
 // routed experts' scratch (their output gradient in place of the combine's saved outputs, d_activation, d_gate_up
-// beside gate_up; under ep the exchanged rows' gradients) and the shared expert's beside what the experts keep.
+// beside gate_up; under ep the dispatcher's buffers) and the shared expert's beside what the experts keep.
 double moe_backward_peak(const Config& config, const SavedElementBytes& b) {
   const ModelConfig& m = config.model;
   double k = static_cast<double>(m.moe.experts_per_token), hidden = static_cast<double>(m.hidden_size);
   double ffn = static_cast<double>(m.moe.expert_ffn_size);
   double kept = k * (b.compute - b.saved) * hidden;  // the output gradient in place of the outputs
-  double exchanged = config.parallel.ep > 1 ? 2 * 4 * k * hidden : 0;
+  double exchanged = dispatch_transient_bytes(config);
   double routed = kept + k * (4 * ffn + 2 * (b.saved + b.swiglu_dequantised) * ffn) + exchanged;
   double shared = m.moe.shared_experts > 0
                       ? feed_forward_backward_peak(m.hidden_size,
