@@ -1,8 +1,9 @@
 // The --dry-run memory plan against the GPU pool's measured peak: a 4-layer version of configs/bench_moe_1p7b.yaml
 // (hidden 2048, 16 heads, 32 routed experts, seq 1024, one micro-batch of 2 sequences, MTP 1) trains two steps on
 // the GPU; the most bytes the pool's live Buffers held at once (device_memory_stats, from before the Trainer is
-// built) is within 5% of the plan's total (model/memory_estimate.h) in BF16 and FP8, with and without selective
-// recomputation. The bench shapes' measurements beside their plans are in docs/scale.md.
+// built) is within 5% of the plan's total (model/memory_estimate.h) in BF16 without recomputation and in FP8 with
+// selective recomputation (measured on an H100: 1.005 and 0.997 x the plan). The bench shapes' measurements beside
+// their plans are in docs/scale.md.
 //
 // Without a GPU the test skips; under HAI_REQUIRE_GPU=1 (scripts/gpu-test.sh) it fails instead.
 
@@ -52,15 +53,10 @@ void expect_peak_matches_plan(const std::string& precision, const std::string& r
   EXPECT_NEAR(measured, planned, 0.05 * planned);
 }
 
-TEST(CudaMemoryPlan, PeakDeviceBytesMatchThePlanInBf16) {
+// NOTE: two of the four (precision, recompute) pairs: each run is about 8 s of the GPU tests' 3-minute budget.
+TEST(CudaMemoryPlan, PeakDeviceBytesMatchThePlan) {
   HAI_REQUIRE_CUDA_DEVICE();
   expect_peak_matches_plan("bf16", "none");
-  expect_peak_matches_plan("bf16", "selective");
-}
-
-TEST(CudaMemoryPlan, PeakDeviceBytesMatchThePlanInFp8) {
-  HAI_REQUIRE_CUDA_DEVICE();
-  expect_peak_matches_plan("fp8", "none");
   expect_peak_matches_plan("fp8", "selective");
 }
 
