@@ -30,14 +30,14 @@ Tensor local_sequence_rows(const TensorParallel& tp, const Tensor& whole) {
 OwnedTensor all_gather_sequence(const TensorParallel& tp, OwnedTensor&& local) {
   if (!tp.splits_sequence()) return std::move(local);
   OwnedTensor whole(gathered_shape(tp, local.shape()), local.tensor().dtype(), local.tensor().device());
-  tp.group()->all_gather(whole, local);
+  tp.all_gather(whole, local);
   return whole;
 }
 
 Tensor all_gather_sequence(const TensorParallel& tp, const Tensor& local, OwnedTensor& storage) {
   if (!tp.splits_sequence()) return local;
   storage = OwnedTensor(gathered_shape(tp, local.shape()), local.dtype(), local.device());
-  tp.group()->all_gather(storage, local);
+  tp.all_gather(storage, local);
   return storage.tensor();
 }
 
@@ -51,9 +51,9 @@ void reduce_scatter_sequence(const TensorParallel& tp, const Tensor& out, const 
   }
   HAI_CHECK(whole.shape() == gathered_shape(tp, out.shape()), "sequence parallelism: {} reduce-scattered into {}",
             whole.str(), out.str());
-  if (!accumulate) return tp.group()->reduce_scatter(out, whole, ReduceOp::sum);
+  if (!accumulate) return tp.reduce_scatter(out, whole);
   OwnedTensor mine(out.shape(), out.dtype(), out.device());
-  tp.group()->reduce_scatter(mine, whole, ReduceOp::sum);
+  tp.reduce_scatter(mine, whole);
   add_scaled(out, mine);
 }
 

@@ -170,7 +170,7 @@ Trainer::Trainer(const Config& config, std::unique_ptr<Communicator> own_world, 
   // ranks waits for all the updates before it starts (run_micro_batches) and reduces after its schedule.
   if (config.parallel.sequence_parallel) {
     replicated_grads_ = std::make_unique<ReplicatedGradientSum>(
-        TensorParallel(groups_.tp.get(), true), sequence_parallel_summed_gradients(share_, store_));
+        TensorParallel(groups_.tp.get(), true, &tp_profiler_), sequence_parallel_summed_gradients(share_, store_));
   }
   if (grid_.pp == 1) {
     pipeline_->overlap_with_optimizer([this](int bucket) { optimizer_.parameters_needed(bucket); },
