@@ -246,6 +246,44 @@ TEST_F(TensorParallelGroupTest, SequenceCollectivesAreChargedToTheTpCollectivePh
   EXPECT_EQ(calls["step.tp_collective"], 1);
 }
 
+// Counts the all-reduces issued on a communicator.
+class AllReduceCounter : public OperationObserver {
+ public:
+  void operation_started(Communicator&, OperationRecord operation) override {
+    if (operation.name == "all_reduce") ++all_reduces;
+  }
+  void operation_finished(Communicator&) override {}
+  int all_reduces = 0;
+};
+
+// ReplicatedGradientSum sums a bucket in one all-reduce of a flat buffer: two buckets of two gradients each (listed
+// interleaved) are two all-reduces, and every gradient gets the bits of its own all-reduce.
+TEST_F(TensorParallelGroupTest, ReplicatedGradientSumIsOneAllReduceABucket) {
+  TensorParallel tp(world_.get(), /*sequence_parallel=*/true);
+  const std::vector<Shape> shapes = {Shape{2, 3}, Shape{4}, Shape{5}, Shape{1, 2}};
+  const std::vector<int> buckets = {3, 1, 3, 1};
+  std::vector<OwnedTensor> grads, expected;
+  std::vector<ReplicatedGradientSum::Gradient> listed;
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    grads.push_back(testing::random_tensor(shapes[i], 40 + 10 * i + static_cast<uint64_t>(rank())));
+    expected.push_back(testing::random_tensor(shapes[i], 40 + 10 * i + static_cast<uint64_t>(rank())));
+    tp.sum(expected.back());  // one all-reduce a gradient
+    listed.push_back({.bucket = buckets[i], .grad = grads.back()});
+  }
+  auto counter = std::make_shared<AllReduceCounter>();
+  world_->set_observer(counter);
+  ReplicatedGradientSum sums(tp, listed);
+  sums.bucket_final(1);
+  EXPECT_EQ(counter->all_reduces, 1);
+  sums.finish_step();  // bucket 3
+  EXPECT_EQ(counter->all_reduces, 2);
+  world_->set_observer(nullptr);
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    EXPECT_EQ(std::memcmp(grads[i].tensor().raw(), expected[i].tensor().raw(), expected[i].tensor().bytes()), 0)
+        << "gradient " << i;
+  }
+}
+
 // A CPU shape some ten times the tiny one's (recompute_memory_test.cc's larger shape): MLA of 4 heads, 16 experts of
 // which 4 a token plus a shared one, 2 sequences of 64 tokens a micro-batch.
 Config memory_config(int tp, bool sequence_parallel, RecomputeMode recompute) {
