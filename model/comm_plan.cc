@@ -174,7 +174,7 @@ void add_replica_traffic(const Layout& layout, int64_t p, const std::vector<Held
     }
   }
   if (per_set.empty()) return;
-  Traffic sums{.group = "pp_replicas", .name = "all-reduce", .link = Link::nvlink};
+  Traffic sums{.group = "pp_replicas", .name = "all-reduce", .payload = "", .link = Link::nvlink};
   double parameters = 0;
   for (const auto& [set, numel] : per_set) {  // one all-reduce after another
     auto n = static_cast<double>(set.size());
@@ -190,12 +190,113 @@ void add_replica_traffic(const Layout& layout, int64_t p, const std::vector<Held
   traffic.push_back(sums);
 }
 
-// Tensor parallelism is not built: tp = 1 moves nothing; a larger tp is listed as not modelled.
-void add_tensor_parallel_traffic(const Config& config, std::vector<Traffic>& traffic) {
-  if (config.parallel.tp == 1) return;
-  Traffic tp{.group = "tp", .name = "all-gather / reduce-scatter", .payload = "not modelled: tp is not built"};
-  tp.modelled = false;
-  traffic.push_back(tp);
+// ---- the tp group ----------------------------------------------------------------------------------------------
+
+// The bytes one tp rank sends in the tp group's collectives of one micro-batch of a stage, by traffic name
+// ("all-reduce forward", "all-gather backward", ...): forward (F) and backward (B and W) apart.
+struct TpStageBytes {
+  std::map<std::string, double> forward, backward;
+};
+
+// The collectives of comm_plan.h's tp rules, in elements a token of each kind of use; added to `bytes` as one rank
+// sends them: 2 (n - 1) / n of an all-reduce's payload, (n - 1) / n of the gathered or scattered [T, ...] one.
+class TpCollectives {
+ public:
+  TpCollectives(const Config& config, TpStageBytes& bytes)
+      : m_(config.model), sequence_parallel_(config.parallel.sequence_parallel), recompute_(config.train.recompute),
+        fp8_(config.precision.mode == PrecisionMode::fp8),
+        activation_(config.precision.mode == PrecisionMode::bf16 ? 2 : 4),
+        tokens_(static_cast<double>(config.train.micro_batch_size * config.train.seq_len)),
+        share_(static_cast<double>(config.parallel.tp - 1) / static_cast<double>(config.parallel.tp)), bytes_(bytes) {}
+
+  void embedding() {
+    double h = static_cast<double>(m_.hidden_size);
+    if (!sequence_parallel_) return add(bytes_.forward, "all-reduce forward", 4 * h, 2);
+    add(bytes_.forward, "reduce-scatter forward", 4 * h, 1);
+    add(bytes_.backward, "all-gather backward", 4 * h, 1);
+  }
+
+  // A decoder layer or MTP block: MLA, then a dense FFN or the MoE's shared expert (if any) and router.
+  void block(bool moe) {
+    bool ffn = !moe || m_.moe.shared_experts > 0;
+    block_forward(moe, ffn, bytes_.forward);
+    if (recompute_ == RecomputeMode::full) block_forward(moe, ffn, bytes_.backward);
+    double h = static_cast<double>(m_.hidden_size);
+    double latents = static_cast<double>(m_.q_lora_rank + m_.kv_lora_rank + m_.qk_rope_head_dim);
+    if (!sequence_parallel_) return add(bytes_.backward, "all-reduce backward", 4 * (latents + (ffn ? h : 0)), 2);
+    if (recompute_ == RecomputeMode::selective) {
+      add(bytes_.backward, "all-gather backward", activation_ * static_cast<double>(m_.q_lora_rank + m_.kv_lora_rank),
+          1);
+      if (ffn && fp8_) add(bytes_.backward, "all-gather backward", activation_ * h, 1);
+    }
+    // d_out of MLA's exit; of the FFN's, and its input gathered again for the weight gradient (not under FP8)
+    add(bytes_.backward, "all-gather backward", activation_ * h * (ffn ? (fp8_ ? 2 : 3) : 1), 1);
+    add(bytes_.backward, "reduce-scatter backward", 4 * (latents + (ffn ? h : 0)), 1);
+    if (moe) add(bytes_.backward, "all-gather backward", 4 * static_cast<double>(m_.moe.routed_experts), 1);
+  }
+
+  // One use of the output head: the vocabulary-parallel loss (max and sum statistics) and d(normed).
+  void head() {
+    double h = static_cast<double>(m_.hidden_size);
+    if (!sequence_parallel_) return add(bytes_.forward, "all-reduce forward", 4 * (h + 4), 2);
+    add(bytes_.forward, "all-gather forward", 4 * h, 1);
+    add(bytes_.forward, "all-reduce forward", 4 * 4, 2);
+    add(bytes_.forward, "reduce-scatter forward", 4 * h, 1);
+  }
+
+ private:
+  void block_forward(bool moe, bool ffn, std::map<std::string, double>& pass) {
+    double h = static_cast<double>(m_.hidden_size);
+    if (!sequence_parallel_) return add(pass, "all-reduce forward", 4 * h * (ffn ? 2 : 1), 2);
+    add(pass, "all-gather forward",
+        activation_ * static_cast<double>(m_.q_lora_rank + m_.kv_lora_rank + m_.qk_rope_head_dim + (ffn ? h : 0)), 1);
+    add(pass, "reduce-scatter forward", 4 * h * (ffn ? 2 : 1), 1);
+    // the balance loss's scores (fp32) and choices (i32)
+    if (moe) add(pass, "all-gather forward", 4 * static_cast<double>(m_.moe.routed_experts + m_.moe.experts_per_token), 1);
+  }
+
+  // bytes_per_token of a payload; rounds: 2 for an all-reduce (reduce-scatter + all-gather), else 1.
+  void add(std::map<std::string, double>& pass, const std::string& name, double bytes_per_token, double rounds) {
+    pass[name] += rounds * share_ * bytes_per_token * tokens_;
+  }
+
+  const ModelConfig& m_;
+  bool sequence_parallel_;
+  RecomputeMode recompute_;
+  bool fp8_;
+  double activation_;  // bytes of a gathered activation or output gradient
+  double tokens_;      // T of a micro-batch
+  double share_;       // (tp - 1) / tp
+  TpStageBytes& bytes_;
+};
+
+TpStageBytes tp_stage_bytes(const Config& config, const StageLayers& stage) {
+  TpStageBytes bytes;
+  if (config.parallel.tp == 1) return bytes;
+  const ModelConfig& m = config.model;
+  TpCollectives collectives(config, bytes);
+  if (stage.first_layer == 0) collectives.embedding();
+  for (int64_t layer = stage.first_layer; layer < stage.first_layer + stage.layers; ++layer) {
+    collectives.block(layer >= m.first_dense_layers);
+  }
+  if (!stage.last) return bytes;
+  collectives.head();
+  for (int64_t depth = 1; depth <= m.mtp_depth; ++depth) {
+    collectives.embedding();
+    collectives.block(true);
+    collectives.head();
+  }
+  return bytes;
+}
+
+std::string tp_payload(const std::string& name, bool sequence_parallel) {
+  if (name == "all-reduce forward" && sequence_parallel) return "the loss's [T] max and [3, T] sums, fp32";
+  if (name == "all-reduce forward") return "[T, H] fp32 region outputs, the loss's [T] max and [3, T] sums";
+  if (name == "all-reduce backward") return "fp32 region input gradients ([T, H], MLA's latents)";
+  if (name == "all-gather forward") return "rows of region inputs (latents, k_rope, x, normed), router scores";
+  if (name == "reduce-scatter forward") return "[T, H] fp32 region outputs, d(normed)";
+  if (name == "all-gather backward") return "rows of output gradients, inputs gathered again, router scores";
+  return "fp32 region input gradients ([T, H], MLA's latents)";
 }
 
 // The four all-to-alls of one MoE block and micro-batch, for a rank with `node_peers` EP peers on its node.
@@ -244,11 +345,17 @@ class RankPlanner {
   RankPlanner(const Config& config, int p)
       : config_(config), layout_(layout_of(config)), p_(p),
         bandwidths_{config.runtime.nvlink_gbps * kGigabyte, config.runtime.infiniband_gbps * kGigabyte},
-        expert_bytes_(expert_exchange_bytes(config, fewest_node_peers(layout_, p))) {}
+        expert_bytes_(expert_exchange_bytes(config, fewest_node_peers(layout_, p))) {
+    for (const StageLayers& stage : model_stages(config)) tp_bytes_.push_back(tp_stage_bytes(config, stage));
+    int64_t tp = config.parallel.tp;
+    tp_link_ = link(groups_within_nodes(layout_, p, config.parallel.dp.value(), tp, 1,
+                                        [tp](int64_t d) { return d * tp; }));
+  }
 
   RankCommunication plan(const std::vector<Instruction>& program, const std::vector<double>& stage_seconds,
                          const std::vector<int64_t>& stage_moe_blocks) {
-    RankCommunication rank{.pipeline_rank = p_};
+    RankCommunication rank;
+    rank.pipeline_rank = p_;
     std::vector<Traffic>& traffic = rank.traffic;
     std::vector<HeldParameter> held =
         rank_share(config_.model, config_.parallel, {.dp = 0, .pp = p_, .tp = 0});
@@ -262,7 +369,6 @@ class RankPlanner {
     add_zero1_traffic(config_, held, ReplicaGroup::expert_data_parallel, expert_dp, link(expert_dp_local),
                       bandwidths_, traffic);
     add_replica_traffic(layout_, p_, held, bandwidths_, traffic);
-    add_tensor_parallel_traffic(config_, traffic);
     walk(program, stage_seconds, stage_moe_blocks, rank);
     std::ranges::stable_sort(traffic, {}, [](const Traffic& t) { return group_order(t.group); });
     return rank;
@@ -323,6 +429,15 @@ class RankPlanner {
     }
   }
 
+  // The tp group's collectives of one chunk of `stage` (forward, or B and W), on the compute stream: exposed.
+  void tp_traffic(std::vector<Traffic>& traffic, size_t stage, bool forward) {
+    for (const auto& [name, bytes] : forward ? tp_bytes_[stage].forward : tp_bytes_[stage].backward) {
+      size_t index = index_of(traffic, "tp", name, tp_payload(name, config_.parallel.sequence_parallel), tp_link_);
+      bool local = tp_link_ == Link::nvlink;
+      traffic[index].exposed_seconds += add(traffic[index], local ? bytes : 0, local ? 0 : bytes);
+    }
+  }
+
   void walk(const std::vector<Instruction>& program, const std::vector<double>& stage_seconds,
             const std::vector<int64_t>& blocks, RankCommunication& rank) {
     std::vector<Traffic>& traffic = rank.traffic;
@@ -353,10 +468,12 @@ class RankPlanner {
         case InstructionKind::forward:
           window.compute = stage_seconds[stage];
           expert_traffic(traffic, blocks[stage], true, nullptr);
+          tp_traffic(traffic, stage, true);
           break;
         case InstructionKind::backward_input:
           window.compute = stage_seconds[stage];
           expert_traffic(traffic, blocks[stage], false, nullptr);
+          tp_traffic(traffic, stage, false);
           break;
         case InstructionKind::backward_weight: window.compute = stage_seconds[stage]; break;
         case InstructionKind::forward_backward: {
@@ -364,6 +481,8 @@ class RankPlanner {
           window.compute = stage_seconds[stage] + 2 * stage_seconds[backward];
           expert_traffic(traffic, blocks[stage], true, &window);
           expert_traffic(traffic, blocks[backward], false, &window);
+          tp_traffic(traffic, stage, true);
+          tp_traffic(traffic, backward, false);
           break;
         }
         default: break;
@@ -386,6 +505,8 @@ class RankPlanner {
   int p_;
   Bandwidths bandwidths_;
   ExpertExchangeBytes expert_bytes_;  // of the rank with the fewest EP peers on its node
+  std::vector<TpStageBytes> tp_bytes_;  // by stage, one micro-batch's
+  Link tp_link_ = Link::nvlink;
 };
 
 }  // namespace

@@ -21,7 +21,21 @@
 //                  directions included): the [T, H] fp32 hidden state forward, its gradient backward.
 //   pp_replicas:   the ring all-reduce of the fp32 gradients of the parameters several pipeline ranks hold
 //                  (every stage under DualPipe; model/rank_share.h), 2 (n - 1) / n of them, after the schedule.
-//   tp:            not built; tp = 1 moves nothing (add_tensor_parallel_traffic is where it will be planned).
+//   tp:            the tp group's collectives per micro-batch (docs/design/tensor-parallel.md), as one rank sends
+//                  them: 2 (n - 1) / n of an all-reduce's payload, (n - 1) / n of an all-gather's or
+//                  reduce-scatter's [T, ...] one. Without sequence parallelism fp32 all-reduces: forward the
+//                  embedding's [T, H], per block MLA's [T, H] and the FFN's or shared expert's [T, H], per head use
+//                  d(normed) [T, H] and the loss's [T] max and [3, T] sums; backward per block MLA's latent
+//                  gradients [T, q_lora + kv_lora + d_rope] and the FFN's [T, H]. With it the all-reduces of [T, H]
+//                  become reduce-scatters (fp32), and the regions' inputs are all-gathered (in bf16 under bf16,
+//                  else fp32): forward per block the normed latents and k_rope [T, q_lora + kv_lora + d_rope],
+//                  the FFN's x [T, H] and the router's scores and choices [T, E + K] (fp32, i32), per head use the
+//                  normed rows [T, H] (fp32); backward the output gradients [T, H] of MLA and the FFN, the FFN's x
+//                  again for its weight gradient (not under fp8, which keeps an FP8 copy), the scores [T, E], and
+//                  the embedding's output gradient [T, H]; selective recomputation gathers the latents again (and
+//                  under fp8 the FFN's x), full recomputation the whole forward of each block. Counted in the
+//                  chunk that runs them (F; B with W). tp is innermost: NVLink when a tp group shares a node.
+//                  The collectives are on the compute stream: exposed in full.
 // A group whose ranks share a node (runtime.gpus_per_node consecutive ranks) uses NVLink, else InfiniBand; where
 // ranks of one pipeline rank differ, the plan takes the one with the most InfiniBand bytes (it sets the pace).
 // Time is bytes / (runtime.nvlink_gbps or runtime.infiniband_gbps, GB/s per GPU); the two links run at once.
@@ -58,7 +72,6 @@ struct Traffic {
   double infiniband_bytes = 0;  // sent per step to other nodes
   double seconds = 0;           // at the configured bandwidths
   double exposed_seconds = 0;   // not hidden by compute
-  bool modelled = true;         // false: a traffic the plan cannot count yet (tp > 1)
 };
 
 struct RankCommunication {

@@ -1,5 +1,6 @@
 #include "parallel/sequence_parallel.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "framework/core/error.h"
@@ -30,14 +31,14 @@ Tensor local_sequence_rows(const TensorParallel& tp, const Tensor& whole) {
 OwnedTensor all_gather_sequence(const TensorParallel& tp, OwnedTensor&& local) {
   if (!tp.splits_sequence()) return std::move(local);
   OwnedTensor whole(gathered_shape(tp, local.shape()), local.tensor().dtype(), local.tensor().device());
-  tp.group()->all_gather(whole, local);
+  tp.all_gather(whole, local);
   return whole;
 }
 
 Tensor all_gather_sequence(const TensorParallel& tp, const Tensor& local, OwnedTensor& storage) {
   if (!tp.splits_sequence()) return local;
   storage = OwnedTensor(gathered_shape(tp, local.shape()), local.dtype(), local.device());
-  tp.group()->all_gather(storage, local);
+  tp.all_gather(storage, local);
   return storage.tensor();
 }
 
@@ -51,28 +52,54 @@ void reduce_scatter_sequence(const TensorParallel& tp, const Tensor& out, const 
   }
   HAI_CHECK(whole.shape() == gathered_shape(tp, out.shape()), "sequence parallelism: {} reduce-scattered into {}",
             whole.str(), out.str());
-  if (!accumulate) return tp.group()->reduce_scatter(out, whole, ReduceOp::sum);
+  if (!accumulate) return tp.reduce_scatter(out, whole);
   OwnedTensor mine(out.shape(), out.dtype(), out.device());
-  tp.group()->reduce_scatter(mine, whole, ReduceOp::sum);
+  tp.reduce_scatter(mine, whole);
   add_scaled(out, mine);
 }
 
-ReplicatedGradientSum::ReplicatedGradientSum(TensorParallel tp, std::vector<Gradient> gradients)
-    : tp_(tp), gradients_(std::move(gradients)), summed_(gradients_.size(), false) {}
-
-void ReplicatedGradientSum::bucket_final(int bucket) {
-  for (size_t i = 0; i < gradients_.size(); ++i) {
-    if (gradients_[i].bucket != bucket || summed_[i]) continue;
-    tp_.sum(gradients_[i].grad);
-    summed_[i] = true;
+ReplicatedGradientSum::ReplicatedGradientSum(TensorParallel tp, std::vector<Gradient> gradients) : tp_(tp) {
+  for (Gradient& gradient : gradients) {
+    HAI_CHECK(gradient.grad.dtype() == DType::f32, "ReplicatedGradientSum: a {} gradient", gradient.grad.str());
+    auto known = std::ranges::find(buckets_, gradient.bucket, &Bucket::id);
+    Bucket& bucket = known != buckets_.end() ? *known : buckets_.emplace_back(Bucket{.id = gradient.bucket});
+    bucket.numel += gradient.grad.numel();
+    bucket.grads.push_back(std::move(gradient.grad));
   }
 }
 
+void ReplicatedGradientSum::bucket_final(int bucket) {
+  auto known = std::ranges::find(buckets_, bucket, &Bucket::id);
+  if (known == buckets_.end() || known->summed) return;
+  sum(*known);
+  known->summed = true;
+}
+
 void ReplicatedGradientSum::finish_step() {
-  for (size_t i = 0; i < gradients_.size(); ++i) {
-    if (!summed_[i]) tp_.sum(gradients_[i].grad);
+  for (Bucket& bucket : buckets_) {
+    if (!bucket.summed) sum(bucket);
+    bucket.summed = false;
   }
-  summed_.assign(gradients_.size(), false);
+}
+
+void ReplicatedGradientSum::sum(const Bucket& bucket) const {
+  if (bucket.grads.size() == 1) return tp_.sum(bucket.grads.front());
+  OwnedTensor flat(Shape{bucket.numel}, DType::f32, bucket.grads.front().device());  // [numel] the bucket's
+  // Each gradient's elements [offset, offset + numel) of flat, viewed in the gradient's shape.
+  auto part = [&flat](int64_t offset, const Tensor& grad) {
+    return flat.tensor().slice(offset, offset + grad.numel()).reshape(grad.shape());
+  };
+  int64_t offset = 0;
+  for (const Tensor& grad : bucket.grads) {
+    copy_tensor_async(part(offset, grad), grad);
+    offset += grad.numel();
+  }
+  tp_.sum(flat);
+  offset = 0;
+  for (const Tensor& grad : bucket.grads) {
+    copy_tensor_async(grad, part(offset, grad));
+    offset += grad.numel();
+  }
 }
 
 }  // namespace hai

@@ -52,8 +52,11 @@ void reduce_scatter_sequence(const TensorParallel& tp, const Tensor& out, bool a
 
 // Sums over the tp ranks, once a step, the gradients of the parameters every tp rank holds whole but computes from
 // its own tokens under sequence parallelism. Each gradient belongs to a gradient bucket (model/gradient_buckets.h):
-// bucket_final(b) sums b's gradients now (before data parallelism starts reducing them), finish_step() those not
-// summed yet, in the order given. Every tp rank lists the same parameters in the same order.
+// bucket_final(b) sums b's gradients now (before data parallelism starts reducing them), finish_step() the buckets
+// not summed yet, in the order of their first gradient. A bucket is one all-reduce: its gradients copied into one
+// flat fp32 buffer, summed, and copied back (one gradient alone is summed in place); the sum of each element is the
+// per-parameter all-reduce's (bitwise at tp 2, where the two addends commute; at larger tp the backend orders the
+// terms as for any all-reduce). Every tp rank lists the same parameters in the same order.
 class ReplicatedGradientSum {
  public:
   struct Gradient {
@@ -66,9 +69,16 @@ class ReplicatedGradientSum {
   void finish_step();
 
  private:
+  struct Bucket {
+    int id = 0;
+    std::vector<Tensor> grads{};  // in the order given
+    int64_t numel = 0;          // of all of them
+    bool summed = false;        // this step
+  };
+  void sum(const Bucket& bucket) const;
+
   TensorParallel tp_;
-  std::vector<Gradient> gradients_;
-  std::vector<bool> summed_;  // this step, by gradient
+  std::vector<Bucket> buckets_;  // in the order of their first gradient
 };
 
 }  // namespace hai

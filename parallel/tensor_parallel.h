@@ -32,8 +32,9 @@ class TensorParallel {
   TensorParallel() = default;  // one rank
   // group: the tp group (outlives this), or null for one rank. sequence_parallel: the layers outside the
   // tensor-parallel regions run on this rank's tokens only (parallel/sequence_parallel.h). profiler (outlives this,
-  // may be null): where the profiler of the running step is while one runs (else null); the group's collectives are
-  // then charged to the phase "<pass>.tp_collective" (the running phase's pass), which resumes after each.
+  // may be null): where the profiler of the running step is while one runs (else null); every collective below
+  // (the all-reduces, and sequence parallelism's all-gathers and reduce-scatters) is then charged to the phase
+  // "<pass>.tp_collective" (the running phase's pass), which resumes after each.
   explicit TensorParallel(Communicator* group, bool sequence_parallel = false, StepProfiler* const* profiler = nullptr)
       : group_(group), sequence_parallel_(sequence_parallel), profiler_(profiler) {}
 
@@ -63,14 +64,20 @@ class TensorParallel {
     sum(partial);
     add_scaled(out, partial);
   }
-  // The tp group, or null for one rank (parallel/sequence_parallel.h moves rows over it).
-  Communicator* group() const { return group_; }
   // In place element-wise sum / max over the tp ranks (identities on one rank).
   void sum(const Tensor& tensor) const;
   void max(const Tensor& tensor) const;
+  // The row moves of sequence parallelism (parallel/sequence_parallel.h), Communicator's contract over the tp group:
+  // out [size() n, ...] <- every rank's in [n, ...] in rank order (any dtype); out [n, ...] <- chunk rank() of the
+  // sum over the ranks of in [size() n, ...] (reducible dtype). On one rank both copy in to out.
+  void all_gather(const Tensor& out, const Tensor& in) const;
+  void reduce_scatter(const Tensor& out, const Tensor& in) const;
 
  private:
   void all_reduce(const Tensor& tensor, ReduceOp op) const;
+  // Runs one collective of the group, charged to "<pass>.tp_collective" while a step is profiled.
+  template <typename Collective>
+  void charged(Collective&& collective) const;
 
   Communicator* group_ = nullptr;
   bool sequence_parallel_ = false;

@@ -11,7 +11,7 @@
 #   NCCL_NVLS_ENABLE=0 bash scripts/bench.sh [OUT] [--config FILE] [--ops SECTIONS] [--steps N] [--profile-steps N]
 #     [--set key=value]...
 #   NCCL_NVLS_ENABLE=0 bash scripts/bench.sh [OUT] --multi-gpu
-#     [--layouts dp2,dp2_gather_in_step,ep2,pp2_1f1b,pp2_dualpipe,tp2]
+#     [--layouts dp2,dp2_gather_in_step,ep2,pp2_1f1b,pp2_dualpipe,tp2,tp2sp]
 #     [--steps N] [--set key=value]...
 # --ops: hai-bench's sections to run, comma-separated (default all; none skips hai-bench). --steps (default 30) and
 # --set go to hai-train (and --set to hai-bench); the first max(3, steps / 5) steps are left out of the summary
@@ -19,16 +19,18 @@
 # --multi-gpu (a machine with two GPUs): instead of the op benchmarks and the profile, trains on one GPU and on two
 # (mpirun -np 2, one rank per GPU) with each layout: dp 2 (dp2_gather_in_step: parallel.overlap_param_gather off) and
 # ep 2 (dp 2) at a micro-batch per GPU per step, pp 2 under 1f1b and dualpipe at 4 micro-batches per step, tp 2 at
-# two micro-batches per step (dp 2's global batch, each micro-batch on both GPUs), each also profiled
-# (--profile-steps; tp 2's TP all-reduces are the kind "tp_collective"). One GPU trains twice:
+# two micro-batches per step (dp 2's global batch, each micro-batch on both GPUs) and the same with sequence
+# parallelism (tp2sp), each also profiled (--profile-steps; the TP all-reduces, and under sequence parallelism the
+# all-gathers and reduce-scatters along the tokens, are the kind "tp_collective"). One GPU trains twice:
 # at dp 2's global batch (two micro-batches per step, every step logged: the loss curve dp 2 and ep 2 must
 # reproduce) and at the config's own batch (one micro-batch per step). Writes {"training": <one GPU, dp 2's batch>,
 # "one_gpu_per_gpu_batch": <one GPU, its own batch>, "multi_gpu": {<layout>: <summary> with tokens_per_s_per_gpu,
 # per_gpu_vs_one_gpu (against the one-GPU run that does a GPU's share of the layout's tokens per step: weak
 # scaling, the same work per GPU and optimizer step; dp 2 and ep 2 against one micro-batch, pp 2 against two),
 # "profile": {"step_ms", "kinds": {kind: share of the step}, "pipeline": <the bubble report, pp layouts>},
-# peak_mem_vs_one_gpu (the layout's peak memory over the one-GPU run's at the config's batch), and for dp 2, ep 2 and
-# tp 2 "loss_vs_one_gpu": the per-step losses against the one-GPU run at their global batch}}.
+# peak_mem_vs_one_gpu (the layout's peak memory over the one-GPU run's at the config's batch), for tp2sp
+# peak_mem_vs_tp2 (its peak memory over tp 2's without sequence parallelism), and for dp 2, ep 2, tp 2 and tp2sp
+# "loss_vs_one_gpu": the per-step losses against the one-GPU run at their global batch}}.
 # The runs' logs are kept beside OUT in OUT_logs/ (OUT without .json).
 set -uo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -158,6 +160,8 @@ if [[ "$multi_gpu" == true ]]; then
   train_layout pp2_dualpipe 2 --set parallel.pp=2 --set parallel.schedule=dualpipe \
     --set train.global_batch_size=$((4 * micro_batch))
   train_layout tp2 2 --set parallel.tp=2 --set parallel.dp=1 --set train.global_batch_size=$((2 * micro_batch))
+  train_layout tp2sp 2 --set parallel.tp=2 --set parallel.dp=1 --set parallel.sequence_parallel=true \
+    --set train.global_batch_size=$((2 * micro_batch))
 else
   echo "bench.sh: profiling $profile_steps steps of $config (hai-train --profile-steps)" >&2
   if ! "${limit[@]}" "$build_dir/apps/hai-train/hai-train" --config "$config" --profile-steps "$profile_steps" \
@@ -266,6 +270,9 @@ def multi_gpu_summary(one_gpu_runs):
             if summary.get("tokens_per_step") == one_gpu.get("tokens_per_step"):
                 summary["loss_vs_one_gpu"] = loss_vs_one_gpu(layout)
         summaries[layout] = summary
+    tp2, tp2sp = summaries.get("tp2", {}), summaries.get("tp2sp", {})
+    if "peak_mem_gib" in tp2 and "peak_mem_gib" in tp2sp:
+        tp2sp["peak_mem_vs_tp2"] = tp2sp["peak_mem_gib"] / tp2["peak_mem_gib"]
     return summaries
 
 one_gpu = training_summary(metrics_path, log_path)

@@ -27,10 +27,6 @@ std::string moe_layer_line(const MoeLayerCommunication& layer) {
 std::vector<std::string> rank_rows(const RankCommunication& rank) {
   std::vector<std::string> rows;
   for (const Traffic& t : rank.traffic) {
-    if (!t.modelled) {
-      rows.push_back(fmt::format("{} | {} | {} | - | - | - | - |", t.group, t.name, t.payload));
-      continue;
-    }
     rows.push_back(fmt::format("{} | {} | {} | {} | {:.4g} | {:.4g} | {:.4g} |", t.group, t.name, t.payload,
                                to_string(t.link), (t.nvlink_bytes + t.infiniband_bytes) / 1e9, t.seconds,
                                t.exposed_seconds));
@@ -94,8 +90,7 @@ nlohmann::ordered_json comm_plan_json(const Config& config, const CommPlan& plan
                                   {"nvlink_bytes", t.nvlink_bytes},
                                   {"infiniband_bytes", t.infiniband_bytes},
                                   {"seconds", t.seconds},
-                                  {"exposed_seconds", t.exposed_seconds},
-                                  {"modelled", t.modelled}});
+                                  {"exposed_seconds", t.exposed_seconds}});
     }
     json["per_pipeline_rank"].push_back(entry);
   }

@@ -19,7 +19,7 @@ std::vector<std::string> comm_plan_table(const Config& config, const CommPlan& p
 
 // {"assumptions": {...}, "moe_layer": {...}, "per_pipeline_rank": [{"pipeline_rank", "compute_seconds", "chunks",
 // "traffic_seconds", "exposed_seconds", "traffic": [{"group", "name", "payload", "link", "nvlink_bytes",
-// "infiniband_bytes", "seconds", "exposed_seconds", "modelled"}]}]}
+// "infiniband_bytes", "seconds", "exposed_seconds"}]}]}
 nlohmann::ordered_json comm_plan_json(const Config& config, const CommPlan& plan);
 
 }  // namespace hai

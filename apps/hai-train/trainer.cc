@@ -17,7 +17,6 @@
 #include "framework/metrics/mfu.h"
 #include "framework/optim/lr_schedule.h"
 #include "framework/config/config_enums.h"
-#include "framework/config/config_error.h"
 #include "model/gradient_buckets.h"
 #include "model/parameters.h"
 #include "model/router_biases.h"
@@ -120,17 +119,6 @@ std::function<bool(const ParameterSpec&)> counts_in_norm(const std::vector<HeldP
   return [counted](const ParameterSpec& spec) { return counted->contains(spec.name); };
 }
 
-// config, if it runs on `device`: sequence parallelism has not run on GPUs yet (docs/design/tensor-parallel.md
-// "On GPUs"), so parallel.sequence_parallel on a GPU (runtime.device cuda, or automatic on a machine with one) is a
-// config error; tensor parallelism itself runs there.
-const Config& supported_on(const Config& config, Device device) {
-  if (config.parallel.sequence_parallel && device.is_cuda()) {
-    throw ConfigError("parallel.sequence_parallel", "not supported on GPUs yet (sequence parallelism runs on CPU "
-                                                    "ranks, runtime.device: cpu)");
-  }
-  return config;
-}
-
 }  // namespace
 
 Trainer::Trainer(const Config& config)
@@ -144,7 +132,7 @@ Trainer::Trainer(const Config& config, Communicator& world)
     : Trainer(config, nullptr, &world, cpu_ranks_device(config.runtime.device)) {}
 
 Trainer::Trainer(const Config& config, std::unique_ptr<Communicator> own_world, Communicator* world, Device device)
-    : config_(plan_that_fits(supported_on(config, device), device)),  // NOTE: first, before anything is allocated
+    : config_(plan_that_fits(config, device)),  // NOTE: first, before anything is allocated
       own_world_(std::move(own_world)),
       world_(world != nullptr ? *world : *own_world_),
       grid_(grid_shape(config.parallel)),
@@ -182,7 +170,7 @@ Trainer::Trainer(const Config& config, std::unique_ptr<Communicator> own_world, 
   // ranks waits for all the updates before it starts (run_micro_batches) and reduces after its schedule.
   if (config.parallel.sequence_parallel) {
     replicated_grads_ = std::make_unique<ReplicatedGradientSum>(
-        TensorParallel(groups_.tp.get(), true), sequence_parallel_summed_gradients(share_, store_));
+        TensorParallel(groups_.tp.get(), true, &tp_profiler_), sequence_parallel_summed_gradients(share_, store_));
   }
   if (grid_.pp == 1) {
     pipeline_->overlap_with_optimizer([this](int bucket) { optimizer_.parameters_needed(bucket); },

@@ -1,6 +1,6 @@
 #pragma once
-// The one list of config features that parse and validate but do not exist yet. Each later issue deletes its line
-// from check_supported() when the feature lands.
+// The one list of config features that parse and validate but do not exist yet (empty now: every one runs). A
+// feature that lands unfinished adds its line to check_supported(), and deletes it when it is done.
 
 #include "framework/config/config.h"
 #include "framework/config/config_error.h"

@@ -1,6 +1,7 @@
 // The communication plan (model/comm_plan.h) against bytes counted by hand for a small layout: pp 2 DualPipe x
 // ep 2 x dp 2 (4 ranks), 2 MoE layers of hidden 128, 8 tokens per micro-batch, 2 experts per token, 4 micro-batches;
 // the links by rank placement, the time at the configured bandwidths, what compute hides, and the FLOPs per stage.
+// And the tp group's collectives at tp 2, with and without sequence parallelism.
 
 #include <gtest/gtest.h>
 
@@ -46,6 +47,13 @@ const Traffic& find(const RankCommunication& rank, const std::string& group, con
 bool has(const RankCommunication& rank, const std::string& group) {
   for (const Traffic& traffic : rank.traffic) {
     if (traffic.group == group) return true;
+  }
+  return false;
+}
+
+bool has_traffic(const RankCommunication& rank, const std::string& group, const std::string& name) {
+  for (const Traffic& traffic : rank.traffic) {
+    if (traffic.group == group && traffic.name == name) return true;
   }
   return false;
 }
@@ -123,6 +131,67 @@ TEST(CommPlanTest, GroupsAcrossNodesUseInfiniBand) {
   EXPECT_EQ(find(rank, "dp", "all-gather").link, Link::infiniband);
 }
 
+// tp 2 alone (2 ranks), fp32, recompute none: a dense layer and an MoE layer with a shared expert (hidden 8; MLA's
+// latents q_lora 6 + kv_lora 4 + d_rope 2 = 12), no MTP, 2 micro-batches of 8 tokens. A tp rank sends half of each
+// collective's payload per ring pass; an all-reduce makes two passes.
+Config tensor_parallel_layout(bool sequence_parallel) {
+  Config config;
+  config.model = testing::tiny_test_model(2);
+  config.model.moe.shared_experts = 1;
+  config.model.mtp_depth = 0;
+  config.train.seq_len = 8;
+  config.train.micro_batch_size = 1;  // T = 8 tokens
+  config.train.recompute = RecomputeMode::none;
+  config.parallel.tp = 2;
+  config.parallel.dp = IntOrAuto{1};
+  config.parallel.micro_batches = IntOrAuto{2};
+  config.parallel.sequence_parallel = sequence_parallel;
+  config.precision.mode = PrecisionMode::fp32;
+  config.runtime.nvlink_gbps = 100;
+  config.runtime.infiniband_gbps = 10;
+  return config;
+}
+
+TEST(CommPlanTest, TensorParallelAllReducesByHand) {
+  RankCommunication rank = plan_communication(tensor_parallel_layout(false)).ranks[0];
+  constexpr double kTokens = 2 * 8;  // a step's
+  // forward, per token: the embedding's H, each layer's MLA H and FFN (dense, shared) H, the head's d(normed) H and
+  // the loss's max and 3 sums, fp32: (8 + 2 x 16 + 8 + 4) x 4 bytes, 2 passes of half
+  const Traffic& forward = find(rank, "tp", "all-reduce forward");
+  EXPECT_DOUBLE_EQ(forward.nvlink_bytes, kTokens * (8 + 2 * 16 + 8 + 4) * 4);
+  // backward, per token and layer: MLA's latents' gradients 12 and the FFN's H
+  const Traffic& backward = find(rank, "tp", "all-reduce backward");
+  EXPECT_DOUBLE_EQ(backward.nvlink_bytes, kTokens * 2 * (12 + 8) * 4);
+  EXPECT_EQ(backward.link, Link::nvlink);
+  EXPECT_DOUBLE_EQ(backward.seconds, backward.nvlink_bytes / 100e9);
+  EXPECT_DOUBLE_EQ(backward.exposed_seconds, backward.seconds);  // on the compute stream
+  EXPECT_FALSE(has(rank, "dp"));
+  EXPECT_TRUE(has(rank, "expert_dp"));  // the routed experts' expert-DP group spans the tp ranks (dp x tp / ep = 2)
+}
+
+TEST(CommPlanTest, SequenceParallelGathersAndScattersByHand) {
+  RankCommunication rank = plan_communication(tensor_parallel_layout(true)).ranks[0];
+  constexpr double kHalf = 2 * 8 / 2.0;  // a step's tokens x (tp - 1) / tp
+  // forward gathers, fp32, per token: each layer's latents and k_rope 12 and FFN x 8, the MoE router's scores 8 and
+  // choices 2, the head's normed rows 8
+  EXPECT_DOUBLE_EQ(find(rank, "tp", "all-gather forward").nvlink_bytes, kHalf * (2 * (12 + 8) + 8 + 2 + 8) * 4);
+  // the embedding's rows, each layer's MLA and FFN outputs, the head's d(normed)
+  EXPECT_DOUBLE_EQ(find(rank, "tp", "reduce-scatter forward").nvlink_bytes, kHalf * (8 + 2 * 2 * 8 + 8) * 4);
+  // the loss's statistics on every token: an all-reduce (two passes)
+  EXPECT_DOUBLE_EQ(find(rank, "tp", "all-reduce forward").nvlink_bytes, 2 * kHalf * 4 * 4);
+  // backward gathers: the embedding's d_out, each layer's MLA and FFN d_out and the FFN's x again, the scores
+  EXPECT_DOUBLE_EQ(find(rank, "tp", "all-gather backward").nvlink_bytes, kHalf * (8 + 2 * 3 * 8 + 8) * 4);
+  EXPECT_DOUBLE_EQ(find(rank, "tp", "reduce-scatter backward").nvlink_bytes, kHalf * 2 * (12 + 8) * 4);
+  EXPECT_FALSE(has_traffic(rank, "tp", "all-reduce backward"));
+  // One GPU a node: the tp group crosses InfiniBand.
+  Config config = tensor_parallel_layout(true);
+  config.runtime.gpus_per_node = 1;
+  const Traffic& across = find(plan_communication(config).ranks[0], "tp", "reduce-scatter backward");
+  EXPECT_EQ(across.link, Link::infiniband);
+  EXPECT_DOUBLE_EQ(across.infiniband_bytes, kHalf * 2 * (12 + 8) * 4);
+  EXPECT_DOUBLE_EQ(across.exposed_seconds, across.infiniband_bytes / 10e9);
+}
+
 // bf16 dispatches bf16 rows; fp32 moves fp32 everywhere and all-gathers the fp32 values.
 TEST(CommPlanTest, RowBytesFollowThePrecision) {
   Config config = small_layout();
@@ -156,9 +225,15 @@ TEST(CommPlanTest, ExposedTimeIsWhatComputeDoesNotHide) {
   for (const RankCommunication& rank : plan_communication(config).ranks) {
     for (const Traffic& traffic : rank.traffic) {
       SCOPED_TRACE(traffic.group + " " + traffic.name);
-      if (traffic.group == "dp" || traffic.group == "pp") EXPECT_EQ(traffic.exposed_seconds, 0);
-      if (traffic.group == "pp_replicas") EXPECT_DOUBLE_EQ(traffic.exposed_seconds, traffic.seconds);
-      if (traffic.group == "ep") EXPECT_LT(traffic.exposed_seconds, traffic.seconds);  // FB pairs hide some
+      if (traffic.group == "dp" || traffic.group == "pp") {
+        EXPECT_EQ(traffic.exposed_seconds, 0);
+      }
+      if (traffic.group == "pp_replicas") {
+        EXPECT_DOUBLE_EQ(traffic.exposed_seconds, traffic.seconds);
+      }
+      if (traffic.group == "ep") {
+        EXPECT_LT(traffic.exposed_seconds, traffic.seconds);  // FB pairs hide some
+      }
     }
   }
   config.runtime.achieved_tflops = 1e6;

@@ -16,12 +16,14 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <map>
 #include <string>
 #include <vector>
 
 #include "framework/config/config_enums.h"
 #include "framework/core/rng.h"
 #include "framework/device/elementwise.h"
+#include "framework/metrics/step_profiler.h"
 #include "framework/tensor/device_memory.h"
 #include "model/decoder_layer.h"
 #include "model/deepseek_v3_model.h"
@@ -202,6 +204,84 @@ TEST_F(TensorParallelModelTest, SequencePrimitivesGatherScatterAndSumOnce) {
   EXPECT_EQ(second.tensor().data<float>()[1], 2.0f * static_cast<float>(size()));
   sums.finish_step();  // the next step sums both again
   EXPECT_EQ(first.tensor().data<float>()[0], static_cast<float>(size() * size()));
+}
+
+// Under a step's profile the sequence-parallel row moves, like the all-reduces, are charged to
+// "<pass>.tp_collective" of the pass they interrupt, which resumes after each: per step, forward one gather and
+// two reduce-scatters (overwriting, adding), backward_input one gather and one sum, and the step's replicated
+// gradient sum (ReplicatedGradientSum, one bucket).
+class TensorParallelGroupTest : public testing::World {};
+
+TEST_F(TensorParallelGroupTest, SequenceCollectivesAreChargedToTheTpCollectivePhase) {
+  StepProfiler profiler(Device::cpu());
+  StepProfiler* running = &profiler;
+  TensorParallel tp(world_.get(), /*sequence_parallel=*/true, &running);
+  const int64_t rows = 2, columns = 3;
+  OwnedTensor mine = testing::random_tensor({rows, columns}, 5);            // [2, 3]
+  OwnedTensor whole = testing::random_tensor({rows * size(), columns}, 6);  // [2 size, 3]
+  OwnedTensor grad = zero_tensor(Shape{4}, DType::f32);
+  ReplicatedGradientSum sums(tp, {{.bucket = 0, .grad = grad}});
+  for (int step = 0; step < 2; ++step) {
+    profiler.begin_step();
+    profiler.mark("forward.attention");
+    OwnedTensor gathered;
+    all_gather_sequence(tp, mine, gathered);
+    reduce_scatter_sequence(tp, mine, whole, /*accumulate=*/false);
+    reduce_scatter_sequence(tp, mine, whole, /*accumulate=*/true);
+    EXPECT_EQ(profiler.running_phase(), "forward.attention");
+    profiler.mark("backward_input.mlp");
+    all_gather_sequence(tp, mine, gathered);
+    tp.sum(mine);
+    EXPECT_EQ(profiler.running_phase(), "backward_input.mlp");
+    profiler.mark("step.gradient_reduce_and_norm");
+    sums.finish_step();
+    profiler.end_step();
+  }
+  nlohmann::ordered_json report = profiler.report();
+  std::map<std::string, double> calls;
+  for (const auto& phase : report["phases"]) calls[phase["phase"].get<std::string>()] = phase["calls"].get<double>();
+  EXPECT_EQ(calls["forward.tp_collective"], 3);
+  EXPECT_EQ(calls["forward.attention"], 4);  // its start and after each collective
+  EXPECT_EQ(calls["backward_input.tp_collective"], 2);
+  EXPECT_EQ(calls["step.tp_collective"], 1);
+}
+
+// Counts the all-reduces issued on a communicator.
+class AllReduceCounter : public OperationObserver {
+ public:
+  void operation_started(Communicator&, OperationRecord operation) override {
+    if (operation.name == "all_reduce") ++all_reduces;
+  }
+  void operation_finished(Communicator&) override {}
+  int all_reduces = 0;
+};
+
+// ReplicatedGradientSum sums a bucket in one all-reduce of a flat buffer: two buckets of two gradients each (listed
+// interleaved) are two all-reduces, and every gradient gets the bits of its own all-reduce.
+TEST_F(TensorParallelGroupTest, ReplicatedGradientSumIsOneAllReduceABucket) {
+  TensorParallel tp(world_.get(), /*sequence_parallel=*/true);
+  const std::vector<Shape> shapes = {Shape{2, 3}, Shape{4}, Shape{5}, Shape{1, 2}};
+  const std::vector<int> buckets = {3, 1, 3, 1};
+  std::vector<OwnedTensor> grads, expected;
+  std::vector<ReplicatedGradientSum::Gradient> listed;
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    grads.push_back(testing::random_tensor(shapes[i], 40 + 10 * i + static_cast<uint64_t>(rank())));
+    expected.push_back(testing::random_tensor(shapes[i], 40 + 10 * i + static_cast<uint64_t>(rank())));
+    tp.sum(expected.back());  // one all-reduce a gradient
+    listed.push_back({.bucket = buckets[i], .grad = grads.back()});
+  }
+  auto counter = std::make_shared<AllReduceCounter>();
+  world_->set_observer(counter);
+  ReplicatedGradientSum sums(tp, listed);
+  sums.bucket_final(1);
+  EXPECT_EQ(counter->all_reduces, 1);
+  sums.finish_step();  // bucket 3
+  EXPECT_EQ(counter->all_reduces, 2);
+  world_->set_observer(nullptr);
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    EXPECT_EQ(std::memcmp(grads[i].tensor().raw(), expected[i].tensor().raw(), expected[i].tensor().bytes()), 0)
+        << "gradient " << i;
+  }
 }
 
 // A CPU shape some ten times the tiny one's (recompute_memory_test.cc's larger shape): MLA of 4 heads, 16 experts of

@@ -219,22 +219,32 @@ TEST_F(TensorParallelTraining, EvalOnlyOfTensorParallelRanksMatchesOneRank) {
 }
 
 // hai-train --profile-steps at tp 2: the TP all-reduces are a phase kind of their own (tp_collective, in each pass
-// they interrupt), so their share of the step is measured (scripts/bench.sh --multi-gpu reports it).
+// they interrupt), so their share of the step is measured (scripts/bench.sh --multi-gpu reports it). Under sequence
+// parallelism the all-gathers and reduce-scatters along the tokens are charged there too: each MLA block alone
+// moves four times (three gathers and a reduce-scatter for tp's one all-reduce), so the forward charges more
+// collectives than at tp 2 alone.
 TEST_F(TensorParallelTraining, ProfileOfTensorParallelRanksTimesTheCollectives) {
-  std::filesystem::path dir = root_->path() / "profile_tp2";
-  std::filesystem::create_directories(dir);
-  testing::write_tiny_config(dir);
-  ASSERT_EQ(testing::run_on_ranks(2, dir, Layout{.ranks = 2, .tp = 2}.arguments() + " --profile-steps 2"), 0);
-  nlohmann::json report = testing::read_step_profile(dir);
-  std::map<std::string, double> calls = testing::calls_per_step(report);
-  EXPECT_GT(calls["forward.tp_collective"], 0);
-  EXPECT_GT(calls["backward_input.tp_collective"], 0);
-  double collective_share = -1;
-  for (const auto& kind : report["kinds"]) {
-    if (kind["kind"] == "tp_collective") collective_share = kind["share"].get<double>();
+  const Layout tp{.ranks = 2, .tp = 2}, sequence_parallel{.ranks = 2, .tp = 2, .sequence_parallel = true};
+  std::map<std::string, double> forward_calls;
+  for (const Layout& layout : {tp, sequence_parallel}) {
+    SCOPED_TRACE(layout.name());
+    std::filesystem::path dir = root_->path() / ("profile_" + layout.name());
+    std::filesystem::create_directories(dir);
+    testing::write_tiny_config(dir);
+    ASSERT_EQ(testing::run_on_ranks(2, dir, layout.arguments() + " --profile-steps 2"), 0);
+    nlohmann::json report = testing::read_step_profile(dir);
+    std::map<std::string, double> calls = testing::calls_per_step(report);
+    EXPECT_GT(calls["forward.tp_collective"], 0);
+    EXPECT_GT(calls["backward_input.tp_collective"], 0);
+    forward_calls[layout.name()] = calls["forward.tp_collective"];
+    double collective_share = -1;
+    for (const auto& kind : report["kinds"]) {
+      if (kind["kind"] == "tp_collective") collective_share = kind["share"].get<double>();
+    }
+    EXPECT_GT(collective_share, 0.0);
+    EXPECT_LT(collective_share, 1.0);
   }
-  EXPECT_GT(collective_share, 0.0);
-  EXPECT_LT(collective_share, 1.0);
+  EXPECT_GT(forward_calls[sequence_parallel.name()], forward_calls[tp.name()]);
 }
 
 }  // namespace

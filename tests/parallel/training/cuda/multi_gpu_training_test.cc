@@ -9,7 +9,9 @@
 // to other experts once the gradient sums' order changes the bf16 weights by one ulp. Tensor parallelism (tp 2:
 // the vocabulary-parallel embedding and loss, heads and FFN columns split over the GPUs, their all-reduces over
 // NCCL) is held to the same bounds, and its fp32 step 1 to the CPU's single-rank step 1 within 1e-4 (the bound of
-// one GPU against the CPU, tests/apps/cuda/training_step_test.cc). Skips without two GPUs.
+// one GPU against the CPU, tests/apps/cuda/training_step_test.cc); so is tp 2 with sequence parallelism (each GPU
+// half the tokens outside the tensor-parallel regions, the all-gathers and reduce-scatters along the tokens over
+// NCCL). Skips without two GPUs.
 
 #include <gtest/gtest.h>
 
@@ -102,6 +104,10 @@ TEST_P(MultiGpuTraining, DualPipeTwoStagesMatchOneGpu) {
 
 TEST_P(MultiGpuTraining, TensorParallelTwoMatchesOneGpu) {
   expect_one_gpu_run(" --set parallel.tp=2 --set parallel.dp=1", GetParam());
+}
+
+TEST_P(MultiGpuTraining, TensorParallelTwoSequenceParallelMatchesOneGpu) {
+  expect_one_gpu_run(" --set parallel.tp=2 --set parallel.dp=1 --set parallel.sequence_parallel=true", GetParam());
 }
 
 TEST_P(MultiGpuTraining, TensorParallelTwoStepOneMatchesTheCpu) {
