@@ -1,7 +1,7 @@
 #include <cuda_bf16.h>
 
 #include "framework/device/cuda/kernel_util.cuh"
-#include "framework/device/cuda/rmsnorm_kernels.h"
+#include "framework/device/cuda/ops.h"
 
 namespace hai::cuda::kernels {
 namespace {

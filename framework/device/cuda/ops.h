@@ -1,12 +1,14 @@
 #pragma once
-// Launchers of the RMSNorm kernels behind framework/device/rmsnorm.h: rows x width, row-major fp32.
-
-#include <cuda_runtime_api.h>
+// The CUDA backend's kernel launchers, grouped by op (each defined in cuda/<op>.cu with its kernels): raw device
+// pointers and a cudaStream_t, the launch's cudaError_t returned (the dispatcher <op>.cc checks it). Compiled by nvcc
+// (C++17) as well as by the host compiler, so it includes no project header beyond the CUDA runtime's.
 
 #include <cstdint>
+#include <cuda_runtime_api.h>
 
 namespace hai::cuda::kernels {
 
+// rmsnorm.h
 // out [rows, width] fp32 (or bf16 with bf16_out), rstd [rows] <- x [rows, width], weight [width]; a warp per row
 // where the rows are 16-byte aligned float4s at most 2048 wide, else a block per row (the same bits either way).
 cudaError_t rmsnorm_forward(void* out, bool bf16_out, float* rstd, const float* x, const float* weight, float eps,
