@@ -4,7 +4,7 @@
 #include <cmath>
 #include <limits>
 
-#include "framework/device/cpu/cast.h"
+#include "framework/device/cpu/ops.h"
 #include "framework/device/cpu/parallel.h"
 
 namespace hai::cpu {

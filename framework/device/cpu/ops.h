@@ -2,7 +2,15 @@
 // The CPU backend: one reference implementation per public op, grouped by op. Each function does what the
 // framework/device/<op>.h of the same name does, on CPU tensors the dispatcher (<op>.cc) has already checked.
 
+#include <cstdint>
+#include <vector>
+
+#include "framework/device/column_copy.h"
+#include "framework/device/grad_clip.h"
 #include "framework/device/rmsnorm.h"
+#include "framework/device/rope_table.h"
+#include "framework/device/router.h"
+#include "framework/device/swiglu_rows.h"
 #include "framework/tensor/tensor.h"
 
 namespace hai::cpu {
@@ -13,5 +21,63 @@ void add_rmsnorm_forward(const Tensor& sum, const Tensor& out, const Tensor& rst
                          const Tensor& weight, float eps, const Tensor& out_bf16);
 void rmsnorm_backward(const Tensor& d_x, const Tensor& d_weight, const Tensor& d_out, const Tensor& x,
                       const Tensor& weight, const Tensor& rstd, const RmsnormBackwardOptions& options);
+
+// swiglu.h
+// out: [rows, width] <- gate, up: rows of `width` elements rows.input_stride apart (separate [N, F] tensors, or the
+// two halves of one [N, 2F]).
+void swiglu_forward(const Tensor& out, const void* gate, const void* up, DType input_dtype, const SwigluRows& rows);
+
+// d_gate, d_up (rows.gradient_stride apart) <- d_out: [rows, width] fp32, gate, up as swiglu_forward's.
+void swiglu_backward(void* d_gate, void* d_up, DType gradient_dtype, const Tensor& d_out, const void* gate,
+                     const void* up, DType input_dtype, const SwigluRows& rows);
+
+// rope.h
+void rope_forward(const Tensor& out, const Tensor& x, const Tensor& positions, const RopeTable& table,
+                  int64_t column_offset);
+void rope_backward(const Tensor& d_x, const Tensor& d_out, const Tensor& positions, const RopeTable& table,
+                   int64_t column_offset);
+
+// cast.h
+void cast_tensor(const Tensor& out, const Tensor& x);
+
+// column_copy.h
+void copy_columns(const Tensor& dst, const Tensor& src, ColumnBlock block);
+void sum_columns(const Tensor& dst, const Tensor& src, ColumnBlock block);
+
+// elementwise.h
+void scale_tensor(const Tensor& tensor, float factor);
+void add_scaled(const Tensor& y, const Tensor& x, float alpha);
+void fill_tensor(const Tensor& tensor, float value);
+void accumulate_sum(const Tensor& total, const Tensor& x, float scale);
+
+// cross_entropy.h
+void cross_entropy_forward(const Tensor& losses, const Tensor& logits, const Tensor& targets, int32_t ignore_index);
+void cross_entropy_backward(const Tensor& d_logits, const Tensor& logits, const Tensor& targets, float scale,
+                            int32_t ignore_index);
+void cross_entropy_loss_and_grad(const Tensor& losses, const Tensor& d_logits, const Tensor& logits,
+                                 const Tensor& targets, float scale, int32_t ignore_index);
+
+// balance_loss.h
+void balance_loss_forward(const Tensor& loss, const Tensor& expert_fraction, const Tensor& scores,
+                          const Tensor& topk_indices, float alpha);
+void balance_loss_backward(const Tensor& d_logits, const Tensor& d_loss, const Tensor& expert_fraction,
+                           const Tensor& scores, float alpha);
+
+// expert_load.h
+void accumulate_expert_load(const Tensor& load, const Tensor& topk_indices);
+void update_router_bias(const Tensor& bias, const Tensor& load, float gamma, const Tensor& update_scale);
+
+// grad_clip.h
+void gradient_update_scale(const Tensor& scale, const Tensor& norm, const Tensor& squared_norms, int64_t mean_over,
+                           const GradientClipSettings& settings);
+
+// grad_norm.h
+double grad_norm_squared(const std::vector<Tensor>& tensors);
+
+// router.h
+void router_forward(const Tensor& scores, const Tensor& topk_indices, const Tensor& topk_weights,
+                    const Tensor& logits, const Tensor& bias, const RouterOptions& options);
+void router_backward(const Tensor& d_logits, const Tensor& d_topk_weights, const Tensor& scores,
+                     const Tensor& topk_indices, float routed_scaling_factor);
 
 }  // namespace hai::cpu

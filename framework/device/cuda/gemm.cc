@@ -3,7 +3,7 @@
 #include "framework/device/cuda/blaslt_algorithm.h"
 #include "framework/device/cuda/blaslt_context.h"
 #include "framework/device/cuda/blaslt_descriptors.h"
-#include "framework/device/cuda/elementwise_kernels.h"
+#include "framework/device/cuda/ops.h"
 #include "framework/device/cuda/launch.h"
 
 namespace hai::cuda {

@@ -1,4 +1,4 @@
-#include "framework/device/cuda/expert_load_kernels.h"
+#include "framework/device/cuda/ops.h"
 #include "framework/device/cuda/kernel_util.cuh"
 
 namespace hai::cuda::kernels {

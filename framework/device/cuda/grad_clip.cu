@@ -1,4 +1,4 @@
-#include "framework/device/cuda/grad_clip_kernels.h"
+#include "framework/device/cuda/ops.h"
 
 namespace hai::cuda::kernels {
 namespace {

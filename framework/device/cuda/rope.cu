@@ -1,7 +1,7 @@
 #include <cuda_bf16.h>
 
 #include "framework/device/cuda/kernel_util.cuh"
-#include "framework/device/cuda/rope_kernels.h"
+#include "framework/device/cuda/ops.h"
 #include "framework/device/cuda/rope_pair.cuh"
 
 namespace hai::cuda::kernels {

@@ -1,6 +1,6 @@
 #include <cuda_bf16.h>
 
-#include "framework/device/cuda/column_copy_kernels.h"
+#include "framework/device/cuda/ops.h"
 #include "framework/device/cuda/kernel_util.cuh"
 
 namespace hai::cuda::kernels {

@@ -1,7 +1,7 @@
 #include <climits>
 
 #include "framework/device/cuda/kernel_util.cuh"
-#include "framework/device/cuda/router_kernels.h"
+#include "framework/device/cuda/ops.h"
 
 namespace hai::cuda::kernels {
 namespace {

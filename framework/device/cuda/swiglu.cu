@@ -2,7 +2,7 @@
 
 #include "framework/device/cuda/fp8_convert.cuh"
 #include "framework/device/cuda/kernel_util.cuh"
-#include "framework/device/cuda/swiglu_kernels.h"
+#include "framework/device/cuda/ops.h"
 
 namespace hai::cuda::kernels {
 namespace {

@@ -3,7 +3,7 @@
 #include <cmath>
 #include <cstdint>
 
-#include "framework/device/cuda/cross_entropy_kernels.h"
+#include "framework/device/cuda/ops.h"
 #include "framework/device/cuda/kernel_util.cuh"
 
 namespace hai::cuda::kernels {
