@@ -5,7 +5,9 @@
 #include <cstdint>
 #include <vector>
 
+#include "framework/device/adamw.h"
 #include "framework/device/column_copy.h"
+#include "framework/device/fused_adamw.h"
 #include "framework/device/grad_clip.h"
 #include "framework/device/rmsnorm.h"
 #include "framework/device/rope_table.h"
@@ -79,5 +81,28 @@ void router_forward(const Tensor& scores, const Tensor& topk_indices, const Tens
                     const Tensor& logits, const Tensor& bias, const RouterOptions& options);
 void router_backward(const Tensor& d_logits, const Tensor& d_topk_weights, const Tensor& scores,
                      const Tensor& topk_indices, float routed_scaling_factor);
+
+// embedding.h
+void embedding_forward(const Tensor& out, const Tensor& table, const Tensor& ids);
+void embedding_backward(const Tensor& d_table, const Tensor& d_out, const Tensor& ids);
+
+// adamw.h
+void adamw_step(const Tensor& params, const Tensor& grads, const Tensor& exp_avg, const Tensor& exp_avg_sq,
+                const AdamWSettings& settings);
+
+// vocab_shard.h
+void embedding_shard_forward(const Tensor& out, const Tensor& table, const Tensor& ids, int64_t first);
+void embedding_shard_backward(const Tensor& d_table, const Tensor& d_out, const Tensor& ids, int64_t first);
+void vocab_shard_row_max(const Tensor& row_max, const Tensor& logits);
+void vocab_shard_softmax_stats(const Tensor& stats, const Tensor& logits, const Tensor& row_max,
+                               const Tensor& targets, int64_t first);
+void vocab_shard_loss_and_grad(const Tensor& losses, const Tensor& d_logits, const Tensor& logits,
+                               const Tensor& row_max, const Tensor& stats, const Tensor& targets, int64_t first,
+                               float scale, int32_t ignore_index);
+
+// fused_adamw.h
+void fused_adamw_step(const Tensor& values, const Tensor& compute, const Tensor& grads, const Tensor& exp_avg,
+                      const Tensor& exp_avg_sq, const AdamWSegmentTable& segments, const AdamWSettings& settings,
+                      const GradientScale& gradient_scale);
 
 }  // namespace hai::cpu

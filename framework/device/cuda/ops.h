@@ -205,4 +205,96 @@ cudaError_t router_backward(float* d_logits, const float* d_topk_weights, const 
                             const int32_t* topk_indices, const RouterShape& shape, float routed_scaling_factor,
                             cudaStream_t stream);
 
+// embedding.h
+// out [tokens, width] <- table [vocab, width], ids [tokens]
+cudaError_t embedding_forward(float* out, const float* table, const int32_t* ids, int64_t tokens, int64_t vocab,
+                              int64_t width, cudaStream_t stream);
+
+// d_table [rows, width] (the ids [first, first + rows); first 0, rows = vocab for the whole table) += scatter of
+// d_out [tokens, width] by ids [tokens], ids outside the rows skipped; deterministic: the tokens are sorted by id (a
+// stable radix sort) and each id's row adds its tokens' rows in their order, as the CPU op does.
+// workspace: embedding_backward_workspace_bytes(tokens) bytes of device memory, 256-byte aligned.
+cudaError_t embedding_backward_workspace_bytes(int64_t tokens, int64_t* bytes);
+cudaError_t embedding_shard_backward(float* d_table, const float* d_out, const int32_t* ids, int64_t tokens,
+                                     int64_t first, int64_t rows, int64_t width, void* workspace,
+                                     cudaStream_t stream);
+
+// out [tokens, width] <- the rows [rows, width] of a shard of a vocabulary-parallel table (framework/device/
+// vocab_shard.h) holding the ids [first, first + rows): 0 rows for ids outside the shard.
+cudaError_t embedding_shard_forward(float* out, const float* table, const int32_t* ids, int64_t tokens, int64_t first,
+                                    int64_t rows, int64_t width, cudaStream_t stream);
+
+// adamw.h
+struct AdamWScalars {
+  float beta1;
+  float beta2;
+  float eps;
+  float step_size;               // lr / (1 - beta1^step)
+  float bias_correction2_sqrt;   // sqrt(1 - beta2^step)
+  float decay;                   // 1 - lr * weight_decay
+};
+
+// params [n] (updated), exp_avg / exp_avg_sq [n] (updated; fp32, or bf16 bits when bf16_moments) <- grads [n]
+cudaError_t adamw_step(float* params, const float* grads, void* exp_avg, void* exp_avg_sq, bool bf16_moments,
+                       const AdamWScalars& scalars, int64_t n, cudaStream_t stream);
+
+// vocab_shard.h
+// row_max [rows] <- logits [rows, classes] (-inf for classes == 0)
+cudaError_t vocab_shard_row_max(float* row_max, const float* logits, int64_t rows, int64_t classes,
+                                cudaStream_t stream);
+
+// stats [3, rows]: sum_v exp(logit - row_max) as hi + lo fp32, and the target's logit where the shard holds the
+// target (else 0) <- logits [rows, classes], row_max [rows], targets [rows]
+cudaError_t vocab_shard_softmax_stats(float* stats, const float* logits, const float* row_max,
+                                      const int32_t* targets, int64_t first, int64_t rows, int64_t classes,
+                                      cudaStream_t stream);
+
+// losses [rows] and, unless d_logits is null, d_logits [rows, classes] (fp32, may equal logits, or bf16 with
+// bf16_gradient) <- logits, row_max [rows], stats [3, rows] (both reduced over the ranks), targets [rows]
+cudaError_t vocab_shard_loss_and_grad(float* losses, void* d_logits, bool bf16_gradient, const float* logits,
+                                      const float* row_max, const float* stats, const int32_t* targets,
+                                      int64_t first, float scale, int32_t ignore_index, int64_t rows,
+                                      int64_t classes, cudaStream_t stream);
+
+// fused_adamw.h
+enum class ComputeCopy { none, bf16, f16 };
+
+struct FusedAdamWOperands {
+  float* values;              // [N]
+  void* compute;              // [N] bf16 or fp16 bits, null with ComputeCopy::none
+  const float* grads;         // [M]
+  void* exp_avg;              // [M] fp32, or bf16 bits when bf16_moments
+  void* exp_avg_sq;           // [M] like exp_avg
+  const int64_t* runs;        // [run_count, 4] i64: value_offset, state_offset, numel, weight_decay
+  int64_t run_count;
+  const float* gradient_scale;  // [1] on the device, read by the kernel; null: the launch's host factor
+};
+
+// scalars.decay applies to the runs whose weight_decay is 1; the gradients are multiplied by operands.gradient_scale[0]
+// or else gradient_scale; a NaN factor leaves everything as it is (a skipped step).
+cudaError_t fused_adamw_step(const FusedAdamWOperands& operands, ComputeCopy compute_copy, bool bf16_moments,
+                             const AdamWScalars& scalars, float gradient_scale, cudaStream_t stream);
+
 }  // namespace hai::cuda::kernels
+
+// Host entry points one op's dispatcher shares with another's (each defined in the CUDA block of the first op's
+// <op>.cc). Declared on forward-declared types, so that nvcc never parses the project's C++20 headers.
+namespace hai {
+class Tensor;
+struct Stream;
+struct AdamWSettings;
+}  // namespace hai
+
+namespace hai::cuda {
+
+// adamw.cc, for fused_adamw.cc: the step's scalars, the CPU op's (framework/device/cpu/adamw_element.h), so both
+// round alike.
+kernels::AdamWScalars adamw_scalars(const AdamWSettings& settings);
+
+// embedding.cc, for vocab_shard.cc: framework/device/vocab_shard.h's embedding shard, whose table's rows hold ids
+// [first, first + rows).
+void embedding_shard_forward(const Tensor& out, const Tensor& table, const Tensor& ids, int64_t first, Stream stream);
+void embedding_shard_backward(const Tensor& d_table, const Tensor& d_out, const Tensor& ids, int64_t first,
+                              Stream stream);
+
+}  // namespace hai::cuda

@@ -1,7 +1,7 @@
 #include <cuda_bf16.h>
 
 #include "framework/device/cuda/adamw_element.cuh"
-#include "framework/device/cuda/adamw_kernels.h"
+#include "framework/device/cuda/ops.h"
 #include "framework/device/cuda/kernel_util.cuh"
 
 namespace hai::cuda::kernels {

@@ -4,7 +4,7 @@
 #include <cstdint>
 
 #include "framework/device/cuda/kernel_util.cuh"
-#include "framework/device/cuda/vocab_shard_kernels.h"
+#include "framework/device/cuda/ops.h"
 
 namespace hai::cuda::kernels {
 namespace {

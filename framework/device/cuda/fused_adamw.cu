@@ -4,7 +4,7 @@
 #include <cstdint>
 
 #include "framework/device/cuda/adamw_element.cuh"
-#include "framework/device/cuda/fused_adamw_kernels.h"
+#include "framework/device/cuda/ops.h"
 #include "framework/device/cuda/kernel_util.cuh"
 
 namespace hai::cuda::kernels {
