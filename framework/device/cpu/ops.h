@@ -13,6 +13,7 @@
 #include "framework/device/rope_table.h"
 #include "framework/device/router.h"
 #include "framework/device/swiglu_rows.h"
+#include "framework/device/token_permutation.h"
 #include "framework/tensor/tensor.h"
 
 namespace hai::cpu {
@@ -104,5 +105,14 @@ void vocab_shard_loss_and_grad(const Tensor& losses, const Tensor& d_logits, con
 void fused_adamw_step(const Tensor& values, const Tensor& compute, const Tensor& grads, const Tensor& exp_avg,
                       const Tensor& exp_avg_sq, const AdamWSegmentTable& segments, const AdamWSettings& settings,
                       const GradientScale& gradient_scale);
+
+// token_permutation.h
+void build_routing_plan(const RoutingPlan& plan, const Tensor& topk_indices);
+void permute_tokens(const Tensor& x_sorted, const Tensor& x, const RoutingPlan& plan);
+void permute_tokens_backward(const Tensor& d_x, const Tensor& d_x_sorted, const RoutingPlan& plan);
+void unpermute_tokens(const Tensor& out, const Tensor& y_sorted, const Tensor& topk_weights, const RoutingPlan& plan,
+                      const Tensor& addend);
+void unpermute_tokens_backward(const Tensor& d_y_sorted, const Tensor& d_topk_weights, const Tensor& d_out,
+                               const Tensor& y_sorted, const Tensor& topk_weights, const RoutingPlan& plan);
 
 }  // namespace hai::cpu

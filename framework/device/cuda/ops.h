@@ -275,6 +275,44 @@ struct FusedAdamWOperands {
 cudaError_t fused_adamw_step(const FusedAdamWOperands& operands, ComputeCopy compute_copy, bool bf16_moments,
                              const AdamWScalars& scalars, float gradient_scale, cudaStream_t stream);
 
+// token_permutation.h
+// The element type of sorted rows that may be fp32 or bf16 (passed as their bits).
+enum class RowElement { f32, bf16 };
+
+struct PermutationShape {
+  int64_t tokens;             // T
+  int64_t experts_per_token;  // K
+  int64_t width;              // D
+};
+
+// x_sorted [T * K, D] <- x [T, D]: x_sorted[positions[t, k]] = x[t], rows of D elements of element_bytes (1, 2 or 4)
+cudaError_t permute_tokens(void* x_sorted, const void* x, int64_t element_bytes, const int32_t* positions,
+                           const PermutationShape& shape, cudaStream_t stream);
+
+// d_x [T, D] = sum_k d_x_sorted[positions[t, k]]
+cudaError_t permute_tokens_backward(float* d_x, const float* d_x_sorted, const int32_t* positions,
+                                    const PermutationShape& shape, cudaStream_t stream);
+
+// out [T, D] = addend[t] + sum_k topk_weights[t, k] * y_sorted[positions[t, k]]; addend [T, D] (not overlapping out)
+// or null (then 0)
+cudaError_t unpermute_tokens(float* out, const void* y_sorted, RowElement y_element, const float* topk_weights,
+                             const float* addend, const int32_t* positions, const PermutationShape& shape,
+                             cudaStream_t stream);
+
+// d_y_sorted[positions[t, k]] = topk_weights[t, k] * d_out[t]; d_topk_weights[t, k] = dot(d_out[t], y_sorted[...])
+// (the dot product sums each lane's strided pieces, then the lanes in a warp's tree: not in the CPU's order, and
+// in another order when the rows do not take 16-byte pieces).
+cudaError_t unpermute_tokens_backward(void* d_y_sorted, RowElement d_y_element, float* d_topk_weights,
+                                      const float* d_out, const void* y_sorted, RowElement y_element,
+                                      const float* topk_weights, const int32_t* positions,
+                                      const PermutationShape& shape, cudaStream_t stream);
+
+// token_permutation.h: build_routing_plan
+// positions [A], sources [A], expert_offsets [E + 1] <- topk_indices [A] (A = T * K). One block per expert.
+cudaError_t build_routing_plan(int32_t* positions, int32_t* sources, int32_t* expert_offsets,
+                               const int32_t* topk_indices, int64_t assignments, int64_t experts,
+                               cudaStream_t stream);
+
 }  // namespace hai::cuda::kernels
 
 // Host entry points one op's dispatcher shares with another's (each defined in the CUDA block of the first op's
