@@ -1,4 +1,3 @@
-#include "framework/device/cpu/attention.h"
 
 #include <algorithm>
 #include <cmath>

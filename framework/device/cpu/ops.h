@@ -115,4 +115,11 @@ void unpermute_tokens(const Tensor& out, const Tensor& y_sorted, const Tensor& t
 void unpermute_tokens_backward(const Tensor& d_y_sorted, const Tensor& d_topk_weights, const Tensor& d_out,
                                const Tensor& y_sorted, const Tensor& topk_weights, const RoutingPlan& plan);
 
+// attention.h
+void attention_forward(const Tensor& out, const Tensor& lse, const Tensor& q, const Tensor& k, const Tensor& v,
+                       float softmax_scale);
+void attention_backward(const Tensor& d_q, const Tensor& d_k, const Tensor& d_v, const Tensor& d_out,
+                        const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out, const Tensor& lse,
+                        float softmax_scale);
+
 }  // namespace hai::cpu

@@ -14,7 +14,7 @@
 
 #include <cstdint>
 
-#include "framework/device/cuda/attention_kernels.h"
+#include "framework/device/cuda/ops.h"
 #include "framework/device/cuda/attention_tiles.cuh"
 #include "framework/device/cuda/mma_sm80.cuh"
 #include "framework/device/cuda/rope_pair.cuh"
