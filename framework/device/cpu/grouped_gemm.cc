@@ -1,7 +1,6 @@
 #include "framework/device/cpu/grouped_gemm.h"
 
 #include "framework/device/cpu/ops.h"
-#include "framework/device/cpu/gemm.h"
 
 namespace hai::cpu {
 

@@ -8,6 +8,7 @@
 #include "framework/device/adamw.h"
 #include "framework/device/column_copy.h"
 #include "framework/device/fused_adamw.h"
+#include "framework/device/gemm.h"
 #include "framework/device/grad_clip.h"
 #include "framework/device/rmsnorm.h"
 #include "framework/device/rope_table.h"
@@ -121,5 +122,8 @@ void attention_forward(const Tensor& out, const Tensor& lse, const Tensor& q, co
 void attention_backward(const Tensor& d_q, const Tensor& d_k, const Tensor& d_v, const Tensor& d_out,
                         const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out, const Tensor& lse,
                         float softmax_scale);
+
+// gemm.h
+void gemm(const Tensor& c, const Tensor& a, const Tensor& b, const GemmOptions& options);
 
 }  // namespace hai::cpu
