@@ -1,4 +1,3 @@
-#include "framework/device/cpu/grouped_gemm.h"
 
 #include "framework/device/cpu/ops.h"
 

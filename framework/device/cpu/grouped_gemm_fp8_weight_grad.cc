@@ -1,11 +1,8 @@
-#include "framework/device/cpu/grouped_gemm_fp8_weight_grad.h"
 
 #include <cstring>
 
 #include "framework/device/cast.h"
-#include "framework/device/cpu/fp8_quantize.h"
 #include "framework/device/cpu/ops.h"
-#include "framework/device/cpu/grouped_gemm.h"
 #include "framework/device/fp8_quantize.h"
 
 namespace hai::cpu {

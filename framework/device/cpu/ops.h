@@ -10,6 +10,9 @@
 #include "framework/device/fused_adamw.h"
 #include "framework/device/gemm.h"
 #include "framework/device/grad_clip.h"
+#include "framework/device/grouped_gemm.h"
+#include "framework/device/grouped_gemm_fp8.h"
+#include "framework/device/grouped_gemm_fp8_weight_grad.h"
 #include "framework/device/rmsnorm.h"
 #include "framework/device/rope_table.h"
 #include "framework/device/router.h"
@@ -125,5 +128,36 @@ void attention_backward(const Tensor& d_q, const Tensor& d_k, const Tensor& d_v,
 
 // gemm.h
 void gemm(const Tensor& c, const Tensor& a, const Tensor& b, const GemmOptions& options);
+
+// fp8_quantize.h
+// Rows and columns of x covered by one scale.
+struct Fp8Tile {
+  int64_t rows, cols;
+};
+
+// transposed: q is [K, M] and scales [tiles along K, tiles along M] (the transposes of the plain layout).
+void quantize_tiles(const Tensor& q, const Tensor& scales, const Tensor& x, Fp8Tile tile, bool pow2_scales,
+                    bool transposed);
+void dequantize_tiles(const Tensor& x, const Tensor& q, const Tensor& scales, Fp8Tile tile);
+
+// grouped_gemm.h
+// Throws unless offsets[0] == 0, the offsets never decrease and offsets[E] <= rows (grouped_gemm_fp8's too).
+void check_offsets_values(const Tensor& expert_offsets, int64_t rows);
+
+void grouped_gemm(const Tensor& y, const Tensor& x, const ExpertWeights& weights, const Tensor& expert_offsets,
+                  const GroupedGemmOptions& options);
+void grouped_gemm_weight_grad(const ExpertWeights& gradients, const Tensor& d_y, const Tensor& x,
+                              const Tensor& expert_offsets, float beta);
+
+// grouped_gemm_fp8.h
+void grouped_gemm_fp8(const Tensor& y, const Fp8Matrix& x, const Fp8ExpertWeights& weights,
+                      const Tensor& expert_offsets, float beta);
+
+// grouped_gemm_fp8_weight_grad.h
+void pad_expert_offsets(const Tensor& padded, const Tensor& expert_offsets);
+void quantize_expert_tokens(const Fp8ExpertTokens& tokens, const Tensor& x, const Tensor& expert_offsets,
+                            const Tensor& padded, bool pow2_scales);
+void grouped_gemm_fp8_weight_grad(const ExpertWeights& grad, const Fp8ExpertTokens& d_y, const Fp8ExpertTokens& x,
+                                  const Tensor& padded, float beta);
 
 }  // namespace hai::cpu
