@@ -6,7 +6,7 @@
 #include "framework/device/rope.h"
 
 #ifdef HAI_WITH_CUDA
-#include "framework/device/cuda/attention.h"
+#include "framework/device/cuda/ops.h"
 #endif
 
 namespace hai {

@@ -4,7 +4,7 @@
 #include <bit>
 
 #include "framework/device/cast.h"
-#include "framework/device/cpu/fp8_quantize.h"
+#include "framework/device/cpu/ops.h"
 #include "framework/device/dispatch.h"
 
 #ifdef HAI_WITH_CUDA

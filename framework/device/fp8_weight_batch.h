@@ -30,7 +30,7 @@ class Fp8WeightBatch {
 
  private:
   std::vector<Fp8WeightCopy> copies_;
-  OwnedTensor table_;  // on a GPU: the kernel's table of the copies (cuda/fp8_weight_batch.h); else undefined
+  OwnedTensor table_;  // on a GPU: the kernel's table of the copies (fp8_weight_batch.cc); else undefined
   int64_t tiles_ = 0;  // 128x128 tiles of all copies
 };
 

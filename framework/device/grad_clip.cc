@@ -3,11 +3,26 @@
 #include <algorithm>
 #include <cmath>
 
-#include "framework/device/cpu/grad_clip.h"
+#include "framework/device/cpu/ops.h"
 #include "framework/device/dispatch.h"
 
 #ifdef HAI_WITH_CUDA
-#include "framework/device/cuda/grad_clip.h"
+#include "framework/device/cuda/launch.h"
+#include "framework/device/cuda/ops.h"
+
+// The CUDA backend's host side: the checked tensors to the launchers of cuda/grad_clip.cu.
+namespace hai::cuda {
+
+void gradient_update_scale(const Tensor& scale, const Tensor& norm, const Tensor& squared_norms, int64_t mean_over,
+                           const GradientClipSettings& settings, Stream stream) {
+  cudaStream_t cuda_stream = prepare_launch(scale.device(), stream);
+  check_launch(kernels::gradient_update_scale(scale.data<float>(), static_cast<double*>(norm.raw()),
+                                              static_cast<const double*>(squared_norms.raw()), squared_norms.numel(),
+                                              mean_over, settings.max_norm, settings.loss_scale, cuda_stream),
+               "gradient_update_scale");
+}
+
+}  // namespace hai::cuda
 #endif
 
 namespace hai {

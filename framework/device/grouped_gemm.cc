@@ -1,6 +1,6 @@
 #include "framework/device/grouped_gemm.h"
 
-#include "framework/device/cpu/grouped_gemm.h"
+#include "framework/device/cpu/ops.h"
 #include "framework/device/dispatch.h"
 
 #ifdef HAI_WITH_CUDA

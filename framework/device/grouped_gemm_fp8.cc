@@ -1,6 +1,6 @@
 #include "framework/device/grouped_gemm_fp8.h"
 
-#include "framework/device/cpu/grouped_gemm_fp8.h"
+#include "framework/device/cpu/ops.h"
 #include "framework/device/dispatch.h"
 #include "framework/device/fp8_quantize.h"
 

@@ -1,4 +1,4 @@
-#include "framework/device/cpu/adamw.h"
+#include "framework/device/cpu/ops.h"
 
 #include "framework/device/cpu/adamw_element.h"
 #include "framework/device/cpu/parallel.h"

@@ -1,10 +1,9 @@
-#include "framework/device/cpu/attention.h"
 
 #include <algorithm>
 #include <cmath>
 #include <limits>
 
-#include "framework/device/cpu/cast.h"
+#include "framework/device/cpu/ops.h"
 #include "framework/device/cpu/parallel.h"
 
 namespace hai::cpu {

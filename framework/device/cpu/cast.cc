@@ -1,4 +1,4 @@
-#include "framework/device/cpu/cast.h"
+#include "framework/device/cpu/ops.h"
 
 #include <cstring>
 

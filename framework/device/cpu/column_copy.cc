@@ -1,4 +1,4 @@
-#include "framework/device/cpu/column_copy.h"
+#include "framework/device/cpu/ops.h"
 
 namespace hai::cpu {
 namespace {

@@ -1,4 +1,4 @@
-#include "framework/device/cpu/cross_entropy.h"
+#include "framework/device/cpu/ops.h"
 
 #include <algorithm>
 #include <cmath>

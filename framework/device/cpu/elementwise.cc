@@ -1,4 +1,4 @@
-#include "framework/device/cpu/elementwise.h"
+#include "framework/device/cpu/ops.h"
 
 namespace hai::cpu {
 

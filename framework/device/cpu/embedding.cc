@@ -1,4 +1,4 @@
-#include "framework/device/cpu/embedding.h"
+#include "framework/device/cpu/ops.h"
 
 #include <algorithm>
 

@@ -1,4 +1,4 @@
-#include "framework/device/cpu/expert_load.h"
+#include "framework/device/cpu/ops.h"
 
 #include <cmath>
 

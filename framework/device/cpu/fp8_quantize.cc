@@ -1,4 +1,4 @@
-#include "framework/device/cpu/fp8_quantize.h"
+#include "framework/device/cpu/ops.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,4 +1,4 @@
-#include "framework/device/cpu/fused_adamw.h"
+#include "framework/device/cpu/ops.h"
 
 #include <cmath>
 

@@ -1,4 +1,4 @@
-#include "framework/device/cpu/grad_clip.h"
+#include "framework/device/cpu/ops.h"
 
 #include <bit>
 #include <cmath>

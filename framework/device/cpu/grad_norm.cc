@@ -1,4 +1,4 @@
-#include "framework/device/cpu/grad_norm.h"
+#include "framework/device/cpu/ops.h"
 
 namespace hai::cpu {
 

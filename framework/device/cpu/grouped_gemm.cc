@@ -1,7 +1,5 @@
-#include "framework/device/cpu/grouped_gemm.h"
 
-#include "framework/device/cpu/cast.h"
-#include "framework/device/cpu/gemm.h"
+#include "framework/device/cpu/ops.h"
 
 namespace hai::cpu {
 

@@ -1,8 +1,5 @@
-#include "framework/device/cpu/grouped_gemm_fp8.h"
 
-#include "framework/device/cpu/fp8_quantize.h"
-#include "framework/device/cpu/gemm.h"
-#include "framework/device/cpu/grouped_gemm.h"
+#include "framework/device/cpu/ops.h"
 #include "framework/device/fp8_quantize.h"
 
 namespace hai::cpu {

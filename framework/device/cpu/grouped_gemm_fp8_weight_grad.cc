@@ -1,11 +1,8 @@
-#include "framework/device/cpu/grouped_gemm_fp8_weight_grad.h"
 
 #include <cstring>
 
 #include "framework/device/cast.h"
-#include "framework/device/cpu/fp8_quantize.h"
-#include "framework/device/cpu/gemm.h"
-#include "framework/device/cpu/grouped_gemm.h"
+#include "framework/device/cpu/ops.h"
 #include "framework/device/fp8_quantize.h"
 
 namespace hai::cpu {
@@ -18,7 +15,7 @@ OwnedTensor token_padded_rows(const Tensor& x, const int32_t* offsets, const int
                               int64_t padded_rows) {
   const int64_t columns = x.size(1);
   OwnedTensor widened(x.shape(), DType::f32);  // [R, C], exact
-  cast_tensor(widened, x);
+  hai::cast_tensor(widened, x);
   OwnedTensor rows(Shape{padded_rows, columns}, DType::f32);  // [P, C]
   std::memset(rows.tensor().raw(), 0, rows.tensor().bytes());
   for (int64_t e = 0; e < experts; ++e) {

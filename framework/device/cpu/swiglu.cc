@@ -1,4 +1,4 @@
-#include "framework/device/cpu/swiglu.h"
+#include "framework/device/cpu/ops.h"
 
 #include <cmath>
 

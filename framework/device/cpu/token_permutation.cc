@@ -1,4 +1,4 @@
-#include "framework/device/cpu/token_permutation.h"
+#include "framework/device/cpu/ops.h"
 
 #include <algorithm>
 

@@ -5,7 +5,7 @@
 
 #include <cuda_bf16.h>
 
-#include "framework/device/cuda/adamw_kernels.h"
+#include "framework/device/cuda/ops.h"
 
 namespace hai::cuda::kernels {
 

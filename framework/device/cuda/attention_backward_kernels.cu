@@ -15,7 +15,7 @@
 
 #include <cmath>
 
-#include "framework/device/cuda/attention_kernels.h"
+#include "framework/device/cuda/ops.h"
 #include "framework/device/cuda/attention_mma.cuh"
 #include "framework/device/cuda/attention_tiles.cuh"
 #include "framework/device/cuda/attention_widths.cuh"

@@ -25,7 +25,7 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "framework/device/cuda/attention_kernels.h"
+#include "framework/device/cuda/ops.h"
 #include "framework/device/cuda/attention_tiles.cuh"
 #include "framework/device/cuda/attention_widths.cuh"
 #include "framework/device/cuda/attention_wgmma.cuh"

@@ -7,7 +7,7 @@
 
 #include <cmath>
 
-#include "framework/device/cuda/attention_kernels.h"
+#include "framework/device/cuda/ops.h"
 #include "framework/device/cuda/kernel_util.cuh"
 
 namespace hai::cuda::kernels {

@@ -14,7 +14,7 @@
 
 #include <cstdint>
 
-#include "framework/device/cuda/attention_kernels.h"
+#include "framework/device/cuda/ops.h"
 #include "framework/device/cuda/attention_tiles.cuh"
 #include "framework/device/cuda/mma_sm80.cuh"
 #include "framework/device/cuda/rope_pair.cuh"
@@ -75,7 +75,7 @@ struct KeyValueMaps {
   int v_column;        // the first column of v in its map: 0, or N
 };
 
-// Encodes `maps` for boxes of box_rows rows: from source.k and source.v, or MLA's (attention_kernels.h).
+// Encodes `maps` for boxes of box_rows rows: from source.k and source.v, or MLA's (cuda/ops.h).
 inline cudaError_t encode_key_value_maps(KeyValueMaps* maps, const KeyValueSource& source,
                                         const AttentionGeometry& geometry, int box_rows) {
   if (source.k_rope == nullptr) {

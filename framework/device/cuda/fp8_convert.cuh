@@ -1,5 +1,5 @@
 #pragma once
-// The e4m3 conversions of the CUDA fp8 kernels (fp8_quantize_kernels.cu, swiglu_fp8_kernels.cu), bit for bit the
+// The e4m3 conversions of the CUDA fp8 kernels (fp8_quantize_kernels.cu, swiglu.cu), bit for bit the
 // CPU's (framework/device/fp8_quantize.h, framework/core/dtype.cc).
 
 #include <cuda_fp8.h>
