@@ -9,7 +9,7 @@
 
 #ifdef HAI_WITH_CUDA
 #include "framework/device/cuda/expert_dispatch.h"
-#include "framework/device/cuda/side_stream.h"
+#include "framework/device/cuda/ops.h"
 #endif
 
 namespace hai {

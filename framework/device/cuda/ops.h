@@ -389,6 +389,7 @@ cudaError_t attention_backward_mla_wgmma(const MlaGradients& gradients, const fl
 // <op>.cc). Declared on forward-declared types, so that nvcc never parses the project's C++20 headers.
 namespace hai {
 class Tensor;
+struct Device;
 struct Stream;
 struct AdamWSettings;
 struct RopeTable;
@@ -406,6 +407,11 @@ void embedding_shard_forward(const Tensor& out, const Tensor& table, const Tenso
 void embedding_shard_backward(const Tensor& d_table, const Tensor& d_out, const Tensor& ids, int64_t first,
                               Stream stream);
 
+
+// side_stream.cc, for expert_dispatch.cc (the count reader's event): an event without timing on `device`; destroying
+// takes either handle null and is unchecked (called from destructors).
+void* create_event(Device device);
+void destroy_stream_and_event(Stream stream, void* event);
 
 // attention.cc, for attention_mla.cc: framework/device/attention_mla.h's ops (operands already checked) where the
 // wgmma kernels read MLA's kv and k_rope and write its gradients themselves: q, kv, k_rope (and d_q, d_kv) bf16, N a
