@@ -128,7 +128,8 @@ double moe_saved_bytes(const Config& config, const SavedElementBytes& b, bool se
   double tokens = static_cast<double>(config.train.micro_batch_size * config.train.seq_len);
   double routing = 4.0 * experts + 4.0 * 2 * k + 4.0 * 2 * k +  // scores; top-k indices, weights; the plan
                    (4.0 * experts + 4) / static_cast<double>(config.train.seq_len);  // per sequence: f, loss
-  double kept = routing + (selective ? 0 : 4.0 * hidden) + b.saved * k * hidden;  // input (gate's W), outputs
+  // x (the gate's W) and the routed outputs (the combine's backward), both remade under selective recomputation
+  double kept = routing + (selective ? 0 : (4.0 + b.saved * k) * hidden);
   // The routed experts' FP8 copies pad each segment of rows to whole 128-row tiles; segments: every expert's rows
   // (under ep, each local expert's from each source rank: E again), T * K / E rows each on average.
   double segment_rows = tokens * static_cast<double>(k) / static_cast<double>(experts);
@@ -137,6 +138,7 @@ double moe_saved_bytes(const Config& config, const SavedElementBytes& b, bool se
   kept += static_cast<double>(k) * 2 * ffn * b.swiglu_input;  // gate and up
   if (b.fp8) {
     kept += padded_rows * b.linear_input * ffn;  // the activation's FP8 copy
+    if (selective) kept += static_cast<double>(k) * b.linear_input * ffn;  // down_proj's e4m3 input, for the outputs
   } else if (!selective) {
     kept += static_cast<double>(k) * b.compute * ffn;  // the activation
   }

@@ -57,7 +57,9 @@ void MoeLayer::forward(Context& ctx, const Tensor& out, OwnedTensor&& x, int64_t
   OwnedTensor outputs = experts_.uses_fp8()
                             ? compute_experts_fp8(ctx, input)
                             : compute_experts(ctx, tokens.tensor().defined() ? tokens.tensor() : input);
-  dispatcher_->combine(ctx.dispatch, out, std::move(outputs), ctx.topk_weights, residual);  // [T, H]
+  // NOTE: under selective recomputation the outputs are not kept: backward_input recomputes them (recompute_outputs).
+  dispatcher_->combine(ctx.dispatch, out, std::move(outputs), ctx.topk_weights, residual,
+                       /*keep_outputs=*/!recompute_);  // [T, H]
   if (shared_) {
     // out += the shared expert's output, added by its down projection's GEMM (the same fp32 sum as an add).
     mark_phase(profiler_, "forward.shared_expert");
@@ -167,6 +169,7 @@ void MoeLayer::backward_input(Context& ctx, const Tensor& d_x, const Tensor& d_o
     d_out_per_tp_rank = to_compute_dtype(d_out, DType::f32);
     scale_tensor(d_out_per_tp_rank, 1.0f / static_cast<float>(tp_size_));
   }
+  if (recompute_) recompute_outputs(ctx, hidden, device);
   // NOTE: in the dtype the experts compute in (bf16 in bf16 training): they keep it for W.
   OwnedTensor d_outputs = dispatcher_->combine_backward(ctx.dispatch, d_topk_weights,
                                                         tp_size_ > 1 ? d_out_per_tp_rank.tensor() : d_out,
@@ -189,6 +192,13 @@ void MoeLayer::backward_input(Context& ctx, const Tensor& d_x, const Tensor& d_o
   }
   mark_phase(profiler_, "backward_input.moe_routing");
   route_backward(ctx, d_x, d_topk_weights, balance_loss_grad);
+}
+
+void MoeLayer::recompute_outputs(Context& ctx, int64_t hidden, Device device) const {
+  Shape rows{dispatcher_->local_rows(ctx.dispatch), hidden};
+  OwnedTensor outputs(rows, saved_activation_dtype(experts_.compute_dtype()), device);  // [R, H] as forward's
+  experts_.recompute_output(ctx.experts, outputs);
+  dispatcher_->return_outputs_again(ctx.dispatch, std::move(outputs));
 }
 
 void MoeLayer::route_backward(Context& ctx, const Tensor& d_x, const Tensor& d_topk_weights,

@@ -95,8 +95,10 @@ class MoeLayer {
   void backward_weight(Context& ctx) const;
 
   // Selective recomputation: forward does not keep x (the post-attention norm's output) nor the shared expert's
-  // input (unless FP8) nor the routed experts' SwiGLU activations (unless FP8); the caller hands x back with
-  // recompute_input before backward_input, the experts remake their activations from gate and up.
+  // input (unless FP8) nor the routed experts' SwiGLU activations (unless FP8) nor their outputs (K x H a token; under
+  // FP8 their down projection's e4m3 input is kept instead); the caller hands x back with recompute_input before
+  // backward_input, the experts remake their activations from gate and up and backward_input their outputs from
+  // those, by forward's GEMM (the same bits), before the combine's backward, which releases them.
   void set_recompute(bool selective);
   // x: [T, H] fp32 and x_bf16 as forward got them.
   void recompute_input(Context& ctx, OwnedTensor&& x, OwnedTensor x_bf16 = {}) const;
@@ -134,6 +136,9 @@ class MoeLayer {
   // shared expert's saved input when it reads expert_tokens) or kept by the dispatcher (TokenDispatcher::
   // dispatch_again); under FP8 the e4m3 rows dequantised.
   OwnedTensor experts_input_again(Context& ctx) const;
+  // Selective recomputation: the routed experts' outputs [R, H] remade (RoutedExperts::recompute_output) and
+  // returned to their tokens for the combine's backward, which releases them.
+  void recompute_outputs(Context& ctx, int64_t hidden, Device device) const;
   void route_backward(Context& ctx, const Tensor& d_x, const Tensor& d_topk_weights, float balance_loss_grad) const;
 
   int64_t routed_experts_;

@@ -166,6 +166,27 @@ void RoutedExperts::forward_fp8(Context& ctx, const Tensor& out, const Fp8Matrix
   ctx.up = quantize_rows(up, fp8_->pow2_activation_scales);
   grouped_gemm_fp8(out, activation_rows.matrix(), fp8_->down, expert_offsets);
   ctx.activation_tokens = token_copy(ctx, activation);
+  if (recompute_) ctx.activation_rows = std::move(activation_rows);
+}
+
+void RoutedExperts::recompute_output(Context& ctx, const Tensor& out) const {
+  HAI_CHECK(recompute_, "routed experts: outputs recomputed by experts that keep nothing for it");
+  if (uses_fp8()) {
+    grouped_gemm_fp8(out, ctx.activation_rows.matrix(), fp8_->down, ctx.expert_offsets);
+    ctx.activation_rows = Fp8Rows();
+    return;
+  }
+  remake_activation(ctx);
+  grouped_gemm(out, ctx.activation, down_, ctx.expert_offsets);
+}
+
+void RoutedExperts::remake_activation(Context& ctx) const {
+  if (ctx.activation.tensor().raw() != nullptr) return;
+  // [R, F] as forward made it: the same SwiGLU on the same gate and up
+  OwnedTensor activation(Shape{ctx.gate_up.tensor().size(0), ffn_size()}, saved_activation_dtype(compute_dtype()),
+                         ctx.gate_up.tensor().device());
+  swiglu_forward(activation, ctx.gate_up);
+  ctx.activation = in_dtype(std::move(activation), compute_dtype());
 }
 
 void RoutedExperts::backward_input(Context& ctx, const Tensor& d_x_sorted, OwnedTensor d_out) const {
@@ -176,11 +197,7 @@ void RoutedExperts::backward_input(Context& ctx, const Tensor& d_x_sorted, Owned
   input_gradient(ctx, d_activation, ctx.d_out, down_, &Fp8Projections::down_transposed, &Context::d_out_tokens, 0.0f);
   DType written = saved_activation_dtype(compute_dtype());  // bf16 in bf16 training: no fp32 copies
   if (!uses_fp8()) {
-    if (recompute_) {
-      OwnedTensor activation(Shape{rows, ffn_size()}, written, device);  // [R, F] as forward made it
-      swiglu_forward(activation, ctx.gate_up);
-      ctx.activation = in_dtype(std::move(activation), compute_dtype());
-    }
+    if (recompute_) remake_activation(ctx);
     // One GEMM over gate_proj's and up_proj's 2F inputs: d_x is written once, not written and then added to.
     OwnedTensor d_gate_up(Shape{rows, 2 * ffn_size()}, written, device);  // [R, 2F]
     swiglu_backward(d_gate_up, d_activation, ctx.gate_up);

@@ -62,6 +62,9 @@ class RoutedExperts {
     OwnedTensor gate_up;     // [R, 2F] gate_proj(x), up_proj(x) in the saved dtype (SwiGLU backward; released by it)
     Fp8Rows gate, up;        // [R, F] each under FP8 (two FP8 GEMMs): their bf16 outputs cached in FP8, 1x128 tiles
     OwnedTensor activation;  // [R, F] silu(gate) * up in the compute dtype (wgrad of down_proj); not under FP8
+    // Under FP8 with selective recomputation: down_proj's forward operand (SwiGLU's fp32 activation quantised 1x128,
+    // e4m3 [R, F] and scales), kept for recompute_output instead of the caller keeping the outputs.
+    Fp8Rows activation_rows;
     // Under FP8, what forward keeps of the input (if kept) and the activation instead: the token-padded FP8 copies
     // of their rounding to the compute dtype (the weight gradient's operands), [H, P] and [F, P].
     Fp8ExpertTokenBuffers input_tokens, activation_tokens;
@@ -95,8 +98,13 @@ class RoutedExperts {
   // (rounded to the compute dtype unless it has it; under FP8 that rounding is what the input gradient quantises).
   void backward_input(Context& ctx, const Tensor& d_x_sorted, OwnedTensor d_out) const;
   // Selective recomputation: forward (not forward_fp8, which keeps the activation's FP8 copy) does not keep SwiGLU's
-  // activation; backward_input remakes it from gate and up, the same bits.
+  // activation; recompute_output (or else backward_input) remakes it from gate and up, the same bits. The caller
+  // does not keep the outputs: forward_fp8 keeps down_proj's FP8 operand (ctx.activation_rows) for recompute_output.
   void set_recompute(bool selective) { recompute_ = selective; }
+  // Selective recomputation, before backward_input: out [R, H] as forward wrote it, bit for bit (down_proj's same
+  // GEMM on the same operand: the activation remade from gate and up, or under FP8 the kept activation_rows, which
+  // it then releases).
+  void recompute_output(Context& ctx, const Tensor& out) const;
   // Adds the three projections' gradients of every expert (Parameter::grad_beta: the step's first call writes
   // them, zeros for an expert that received no rows), then releases ctx.
   // x_sorted: forward's x_sorted again, exactly when forward did not keep it (else null).
@@ -118,6 +126,8 @@ class RoutedExperts {
   // made here from input, [R, H] in the compute dtype, when forward did not keep it): three FP8 grouped GEMMs
   // (grouped_gemm_fp8_weight_grad.h).
   void backward_weight_fp8(Context& ctx, const Tensor* input) const;
+  // ctx.activation [R, F] remade from ctx.gate_up unless it is there (selective recomputation).
+  void remake_activation(Context& ctx) const;
   // sorted: [R, C] -> its token-padded FP8 copy over ctx's token tiles.
   Fp8ExpertTokenBuffers token_copy(Context& ctx, const Tensor& sorted) const;
 

@@ -91,11 +91,19 @@ TokenDispatcher::SourceSegments TokenDispatcher::source_segments(const Context& 
 }
 
 void TokenDispatcher::combine(Context& ctx, const Tensor& out, OwnedTensor outputs, const Tensor& topk_weights,
-                              const Tensor& residual) const {
+                              const Tensor& residual, bool keep_outputs) const {
   mark("forward.expert_exchange");
   ctx.outputs = returned(ctx, std::move(outputs));  // [T * K, H]
   unpermute_tokens(out, ctx.outputs, topk_weights, *ctx.plan, residual);
+  if (!keep_outputs) ctx.outputs = OwnedTensor();
   mark("forward.moe_experts");
+}
+
+void TokenDispatcher::return_outputs_again(Context& ctx, OwnedTensor outputs) const {
+  HAI_CHECK(ctx.outputs.tensor().raw() == nullptr, "token dispatch: the experts' outputs returned twice");
+  mark("backward_input.expert_exchange");
+  ctx.outputs = returned(ctx, std::move(outputs));  // [T * K, H]
+  mark("backward_input.moe_experts");
 }
 
 OwnedTensor TokenDispatcher::combine_backward(Context& ctx, const Tensor& d_topk_weights, const Tensor& d_out,

@@ -100,10 +100,14 @@ class TokenDispatcher {
   // run, then "<pass>.moe_experts" (pass: forward, backward_input); nothing at ep = 1. Null turns it off.
   void set_profiler(StepProfiler* profiler) { profiler_ = profiler; }
 
-  // out: [T, H] fp32 <- outputs: [R, H] fp32 or bf16 in the local order (kept returned, sorted, for the backward),
-  // topk_weights: [T, K] fp32, residual: [T, H] fp32 apart from out, or not defined (unpermute_tokens' sums).
+  // out: [T, H] fp32 <- outputs: [R, H] fp32 or bf16 in the local order (returned, sorted, and kept for the
+  // backward unless keep_outputs is false), topk_weights: [T, K] fp32, residual: [T, H] fp32 apart from out, or not
+  // defined (unpermute_tokens' sums).
   void combine(Context& ctx, const Tensor& out, OwnedTensor outputs, const Tensor& topk_weights,
-               const Tensor& residual = {}) const;
+               const Tensor& residual = {}, bool keep_outputs = true) const;
+  // Where combine did not keep them: the outputs recomputed in backward ([R, H] in the local order, the bits combine
+  // got), returned to their tokens as combine returned them (a collective under ep) and kept for combine_backward.
+  void return_outputs_again(Context& ctx, OwnedTensor outputs) const;
   // The combine's backward: d_topk_weights [T, K] fp32 (overwritten) and the returned [R, H] output gradient in
   // dtype (fp32 or bf16, rounded once) in the local order <- d_out: [T, H] fp32. Releases what combine kept.
   OwnedTensor combine_backward(Context& ctx, const Tensor& d_topk_weights, const Tensor& d_out,

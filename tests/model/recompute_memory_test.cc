@@ -193,6 +193,28 @@ TEST(RecomputeMemory, LargerShapeKeepsWhatThePlanSays) {
   }
 }
 
+// Selective recomputation keeps no routed expert outputs (T x K x H, the combine's backward remakes them by the
+// down projection's forward GEMM; under FP8 its e4m3 input is kept instead, K x F x 1.03 bytes a token): the MoE
+// layer's kept bytes are the plan's, which leaves the outputs out, within a third of the outputs' bytes, so a layer
+// that kept them would fail.
+TEST(RecomputeMemory, SelectiveKeepsNoRoutedExpertOutputs) {
+  for (PrecisionMode precision : {PrecisionMode::fp32, PrecisionMode::bf16, PrecisionMode::fp8}) {
+    Config config = larger_config();
+    config.precision.mode = precision;
+    config.train.recompute = RecomputeMode::selective;
+    ParameterStore store = make_store(config);
+    const ModelConfig& m = config.model;
+    double tokens = static_cast<double>(config.train.micro_batch_size * config.train.seq_len);
+    double outputs = tokens * static_cast<double>(m.moe.experts_per_token * m.hidden_size) *
+                     (precision == PrecisionMode::fp32 ? 4 : 2);  // [T K, H] in the saved dtype
+    auto measured = static_cast<double>(measured_saved_bytes(config, store, 1));
+    double planned = layer_saved_bytes_per_token(config, true) * tokens;
+    std::printf("routed outputs: larger %s moe selective: measured %.0f bytes, planned %.0f, outputs %.0f\n",
+                std::string(to_string(precision)).c_str(), measured, planned, outputs);
+    EXPECT_NEAR(planned, measured, outputs / 3) << to_string(precision);
+  }
+}
+
 // MLA's kept bytes alone (its Context, x prepared for q_a_proj included), measured against the plan's
 // attention_saved_bytes_per_token within 3%: the attention output is kept once (bf16 under FP8, no FP8 copy beside it
 // for o_proj's weight gradient, which quantises it again), about 6% of the attention's bytes without recomputation

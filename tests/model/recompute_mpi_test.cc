@@ -2,7 +2,8 @@
 // layout is trained with and without recomputation and the losses, the rank's gradients and routed-token counts are
 // compared bit for bit, under selective and full, in fp32, bf16 and fp8.
 // - Expert parallelism over the whole world (ep = ranks, the tiny model's 8 experts split): full recomputation
-//   re-runs each MoE layer's dispatch and combine exchanges at the start of its backward.
+//   re-runs each MoE layer's dispatch and combine exchanges at the start of its backward; selective recomputes the
+//   routed experts' outputs and returns them by the combine's exchange again.
 // - Two DualPipe (and DualPipeV) pipeline ranks per dp rank, with ep = dp (4 ranks: pp 2 x ep 2): the recomputed
 //   exchanges run in the backward chunks that DualPipe interleaves with other micro-batches' forward chunks, in the
 //   same order on every rank of an ep group (they run the same schedule), so they pair up and nothing waits forever.
