@@ -416,6 +416,12 @@ class RankPlanner {
     } else {
       exchanges = {{"dispatch backward", "output gradients, " + dtype, bytes.return_row},
                    {"combine backward", "input gradients, " + dtype, bytes.return_row}};
+      if (config_.train.recompute == RecomputeMode::selective) {
+        // NOTE: selective recomputation returns the recomputed outputs and dispatches the rows again for W.
+        exchanges.push_back({"combine again", "recomputed expert outputs, " + dtype, bytes.return_row});
+        std::string rows = fp8 ? "e4m3 + 1x128 scales" : dtype;
+        exchanges.push_back({"dispatch again", "routed rows for W, " + rows, bytes.dispatch_row});
+      }
     }
     for (const Exchange& exchange : exchanges) {
       size_t index = index_of(traffic, "ep", exchange.name, exchange.payload, over);
@@ -579,6 +585,11 @@ CommPlan plan_communication(const Config& config) {
     }
     layer.backward_seconds = 2 * bandwidths.seconds(bytes.rows_nvlink * bytes.return_row,
                                                     bytes.rows_infiniband * bytes.return_row);
+    if (config.train.recompute == RecomputeMode::selective) {  // the combine and the dispatch again (expert_traffic)
+      for (double row : {bytes.return_row, bytes.dispatch_row}) {
+        layer.backward_seconds += bandwidths.seconds(bytes.rows_nvlink * row, bytes.rows_infiniband * row);
+      }
+    }
   }
   return plan;
 }

@@ -89,7 +89,7 @@ struct RankCommunication {
 struct MoeLayerCommunication {
   double forward_compute_seconds = 0;   // the layer's forward FLOPs at runtime.achieved_tflops; backward 2x
   double forward_seconds = 0;           // its dispatch + combine
-  double backward_seconds = 0;          // the same in backward
+  double backward_seconds = 0;          // the same in backward (selective: + the combine and dispatch again)
   double forward_nvlink_bytes = 0, forward_infiniband_bytes = 0;
   // compute : communication, forward (1 is DeepSeek-V3's cross-node 1:1); 0 without an exchange
   double forward_ratio() const { return forward_seconds > 0 ? forward_compute_seconds / forward_seconds : 0; }

@@ -143,8 +143,9 @@ double moe_saved_bytes(const Config& config, const SavedElementBytes& b, bool se
     kept += static_cast<double>(k) * b.compute * ffn;  // the activation
   }
   // The received rows the dispatcher keeps for W (e4m3 + 1x128 scales under FP8), at the group's average: T * K a
-  // token (perfect balance, docs/scale.md).
-  if (p.ep > 1) kept += k * (b.fp8 ? b.linear_input : b.compute) * hidden;
+  // token (perfect balance, docs/scale.md). Selective recomputation dispatches them again at W instead: its send and
+  // receive buffers (two rows of T * K at once) are no larger than dispatch_transient_bytes, and come after it.
+  if (p.ep > 1 && !selective) kept += k * (b.fp8 ? b.linear_input : b.compute) * hidden;
   kept *= sequence_share;
   if (m.moe.shared_experts > 0) {
     kept += feed_forward_saved_bytes(

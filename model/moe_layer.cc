@@ -137,7 +137,8 @@ OwnedTensor MoeLayer::compute_experts(Context& ctx, const Tensor& rows) const {
   OwnedTensor local = dispatcher_->dispatch(ctx.dispatch, rows);  // [R, H] by local expert
   OwnedTensor outputs(local.shape(), saved_activation_dtype(experts_.compute_dtype()), rows.device());  // [R, H]
   experts_.forward(ctx.experts, outputs, local, dispatcher_->local_offsets(ctx.dispatch), /*keep_input=*/false);
-  dispatcher_->keep_for_weight_gradient(ctx.dispatch, std::move(local));
+  // NOTE: under selective recomputation W dispatches the rows again (experts_input_again) instead.
+  if (!recompute_) dispatcher_->keep_for_weight_gradient(ctx.dispatch, std::move(local));
   return outputs;
 }
 
@@ -152,7 +153,7 @@ OwnedTensor MoeLayer::compute_experts_fp8(Context& ctx, const Tensor& x) const {
   ctx.experts.padded_expert_offsets = segments.padded_expert_offsets;
   OwnedTensor outputs(local.values.shape(), saved_activation_dtype(experts_.compute_dtype()), x.device());  // [R, H]
   experts_.forward_fp8(ctx.experts, outputs, local.matrix(), dispatcher_->local_offsets(ctx.dispatch), {});
-  dispatcher_->keep_for_weight_gradient(ctx.dispatch, std::move(local));
+  if (!recompute_) dispatcher_->keep_for_weight_gradient(ctx.dispatch, std::move(local));
   return outputs;
 }
 

@@ -133,8 +133,9 @@ class MoeLayer {
   // read by the experts' FP8 GEMMs.
   OwnedTensor compute_experts_fp8(Context& ctx, const Tensor& x) const;
   // The experts' input rows [R, H] in their compute dtype for their weight gradient: dispatched again from x (the
-  // shared expert's saved input when it reads expert_tokens) or kept by the dispatcher (TokenDispatcher::
-  // dispatch_again); under FP8 the e4m3 rows dequantised.
+  // shared expert's saved input when it reads expert_tokens) or kept by the dispatcher at ep > 1 without
+  // recomputation (TokenDispatcher::dispatch_again; under selective recomputation the exchange runs again); under
+  // FP8 the e4m3 rows (x quantised again: the same bits) dequantised.
   OwnedTensor experts_input_again(Context& ctx) const;
   // Selective recomputation: the routed experts' outputs [R, H] remade (RoutedExperts::recompute_output) and
   // returned to their tokens for the combine's backward, which releases them.

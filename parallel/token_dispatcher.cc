@@ -52,24 +52,39 @@ Fp8Rows TokenDispatcher::dispatch_fp8(Context& ctx, const Fp8Rows& tokens) const
 }
 
 void TokenDispatcher::keep_for_weight_gradient(Context& ctx, OwnedTensor local) const {
-  if (exchanges()) ctx.kept_rows = std::move(local);
+  if (!exchanges()) return;
+  ctx.kept_rows = std::move(local);
+  ctx.rows_kept = true;
 }
 
 void TokenDispatcher::keep_for_weight_gradient(Context& ctx, Fp8Rows local) const {
-  if (exchanges()) ctx.kept_fp8_rows = std::move(local);
+  if (!exchanges()) return;
+  ctx.kept_fp8_rows = std::move(local);
+  ctx.rows_kept = true;
 }
 
 OwnedTensor TokenDispatcher::dispatch_again(Context& ctx, const std::function<Tensor()>& tokens) const {
-  if (exchanges()) return std::move(ctx.kept_rows);
-  return moved_to_local(ctx, tokens());
+  if (ctx.rows_kept) {
+    ctx.rows_kept = false;
+    return std::move(ctx.kept_rows);
+  }
+  mark("backward_weight.expert_exchange");
+  OwnedTensor local = moved_to_local(ctx, tokens());
+  mark("backward_weight.moe_experts");
+  return local;
 }
 
 Fp8Rows TokenDispatcher::dispatch_fp8_again(Context& ctx, const std::function<Fp8Rows()>& tokens) const {
-  if (exchanges()) return std::move(ctx.kept_fp8_rows);
+  if (ctx.rows_kept) {
+    ctx.rows_kept = false;
+    return std::move(ctx.kept_fp8_rows);
+  }
+  mark("backward_weight.expert_exchange");
   Fp8Rows rows = tokens();
   Fp8Rows local;
   local.values = moved_to_local(ctx, rows.values);
   local.scales = moved_to_local(ctx, rows.scales);
+  mark("backward_weight.moe_experts");
   return local;
 }
 

@@ -52,6 +52,7 @@ class TokenDispatcher {
     OwnedTensor indices;                        // i32, every map of `receive`
     DispatchReceiveLayout receive;
     // The local rows kept for the weight gradient (keep_for_weight_gradient), where only the exchange brings them.
+    bool rows_kept = false;
     OwnedTensor kept_rows;  // [R, H]
     Fp8Rows kept_fp8_rows;  // [R, H] e4m3 and their scales
   };
@@ -89,15 +90,19 @@ class TokenDispatcher {
 
   // Keeps the local rows dispatch (or dispatch_fp8) returned, for dispatch_again, when only the exchange could bring
   // them again (ep > 1); at ep = 1 drops them: dispatch_again permutes the tokens anew (memory for a permutation).
+  // A caller that does not call it (selective recomputation) gets them by the exchange again at ep > 1.
   void keep_for_weight_gradient(Context& ctx, OwnedTensor local) const;
   void keep_for_weight_gradient(Context& ctx, Fp8Rows local) const;
   // The local rows of dispatch again (the experts' weight gradient reads them): those kept, else dispatch(tokens())
-  // (tokens is called only then: [T, ...row], valid until the call returns). Releases what was kept.
+  // (tokens is called only then: [T, ...row], the bits the forward dispatched, valid until the call returns) with
+  // the forward's counts (no host wait); at ep > 1 that is a collective of the group, so every rank of the group
+  // keeps, or does not keep, alike. Releases what was kept.
   OwnedTensor dispatch_again(Context& ctx, const std::function<Tensor()>& tokens) const;
   Fp8Rows dispatch_fp8_again(Context& ctx, const std::function<Fp8Rows()>& tokens) const;
 
   // Marks in `profiler` the phases of the steps that move rows between ranks: "<pass>.expert_exchange" while they
-  // run, then "<pass>.moe_experts" (pass: forward, backward_input); nothing at ep = 1. Null turns it off.
+  // run, then "<pass>.moe_experts" (pass: forward, backward_input,
+  // backward_weight); nothing at ep = 1. Null turns it off.
   void set_profiler(StepProfiler* profiler) { profiler_ = profiler; }
 
   // out: [T, H] fp32 <- outputs: [R, H] fp32 or bf16 in the local order (returned, sorted, and kept for the

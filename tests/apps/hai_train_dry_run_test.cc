@@ -47,6 +47,9 @@ TEST(HaiTrainDryRunTest, DeepseekV3On2048RanksHas671BParametersWith37BActivated)
   ASSERT_TRUE(report.contains("mtp_params"));
   EXPECT_GT(report["mtp_params"].get<int64_t>(), 0);
   expect_positive_memory(report);
+  // Issue 32: V3's layout (FP8, selective recomputation) plans at most 80 GiB on every rank (docs/scale.md).
+  EXPECT_TRUE(report["fits"].get<bool>());
+  EXPECT_LE(report["memory_per_rank"]["total"].get<double>(), 80.0 * (int64_t{1} << 30));
 }
 
 TEST(HaiTrainDryRunTest, TinyConfigReportsItsParameterCounts) {

@@ -131,6 +131,27 @@ TEST(CommPlanTest, GroupsAcrossNodesUseInfiniBand) {
   EXPECT_EQ(find(rank, "dp", "all-gather").link, Link::infiniband);
 }
 
+// Selective recomputation adds, per MoE layer and micro-batch in backward, the combine of the recomputed outputs and
+// the dispatch of the experts' rows again for W: the forward's exchanges once more; none adds nothing.
+TEST(CommPlanTest, SelectiveRecomputationExchangesTheCombineAndDispatchAgain) {
+  Config config = small_layout();
+  config.train.recompute = RecomputeMode::selective;
+  CommPlan selective = plan_communication(config);
+  config.train.recompute = RecomputeMode::none;
+  CommPlan none = plan_communication(config);
+  for (size_t r = 0; r < selective.ranks.size(); ++r) {
+    const RankCommunication& rank = selective.ranks[r];
+    EXPECT_DOUBLE_EQ(find(rank, "ep", "dispatch again").nvlink_bytes,
+                     find(rank, "ep", "dispatch forward").nvlink_bytes);
+    EXPECT_DOUBLE_EQ(find(rank, "ep", "combine again").nvlink_bytes,
+                     find(rank, "ep", "combine forward").nvlink_bytes);
+    for (const Traffic& traffic : none.ranks[r].traffic) {
+      EXPECT_EQ(traffic.name.find("again"), std::string::npos) << traffic.name;
+    }
+  }
+  EXPECT_GT(selective.moe_layer.backward_seconds, none.moe_layer.backward_seconds);
+}
+
 // tp 2 alone (2 ranks), fp32, recompute none: a dense layer and an MoE layer with a shared expert (hidden 8; MLA's
 // latents q_lora 6 + kv_lora 4 + d_rope 2 = 12), no MTP, 2 micro-batches of 8 tokens. A tp rank sends half of each
 // collective's payload per ring pass; an all-reduce makes two passes.

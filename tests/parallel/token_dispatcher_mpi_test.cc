@@ -4,6 +4,7 @@
 // - with a stand-in expert (a row scaled by its expert's number), combine, combine_backward and dispatch_backward
 //   give each rank the bits of the ep = 1 dispatcher holding every expert;
 // - dispatch_fp8 moves e4m3 rows and their scales as dispatch moves fp32 rows: the quantisation of what arrives;
+// - dispatch_again returns kept rows, or exchanges the rows again (selective recomputation): the same bits;
 // - the buffers are count-sized: under a skewed routing (every token to rank 0's experts) rank 0 holds exactly the
 //   group's T * K rows a rank and the others none, and ranks route different numbers of tokens.
 
@@ -123,6 +124,35 @@ TEST_F(TokenDispatcherWorld, Fp8DispatchMovesValuesAndScalesAlike) {
   Fp8Rows expected = quantize_rows(local, /*pow2_scales=*/false);
   EXPECT_TRUE(testing::same_bytes(arrived.values, expected.values));
   EXPECT_TRUE(testing::same_bytes(arrived.scales, expected.scales));
+}
+
+// dispatch_again and dispatch_fp8_again: kept rows come back without calling tokens(); rows not kept (selective
+// recomputation) are exchanged again with the forward's counts, the bits dispatch and dispatch_fp8 delivered.
+TEST_F(TokenDispatcherWorld, DispatchAgainGivesTheBitsOfTheDispatch) {
+  const int ep = size();
+  ParallelGroups groups = make_parallel_groups(*world_, GridShape{.dp = size(), .ep = ep});
+  const int me = groups.ep->rank();
+  const int64_t experts = kExpertsPerRank * ep;
+  AllToAllTokenDispatcher dispatcher(*groups.ep, experts);
+  OwnedTensor x = testing::random_tensor(Shape{tokens_of(me), 200}, 11 + me);  // [T, 200]
+  TokenDispatcher::Context ctx;
+  dispatcher.route(ctx, topk_of(me, experts));
+  OwnedTensor local = dispatcher.dispatch(ctx, x);  // [R, 200], not kept
+  Fp8Rows local_fp8 = dispatcher.dispatch_fp8(ctx, quantize_rows(x, /*pow2_scales=*/false));
+  OwnedTensor again = dispatcher.dispatch_again(ctx, [&] { return x.tensor(); });
+  EXPECT_TRUE(testing::same_bytes(again, local));
+  Fp8Rows again_fp8 = dispatcher.dispatch_fp8_again(ctx, [&] { return quantize_rows(x, /*pow2_scales=*/false); });
+  EXPECT_TRUE(testing::same_bytes(again_fp8.values, local_fp8.values));
+  EXPECT_TRUE(testing::same_bytes(again_fp8.scales, local_fp8.scales));
+
+  dispatcher.keep_for_weight_gradient(ctx, std::move(again));
+  bool asked = false;
+  OwnedTensor kept = dispatcher.dispatch_again(ctx, [&] {
+    asked = true;
+    return x.tensor();
+  });
+  EXPECT_FALSE(asked);
+  EXPECT_TRUE(testing::same_bytes(kept, local));
 }
 
 // Every token of every rank routed to rank 0's experts (K = L): rank 0 receives the group's sum(T) * K rows and
