@@ -21,39 +21,13 @@
 #include "model/model_rope_table.h"
 #include "model/parameters.h"
 #include "tests/framework/device/test_util.h"
+#include "tests/model/larger_shape_config.h"
 #include "tests/model/model_test_inputs.h"
 
 namespace hai {
 namespace {
 
-// A CPU shape some hundred times the tiny one's: MLA of 4 heads, 16 experts of which 4 a token plus a shared one.
-Config larger_config() {
-  Config config;
-  config.runtime.device = RuntimeDevice::cpu;
-  ModelConfig& m = config.model;
-  m.vocab_size = 64;
-  m.hidden_size = 256;
-  m.num_layers = 2;
-  m.first_dense_layers = 1;
-  m.dense_ffn_size = 512;
-  m.num_heads = 4;
-  m.q_lora_rank = 96;
-  m.kv_lora_rank = 64;
-  m.qk_nope_head_dim = 32;
-  m.qk_rope_head_dim = 16;
-  m.v_head_dim = 32;
-  m.max_seq_len = 64;
-  m.moe.routed_experts = 16;
-  m.moe.experts_per_token = 4;
-  m.moe.expert_ffn_size = 128;
-  m.moe.shared_experts = 1;
-  m.moe.groups = 4;
-  m.moe.groups_per_token = 2;
-  m.mtp_depth = 0;
-  config.train.seq_len = 64;
-  config.train.micro_batch_size = 2;
-  return config;
-}
+using testing::larger_shape_config;
 
 Config tiny_config() {
   Config config;
@@ -187,7 +161,7 @@ TEST(RecomputeMemory, TinyModelKeepsWhatThePlanSays) {
 
 TEST(RecomputeMemory, LargerShapeKeepsWhatThePlanSays) {
   for (PrecisionMode precision : {PrecisionMode::fp32, PrecisionMode::bf16, PrecisionMode::fp8}) {
-    Config config = larger_config();
+    Config config = larger_shape_config();
     config.precision.mode = precision;
     check_plan_against_measurement(config, "larger");
   }
@@ -199,7 +173,7 @@ TEST(RecomputeMemory, LargerShapeKeepsWhatThePlanSays) {
 // that kept them would fail.
 TEST(RecomputeMemory, SelectiveKeepsNoRoutedExpertOutputs) {
   for (PrecisionMode precision : {PrecisionMode::fp32, PrecisionMode::bf16, PrecisionMode::fp8}) {
-    Config config = larger_config();
+    Config config = larger_shape_config();
     config.precision.mode = precision;
     config.train.recompute = RecomputeMode::selective;
     ParameterStore store = make_store(config);
@@ -222,7 +196,7 @@ TEST(RecomputeMemory, SelectiveKeepsNoRoutedExpertOutputs) {
 TEST(RecomputeMemory, AttentionKeepsItsOutputOnce) {
   for (PrecisionMode precision : {PrecisionMode::fp32, PrecisionMode::bf16, PrecisionMode::fp8}) {
     for (RecomputeMode mode : {RecomputeMode::none, RecomputeMode::selective}) {
-      Config config = larger_config();
+      Config config = larger_shape_config();
       config.precision.mode = precision;
       config.train.recompute = mode;
       ParameterStore store = make_store(config);

@@ -34,6 +34,7 @@
 #include "parallel/sequence_parallel.h"
 #include "tests/framework/comm/world_fixture.h"
 #include "tests/framework/device/test_util.h"
+#include "tests/model/larger_shape_config.h"
 #include "tests/model/model_test_inputs.h"
 #include "tests/model/model_training_checks.h"
 
@@ -284,33 +285,9 @@ TEST_F(TensorParallelGroupTest, ReplicatedGradientSumIsOneAllReduceABucket) {
   }
 }
 
-// A CPU shape some ten times the tiny one's (recompute_memory_test.cc's larger shape): MLA of 4 heads, 16 experts of
-// which 4 a token plus a shared one, 2 sequences of 64 tokens a micro-batch.
+// recompute_memory_test.cc's larger shape (tests/model/larger_shape_config.h) at `tp`.
 Config memory_config(int tp, bool sequence_parallel, RecomputeMode recompute) {
-  Config config;
-  config.runtime.device = RuntimeDevice::cpu;
-  ModelConfig& m = config.model;
-  m.vocab_size = 64;
-  m.hidden_size = 256;
-  m.num_layers = 2;
-  m.first_dense_layers = 1;
-  m.dense_ffn_size = 512;
-  m.num_heads = 4;
-  m.q_lora_rank = 96;
-  m.kv_lora_rank = 64;
-  m.qk_nope_head_dim = 32;
-  m.qk_rope_head_dim = 16;
-  m.v_head_dim = 32;
-  m.max_seq_len = 64;
-  m.moe.routed_experts = 16;
-  m.moe.experts_per_token = 4;
-  m.moe.expert_ffn_size = 128;
-  m.moe.shared_experts = 1;
-  m.moe.groups = 4;
-  m.moe.groups_per_token = 2;
-  m.mtp_depth = 0;
-  config.train.seq_len = 64;
-  config.train.micro_batch_size = 2;
+  Config config = testing::larger_shape_config();
   config.train.recompute = recompute;
   config.precision.mode = PrecisionMode::fp32;  // the store's
   config.parallel = tensor_parallel_layout(tp);
