@@ -11,20 +11,13 @@
 namespace hai::cuda {
 namespace {
 
-// The product of the middle dims of [T, ..., W]: rows per token.
-int64_t rows_per_token(const Tensor& tensor) {
-  int64_t rows = 1;
-  for (int dim = 1; dim + 1 < tensor.rank(); ++dim) rows *= tensor.size(dim);
-  return rows;
-}
-
 // many: the operand with G rows per row of `few`.
 kernels::ColumnCopyLayout layout_of(const Tensor& dst, const Tensor& src, ColumnBlock block, const Tensor& many,
                                     const Tensor& few) {
-  return {.dst_rows = dst.size(0) * rows_per_token(dst),
+  return {.dst_rows = dst.size(0) * cpu::rows_per_token(dst),
           .dst_width = dst.size(-1),
           .src_width = src.size(-1),
-          .group = rows_per_token(many) / rows_per_token(few),
+          .group = cpu::rows_per_token(many) / cpu::rows_per_token(few),
           .dst_offset = block.dst_offset,
           .src_offset = block.src_offset,
           .width = block.width};
@@ -52,13 +45,6 @@ void sum_columns(const Tensor& dst, const Tensor& src, ColumnBlock block, Stream
 namespace hai {
 namespace {
 
-// The product of the middle dims of [T, ..., W]: rows per token.
-int64_t rows_per_token(const Tensor& tensor) {
-  int64_t rows = 1;
-  for (int dim = 1; dim + 1 < tensor.rank(); ++dim) rows *= tensor.size(dim);
-  return rows;
-}
-
 // many: the tensor with G rows per row of `few` (dst of copy_columns, src of sum_columns).
 void check_operands(const Tensor& dst, const Tensor& src, ColumnBlock block, const Tensor& many, const Tensor& few,
                     bool bf16_allowed, const char* op) {
@@ -76,7 +62,7 @@ void check_operands(const Tensor& dst, const Tensor& src, ColumnBlock block, con
   HAI_CHECK(block.src_offset >= 0 && block.src_offset + block.width <= src.size(-1),
             "{}: source columns [{}, {}) do not fit in width {}", op, block.src_offset, block.src_offset + block.width,
             src.size(-1));
-  HAI_CHECK(rows_per_token(few) > 0 && rows_per_token(many) % rows_per_token(few) == 0,
+  HAI_CHECK(cpu::rows_per_token(few) > 0 && cpu::rows_per_token(many) % cpu::rows_per_token(few) == 0,
             "{}: the rows of {} are not a whole number per row of {}", op, many.str(), few.str());
 }
 

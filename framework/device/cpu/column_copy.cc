@@ -1,14 +1,14 @@
 #include "framework/device/cpu/ops.h"
 
 namespace hai::cpu {
-namespace {
 
-// The product of the middle dims of [T, ..., W]: rows per token.
 int64_t rows_per_token(const Tensor& tensor) {
   int64_t rows = 1;
   for (int dim = 1; dim + 1 < tensor.rank(); ++dim) rows *= tensor.size(dim);
   return rows;
 }
+
+namespace {
 
 void convert(float& out, float in) { out = in; }
 void convert(float& out, bf16 in) { out = bf16_to_float(in.bits); }

@@ -48,6 +48,9 @@ void rope_backward(const Tensor& d_x, const Tensor& d_out, const Tensor& positio
 void cast_tensor(const Tensor& out, const Tensor& x);
 
 // column_copy.h
+// The product of the middle dims of [T, ..., W]: rows per token (the dispatcher's
+// checks and the CUDA layout read it too).
+int64_t rows_per_token(const Tensor& tensor);
 void copy_columns(const Tensor& dst, const Tensor& src, ColumnBlock block);
 void sum_columns(const Tensor& dst, const Tensor& src, ColumnBlock block);
 
